@@ -1,0 +1,489 @@
+//! Machine, topology and policy configuration: serde types read from TOML,
+//! validated so bad input gets a one-line error naming the field and what is
+//! allowed.
+//!
+//! A machine preset (`presets/<name>.toml`) holds every cost the models use,
+//! in processor cycles unless the name says otherwise. Presets are data, not
+//! code: the files are embedded at build time so the binary works from any
+//! directory, and a path to another TOML file works too.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use thiserror::Error;
+
+/// Configuration problems, each rendered as one line.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("invalid {field} = {value}: {allowed}")]
+    Invalid {
+        field: String,
+        value: String,
+        allowed: String,
+    },
+    #[error("unknown preset '{name}': allowed {allowed}")]
+    UnknownPreset { name: String, allowed: String },
+    #[error("malformed TOML in {origin}: {message}")]
+    Toml { origin: String, message: String },
+}
+
+impl ConfigError {
+    pub fn invalid(field: &str, value: impl fmt::Display, allowed: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid {
+            field: field.to_string(),
+            value: value.to_string(),
+            allowed: allowed.into(),
+        }
+    }
+
+    /// Converts a TOML parse error into a single line with its location.
+    pub fn from_toml(origin: &str, text: &str, err: &toml::de::Error) -> ConfigError {
+        let message = err.message().replace('\n', " ");
+        let location = err
+            .span()
+            .map(|s| {
+                let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
+                format!("line {line}: ")
+            })
+            .unwrap_or_default();
+        ConfigError::Toml {
+            origin: origin.to_string(),
+            message: format!("{location}{}", message.trim()),
+        }
+    }
+}
+
+/// Parses TOML into `T`, mapping errors to a one-line [`ConfigError`].
+pub fn parse_toml<T: serde::de::DeserializeOwned>(origin: &str, text: &str) -> Result<T, ConfigError> {
+    toml::from_str(text).map_err(|e| ConfigError::from_toml(origin, text, &e))
+}
+
+/// Who runs protocol handlers on a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Policy {
+    /// One processor per node computes and handles messages.
+    Single,
+    /// `protocol_procs` processors per node only handle messages.
+    Fixed { protocol_procs: u32 },
+    /// Every processor computes; an idle one acts as protocol processor;
+    /// when all compute, an arriving message interrupts one.
+    Floating,
+}
+
+impl Policy {
+    /// Parses the command-line spelling: `single`, `fixed`, `fixed:K`,
+    /// `floating`.
+    pub fn parse(s: &str) -> Result<Policy, ConfigError> {
+        let lower = s.to_ascii_lowercase();
+        match lower.as_str() {
+            "single" => Ok(Policy::Single),
+            "floating" => Ok(Policy::Floating),
+            "fixed" => Ok(Policy::Fixed { protocol_procs: 1 }),
+            other => {
+                if let Some(k) = other.strip_prefix("fixed:") {
+                    let protocol_procs = k.parse::<u32>().map_err(|_| {
+                        ConfigError::invalid("policy", s, "allowed single, fixed, fixed:K (K >= 1), floating")
+                    })?;
+                    Ok(Policy::Fixed { protocol_procs })
+                } else {
+                    Err(ConfigError::invalid(
+                        "policy",
+                        s,
+                        "allowed single, fixed, fixed:K (K >= 1), floating",
+                    ))
+                }
+            }
+        }
+    }
+
+    /// Short label used in tables and file names.
+    pub fn label(&self) -> String {
+        match self {
+            Policy::Single => "single".into(),
+            Policy::Fixed { protocol_procs: 1 } => "fixed".into(),
+            Policy::Fixed { protocol_procs } => format!("fixed:{protocol_procs}"),
+            Policy::Floating => "floating".into(),
+        }
+    }
+
+    /// Processors per node that run application threads.
+    pub fn compute_procs(&self, procs_per_node: u32) -> u32 {
+        match self {
+            Policy::Single | Policy::Floating => procs_per_node,
+            Policy::Fixed { protocol_procs } => procs_per_node.saturating_sub(*protocol_procs),
+        }
+    }
+
+    /// Whether a processor that has nothing to compute may take the acting
+    /// protocol-processor role (and computing processors may be interrupted).
+    pub fn compute_procs_handle(&self) -> bool {
+        !matches!(self, Policy::Fixed { .. })
+    }
+}
+
+/// Shape of the simulated or native cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Topology {
+    pub nodes: u32,
+    pub procs_per_node: u32,
+}
+
+impl Topology {
+    /// Checks the topology against the policy.
+    pub fn validate(&self, policy: &Policy) -> Result<(), ConfigError> {
+        if self.nodes == 0 || self.nodes > 4096 {
+            return Err(ConfigError::invalid("nodes", self.nodes, "allowed 1..=4096"));
+        }
+        if self.procs_per_node == 0 || self.procs_per_node > 64 {
+            return Err(ConfigError::invalid(
+                "procs_per_node",
+                self.procs_per_node,
+                "allowed 1..=64",
+            ));
+        }
+        match *policy {
+            Policy::Single if self.procs_per_node != 1 => Err(ConfigError::invalid(
+                "procs_per_node",
+                self.procs_per_node,
+                "policy single runs exactly 1 processor per node (use fixed or floating for more)",
+            )),
+            Policy::Fixed { protocol_procs } if protocol_procs == 0 => Err(ConfigError::invalid(
+                "protocol_procs",
+                protocol_procs,
+                "policy fixed needs at least 1 dedicated protocol processor",
+            )),
+            Policy::Fixed { protocol_procs } if protocol_procs >= self.procs_per_node => {
+                Err(ConfigError::invalid(
+                    "protocol_procs",
+                    protocol_procs,
+                    format!(
+                        "policy fixed with {} processors per node leaves no compute processor; allowed 1..={}",
+                        self.procs_per_node,
+                        self.procs_per_node.saturating_sub(1)
+                    ),
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Switches for the overheads the scheduling study separates, so each can be
+/// turned off to measure what it costs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Effects {
+    /// Compute and protocol lines compete for the same cache sets.
+    pub cache_interference: bool,
+    /// Protocol lock, code and data move between the caches of the
+    /// processors that take turns as protocol processor.
+    pub migration: bool,
+    /// Data a handler touched must be transferred cache-to-cache when a
+    /// different processor consumes it.
+    pub data_placement: bool,
+}
+
+impl Default for Effects {
+    fn default() -> Effects {
+        Effects {
+            cache_interference: true,
+            migration: true,
+            data_placement: true,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessorParams {
+    /// Clock rate; converts cycles to microseconds in reports.
+    pub mhz: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheParams {
+    /// Per-processor direct-mapped data cache.
+    pub size_bytes: u64,
+    pub line_bytes: u32,
+    pub hit_cycles: u64,
+}
+
+/// Split-transaction snooping bus inside a node. Latency is what the
+/// requesting processor waits once its transaction has the bus; occupancy is
+/// how long the transaction holds the bus (and makes others queue).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BusParams {
+    pub memory_latency: u64,
+    pub memory_occupancy: u64,
+    pub cache_to_cache_latency: u64,
+    pub cache_to_cache_occupancy: u64,
+    pub upgrade_latency: u64,
+    pub upgrade_occupancy: u64,
+    pub writeback_occupancy: u64,
+}
+
+/// Kinds of network interface. Only the CM-5-like one exists so far.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NiKind {
+    /// Uncached memory-mapped send and receive queues on the memory bus,
+    /// moved a word at a time by the processor.
+    Cm5,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NiParams {
+    pub kind: NiKind,
+    pub word_bytes: u32,
+    /// Words of every message besides arguments and payload (handler, key,
+    /// source, token).
+    pub header_words: u32,
+    pub uncached_read_latency: u64,
+    pub uncached_read_occupancy: u64,
+    pub uncached_write_latency: u64,
+    pub uncached_write_occupancy: u64,
+    /// Reading the cacheable arrival/dispatch registers after the NI
+    /// invalidated them (one bus transaction each).
+    pub register_read_latency: u64,
+    pub register_read_occupancy: u64,
+    /// Cycles an NI port spends per word injecting or accepting a message.
+    pub port_cycles_per_word: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkParams {
+    /// Constant point-to-point latency.
+    pub latency_cycles: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InterruptParams {
+    /// Oint: delivery, dispatch and return, charged to the interrupted
+    /// processor.
+    pub overhead_cycles: u64,
+    /// Share of Oint paid before handling (delivery and dispatch); the rest
+    /// is paid on return.
+    pub entry_percent: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProtocolParams {
+    /// Dispatch loop instructions per message (decode, table lookup, call).
+    pub dispatch_cycles: u64,
+    /// Code of the dispatch loop, fetched through the cache per message.
+    pub dispatch_code_bytes: u32,
+    /// Taking the acting protocol-processor role: masking interrupts, the
+    /// test-and-set, deciding to stay (besides the lock line's own miss).
+    pub role_acquire_cycles: u64,
+    /// Giving the role up: unmasking, releasing the lock.
+    pub role_release_cycles: u64,
+    /// Instructions to mark a request complete for its waiting thread.
+    pub completion_cycles: u64,
+    /// Bytes of protocol-table state per protocol block.
+    pub table_entry_bytes: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComputeParams {
+    /// Synthetic work makes one random access to the private segment every
+    /// this many cycles.
+    pub access_interval_cycles: u64,
+}
+
+/// Round-trip latencies the preset was calibrated to; `finegrain calibrate`
+/// measures them back.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    pub lmin_null_us: f64,
+    pub lmin_fetch_us: f64,
+    /// Allowed relative error, e.g. 0.10.
+    pub tolerance: f64,
+}
+
+/// Every cost of one simulated machine.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineConfig {
+    pub name: String,
+    pub description: String,
+    pub processor: ProcessorParams,
+    pub cache: CacheParams,
+    pub bus: BusParams,
+    pub ni: NiParams,
+    pub network: NetworkParams,
+    pub interrupt: InterruptParams,
+    pub protocol: ProtocolParams,
+    pub compute: ComputeParams,
+    #[serde(default)]
+    pub effects: Effects,
+    pub calibration: Option<Calibration>,
+}
+
+/// Presets shipped with finegrain, embedded at build time.
+pub const PRESETS: &[(&str, &str)] = &[("hpca97", include_str!("../../../presets/hpca97.toml"))];
+
+impl MachineConfig {
+    /// Loads a shipped preset by name, or a TOML file when `name` ends in
+    /// `.toml`.
+    pub fn load(name: &str) -> Result<MachineConfig, ConfigError> {
+        if name.ends_with(".toml") {
+            let text = std::fs::read_to_string(name).map_err(|e| {
+                ConfigError::invalid("preset", name, format!("cannot read the file: {e}"))
+            })?;
+            return MachineConfig::from_toml(name, &text);
+        }
+        let (_, text) = PRESETS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .ok_or_else(|| ConfigError::UnknownPreset {
+                name: name.to_string(),
+                allowed: format!(
+                    "{} (or a path to a .toml file)",
+                    PRESETS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                ),
+            })?;
+        MachineConfig::from_toml(&format!("preset {name}"), text)
+    }
+
+    pub fn from_toml(origin: &str, text: &str) -> Result<MachineConfig, ConfigError> {
+        let m: MachineConfig = parse_toml(origin, text)?;
+        m.validate()?;
+        Ok(m)
+    }
+
+    /// Rejects parameters the models cannot interpret.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        positive("processor.mhz", self.processor.mhz as u64)?;
+        let c = &self.cache;
+        if !c.line_bytes.is_power_of_two() || !(8..=4096).contains(&c.line_bytes) {
+            return Err(ConfigError::invalid(
+                "cache.line_bytes",
+                c.line_bytes,
+                "allowed a power of two from 8 to 4096",
+            ));
+        }
+        if c.size_bytes == 0 || c.size_bytes % c.line_bytes as u64 != 0 || c.size_bytes > (1 << 30) {
+            return Err(ConfigError::invalid(
+                "cache.size_bytes",
+                c.size_bytes,
+                "allowed a positive multiple of cache.line_bytes up to 1 GiB",
+            ));
+        }
+        if !matches!(self.ni.word_bytes, 4 | 8) {
+            return Err(ConfigError::invalid("ni.word_bytes", self.ni.word_bytes, "allowed 4 or 8"));
+        }
+        if self.interrupt.entry_percent > 100 {
+            return Err(ConfigError::invalid(
+                "interrupt.entry_percent",
+                self.interrupt.entry_percent,
+                "allowed 0..=100",
+            ));
+        }
+        positive("compute.access_interval_cycles", self.compute.access_interval_cycles)?;
+        positive("protocol.table_entry_bytes", self.protocol.table_entry_bytes as u64)?;
+        if let Some(cal) = &self.calibration {
+            if !(cal.tolerance > 0.0 && cal.tolerance < 1.0) {
+                return Err(ConfigError::invalid(
+                    "calibration.tolerance",
+                    cal.tolerance,
+                    "allowed a fraction in (0, 1)",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Lines in one processor's cache.
+    pub fn cache_lines(&self) -> u64 {
+        self.cache.size_bytes / self.cache.line_bytes as u64
+    }
+
+    pub fn cycles_to_us(&self, cycles: f64) -> f64 {
+        cycles / self.processor.mhz as f64
+    }
+
+    pub fn us_to_cycles(&self, us: f64) -> f64 {
+        us * self.processor.mhz as f64
+    }
+}
+
+fn positive(field: &str, v: u64) -> Result<(), ConfigError> {
+    if v == 0 {
+        Err(ConfigError::invalid(field, v, "allowed a positive integer"))
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_presets_load() {
+        for (name, _) in PRESETS {
+            MachineConfig::load(name).unwrap();
+        }
+    }
+
+    #[test]
+    fn unknown_preset_lists_the_allowed_ones() {
+        let e = MachineConfig::load("nope").unwrap_err().to_string();
+        assert!(e.starts_with("unknown preset 'nope': allowed hpca97"), "{e}");
+        assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn malformed_toml_is_one_line_with_a_location() {
+        let e = MachineConfig::from_toml("x.toml", "name = \"a\"\n[cache\n").unwrap_err().to_string();
+        assert!(e.starts_with("malformed TOML in x.toml: line 2"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn unknown_field_is_named() {
+        let text = PRESETS[0].1.replace("[cache]", "[cache]\nsize_kb = 3");
+        let e = MachineConfig::from_toml("x.toml", &text).unwrap_err().to_string();
+        assert!(e.contains("size_kb"), "{e}");
+    }
+
+    #[test]
+    fn bad_line_size_names_field_and_allowed_values() {
+        let mut m = MachineConfig::load("hpca97").unwrap();
+        m.cache.line_bytes = 48;
+        let e = m.validate().unwrap_err().to_string();
+        assert_eq!(e, "invalid cache.line_bytes = 48: allowed a power of two from 8 to 4096");
+    }
+
+    #[test]
+    fn topology_rules() {
+        let t = |n, p| Topology { nodes: n, procs_per_node: p };
+        assert!(t(2, 1).validate(&Policy::Single).is_ok());
+        assert!(t(2, 0).validate(&Policy::Floating).unwrap_err().to_string().contains("procs_per_node = 0"));
+        assert!(t(2, 2).validate(&Policy::Single).is_err());
+        let e = t(2, 2).validate(&Policy::Fixed { protocol_procs: 2 }).unwrap_err().to_string();
+        assert!(e.contains("leaves no compute processor"), "{e}");
+        assert!(t(2, 3).validate(&Policy::Fixed { protocol_procs: 2 }).is_ok());
+        assert!(t(0, 3).validate(&Policy::Floating).is_err());
+    }
+
+    #[test]
+    fn policy_spellings() {
+        assert_eq!(Policy::parse("Fixed").unwrap(), Policy::Fixed { protocol_procs: 1 });
+        assert_eq!(Policy::parse("fixed:3").unwrap(), Policy::Fixed { protocol_procs: 3 });
+        assert_eq!(Policy::parse("floating").unwrap(), Policy::Floating);
+        let e = Policy::parse("round-robin").unwrap_err().to_string();
+        assert!(e.contains("allowed single, fixed, fixed:K"), "{e}");
+        assert_eq!(Policy::Fixed { protocol_procs: 2 }.label(), "fixed:2");
+        assert_eq!(Policy::Fixed { protocol_procs: 2 }.compute_procs(5), 3);
+    }
+}

@@ -1,0 +1,197 @@
+//! Handler tables and the Active Message request/reply rule.
+//!
+//! A handler is a plain, short, non-blocking function. The rule every
+//! platform enforces at run time: a request handler sends at most one reply,
+//! a reply handler sends nothing. The rule is what makes active messages
+//! deadlock-free without buffering guarantees, so a violation is reported as
+//! an error naming the handler instead of being allowed to wedge a node.
+
+use crate::ids::{HandlerId, NodeId};
+use crate::message::{Message, MsgKind, Reply};
+use crate::proc_api::{Access, Region};
+use std::sync::Arc;
+use thiserror::Error;
+
+/// Errors of the messaging layer, shared by both platforms.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum AmError {
+    #[error("handler '{handler}' is a reply handler and tried to send a reply; reply handlers may not send messages")]
+    ReplyFromReplyHandler { handler: String },
+    #[error("handler '{handler}' sent a second reply; a request handler may send at most one reply")]
+    SecondReply { handler: String },
+    #[error("an active message carries at most 4 argument words, {given} given")]
+    TooManyArgs { given: usize },
+    #[error("unknown handler id {id}: the table has {len} handlers")]
+    UnknownHandler { id: u16, len: usize },
+    #[error("handler table is full: at most 65535 handlers")]
+    TableFull,
+    #[error("node {node} does not exist: the machine has nodes 0..{nodes}")]
+    NoSuchNode { node: u32, nodes: u32 },
+    #[error("handler '{handler}' failed: {reason}")]
+    HandlerFailed { handler: String, reason: String },
+    #[error("the run was aborted: {0}")]
+    Aborted(String),
+}
+
+/// What a handler may do. Each platform implements it: the simulator charges
+/// every call to the processor running the handler; the native runtime does
+/// the real work.
+pub trait HandlerCtx {
+    /// The node the handler runs on.
+    fn node(&self) -> NodeId;
+    /// Answers the request being handled. Allowed once, from request
+    /// handlers only.
+    fn reply(&mut self, reply: Reply) -> Result<(), AmError>;
+    /// Touches node memory (the simulator models the caches and bus; the
+    /// native runtime ignores it, since real handlers touch real memory).
+    fn access(&mut self, region: Region, offset: u64, len: u32, kind: Access);
+    /// Accounts for `cycles` of handler instructions beyond the handler's
+    /// registered body cost.
+    fn charge(&mut self, cycles: u64);
+}
+
+/// The function type of a handler.
+pub type HandlerFn = Arc<dyn Fn(&mut dyn HandlerCtx, &Message) -> Result<(), AmError> + Send + Sync>;
+
+/// Static description of a handler: its name (for errors and statistics)
+/// and its cost on the reference machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HandlerInfo {
+    pub name: String,
+    /// Instructions of the handler body, in processor cycles.
+    pub body_cycles: u64,
+    /// Size of the handler's code; the simulator fetches it through the
+    /// running processor's cache.
+    pub code_bytes: u32,
+}
+
+/// The handlers of one program, identical on every node (SPMD).
+#[derive(Clone, Default)]
+pub struct HandlerTable {
+    infos: Vec<HandlerInfo>,
+    fns: Vec<HandlerFn>,
+}
+
+impl HandlerTable {
+    pub fn new() -> HandlerTable {
+        HandlerTable::default()
+    }
+
+    pub fn register(
+        &mut self,
+        info: HandlerInfo,
+        f: impl Fn(&mut dyn HandlerCtx, &Message) -> Result<(), AmError> + Send + Sync + 'static,
+    ) -> Result<HandlerId, AmError> {
+        let id = u16::try_from(self.infos.len()).map_err(|_| AmError::TableFull)?;
+        if id == u16::MAX {
+            return Err(AmError::TableFull);
+        }
+        self.infos.push(info);
+        self.fns.push(Arc::new(f));
+        Ok(HandlerId(id))
+    }
+
+    pub fn len(&self) -> usize {
+        self.infos.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.infos.is_empty()
+    }
+
+    pub fn info(&self, id: HandlerId) -> Result<&HandlerInfo, AmError> {
+        self.infos.get(id.index()).ok_or(AmError::UnknownHandler {
+            id: id.0,
+            len: self.infos.len(),
+        })
+    }
+
+    pub fn function(&self, id: HandlerId) -> Result<&HandlerFn, AmError> {
+        self.fns.get(id.index()).ok_or(AmError::UnknownHandler {
+            id: id.0,
+            len: self.fns.len(),
+        })
+    }
+
+    /// Every handler, in id order.
+    pub fn infos(&self) -> impl Iterator<Item = (HandlerId, &HandlerInfo)> {
+        self.infos
+            .iter()
+            .enumerate()
+            .map(|(i, info)| (HandlerId(i as u16), info))
+    }
+}
+
+/// Enforces the request/reply rule for one handler invocation. Platforms
+/// create one per dispatched message and consult it on every `reply`.
+#[derive(Debug)]
+pub struct ReplyGuard<'a> {
+    kind: MsgKind,
+    handler: &'a str,
+    replied: bool,
+}
+
+impl<'a> ReplyGuard<'a> {
+    pub fn new(kind: MsgKind, handler: &'a str) -> ReplyGuard<'a> {
+        ReplyGuard {
+            kind,
+            handler,
+            replied: false,
+        }
+    }
+
+    /// Records a reply, or says which rule it breaks.
+    pub fn admit_reply(&mut self) -> Result<(), AmError> {
+        match self.kind {
+            MsgKind::Reply => Err(AmError::ReplyFromReplyHandler {
+                handler: self.handler.to_string(),
+            }),
+            MsgKind::Request if self.replied => Err(AmError::SecondReply {
+                handler: self.handler.to_string(),
+            }),
+            MsgKind::Request => {
+                self.replied = true;
+                Ok(())
+            }
+        }
+    }
+
+    pub fn replied(&self) -> bool {
+        self.replied
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_handler_may_reply_once() {
+        let mut g = ReplyGuard::new(MsgKind::Request, "get");
+        assert!(g.admit_reply().is_ok());
+        let e = g.admit_reply().unwrap_err();
+        assert_eq!(e, AmError::SecondReply { handler: "get".into() });
+        assert!(e.to_string().contains("'get'"));
+    }
+
+    #[test]
+    fn reply_handler_may_not_reply() {
+        let mut g = ReplyGuard::new(MsgKind::Reply, "get_done");
+        let e = g.admit_reply().unwrap_err();
+        assert!(e.to_string().contains("'get_done' is a reply handler"), "{e}");
+    }
+
+    #[test]
+    fn table_lookup_names_the_bad_id() {
+        let mut t = HandlerTable::new();
+        let id = t
+            .register(
+                HandlerInfo { name: "a".into(), body_cycles: 1, code_bytes: 64 },
+                |_, _| Ok(()),
+            )
+            .unwrap();
+        assert_eq!(t.info(id).unwrap().name, "a");
+        let e = t.info(HandlerId(5)).unwrap_err();
+        assert_eq!(e.to_string(), "unknown handler id 5: the table has 1 handlers");
+    }
+}

@@ -1,0 +1,18 @@
+//! finegrain-core: the vocabulary every finegrain platform shares.
+//!
+//! Nothing here knows what time it is or starts a thread. The simulator
+//! (`finegrain-sim`) and the native runtime interpret these types; the
+//! applications in `finegrain-apps` are written against [`Proc`] and
+//! [`HandlerCtx`] only, so one workload runs on both.
+
+pub mod config;
+pub mod handler;
+pub mod ids;
+pub mod message;
+pub mod proc_api;
+
+pub use config::{ConfigError, Effects, MachineConfig, Policy, Topology};
+pub use handler::{AmError, HandlerCtx, HandlerFn, HandlerInfo, HandlerTable, ReplyGuard};
+pub use ids::{HandlerId, NodeId, ThreadId};
+pub use message::{Args, Message, MsgKind, Payload, Reply, SyncKey, MAX_ARGS};
+pub use proc_api::{Access, Proc, Region};

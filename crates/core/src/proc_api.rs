@@ -1,0 +1,65 @@
+//! The Proc API: what an application thread sees, on either platform.
+//!
+//! An application is an async function run once per compute thread (SPMD),
+//! generic over `P: Proc`. The simulator advances virtual time when the
+//! thread works or waits; the native runtime really does the work.
+
+use crate::handler::AmError;
+use crate::ids::{HandlerId, NodeId, ThreadId};
+use crate::message::{Args, Message, Payload};
+use std::future::Future;
+
+/// Named regions of a node's memory, so handlers and threads can say what
+/// they touch without knowing the platform's addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Region {
+    /// The private data segment of a compute thread of this node (as large
+    /// as one processor's cache).
+    Segment(ThreadId),
+    /// Protocol state kept by handlers (for example a per-block state table).
+    ProtocolTable,
+    /// Where a reply handler deposits data for a thread of this node.
+    RecvBuffer(ThreadId),
+}
+
+/// Whether a memory access reads or writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Access {
+    Read,
+    Write,
+}
+
+/// A compute thread's handle on the machine.
+pub trait Proc {
+    /// The node this thread runs on.
+    fn node(&self) -> NodeId;
+    /// This thread's number within its node.
+    fn thread(&self) -> ThreadId;
+    /// Number of nodes in the machine.
+    fn nodes(&self) -> u32;
+    /// Compute threads per node.
+    fn threads_per_node(&self) -> u32;
+    /// A seed for this thread's private random stream, derived from the run
+    /// seed, the node and the thread, so runs are reproducible.
+    fn seed(&self) -> u64;
+    /// Synthetic work: `cycles` of computation interleaved with random
+    /// accesses to the thread's private segment.
+    fn work(&self, cycles: u64) -> impl Future<Output = ()>;
+    /// Accounts for real computation the code just did (simulator only).
+    fn charge(&self, cycles: u64);
+    /// Sends an active-message request to `dst` and waits until its reply
+    /// handler has run; returns the reply message.
+    fn request(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        args: Args,
+        payload: Payload,
+    ) -> impl Future<Output = Result<Message, AmError>>;
+    /// Touches memory of this node (for example data a reply handler left in
+    /// this thread's receive buffer).
+    fn access(&self, region: Region, offset: u64, len: u32, kind: Access) -> impl Future<Output = ()>;
+    /// A poll site: handles pending messages if the platform's policy lets
+    /// this thread act as protocol processor.
+    fn poll(&self) -> impl Future<Output = ()>;
+}
