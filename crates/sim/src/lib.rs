@@ -1,1 +1,73 @@
+//! finegrain-sim: a deterministic discrete-event simulator of clusters of
+//! SMP nodes.
+//!
+//! Time is integer processor cycles; events are ordered by (time, sequence
+//! number); application threads are async tasks polled by the engine. The
+//! same configuration and seed give the same statistics, bit for bit.
+//!
+//! ```
+//! use finegrain_core::{MachineConfig, Policy, Topology, HandlerTable, Proc};
+//! use finegrain_sim::{simulate, SimConfig};
+//!
+//! let cfg = SimConfig {
+//!     machine: MachineConfig::load("hpca97").unwrap(),
+//!     topology: Topology { nodes: 2, procs_per_node: 1 },
+//!     policy: Policy::Single,
+//!     seed: 1,
+//! };
+//! let out = simulate(&cfg, &HandlerTable::new(), |p| async move {
+//!     p.work(1000).await;
+//!     Ok(p.node().0)
+//! })
+//! .unwrap();
+//! assert_eq!(out.results, vec![0, 1]);
+//! assert!(out.stats.sim_cycles >= 1000);
+//! ```
 
+mod bus;
+mod config;
+mod engine;
+mod event;
+mod memory;
+pub mod stats;
+mod thread;
+
+pub use config::SimConfig;
+pub use engine::cycles_consistent;
+pub use stats::RunStats;
+pub use thread::{mix_seed, SimProc};
+
+use finegrain_core::{AmError, ConfigError, HandlerTable};
+use std::future::Future;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum SimError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("{0}")]
+    Handler(AmError),
+    #[error("node {node} thread {thread} failed: {error}")]
+    App { node: u32, thread: u32, error: AmError },
+    #[error("deadlock: {0}")]
+    Deadlock(String),
+}
+
+/// What a simulation returns: each thread's result (node-major) and the
+/// run's statistics.
+pub struct SimOutput<T> {
+    pub results: Vec<T>,
+    pub stats: RunStats,
+}
+
+/// Runs one simulation: `spawn` is called once per compute thread with its
+/// [`SimProc`] and returns the thread's future.
+pub fn simulate<'a, T, F, Fut>(cfg: &SimConfig, handlers: &HandlerTable, spawn: F) -> Result<SimOutput<T>, SimError>
+where
+    F: FnMut(SimProc) -> Fut,
+    Fut: Future<Output = Result<T, AmError>> + 'a,
+{
+    let engine = engine::Engine::new(cfg, handlers, spawn)?;
+    let (results, stats) = engine.run()?;
+    Ok(SimOutput { results, stats })
+}

@@ -1,0 +1,1067 @@
+//! The discrete-event engine and the protocol-processing policies.
+//!
+//! Each processor runs one activity at a time (computing, sending,
+//! handling, taking an interrupt, taking or giving up the protocol-processor
+//! role) whose end is an event. An activity's timing is worked out when it
+//! starts: its bus transactions are reserved on the node's bus calendar and
+//! its cache accesses update the caches. Computation is the only
+//! preemptible activity: an interrupt stops it, and the work left over is
+//! resumed afterwards (delayed, never lost).
+//!
+//! When an activity ends the processor decides what to do next
+//! ([`Engine::decide`]); the policy (Single, Fixed, Floating) enters only
+//! there and in [`Engine::check_interrupt`].
+
+use crate::config::SimConfig;
+use crate::event::{EventKind, EventQueue};
+use crate::memory::{AddressMap, NodeMemory};
+use crate::stats::{BusStats, LatencyStats, NodeStats, ProcStats, RunStats};
+use crate::thread::{mix_seed, Op, OpResult, SimProc, ThreadShared};
+use crate::SimError;
+use finegrain_core::{
+    Access, AmError, HandlerCtx, HandlerId, HandlerTable, Message, MsgKind, NodeId, Region, Reply,
+    ReplyGuard, SyncKey, ThreadId,
+};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+/// Accounting category of a processor's current activity or idle state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cat {
+    Compute,
+    Send,
+    Wait,
+    Handler,
+    Interrupt,
+    Role,
+    PollIdle,
+    Idle,
+}
+
+/// What must happen when a processor's activity ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum After {
+    Nothing,
+    /// The thread's operation is complete.
+    ThreadOpDone,
+    /// The thread has read its completion flag: hand it its reply.
+    ThreadResumed,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct ComputeSegment {
+    start: u64,
+    work: u64,
+    stall: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ThreadState {
+    /// Its task must be polled.
+    Ready,
+    /// An operation is being simulated on its processor.
+    Busy,
+    /// Waiting for the reply to its request.
+    Waiting,
+    /// Its reply handler has run; it has not noticed yet.
+    ReplyArrived,
+    /// At a poll site, handling messages as protocol processor.
+    PollDrain,
+    Finished,
+}
+
+type Task<'a, T> = Pin<Box<dyn Future<Output = Result<T, AmError>> + 'a>>;
+
+struct Thread<'a, T> {
+    shared: Rc<ThreadShared>,
+    task: Option<Task<'a, T>>,
+    state: ThreadState,
+    proc: usize,
+    local: u32,
+    reply: Option<Message>,
+    issued_at: u64,
+    waiting_on: Option<HandlerId>,
+}
+
+struct Processor {
+    node: usize,
+    local: usize,
+    thread: Option<usize>,
+    dedicated: bool,
+    /// Bumped whenever a new activity starts or one is preempted, so stale
+    /// end events are recognised.
+    gen: u32,
+    busy: bool,
+    wake_pending: bool,
+    cat: Cat,
+    since: u64,
+    /// Cycles before this time belong to `stall` rather than `cat`.
+    stall_until: u64,
+    after: After,
+    compute: Option<ComputeSegment>,
+    saved_work: Option<u64>,
+    in_interrupt: bool,
+    interrupt_claim_tried: bool,
+    holds_role: bool,
+    /// Completion a reply handler produces, applied when it finishes.
+    completion: Option<(usize, Message)>,
+    seen_arrivals: u64,
+    rng: ChaCha8Rng,
+    stats: ProcStats,
+}
+
+struct Node {
+    first_proc: usize,
+    procs: usize,
+    threads: u32,
+    mem: NodeMemory,
+    rx: VecDeque<u32>,
+    role: Option<usize>,
+    irq_pending: bool,
+    arbiter_next: usize,
+    /// Arrival count: a change invalidates the PPs' cached arrival register.
+    arrivals: u64,
+    out_port_free: u64,
+    in_port_free: u64,
+    stats: NodeStats,
+}
+
+/// Code lines of the dispatch loop and of each handler (same on every node).
+struct CodeLayout {
+    dispatch: (u32, u32),
+    handlers: Vec<(u32, u32)>,
+}
+
+pub(crate) struct Engine<'a, 'h, T> {
+    cfg: &'h SimConfig,
+    handlers: &'h HandlerTable,
+    code: CodeLayout,
+    now: u64,
+    queue: EventQueue,
+    nodes: Vec<Node>,
+    procs: Vec<Processor>,
+    threads: Vec<Thread<'a, T>>,
+    results: Vec<Option<T>>,
+    messages: Vec<Option<Message>>,
+    free_messages: Vec<u32>,
+    next_token: u64,
+    finished: usize,
+    abort: Option<SimError>,
+    latency: LatencyStats,
+    latency_sum: u128,
+    delivered: u64,
+    requests: u64,
+    replies: u64,
+}
+
+impl<'a, 'h, T> Engine<'a, 'h, T> {
+    pub(crate) fn new<F, Fut>(cfg: &'h SimConfig, handlers: &'h HandlerTable, mut spawn: F) -> Result<Self, SimError>
+    where
+        F: FnMut(SimProc) -> Fut,
+        Fut: Future<Output = Result<T, AmError>> + 'a,
+    {
+        cfg.validate()?;
+        let m = &cfg.machine;
+        let ppn = cfg.topology.procs_per_node as usize;
+        let compute = cfg.policy.compute_procs(cfg.topology.procs_per_node) as usize;
+        let mut map = AddressMap::new(m);
+        let code = CodeLayout {
+            dispatch: map.alloc_code(m.protocol.dispatch_code_bytes),
+            handlers: handlers.infos().map(|(_, info)| map.alloc_code(info.code_bytes)).collect(),
+        };
+        let mut nodes = Vec::new();
+        let mut procs = Vec::new();
+        let mut threads = Vec::new();
+        for n in 0..cfg.topology.nodes as usize {
+            let owners: Vec<Option<u32>> = (0..ppn).map(|p| (p < compute).then_some(p as u32)).collect();
+            nodes.push(Node {
+                first_proc: procs.len(),
+                procs: ppn,
+                threads: compute as u32,
+                mem: NodeMemory::new(m, map.clone(), &owners, compute as u32),
+                rx: VecDeque::new(),
+                role: None,
+                irq_pending: false,
+                arbiter_next: 0,
+                arrivals: 0,
+                out_port_free: 0,
+                in_port_free: 0,
+                stats: NodeStats::default(),
+            });
+            for p in 0..ppn {
+                let thread = (p < compute).then(|| threads.len() + p);
+                procs.push(Processor {
+                    node: n,
+                    local: p,
+                    thread,
+                    dedicated: p >= compute,
+                    gen: 0,
+                    busy: false,
+                    wake_pending: false,
+                    cat: Cat::Idle,
+                    since: 0,
+                    stall_until: 0,
+                    after: After::Nothing,
+                    compute: None,
+                    saved_work: None,
+                    in_interrupt: false,
+                    interrupt_claim_tried: false,
+                    holds_role: false,
+                    completion: None,
+                    seen_arrivals: 0,
+                    rng: ChaCha8Rng::seed_from_u64(mix_seed(cfg.seed, n as u64 + 1, p as u64 + 0x1000)),
+                    stats: ProcStats {
+                        role: if p < compute { "compute" } else { "protocol" },
+                        ..ProcStats::default()
+                    },
+                });
+            }
+            for t in 0..compute {
+                let shared = Rc::new(ThreadShared {
+                    node: NodeId(n as u32),
+                    thread: ThreadId(t as u32),
+                    nodes: cfg.topology.nodes,
+                    threads_per_node: compute as u32,
+                    seed: mix_seed(cfg.seed, n as u64 + 1, t as u64 + 1),
+                    op: RefCell::new(None),
+                    result: RefCell::new(None),
+                    charged: Cell::new(0),
+                });
+                let task: Task<'a, T> = Box::pin(spawn(SimProc { shared: shared.clone() }));
+                threads.push(Thread {
+                    shared,
+                    task: Some(task),
+                    state: ThreadState::Ready,
+                    proc: n * ppn + t,
+                    local: t as u32,
+                    reply: None,
+                    issued_at: 0,
+                    waiting_on: None,
+                });
+            }
+        }
+        let results = threads.iter().map(|_| None).collect();
+        Ok(Engine {
+            cfg,
+            handlers,
+            code,
+            now: 0,
+            queue: EventQueue::with_capacity(1024),
+            nodes,
+            procs,
+            threads,
+            results,
+            messages: Vec::new(),
+            free_messages: Vec::new(),
+            next_token: 0,
+            finished: 0,
+            abort: None,
+            latency: LatencyStats {
+                min_cycles: u64::MAX,
+                ..LatencyStats::default()
+            },
+            latency_sum: 0,
+            delivered: 0,
+            requests: 0,
+            replies: 0,
+        })
+    }
+
+    /// Runs until every thread has finished; returns per-thread results
+    /// (node-major) and the statistics.
+    pub(crate) fn run(mut self) -> Result<(Vec<T>, RunStats), SimError> {
+        for p in 0..self.procs.len() {
+            self.wake(p);
+        }
+        while self.finished < self.threads.len() {
+            let Some(ev) = self.queue.pop() else {
+                return Err(SimError::Deadlock(self.describe_stuck()));
+            };
+            debug_assert!(ev.time >= self.now);
+            self.now = ev.time;
+            match ev.kind {
+                EventKind::ProcWake { proc, gen } => self.on_proc_wake(proc as usize, gen),
+                EventKind::Arrive { msg } => self.on_arrive(msg),
+                EventKind::Interrupt { proc } => self.on_interrupt(proc as usize),
+            }
+            if let Some(e) = self.abort.take() {
+                return Err(e);
+            }
+        }
+        let results = std::mem::take(&mut self.results);
+        let stats = self.finish_stats();
+        let results = results.into_iter().map(|r| r.expect("every thread finished")).collect();
+        Ok((results, stats))
+    }
+
+    // ----- time keeping ---------------------------------------------------
+
+    fn account(&mut self, p: usize) {
+        let now = self.now;
+        let pr = &mut self.procs[p];
+        let elapsed = now - pr.since;
+        let stall = pr.stall_until.saturating_sub(pr.since).min(elapsed);
+        let c = &mut pr.stats.cycles;
+        c.stall += stall;
+        let rest = elapsed - stall;
+        match pr.cat {
+            Cat::Compute => c.compute += rest,
+            Cat::Send => c.send += rest,
+            Cat::Wait => c.wait += rest,
+            Cat::Handler => c.handler += rest,
+            Cat::Interrupt => c.interrupt += rest,
+            Cat::Role => c.role += rest,
+            Cat::PollIdle => c.poll_idle += rest,
+            Cat::Idle => c.idle += rest,
+        }
+        pr.since = now;
+    }
+
+    /// Starts a non-idle activity of `duration` cycles, the first `stall` of
+    /// which are stalled on memory.
+    fn start_busy(&mut self, p: usize, cat: Cat, duration: u64, stall: u64, after: After) {
+        self.account(p);
+        let now = self.now;
+        let pr = &mut self.procs[p];
+        pr.gen = pr.gen.wrapping_add(1);
+        pr.busy = true;
+        pr.wake_pending = false;
+        pr.cat = cat;
+        pr.stall_until = now + stall;
+        pr.after = after;
+        let gen = pr.gen;
+        self.queue.push(now + duration, EventKind::ProcWake { proc: p as u32, gen });
+    }
+
+    fn go_idle(&mut self, p: usize, cat: Cat) {
+        self.account(p);
+        let pr = &mut self.procs[p];
+        pr.busy = false;
+        pr.cat = cat;
+        pr.stall_until = 0;
+    }
+
+    /// Makes an idle processor reconsider what to do, now.
+    fn wake(&mut self, p: usize) {
+        let pr = &mut self.procs[p];
+        if pr.busy || pr.wake_pending {
+            return;
+        }
+        pr.wake_pending = true;
+        let gen = pr.gen;
+        self.queue.push(self.now, EventKind::ProcWake { proc: p as u32, gen });
+    }
+
+    fn on_proc_wake(&mut self, p: usize, gen: u32) {
+        if self.procs[p].gen != gen {
+            return; // a preempted activity's end, or superseded wake-up
+        }
+        if self.procs[p].busy {
+            self.finish_activity(p);
+        } else if self.procs[p].wake_pending {
+            self.procs[p].wake_pending = false;
+        } else {
+            return;
+        }
+        self.decide(p);
+    }
+
+    fn finish_activity(&mut self, p: usize) {
+        self.account(p);
+        let pr = &mut self.procs[p];
+        pr.busy = false;
+        pr.stall_until = 0;
+        let after = std::mem::replace(&mut pr.after, After::Nothing);
+        let finished_compute = pr.compute.take().is_some();
+        let completion = pr.completion.take();
+        if let Some((t, reply)) = completion {
+            self.complete_request(p, t, reply);
+        }
+        let Some(t) = self.procs[p].thread else { return };
+        if finished_compute || after == After::ThreadOpDone {
+            self.thread_ready(t, OpResult::Done);
+        } else if after == After::ThreadResumed {
+            let reply = self.threads[t].reply.take().expect("resumed thread has its reply");
+            let lat = self.now - self.threads[t].issued_at;
+            self.record_latency(lat);
+            self.thread_ready(t, OpResult::Reply(reply));
+        }
+    }
+
+    fn thread_ready(&mut self, t: usize, result: OpResult) {
+        let th = &mut self.threads[t];
+        th.state = ThreadState::Ready;
+        *th.shared.result.borrow_mut() = Some(result);
+    }
+
+    fn record_latency(&mut self, lat: u64) {
+        let l = &mut self.latency;
+        l.count += 1;
+        l.min_cycles = l.min_cycles.min(lat);
+        l.max_cycles = l.max_cycles.max(lat);
+        self.latency_sum += lat as u128;
+    }
+
+    // ----- the policy: what a processor does next --------------------------
+
+    fn decide(&mut self, p: usize) {
+        let n = self.procs[p].node;
+        if self.procs[p].in_interrupt {
+            return self.decide_in_interrupt(p);
+        }
+        if let Some(work) = self.procs[p].saved_work.take() {
+            return self.start_compute(p, work);
+        }
+        if self.procs[p].holds_role {
+            if !self.nodes[n].rx.is_empty() {
+                return self.start_handle(p);
+            }
+            if self.should_relinquish(p) {
+                return self.start_release(p);
+            }
+            return self.go_idle(p, Cat::PollIdle);
+        }
+        if let Some(t) = self.procs[p].thread {
+            match self.threads[t].state {
+                ThreadState::Ready => return self.run_thread(t),
+                ThreadState::ReplyArrived => return self.start_resume(p, t),
+                ThreadState::PollDrain => {
+                    self.thread_ready(t, OpResult::Done);
+                    return self.run_thread(t);
+                }
+                ThreadState::Waiting | ThreadState::Finished => {
+                    if self.cfg.policy.compute_procs_handle() && self.nodes[n].role.is_none() {
+                        return self.start_acquire(p);
+                    }
+                    let cat = if self.threads[t].state == ThreadState::Waiting { Cat::Wait } else { Cat::Idle };
+                    return self.go_idle(p, cat);
+                }
+                ThreadState::Busy => unreachable!("a busy thread's processor is busy"),
+            }
+        }
+        if self.procs[p].dedicated && self.nodes[n].role.is_none() {
+            return self.start_acquire(p);
+        }
+        self.go_idle(p, Cat::Idle)
+    }
+
+    /// Inside an interrupt: take the role if nobody has it, handle every
+    /// pending message, give the role back, return to the interrupted work.
+    fn decide_in_interrupt(&mut self, p: usize) {
+        let n = self.procs[p].node;
+        if self.procs[p].holds_role {
+            if !self.nodes[n].rx.is_empty() {
+                return self.start_handle(p);
+            }
+            return self.start_release(p);
+        }
+        if !self.procs[p].interrupt_claim_tried {
+            self.procs[p].interrupt_claim_tried = true;
+            if self.nodes[n].role.is_none() {
+                return self.start_acquire(p);
+            }
+            self.nodes[n].stats.spurious_interrupts += 1;
+        }
+        self.procs[p].in_interrupt = false;
+        let o = &self.cfg.machine.interrupt;
+        let exit = o.overhead_cycles - o.overhead_cycles * o.entry_percent as u64 / 100;
+        self.start_busy(p, Cat::Interrupt, exit, 0, After::Nothing);
+    }
+
+    /// A processor acting as PP outside an interrupt gives the role up once
+    /// its own thread can run again and no message is waiting (it drains
+    /// the queue first, since leaving messages behind would interrupt a
+    /// computing processor).
+    fn should_relinquish(&self, p: usize) -> bool {
+        let pr = &self.procs[p];
+        if pr.dedicated {
+            return false;
+        }
+        match pr.thread.map(|t| self.threads[t].state) {
+            Some(ThreadState::Ready) | Some(ThreadState::ReplyArrived) | Some(ThreadState::PollDrain) => true,
+            Some(ThreadState::Waiting) | Some(ThreadState::Finished) | Some(ThreadState::Busy) | None => false,
+        }
+    }
+
+    /// Can this idle processor take the role right away?
+    fn can_act(&self, p: usize) -> bool {
+        let pr = &self.procs[p];
+        if pr.busy || pr.holds_role || pr.in_interrupt || pr.saved_work.is_some() {
+            return false;
+        }
+        match pr.thread {
+            Some(t) => {
+                self.cfg.policy.compute_procs_handle()
+                    && matches!(self.threads[t].state, ThreadState::Waiting | ThreadState::Finished)
+            }
+            None => pr.dedicated,
+        }
+    }
+
+    /// The NI keeps its interrupt line raised while messages wait and no
+    /// processor acts as PP; the arbiter hands it to computing processors
+    /// round-robin. An idle processor that may act is woken instead.
+    fn check_interrupt(&mut self, n: usize) {
+        let node = &self.nodes[n];
+        if node.rx.is_empty() || node.role.is_some() || node.irq_pending {
+            return;
+        }
+        let (first, count) = (node.first_proc, node.procs);
+        if let Some(p) = (first..first + count).find(|&p| self.can_act(p)) {
+            return self.wake(p);
+        }
+        if !self.cfg.policy.compute_procs_handle() {
+            return;
+        }
+        let start = self.nodes[n].arbiter_next;
+        for k in 0..count {
+            let local = (start + k) % count;
+            let p = first + local;
+            if self.procs[p].compute.is_some() && !self.procs[p].in_interrupt {
+                self.nodes[n].arbiter_next = (local + 1) % count;
+                self.nodes[n].irq_pending = true;
+                self.queue.push(self.now, EventKind::Interrupt { proc: p as u32 });
+                return;
+            }
+        }
+    }
+
+    fn on_interrupt(&mut self, p: usize) {
+        let n = self.procs[p].node;
+        self.nodes[n].irq_pending = false;
+        let Some(seg) = self.procs[p].compute else {
+            return self.check_interrupt(n); // target stopped computing meanwhile
+        };
+        if !self.procs[p].busy {
+            return self.check_interrupt(n);
+        }
+        // Preempt: the work not yet done resumes after the interrupt.
+        self.account(p);
+        let elapsed = self.now - seg.start;
+        let done = elapsed.saturating_sub(seg.stall).min(seg.work);
+        let pr = &mut self.procs[p];
+        pr.compute = None;
+        pr.saved_work = Some(seg.work - done);
+        pr.in_interrupt = true;
+        pr.interrupt_claim_tried = false;
+        pr.busy = false;
+        pr.gen = pr.gen.wrapping_add(1);
+        pr.stats.interrupts += 1;
+        let o = &self.cfg.machine.interrupt;
+        let entry = o.overhead_cycles * o.entry_percent as u64 / 100;
+        self.start_busy(p, Cat::Interrupt, entry, 0, After::Nothing);
+    }
+
+    // ----- the acting protocol-processor role ------------------------------
+
+    fn start_acquire(&mut self, p: usize) {
+        let n = self.procs[p].node;
+        debug_assert!(self.nodes[n].role.is_none());
+        self.nodes[n].role = Some(p);
+        self.procs[p].holds_role = true;
+        self.procs[p].stats.role_acquires += 1;
+        let lock = self.nodes[n].mem.map().lock_line();
+        let (lat, _) = self.nodes[n].mem.access(self.now, self.now, self.procs[p].local, lock, Access::Write);
+        let cost = lat + self.cfg.machine.protocol.role_acquire_cycles;
+        self.start_busy(p, Cat::Role, cost, 0, After::Nothing);
+    }
+
+    fn start_release(&mut self, p: usize) {
+        let n = self.procs[p].node;
+        self.nodes[n].role = None;
+        self.procs[p].holds_role = false;
+        let lock = self.nodes[n].mem.map().lock_line();
+        let (lat, _) = self.nodes[n].mem.access(self.now, self.now, self.procs[p].local, lock, Access::Write);
+        let cost = lat + self.cfg.machine.protocol.role_release_cycles;
+        self.start_busy(p, Cat::Role, cost, 0, After::Nothing);
+        self.offer_role(n);
+    }
+
+    /// The role just became free: a waiting processor takes it over, or an
+    /// interrupt is raised if messages wait.
+    fn offer_role(&mut self, n: usize) {
+        let (first, count) = (self.nodes[n].first_proc, self.nodes[n].procs);
+        if let Some(p) = (first..first + count).find(|&p| self.can_act(p)) {
+            self.wake(p);
+        } else {
+            self.check_interrupt(n);
+        }
+    }
+
+    // ----- messages ---------------------------------------------------------
+
+    fn on_arrive(&mut self, slot: u32) {
+        let n = self.messages[slot as usize].as_ref().expect("live message").dst_node.index();
+        let node = &mut self.nodes[n];
+        node.rx.push_back(slot);
+        node.arrivals += 1;
+        node.stats.messages_received += 1;
+        node.stats.max_receive_queue = node.stats.max_receive_queue.max(node.rx.len() as u64);
+        self.delivered += 1;
+        match node.role {
+            Some(h) => self.wake(h),
+            None => self.check_interrupt(n),
+        }
+    }
+
+    fn nis_words(&self, msg: &Message) -> u64 {
+        let wb = self.cfg.machine.ni.word_bytes as usize;
+        (msg.args.len() + msg.payload.len().div_ceil(wb)) as u64
+    }
+
+    /// The processor writes the message into the NI a word at a time
+    /// (uncached stores), then the NI injects it. Returns the cycle the
+    /// processor is done.
+    fn send_message(&mut self, p: usize, mut t: u64, msg: Message) -> u64 {
+        let ni = &self.cfg.machine.ni;
+        let words = ni.header_words as u64 + self.nis_words(&msg);
+        let n = self.procs[p].node;
+        let (occ, lat) = (ni.uncached_write_occupancy, ni.uncached_write_latency);
+        for _ in 0..words {
+            let start = self.nodes[n].mem.bus.reserve(self.now, t, occ);
+            t = start + lat;
+        }
+        self.inject(n, t, words, msg);
+        t
+    }
+
+    /// NI ports serialize messages (contention at the interfaces); the
+    /// network itself adds a constant latency.
+    fn inject(&mut self, n: usize, t: u64, words: u64, msg: Message) {
+        let per_word = self.cfg.machine.ni.port_cycles_per_word;
+        let src = &mut self.nodes[n];
+        let out_start = src.out_port_free.max(t);
+        src.out_port_free = out_start + words * per_word;
+        src.stats.messages_sent += 1;
+        let at_dst = src.out_port_free + self.cfg.machine.network.latency_cycles;
+        let dst = &mut self.nodes[msg.dst_node.index()];
+        let in_start = dst.in_port_free.max(at_dst);
+        dst.in_port_free = in_start + words * per_word;
+        let arrive = dst.in_port_free;
+        let slot = match self.free_messages.pop() {
+            Some(s) => {
+                self.messages[s as usize] = Some(msg);
+                s
+            }
+            None => {
+                self.messages.push(Some(msg));
+                (self.messages.len() - 1) as u32
+            }
+        };
+        self.queue.push(arrive, EventKind::Arrive { msg: slot });
+    }
+
+    fn bus_read(&mut self, n: usize, t: u64, occ: u64, lat: u64) -> u64 {
+        let start = self.nodes[n].mem.bus.reserve(self.now, t, occ);
+        start + lat
+    }
+
+    /// Receives the next message and runs its handler: notice, read the
+    /// dispatch register and the words, dispatch, run the handler, send the
+    /// reply or complete the waiting thread.
+    fn start_handle(&mut self, p: usize) {
+        let n = self.procs[p].node;
+        let local = self.procs[p].local;
+        let slot = self.nodes[n].rx.pop_front().expect("queue not empty");
+        let msg = self.messages[slot as usize].take().expect("live message");
+        self.free_messages.push(slot);
+        let m = &self.cfg.machine;
+        let mut t = self.now;
+        // The PP's cached arrival register was invalidated by new arrivals.
+        if self.procs[p].seen_arrivals != self.nodes[n].arrivals {
+            self.procs[p].seen_arrivals = self.nodes[n].arrivals;
+            t = self.bus_read(n, t, m.ni.register_read_occupancy, m.ni.register_read_latency);
+        }
+        t = self.bus_read(n, t, m.ni.register_read_occupancy, m.ni.register_read_latency);
+        for _ in 0..self.nis_words(&msg) {
+            t = self.bus_read(n, t, m.ni.uncached_read_occupancy, m.ni.uncached_read_latency);
+        }
+        t += m.protocol.dispatch_cycles;
+        let (first, count) = self.code.dispatch;
+        t += self.nodes[n].mem.access_lines(self.now, t, local, first, count, Access::Read).0;
+        let table = self.handlers;
+        let info = match table.info(msg.handler) {
+            Ok(i) => i,
+            Err(e) => return self.fail(SimError::Handler(e)),
+        };
+        let (first, count) = self.code.handlers[msg.handler.index()];
+        t += self.nodes[n].mem.access_lines(self.now, t, local, first, count, Access::Read).0;
+        t += info.body_cycles;
+        let f = table.function(msg.handler).expect("info exists").clone();
+        let threads = self.nodes[n].threads;
+        let mut ctx = SimHandlerCtx {
+            mem: &mut self.nodes[n].mem,
+            now: self.now,
+            t,
+            proc: local,
+            node: NodeId(n as u32),
+            threads,
+            guard: ReplyGuard::new(msg.kind, &info.name),
+            reply: None,
+            error: None,
+        };
+        let outcome = f(&mut ctx, &msg);
+        let (t_after, reply, region_error, replied) = (ctx.t, ctx.reply, ctx.error, ctx.guard.replied());
+        t = t_after;
+        if let Err(e) = outcome {
+            return self.fail(SimError::Handler(e));
+        }
+        if let Some(reason) = region_error {
+            return self.fail(SimError::Handler(AmError::HandlerFailed {
+                handler: info.name.clone(),
+                reason,
+            }));
+        }
+        match msg.kind {
+            MsgKind::Request => {
+                let Some(reply) = reply.filter(|_| replied) else {
+                    return self.fail(SimError::Handler(AmError::HandlerFailed {
+                        handler: info.name.clone(),
+                        reason: "returned without replying to a request sent with Proc::request, whose thread would wait forever".into(),
+                    }));
+                };
+                self.replies += 1;
+                let out = Message {
+                    kind: MsgKind::Reply,
+                    src_node: NodeId(n as u32),
+                    src_thread: msg.src_thread,
+                    dst_node: msg.src_node,
+                    handler: reply.handler,
+                    key: msg.key,
+                    args: reply.args,
+                    payload: reply.payload,
+                    token: msg.token,
+                };
+                t = self.send_message(p, t, out);
+            }
+            MsgKind::Reply => {
+                // Mark the request complete: the waiting thread spins on a
+                // flag in its own line.
+                let global = self.thread_index(n, msg.src_thread.0);
+                t += m.protocol.completion_cycles;
+                let flag = self.nodes[n].mem.map().flag_line(msg.src_thread.0);
+                t += self.nodes[n].mem.access(self.now, t, local, flag, Access::Write).0;
+                self.procs[p].completion = Some((global, msg));
+            }
+        }
+        self.procs[p].stats.handlers += 1;
+        let duration = t - self.now;
+        self.start_busy(p, Cat::Handler, duration, 0, After::Nothing);
+    }
+
+    /// Threads are numbered node-major, like processors.
+    fn thread_index(&self, n: usize, local_thread: u32) -> usize {
+        let per_node = self.nodes[n].threads as usize;
+        n * per_node + local_thread as usize
+    }
+
+    /// A reply handler finished: the thread's request is complete. Its
+    /// processor notices when it next reads its flag.
+    fn complete_request(&mut self, handler_proc: usize, t: usize, reply: Message) {
+        let th = &mut self.threads[t];
+        th.state = ThreadState::ReplyArrived;
+        th.reply = Some(reply);
+        th.waiting_on = None;
+        let p = th.proc;
+        if p != handler_proc {
+            self.wake(p);
+        }
+    }
+
+    /// The waiting thread reads its completion flag (a cache-to-cache
+    /// transfer when another processor ran the reply handler).
+    fn start_resume(&mut self, p: usize, t: usize) {
+        let n = self.procs[p].node;
+        let flag = self.nodes[n].mem.map().flag_line(self.threads[t].local);
+        let (lat, _) = self.nodes[n].mem.access(self.now, self.now, self.procs[p].local, flag, Access::Read);
+        self.threads[t].state = ThreadState::Busy;
+        self.start_busy(p, Cat::Wait, lat, 0, After::ThreadResumed);
+    }
+
+    // ----- threads ------------------------------------------------------------
+
+    /// Polls the thread's task and starts the operation it asks for.
+    fn run_thread(&mut self, t: usize) {
+        let p = self.threads[t].proc;
+        let mut cx = Context::from_waker(Waker::noop());
+        let task = self.threads[t].task.as_mut().expect("unfinished thread has a task");
+        match task.as_mut().poll(&mut cx) {
+            Poll::Ready(result) => {
+                self.threads[t].task = None;
+                self.threads[t].state = ThreadState::Finished;
+                self.finished += 1;
+                match result {
+                    Ok(v) => self.results[t] = Some(v),
+                    Err(e) => {
+                        let th = &self.threads[t];
+                        return self.fail(SimError::App {
+                            node: th.shared.node.0,
+                            thread: th.local,
+                            error: e,
+                        });
+                    }
+                }
+                let charged = self.threads[t].shared.charged.replace(0);
+                if charged > 0 {
+                    self.start_busy(p, Cat::Compute, charged, 0, After::Nothing);
+                } else {
+                    self.decide(p);
+                }
+            }
+            Poll::Pending => {
+                let op = self.threads[t].shared.op.borrow_mut().take();
+                match op {
+                    Some(op) => self.start_op(t, op),
+                    None => self.fail(SimError::App {
+                        node: self.threads[t].shared.node.0,
+                        thread: self.threads[t].local,
+                        error: AmError::Aborted(
+                            "the thread awaited something that is not a finegrain operation".into(),
+                        ),
+                    }),
+                }
+            }
+        }
+    }
+
+    fn start_op(&mut self, t: usize, op: Op) {
+        let p = self.threads[t].proc;
+        let n = self.procs[p].node;
+        let charged = self.threads[t].shared.charged.replace(0);
+        self.threads[t].state = ThreadState::Busy;
+        match op {
+            Op::Work(cycles) => self.start_compute(p, cycles + charged),
+            Op::Request {
+                dst,
+                handler,
+                args,
+                payload,
+            } => {
+                if dst.0 >= self.cfg.topology.nodes {
+                    let e = AmError::NoSuchNode {
+                        node: dst.0,
+                        nodes: self.cfg.topology.nodes,
+                    };
+                    return self.reject_op(t, e);
+                }
+                if let Err(e) = self.handlers.info(handler) {
+                    return self.reject_op(t, e);
+                }
+                self.requests += 1;
+                self.next_token += 1;
+                let msg = Message {
+                    kind: MsgKind::Request,
+                    src_node: NodeId(n as u32),
+                    src_thread: ThreadId(self.threads[t].local),
+                    dst_node: dst,
+                    handler,
+                    key: SyncKey::Sequential,
+                    args,
+                    payload,
+                    token: self.next_token,
+                };
+                let start = self.now + charged;
+                let end = self.send_message(p, start, msg);
+                let th = &mut self.threads[t];
+                th.state = ThreadState::Waiting;
+                th.issued_at = self.now;
+                th.waiting_on = Some(handler);
+                self.start_busy(p, Cat::Send, end - self.now, 0, After::Nothing);
+            }
+            Op::Access {
+                region,
+                offset,
+                len,
+                kind,
+            } => {
+                let threads = self.nodes[n].threads;
+                match self.nodes[n].mem.map().lines(region, offset, len, threads) {
+                    Ok((first, count)) => {
+                        let local = self.procs[p].local;
+                        let t0 = self.now + charged;
+                        let (lat, missed) = self.nodes[n].mem.access_lines(self.now, t0, local, first, count, kind);
+                        self.start_busy(p, Cat::Compute, charged + lat, missed, After::ThreadOpDone);
+                    }
+                    Err(reason) => {
+                        let e = AmError::Aborted(format!("thread access rejected: {reason}"));
+                        self.reject_op(t, e)
+                    }
+                }
+            }
+            Op::Poll => {
+                let hit = self.cfg.machine.cache.hit_cycles;
+                let can_handle = self.cfg.policy.compute_procs_handle()
+                    && !self.nodes[n].rx.is_empty()
+                    && self.nodes[n].role.is_none();
+                if can_handle {
+                    self.threads[t].state = ThreadState::PollDrain;
+                    if charged > 0 {
+                        self.start_busy(p, Cat::Compute, charged, 0, After::Nothing);
+                    } else {
+                        self.start_acquire(p);
+                    }
+                } else {
+                    self.start_busy(p, Cat::Compute, charged + hit, 0, After::ThreadOpDone);
+                }
+            }
+        }
+    }
+
+    /// Hands an error back to the thread that asked for a bad operation.
+    fn reject_op(&mut self, t: usize, e: AmError) {
+        self.thread_ready(t, OpResult::Failed(e));
+        self.run_thread(t);
+    }
+
+    fn start_compute(&mut self, p: usize, work: u64) {
+        let n = self.procs[p].node;
+        let interval = self.cfg.machine.compute.access_interval_cycles;
+        let local = self.procs[p].local;
+        let pr = &mut self.procs[p];
+        let stall = self.nodes[n].mem.compute_misses(self.now, self.now, local, work, interval, &mut pr.rng);
+        self.procs[p].compute = Some(ComputeSegment {
+            start: self.now,
+            work,
+            stall,
+        });
+        self.start_busy(p, Cat::Compute, stall + work, stall, After::Nothing);
+        // A computing processor is a possible interrupt target.
+        self.check_interrupt(n);
+    }
+
+    fn fail(&mut self, e: SimError) {
+        if self.abort.is_none() {
+            self.abort = Some(e);
+        }
+    }
+
+    fn describe_stuck(&self) -> String {
+        let stuck: Vec<String> = self
+            .threads
+            .iter()
+            .filter(|t| t.state != ThreadState::Finished)
+            .take(4)
+            .map(|t| {
+                let what = match t.waiting_on.and_then(|h| self.handlers.info(h).ok()) {
+                    Some(info) => format!("waits for the reply to a '{}' request", info.name),
+                    None => format!("is {:?}", t.state),
+                };
+                format!("node {} thread {} {}", t.shared.node.0, t.local, what)
+            })
+            .collect();
+        format!("no event left at cycle {} while {}", self.now, stuck.join("; "))
+    }
+
+    fn finish_stats(&mut self) -> RunStats {
+        for p in 0..self.procs.len() {
+            self.account(p);
+        }
+        let sim = self.now;
+        let mut stats = RunStats {
+            sim_cycles: sim,
+            events: self.queue.popped(),
+            messages: self.delivered,
+            requests: self.requests,
+            replies: self.replies,
+            ..RunStats::default()
+        };
+        let mut compute_share = 0.0;
+        let mut compute_procs = 0;
+        let mut occupancy = 0.0;
+        for node in &mut self.nodes {
+            let mut ns = std::mem::take(&mut node.stats);
+            let mut handler_cycles = 0;
+            for local in 0..node.procs {
+                let pr = &self.procs[node.first_proc + local];
+                let mut ps = pr.stats.clone();
+                ps.misses = node.mem.misses[local];
+                stats.cycles.add(&ps.cycles);
+                stats.misses.add(&ps.misses);
+                stats.interrupts += ps.interrupts;
+                stats.handlers += ps.handlers;
+                handler_cycles += ps.cycles.handler;
+                if pr.thread.is_some() && sim > 0 {
+                    compute_share += ps.cycles.compute as f64 / sim as f64;
+                    compute_procs += 1;
+                }
+                ns.procs.push(ps);
+            }
+            if sim > 0 {
+                occupancy += handler_cycles as f64 / sim as f64;
+            }
+            let b = &node.mem.bus;
+            ns.bus = BusStats {
+                transactions: b.transactions,
+                busy_cycles: b.busy_cycles,
+                wait_cycles: b.wait_cycles,
+            };
+            stats.nodes.push(ns);
+        }
+        stats.measured_u = if compute_procs > 0 { compute_share / compute_procs as f64 } else { 0.0 };
+        stats.pp_occupancy = occupancy / self.nodes.len().max(1) as f64;
+        let l = &mut self.latency;
+        if l.count > 0 {
+            l.mean_cycles = self.latency_sum as f64 / l.count as f64;
+        } else {
+            l.min_cycles = 0;
+        }
+        stats.request_latency = self.latency.clone();
+        stats
+    }
+}
+
+/// The simulator's [`HandlerCtx`]: every call advances the handler's
+/// timeline on the processor running it.
+struct SimHandlerCtx<'m, 'n> {
+    mem: &'m mut NodeMemory,
+    now: u64,
+    t: u64,
+    proc: usize,
+    node: NodeId,
+    threads: u32,
+    guard: ReplyGuard<'n>,
+    reply: Option<Reply>,
+    error: Option<String>,
+}
+
+impl HandlerCtx for SimHandlerCtx<'_, '_> {
+    fn node(&self) -> NodeId {
+        self.node
+    }
+
+    fn reply(&mut self, reply: Reply) -> Result<(), AmError> {
+        self.guard.admit_reply()?;
+        self.reply = Some(reply);
+        Ok(())
+    }
+
+    fn access(&mut self, region: Region, offset: u64, len: u32, kind: Access) {
+        match self.mem.map().lines(region, offset, len, self.threads) {
+            Ok((first, count)) => {
+                self.t += self.mem.access_lines(self.now, self.t, self.proc, first, count, kind).0;
+            }
+            Err(reason) => {
+                self.error.get_or_insert(reason);
+            }
+        }
+    }
+
+    fn charge(&mut self, cycles: u64) {
+        self.t += cycles;
+    }
+}
+
+/// Per-processor cycle totals must add up to the run time (used by tests).
+pub fn cycles_consistent(stats: &RunStats) -> bool {
+    stats
+        .nodes
+        .iter()
+        .flat_map(|n| n.procs.iter())
+        .all(|p| p.cycles.total() == stats.sim_cycles)
+}

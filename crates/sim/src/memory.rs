@@ -1,0 +1,548 @@
+//! The memory system of one node: a direct-mapped data cache per processor,
+//! snooping coherence between them, and the bus they share.
+//!
+//! The model is mechanistic on purpose: the scheduling study's indirect
+//! overheads (cache interference, migration of protocol state, data
+//! placement) are not parameters but consequences of which processor touches
+//! which line. A private segment exactly as large as a cache fills every set
+//! of its owner's cache, so each protocol line a compute processor touches
+//! evicts one of its segment lines, and each segment line it touches again
+//! evicts the protocol line.
+//!
+//! Synthetic work touches uniformly random segment lines. Rather than
+//! simulating every access, a compute burst of `n` accesses touches each of
+//! the `F` sets currently holding someone else's line with probability
+//! `1 - exp(-n / S)`; the number touched is drawn from that binomial and the
+//! sets chosen at random, which is exact in distribution and costs O(misses)
+//! instead of O(accesses).
+
+use crate::bus::Bus;
+use crate::stats::MissStats;
+use finegrain_core::config::{BusParams, Effects, MachineConfig};
+use finegrain_core::{Access, Region};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Binomial, Distribution};
+
+const INVALID: u32 = u32::MAX;
+const DIRTY: u32 = 1 << 31;
+const LINE_MASK: u32 = !DIRTY;
+/// Most compute threads a node may have (segments are laid out for this many).
+pub const MAX_THREADS: u32 = 64;
+/// Lines of each thread's receive buffer.
+pub const RECV_LINES: u32 = 64;
+
+/// What kind of state a line holds; decides which effect a miss belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineClass {
+    /// A compute thread's private segment.
+    Segment(u32),
+    /// Protocol code, lock and tables: what migrates between acting PPs.
+    Protocol,
+    /// Message data and completion flags handed from handler to consumer.
+    Data,
+}
+
+/// Where each region of a node's memory lives, in line numbers. Every
+/// sub-region starts at a different cache-set offset so they do not all
+/// collide with set 0.
+#[derive(Clone, Debug)]
+pub struct AddressMap {
+    sets: u32,
+    line_bytes: u32,
+    lock: u32,
+    flags: u32,
+    recv: u32,
+    code: u32,
+    table: u32,
+    table_lines_per_thread: u32,
+    code_lines: u32,
+}
+
+impl AddressMap {
+    pub fn new(m: &MachineConfig) -> AddressMap {
+        let sets = m.cache_lines() as u32;
+        let line_bytes = m.cache.line_bytes;
+        let base = MAX_THREADS * sets;
+        let table_bytes_per_thread = (m.cache.size_bytes / 128) * m.protocol.table_entry_bytes as u64;
+        AddressMap {
+            sets,
+            line_bytes,
+            lock: base + sets * 3 / 4,
+            flags: base + sets + sets * 5 / 8,
+            recv: base + 2 * sets + sets / 2,
+            code: base + 3 * sets + sets / 8,
+            table: base + 4 * sets + sets / 4,
+            table_lines_per_thread: table_bytes_per_thread.div_ceil(line_bytes as u64) as u32,
+            code_lines: 0,
+        }
+    }
+
+    pub fn sets(&self) -> u32 {
+        self.sets
+    }
+
+    pub fn segment_line(&self, thread: u32, set: u32) -> u32 {
+        thread * self.sets + set
+    }
+
+    pub fn lock_line(&self) -> u32 {
+        self.lock
+    }
+
+    pub fn flag_line(&self, thread: u32) -> u32 {
+        self.flags + thread
+    }
+
+    /// Reserves `bytes` of code and returns its first line and line count.
+    pub fn alloc_code(&mut self, bytes: u32) -> (u32, u32) {
+        let lines = bytes.div_ceil(self.line_bytes).max(1);
+        let first = self.code + self.code_lines;
+        self.code_lines += lines;
+        (first, lines)
+    }
+
+    /// Every protocol line a dedicated protocol processor keeps warm.
+    pub fn protocol_lines(&self, threads: u32) -> impl Iterator<Item = u32> {
+        let code = self.code..self.code + self.code_lines;
+        let table = self.table..self.table + threads * self.table_lines_per_thread;
+        std::iter::once(self.lock).chain(code).chain(table)
+    }
+
+    pub fn class(&self, line: u32) -> LineClass {
+        if line < MAX_THREADS * self.sets {
+            LineClass::Segment(line / self.sets)
+        } else if line >= self.flags && line < self.code - self.sets / 8 {
+            LineClass::Data
+        } else {
+            LineClass::Protocol
+        }
+    }
+
+    /// Line range of `len` bytes at `offset` in `region`, or a one-line
+    /// description of why it is out of bounds.
+    pub fn lines(&self, region: Region, offset: u64, len: u32, threads: u32) -> Result<(u32, u32), String> {
+        let lb = self.line_bytes as u64;
+        let (base, size_bytes, name) = match region {
+            Region::Segment(t) => {
+                check_thread(t.0, threads)?;
+                (self.segment_line(t.0, 0), self.sets as u64 * lb, "segment")
+            }
+            Region::ProtocolTable => (
+                self.table,
+                threads as u64 * self.table_lines_per_thread as u64 * lb,
+                "protocol table",
+            ),
+            Region::RecvBuffer(t) => {
+                check_thread(t.0, threads)?;
+                (self.recv + t.0 * RECV_LINES, RECV_LINES as u64 * lb, "receive buffer")
+            }
+        };
+        if len == 0 || offset + len as u64 > size_bytes {
+            return Err(format!(
+                "access of {len} bytes at offset {offset} is outside the {name} ({size_bytes} bytes)"
+            ));
+        }
+        let first = base + (offset / lb) as u32;
+        let last = base + ((offset + len as u64 - 1) / lb) as u32;
+        Ok((first, last - first + 1))
+    }
+}
+
+fn check_thread(t: u32, threads: u32) -> Result<(), String> {
+    if t < threads {
+        Ok(())
+    } else {
+        Err(format!("thread {t} does not exist on this node (it has {threads} compute threads)"))
+    }
+}
+
+/// Which bus transaction an access needed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Hit,
+    Upgrade,
+    Memory,
+    CacheToCache,
+}
+
+/// Sets of one processor that hold something other than its own segment
+/// line, kept as a vector plus positions so a random one can be drawn and
+/// any one removed in O(1).
+#[derive(Clone, Debug)]
+struct ForeignSets {
+    list: Vec<u32>,
+    pos: Vec<u32>,
+}
+
+impl ForeignSets {
+    fn new(sets: u32) -> ForeignSets {
+        ForeignSets {
+            list: Vec::new(),
+            pos: vec![INVALID; sets as usize],
+        }
+    }
+
+    fn insert(&mut self, set: u32) {
+        if self.pos[set as usize] == INVALID {
+            self.pos[set as usize] = self.list.len() as u32;
+            self.list.push(set);
+        }
+    }
+
+    fn remove(&mut self, set: u32) {
+        let p = self.pos[set as usize];
+        if p != INVALID {
+            self.list.swap_remove(p as usize);
+            if let Some(&moved) = self.list.get(p as usize) {
+                self.pos[moved as usize] = p;
+            }
+            self.pos[set as usize] = INVALID;
+        }
+    }
+}
+
+struct Cache {
+    /// Line number (with the dirty bit) held by each set; with cache
+    /// interference switched off, non-segment lines use a second bank so
+    /// they never displace segment lines.
+    tags: Vec<u32>,
+    /// The segment this processor's thread owns, if it runs one.
+    own_thread: Option<u32>,
+    foreign: ForeignSets,
+}
+
+/// One node's caches and bus.
+pub struct NodeMemory {
+    caches: Vec<Cache>,
+    pub bus: Bus,
+    map: AddressMap,
+    bus_params: BusParams,
+    hit_cycles: u64,
+    effects: Effects,
+    sets: u32,
+    pub misses: Vec<MissStats>,
+}
+
+impl NodeMemory {
+    /// `own_threads[p]` is the thread whose segment processor `p` computes
+    /// on (None for a dedicated protocol processor). Compute caches start
+    /// warm with their segment; dedicated protocol processors start warm with
+    /// the protocol's lines.
+    pub fn new(m: &MachineConfig, map: AddressMap, own_threads: &[Option<u32>], threads: u32) -> NodeMemory {
+        let sets = map.sets();
+        let banks = if m.effects.cache_interference { 1 } else { 2 };
+        let mut caches: Vec<Cache> = own_threads
+            .iter()
+            .map(|own| {
+                let mut tags = vec![INVALID; (sets * banks) as usize];
+                if let Some(t) = *own {
+                    for s in 0..sets {
+                        tags[s as usize] = map.segment_line(t, s) | DIRTY;
+                    }
+                }
+                Cache {
+                    tags,
+                    own_thread: *own,
+                    foreign: ForeignSets::new(sets),
+                }
+            })
+            .collect();
+        let mut mem_misses = Vec::new();
+        mem_misses.resize_with(own_threads.len(), MissStats::default);
+        let mut node = NodeMemory {
+            caches: Vec::new(),
+            bus: Bus::default(),
+            bus_params: m.bus.clone(),
+            hit_cycles: m.cache.hit_cycles,
+            effects: m.effects,
+            sets,
+            misses: mem_misses,
+            map,
+        };
+        for (p, own) in own_threads.iter().enumerate() {
+            if own.is_none() {
+                let lines: Vec<u32> = node.map.protocol_lines(threads).collect();
+                for line in lines {
+                    let set = node.set_of(line) as usize;
+                    caches[p].tags[set] = line;
+                }
+            }
+        }
+        node.caches = caches;
+        node
+    }
+
+    pub fn map(&self) -> &AddressMap {
+        &self.map
+    }
+
+    fn set_of(&self, line: u32) -> u32 {
+        let set = line % self.sets;
+        match self.map.class(line) {
+            LineClass::Segment(_) => set,
+            _ if self.effects.cache_interference => set,
+            _ => set + self.sets,
+        }
+    }
+
+    /// Whether the effects switched off make this access free of coherence
+    /// and capacity effects.
+    fn exempt(&self, proc: usize, class: LineClass) -> bool {
+        match class {
+            LineClass::Protocol => !self.effects.migration,
+            LineClass::Data => !self.effects.data_placement,
+            LineClass::Segment(t) => !self.effects.data_placement && self.caches[proc].own_thread != Some(t),
+        }
+    }
+
+    /// Performs one access by `proc` at cycle `t` (`now` is the clock);
+    /// returns its latency including any wait for the bus.
+    pub fn access(&mut self, now: u64, t: u64, proc: usize, line: u32, kind: Access) -> (u64, Outcome) {
+        let class = self.map.class(line);
+        if self.exempt(proc, class) {
+            return (self.hit_cycles, Outcome::Hit);
+        }
+        let set = self.set_of(line) as usize;
+        let write = kind == Access::Write;
+        let held = self.caches[proc].tags[set];
+        if held != INVALID && held & LINE_MASK == line {
+            if write && held & DIRTY == 0 {
+                self.invalidate_others(proc, set, line);
+                self.caches[proc].tags[set] = line | DIRTY;
+                let p = &self.bus_params;
+                let (occ, lat) = (p.upgrade_occupancy, p.upgrade_latency);
+                let start = self.bus.reserve(now, t, occ);
+                let latency = start - t + lat;
+                self.record(proc, class, Outcome::Upgrade, latency);
+                return (latency, Outcome::Upgrade);
+            }
+            return (self.hit_cycles, Outcome::Hit);
+        }
+        // Miss: write back a dirty victim (bus occupancy only: write buffers
+        // hide it from the processor), then fetch from a peer cache if one
+        // holds the line, else from memory.
+        if held != INVALID && held & DIRTY != 0 {
+            let occ = self.bus_params.writeback_occupancy;
+            self.bus.reserve(now, t, occ);
+        }
+        let supplier = (0..self.caches.len())
+            .find(|&q| q != proc && self.caches[q].tags[set] != INVALID && self.caches[q].tags[set] & LINE_MASK == line);
+        if write {
+            self.invalidate_others(proc, set, line);
+        } else if let Some(q) = supplier {
+            self.caches[q].tags[set] &= LINE_MASK; // supplier keeps a clean shared copy
+        }
+        let p = &self.bus_params;
+        let (outcome, occ, lat) = match supplier {
+            Some(_) => (Outcome::CacheToCache, p.cache_to_cache_occupancy, p.cache_to_cache_latency),
+            None => (Outcome::Memory, p.memory_occupancy, p.memory_latency),
+        };
+        let start = self.bus.reserve(now, t, occ);
+        let latency = start - t + lat;
+        self.install(proc, set, line | if write { DIRTY } else { 0 });
+        self.record(proc, class, outcome, latency);
+        (latency, outcome)
+    }
+
+    /// Accesses `count` consecutive lines back to back; returns total
+    /// latency and the latency spent in misses.
+    pub fn access_lines(&mut self, now: u64, t: u64, proc: usize, first: u32, count: u32, kind: Access) -> (u64, u64) {
+        let mut spent = 0;
+        let mut missed = 0;
+        for line in first..first + count {
+            let (lat, out) = self.access(now, t + spent, proc, line, kind);
+            spent += lat;
+            if out != Outcome::Hit {
+                missed += lat;
+            }
+        }
+        (spent, missed)
+    }
+
+    fn install(&mut self, proc: usize, set: usize, tagged: u32) {
+        let c = &mut self.caches[proc];
+        c.tags[set] = tagged;
+        Self::track_foreign(c, set, self.sets, &self.map);
+    }
+
+    fn invalidate_others(&mut self, proc: usize, set: usize, line: u32) {
+        for q in 0..self.caches.len() {
+            if q != proc && self.caches[q].tags[set] != INVALID && self.caches[q].tags[set] & LINE_MASK == line {
+                let c = &mut self.caches[q];
+                c.tags[set] = INVALID;
+                Self::track_foreign(c, set, self.sets, &self.map);
+            }
+        }
+    }
+
+    /// Keeps the foreign-set list of a compute cache in step with its tags.
+    fn track_foreign(c: &mut Cache, set: usize, sets: u32, map: &AddressMap) {
+        let Some(own) = c.own_thread else { return };
+        if set >= sets as usize {
+            return;
+        }
+        let mine = map.segment_line(own, set as u32);
+        if c.tags[set] != INVALID && c.tags[set] & LINE_MASK == mine {
+            c.foreign.remove(set as u32);
+        } else {
+            c.foreign.insert(set as u32);
+        }
+    }
+
+    fn record(&mut self, proc: usize, class: LineClass, outcome: Outcome, latency: u64) {
+        let own = self.caches[proc].own_thread;
+        let m = &mut self.misses[proc];
+        match (class, outcome) {
+            (_, Outcome::Hit) => {}
+            (LineClass::Protocol, Outcome::CacheToCache) | (LineClass::Protocol, Outcome::Upgrade) => {
+                m.migration += 1;
+                m.migration_cycles += latency;
+            }
+            (LineClass::Protocol, Outcome::Memory) => {
+                m.protocol_refetch += 1;
+                m.protocol_refetch_cycles += latency;
+            }
+            (LineClass::Segment(t), _) if Some(t) == own => {
+                m.interference += 1;
+                m.interference_cycles += latency;
+            }
+            (LineClass::Segment(_), _) | (LineClass::Data, _) => {
+                m.placement += 1;
+                m.placement_cycles += latency;
+            }
+        }
+    }
+
+    /// Cache misses of `work` cycles of synthetic computation by `proc`:
+    /// the accesses that land on sets now holding protocol or foreign data.
+    /// Returns the stall cycles, issuing the refills from cycle `t`.
+    pub fn compute_misses(&mut self, now: u64, t: u64, proc: usize, work: u64, interval: u64, rng: &mut ChaCha8Rng) -> u64 {
+        if !self.effects.cache_interference {
+            return 0;
+        }
+        let Some(own) = self.caches[proc].own_thread else { return 0 };
+        let foreign = self.caches[proc].foreign.list.len() as u64;
+        if foreign == 0 || work == 0 {
+            return 0;
+        }
+        let accesses = work as f64 / interval as f64;
+        let p_touch = 1.0 - (-accesses / self.sets as f64).exp();
+        let touched = match Binomial::new(foreign, p_touch.clamp(0.0, 1.0)) {
+            Ok(d) => d.sample(rng),
+            Err(_) => 0,
+        };
+        let mut stall = 0;
+        for _ in 0..touched {
+            let list = &self.caches[proc].foreign.list;
+            if list.is_empty() {
+                break;
+            }
+            let set = list[rng.gen_range(0..list.len())];
+            let line = self.map.segment_line(own, set);
+            let (lat, _) = self.access(now, t + stall, proc, line, Access::Read);
+            stall += lat;
+        }
+        stall
+    }
+
+    /// Sets of `proc`'s cache not holding its own segment.
+    #[cfg(test)]
+    pub fn foreign_sets(&self, proc: usize) -> usize {
+        self.caches[proc].foreign.list.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    fn machine() -> MachineConfig {
+        MachineConfig::load("hpca97").unwrap()
+    }
+
+    fn node(m: &MachineConfig, owners: &[Option<u32>]) -> NodeMemory {
+        let threads = owners.iter().flatten().count() as u32;
+        NodeMemory::new(m, AddressMap::new(m), owners, threads)
+    }
+
+    #[test]
+    fn own_segment_hits_and_protocol_line_evicts_it() {
+        let m = machine();
+        let mut n = node(&m, &[Some(0)]);
+        let seg = n.map().segment_line(0, 10);
+        assert_eq!(n.access(0, 0, 0, seg, Access::Read).1, Outcome::Hit);
+        let lock = n.map().lock_line();
+        assert_eq!(n.access(0, 0, 0, lock, Access::Write).1, Outcome::Memory);
+        assert_eq!(n.foreign_sets(0), 1);
+        let set = lock % n.map().sets();
+        let mine = n.map().segment_line(0, set);
+        assert_eq!(n.access(0, 100, 0, mine, Access::Read).1, Outcome::Memory);
+        assert_eq!(n.foreign_sets(0), 0);
+        assert_eq!(n.misses[0].interference, 1);
+    }
+
+    #[test]
+    fn lock_migrates_cache_to_cache_between_processors() {
+        let m = machine();
+        let mut n = node(&m, &[Some(0), Some(1)]);
+        let lock = n.map().lock_line();
+        n.access(0, 0, 0, lock, Access::Write);
+        let (_, out) = n.access(0, 200, 1, lock, Access::Write);
+        assert_eq!(out, Outcome::CacheToCache);
+        assert_eq!(n.misses[1].migration, 1);
+        // Processor 0's copy was invalidated.
+        assert_eq!(n.access(0, 400, 0, lock, Access::Read).1, Outcome::CacheToCache);
+    }
+
+    #[test]
+    fn dedicated_protocol_processor_starts_warm() {
+        let m = machine();
+        let mut n = node(&m, &[Some(0), None]);
+        let lock = n.map().lock_line();
+        assert_eq!(n.access(0, 0, 1, lock, Access::Read).1, Outcome::Hit);
+    }
+
+    #[test]
+    fn effects_switched_off_make_accesses_free() {
+        let mut m = machine();
+        m.effects.migration = false;
+        m.effects.data_placement = false;
+        let mut n = node(&m, &[Some(0), Some(1)]);
+        let lock = n.map().lock_line();
+        assert_eq!(n.access(0, 0, 1, lock, Access::Write).1, Outcome::Hit);
+        let other = n.map().segment_line(0, 5);
+        assert_eq!(n.access(0, 0, 1, other, Access::Read).1, Outcome::Hit);
+        m.effects = Effects { cache_interference: false, ..Effects::default() };
+        let mut n = node(&m, &[Some(0)]);
+        let lock = n.map().lock_line();
+        n.access(0, 0, 0, lock, Access::Write);
+        assert_eq!(n.foreign_sets(0), 0, "protocol lines live in their own bank");
+    }
+
+    #[test]
+    fn compute_misses_repair_foreign_sets() {
+        let m = machine();
+        let mut n = node(&m, &[Some(0)]);
+        let (first, count) = n.map().lines(Region::ProtocolTable, 0, 4096, 1).unwrap();
+        n.access_lines(0, 0, 0, first, count, Access::Write);
+        assert_eq!(n.foreign_sets(0), 128);
+        let mut rng = ChaCha8Rng::seed_from_u64(1);
+        // A long burst touches every set: all foreign sets are refilled.
+        let stall = n.compute_misses(0, 0, 0, 50_000_000, 8, &mut rng);
+        assert_eq!(n.foreign_sets(0), 0);
+        assert!(stall >= 128 * m.bus.memory_latency);
+    }
+
+    #[test]
+    fn region_bounds_are_checked() {
+        let m = machine();
+        let map = AddressMap::new(&m);
+        assert!(map.lines(Region::RecvBuffer(finegrain_core::ThreadId(0)), 0, 128, 1).is_ok());
+        let e = map.lines(Region::RecvBuffer(finegrain_core::ThreadId(0)), 2000, 128, 1).unwrap_err();
+        assert!(e.contains("outside the receive buffer"), "{e}");
+        let e = map.lines(Region::Segment(finegrain_core::ThreadId(3)), 0, 8, 2).unwrap_err();
+        assert!(e.contains("thread 3 does not exist"), "{e}");
+    }
+}
