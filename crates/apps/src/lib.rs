@@ -1,1 +1,6 @@
+//! finegrain-apps: workloads written once against the [`Proc`] API, so the
+//! same code runs in the simulator and on the native runtime.
+//!
+//! [`Proc`]: finegrain_core::Proc
 
+pub mod micro;

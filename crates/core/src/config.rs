@@ -27,7 +27,11 @@ pub enum ConfigError {
 }
 
 impl ConfigError {
-    pub fn invalid(field: &str, value: impl fmt::Display, allowed: impl Into<String>) -> ConfigError {
+    pub fn invalid(
+        field: &str,
+        value: impl fmt::Display,
+        allowed: impl Into<String>,
+    ) -> ConfigError {
         ConfigError::Invalid {
             field: field.to_string(),
             value: value.to_string(),
@@ -53,7 +57,10 @@ impl ConfigError {
 }
 
 /// Parses TOML into `T`, mapping errors to a one-line [`ConfigError`].
-pub fn parse_toml<T: serde::de::DeserializeOwned>(origin: &str, text: &str) -> Result<T, ConfigError> {
+pub fn parse_toml<T: serde::de::DeserializeOwned>(
+    origin: &str,
+    text: &str,
+) -> Result<T, ConfigError> {
     toml::from_str(text).map_err(|e| ConfigError::from_toml(origin, text, &e))
 }
 
@@ -82,7 +89,11 @@ impl Policy {
             other => {
                 if let Some(k) = other.strip_prefix("fixed:") {
                     let protocol_procs = k.parse::<u32>().map_err(|_| {
-                        ConfigError::invalid("policy", s, "allowed single, fixed, fixed:K (K >= 1), floating")
+                        ConfigError::invalid(
+                            "policy",
+                            s,
+                            "allowed single, fixed, fixed:K (K >= 1), floating",
+                        )
                     })?;
                     Ok(Policy::Fixed { protocol_procs })
                 } else {
@@ -133,7 +144,11 @@ impl Topology {
     /// Checks the topology against the policy.
     pub fn validate(&self, policy: &Policy) -> Result<(), ConfigError> {
         if self.nodes == 0 || self.nodes > 4096 {
-            return Err(ConfigError::invalid("nodes", self.nodes, "allowed 1..=4096"));
+            return Err(ConfigError::invalid(
+                "nodes",
+                self.nodes,
+                "allowed 1..=4096",
+            ));
         }
         if self.procs_per_node == 0 || self.procs_per_node > 64 {
             return Err(ConfigError::invalid(
@@ -272,6 +287,25 @@ pub struct InterruptParams {
     pub entry_percent: u32,
 }
 
+/// When a processor acting as protocol processor outside Fixed gives the
+/// role up once its own work can continue (a peer that is idle always takes
+/// it over at once).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Relinquish {
+    /// As soon as its own work can continue and no message waits.
+    Eager,
+    /// Only to an idle peer (as long as some peer may become idle), so a
+    /// node always has a protocol processor and never needs an interrupt.
+    Handoff,
+    /// Eager while the interrupt overhead is below the mean time between
+    /// message arrivals at the node, hand-off otherwise. Giving the role up
+    /// risks an interrupt (Oint) per message that arrives while every
+    /// processor computes; keeping it costs at most the processor's own
+    /// time. The first is cheaper exactly when Oint x arrival rate < 1.
+    Adaptive,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProtocolParams {
@@ -282,12 +316,18 @@ pub struct ProtocolParams {
     /// Taking the acting protocol-processor role: masking interrupts, the
     /// test-and-set, deciding to stay (besides the lock line's own miss).
     pub role_acquire_cycles: u64,
-    /// Giving the role up: unmasking, releasing the lock.
+    /// Giving the role up: unmasking, deciding to leave, releasing the lock.
     pub role_release_cycles: u64,
+    /// When an acting protocol processor with work of its own gives up the
+    /// role (Single and Floating).
+    pub relinquish: Relinquish,
     /// Instructions to mark a request complete for its waiting thread.
     pub completion_cycles: u64,
     /// Bytes of protocol-table state per protocol block.
     pub table_entry_bytes: u32,
+    /// Protocol block size: the unit of remote data transfer and of
+    /// protocol-table state.
+    pub block_bytes: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -341,16 +381,21 @@ impl MachineConfig {
             })?;
             return MachineConfig::from_toml(name, &text);
         }
-        let (_, text) = PRESETS
-            .iter()
-            .find(|(n, _)| *n == name)
-            .ok_or_else(|| ConfigError::UnknownPreset {
-                name: name.to_string(),
-                allowed: format!(
-                    "{} (or a path to a .toml file)",
-                    PRESETS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
-                ),
-            })?;
+        let (_, text) =
+            PRESETS
+                .iter()
+                .find(|(n, _)| *n == name)
+                .ok_or_else(|| ConfigError::UnknownPreset {
+                    name: name.to_string(),
+                    allowed: format!(
+                        "{} (or a path to a .toml file)",
+                        PRESETS
+                            .iter()
+                            .map(|(n, _)| *n)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                })?;
         MachineConfig::from_toml(&format!("preset {name}"), text)
     }
 
@@ -371,7 +416,8 @@ impl MachineConfig {
                 "allowed a power of two from 8 to 4096",
             ));
         }
-        if c.size_bytes == 0 || c.size_bytes % c.line_bytes as u64 != 0 || c.size_bytes > (1 << 30) {
+        if c.size_bytes == 0 || c.size_bytes % c.line_bytes as u64 != 0 || c.size_bytes > (1 << 30)
+        {
             return Err(ConfigError::invalid(
                 "cache.size_bytes",
                 c.size_bytes,
@@ -379,7 +425,11 @@ impl MachineConfig {
             ));
         }
         if !matches!(self.ni.word_bytes, 4 | 8) {
-            return Err(ConfigError::invalid("ni.word_bytes", self.ni.word_bytes, "allowed 4 or 8"));
+            return Err(ConfigError::invalid(
+                "ni.word_bytes",
+                self.ni.word_bytes,
+                "allowed 4 or 8",
+            ));
         }
         if self.interrupt.entry_percent > 100 {
             return Err(ConfigError::invalid(
@@ -388,8 +438,22 @@ impl MachineConfig {
                 "allowed 0..=100",
             ));
         }
-        positive("compute.access_interval_cycles", self.compute.access_interval_cycles)?;
-        positive("protocol.table_entry_bytes", self.protocol.table_entry_bytes as u64)?;
+        positive(
+            "compute.access_interval_cycles",
+            self.compute.access_interval_cycles,
+        )?;
+        positive(
+            "protocol.table_entry_bytes",
+            self.protocol.table_entry_bytes as u64,
+        )?;
+        let b = self.protocol.block_bytes;
+        if !b.is_power_of_two() || b < self.cache.line_bytes || b as u64 > self.cache.size_bytes {
+            return Err(ConfigError::invalid(
+                "protocol.block_bytes",
+                b,
+                "allowed a power of two between cache.line_bytes and cache.size_bytes",
+            ));
+        }
         if let Some(cal) = &self.calibration {
             if !(cal.tolerance > 0.0 && cal.tolerance < 1.0) {
                 return Err(ConfigError::invalid(
@@ -400,6 +464,16 @@ impl MachineConfig {
             }
         }
         Ok(())
+    }
+
+    /// Bytes of a compute thread's private segment (as large as its cache).
+    pub fn segment_bytes(&self) -> u64 {
+        self.cache.size_bytes
+    }
+
+    /// Protocol blocks in one segment.
+    pub fn blocks_per_segment(&self) -> u64 {
+        self.segment_bytes() / self.protocol.block_bytes as u64
     }
 
     /// Lines in one processor's cache.
@@ -438,13 +512,18 @@ mod tests {
     #[test]
     fn unknown_preset_lists_the_allowed_ones() {
         let e = MachineConfig::load("nope").unwrap_err().to_string();
-        assert!(e.starts_with("unknown preset 'nope': allowed hpca97"), "{e}");
+        assert!(
+            e.starts_with("unknown preset 'nope': allowed hpca97"),
+            "{e}"
+        );
         assert!(!e.contains('\n'));
     }
 
     #[test]
     fn malformed_toml_is_one_line_with_a_location() {
-        let e = MachineConfig::from_toml("x.toml", "name = \"a\"\n[cache\n").unwrap_err().to_string();
+        let e = MachineConfig::from_toml("x.toml", "name = \"a\"\n[cache\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("malformed TOML in x.toml: line 2"), "{e}");
         assert!(!e.contains('\n'), "{e}");
     }
@@ -452,7 +531,9 @@ mod tests {
     #[test]
     fn unknown_field_is_named() {
         let text = PRESETS[0].1.replace("[cache]", "[cache]\nsize_kb = 3");
-        let e = MachineConfig::from_toml("x.toml", &text).unwrap_err().to_string();
+        let e = MachineConfig::from_toml("x.toml", &text)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("size_kb"), "{e}");
     }
 
@@ -461,25 +542,46 @@ mod tests {
         let mut m = MachineConfig::load("hpca97").unwrap();
         m.cache.line_bytes = 48;
         let e = m.validate().unwrap_err().to_string();
-        assert_eq!(e, "invalid cache.line_bytes = 48: allowed a power of two from 8 to 4096");
+        assert_eq!(
+            e,
+            "invalid cache.line_bytes = 48: allowed a power of two from 8 to 4096"
+        );
     }
 
     #[test]
     fn topology_rules() {
-        let t = |n, p| Topology { nodes: n, procs_per_node: p };
+        let t = |n, p| Topology {
+            nodes: n,
+            procs_per_node: p,
+        };
         assert!(t(2, 1).validate(&Policy::Single).is_ok());
-        assert!(t(2, 0).validate(&Policy::Floating).unwrap_err().to_string().contains("procs_per_node = 0"));
+        assert!(t(2, 0)
+            .validate(&Policy::Floating)
+            .unwrap_err()
+            .to_string()
+            .contains("procs_per_node = 0"));
         assert!(t(2, 2).validate(&Policy::Single).is_err());
-        let e = t(2, 2).validate(&Policy::Fixed { protocol_procs: 2 }).unwrap_err().to_string();
+        let e = t(2, 2)
+            .validate(&Policy::Fixed { protocol_procs: 2 })
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("leaves no compute processor"), "{e}");
-        assert!(t(2, 3).validate(&Policy::Fixed { protocol_procs: 2 }).is_ok());
+        assert!(t(2, 3)
+            .validate(&Policy::Fixed { protocol_procs: 2 })
+            .is_ok());
         assert!(t(0, 3).validate(&Policy::Floating).is_err());
     }
 
     #[test]
     fn policy_spellings() {
-        assert_eq!(Policy::parse("Fixed").unwrap(), Policy::Fixed { protocol_procs: 1 });
-        assert_eq!(Policy::parse("fixed:3").unwrap(), Policy::Fixed { protocol_procs: 3 });
+        assert_eq!(
+            Policy::parse("Fixed").unwrap(),
+            Policy::Fixed { protocol_procs: 1 }
+        );
+        assert_eq!(
+            Policy::parse("fixed:3").unwrap(),
+            Policy::Fixed { protocol_procs: 3 }
+        );
         assert_eq!(Policy::parse("floating").unwrap(), Policy::Floating);
         let e = Policy::parse("round-robin").unwrap_err().to_string();
         assert!(e.contains("allowed single, fixed, fixed:K"), "{e}");

@@ -17,7 +17,9 @@ use thiserror::Error;
 pub enum AmError {
     #[error("handler '{handler}' is a reply handler and tried to send a reply; reply handlers may not send messages")]
     ReplyFromReplyHandler { handler: String },
-    #[error("handler '{handler}' sent a second reply; a request handler may send at most one reply")]
+    #[error(
+        "handler '{handler}' sent a second reply; a request handler may send at most one reply"
+    )]
     SecondReply { handler: String },
     #[error("an active message carries at most 4 argument words, {given} given")]
     TooManyArgs { given: usize },
@@ -51,7 +53,8 @@ pub trait HandlerCtx {
 }
 
 /// The function type of a handler.
-pub type HandlerFn = Arc<dyn Fn(&mut dyn HandlerCtx, &Message) -> Result<(), AmError> + Send + Sync>;
+pub type HandlerFn =
+    Arc<dyn Fn(&mut dyn HandlerCtx, &Message) -> Result<(), AmError> + Send + Sync>;
 
 /// Static description of a handler: its name (for errors and statistics)
 /// and its cost on the reference machine.
@@ -170,7 +173,12 @@ mod tests {
         let mut g = ReplyGuard::new(MsgKind::Request, "get");
         assert!(g.admit_reply().is_ok());
         let e = g.admit_reply().unwrap_err();
-        assert_eq!(e, AmError::SecondReply { handler: "get".into() });
+        assert_eq!(
+            e,
+            AmError::SecondReply {
+                handler: "get".into()
+            }
+        );
         assert!(e.to_string().contains("'get'"));
     }
 
@@ -178,7 +186,10 @@ mod tests {
     fn reply_handler_may_not_reply() {
         let mut g = ReplyGuard::new(MsgKind::Reply, "get_done");
         let e = g.admit_reply().unwrap_err();
-        assert!(e.to_string().contains("'get_done' is a reply handler"), "{e}");
+        assert!(
+            e.to_string().contains("'get_done' is a reply handler"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -186,12 +197,19 @@ mod tests {
         let mut t = HandlerTable::new();
         let id = t
             .register(
-                HandlerInfo { name: "a".into(), body_cycles: 1, code_bytes: 64 },
+                HandlerInfo {
+                    name: "a".into(),
+                    body_cycles: 1,
+                    code_bytes: 64,
+                },
                 |_, _| Ok(()),
             )
             .unwrap();
         assert_eq!(t.info(id).unwrap().name, "a");
         let e = t.info(HandlerId(5)).unwrap_err();
-        assert_eq!(e.to_string(), "unknown handler id 5: the table has 1 handlers");
+        assert_eq!(
+            e.to_string(),
+            "unknown handler id 5: the table has 1 handlers"
+        );
     }
 }

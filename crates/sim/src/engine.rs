@@ -19,8 +19,8 @@ use crate::stats::{BusStats, LatencyStats, NodeStats, ProcStats, RunStats};
 use crate::thread::{mix_seed, Op, OpResult, SimProc, ThreadShared};
 use crate::SimError;
 use finegrain_core::{
-    Access, AmError, HandlerCtx, HandlerId, HandlerTable, Message, MsgKind, NodeId, Region, Reply,
-    ReplyGuard, SyncKey, ThreadId,
+    Access, AmError, HandlerCtx, HandlerId, HandlerTable, Message, MsgKind, NodeId, Region,
+    Relinquish, Reply, ReplyGuard, SyncKey, ThreadId,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -127,6 +127,10 @@ struct Node {
     arbiter_next: usize,
     /// Arrival count: a change invalidates the PPs' cached arrival register.
     arrivals: u64,
+    last_arrival: Option<u64>,
+    /// Moving average of the time between arrivals (x16, fixed point), what
+    /// the adaptive relinquish rule weighs the interrupt overhead against.
+    arrival_gap_x16: Option<u64>,
     out_port_free: u64,
     in_port_free: u64,
     stats: NodeStats,
@@ -161,7 +165,11 @@ pub(crate) struct Engine<'a, 'h, T> {
 }
 
 impl<'a, 'h, T> Engine<'a, 'h, T> {
-    pub(crate) fn new<F, Fut>(cfg: &'h SimConfig, handlers: &'h HandlerTable, mut spawn: F) -> Result<Self, SimError>
+    pub(crate) fn new<F, Fut>(
+        cfg: &'h SimConfig,
+        handlers: &'h HandlerTable,
+        mut spawn: F,
+    ) -> Result<Self, SimError>
     where
         F: FnMut(SimProc) -> Fut,
         Fut: Future<Output = Result<T, AmError>> + 'a,
@@ -173,13 +181,18 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let mut map = AddressMap::new(m);
         let code = CodeLayout {
             dispatch: map.alloc_code(m.protocol.dispatch_code_bytes),
-            handlers: handlers.infos().map(|(_, info)| map.alloc_code(info.code_bytes)).collect(),
+            handlers: handlers
+                .infos()
+                .map(|(_, info)| map.alloc_code(info.code_bytes))
+                .collect(),
         };
         let mut nodes = Vec::new();
         let mut procs = Vec::new();
         let mut threads = Vec::new();
         for n in 0..cfg.topology.nodes as usize {
-            let owners: Vec<Option<u32>> = (0..ppn).map(|p| (p < compute).then_some(p as u32)).collect();
+            let owners: Vec<Option<u32>> = (0..ppn)
+                .map(|p| (p < compute).then_some(p as u32))
+                .collect();
             nodes.push(Node {
                 first_proc: procs.len(),
                 procs: ppn,
@@ -190,6 +203,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 irq_pending: false,
                 arbiter_next: 0,
                 arrivals: 0,
+                last_arrival: None,
+                arrival_gap_x16: None,
                 out_port_free: 0,
                 in_port_free: 0,
                 stats: NodeStats::default(),
@@ -215,7 +230,11 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     holds_role: false,
                     completion: None,
                     seen_arrivals: 0,
-                    rng: ChaCha8Rng::seed_from_u64(mix_seed(cfg.seed, n as u64 + 1, p as u64 + 0x1000)),
+                    rng: ChaCha8Rng::seed_from_u64(mix_seed(
+                        cfg.seed,
+                        n as u64 + 1,
+                        p as u64 + 0x1000,
+                    )),
                     stats: ProcStats {
                         role: if p < compute { "compute" } else { "protocol" },
                         ..ProcStats::default()
@@ -233,7 +252,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     result: RefCell::new(None),
                     charged: Cell::new(0),
                 });
-                let task: Task<'a, T> = Box::pin(spawn(SimProc { shared: shared.clone() }));
+                let task: Task<'a, T> = Box::pin(spawn(SimProc {
+                    shared: shared.clone(),
+                }));
                 threads.push(Thread {
                     shared,
                     task: Some(task),
@@ -296,7 +317,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
         let results = std::mem::take(&mut self.results);
         let stats = self.finish_stats();
-        let results = results.into_iter().map(|r| r.expect("every thread finished")).collect();
+        let results = results
+            .into_iter()
+            .map(|r| r.expect("every thread finished"))
+            .collect();
         Ok((results, stats))
     }
 
@@ -336,7 +360,13 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         pr.stall_until = now + stall;
         pr.after = after;
         let gen = pr.gen;
-        self.queue.push(now + duration, EventKind::ProcWake { proc: p as u32, gen });
+        self.queue.push(
+            now + duration,
+            EventKind::ProcWake {
+                proc: p as u32,
+                gen,
+            },
+        );
     }
 
     fn go_idle(&mut self, p: usize, cat: Cat) {
@@ -345,6 +375,13 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         pr.busy = false;
         pr.cat = cat;
         pr.stall_until = 0;
+        // An acting PP holding the role for want of a successor may now
+        // hand it over.
+        if let Some(h) = self.nodes[self.procs[p].node].role {
+            if h != p && self.can_act(p) && self.has_own_work(h) {
+                self.wake(h);
+            }
+        }
     }
 
     /// Makes an idle processor reconsider what to do, now.
@@ -355,7 +392,13 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
         pr.wake_pending = true;
         let gen = pr.gen;
-        self.queue.push(self.now, EventKind::ProcWake { proc: p as u32, gen });
+        self.queue.push(
+            self.now,
+            EventKind::ProcWake {
+                proc: p as u32,
+                gen,
+            },
+        );
     }
 
     fn on_proc_wake(&mut self, p: usize, gen: u32) {
@@ -383,11 +426,16 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         if let Some((t, reply)) = completion {
             self.complete_request(p, t, reply);
         }
-        let Some(t) = self.procs[p].thread else { return };
+        let Some(t) = self.procs[p].thread else {
+            return;
+        };
         if finished_compute || after == After::ThreadOpDone {
             self.thread_ready(t, OpResult::Done);
         } else if after == After::ThreadResumed {
-            let reply = self.threads[t].reply.take().expect("resumed thread has its reply");
+            let reply = self.threads[t]
+                .reply
+                .take()
+                .expect("resumed thread has its reply");
             let lat = self.now - self.threads[t].issued_at;
             self.record_latency(lat);
             self.thread_ready(t, OpResult::Reply(reply));
@@ -439,7 +487,11 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     if self.cfg.policy.compute_procs_handle() && self.nodes[n].role.is_none() {
                         return self.start_acquire(p);
                     }
-                    let cat = if self.threads[t].state == ThreadState::Waiting { Cat::Wait } else { Cat::Idle };
+                    let cat = if self.threads[t].state == ThreadState::Waiting {
+                        Cat::Wait
+                    } else {
+                        Cat::Idle
+                    };
                     return self.go_idle(p, cat);
                 }
                 ThreadState::Busy => unreachable!("a busy thread's processor is busy"),
@@ -459,7 +511,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             if !self.nodes[n].rx.is_empty() {
                 return self.start_handle(p);
             }
-            return self.start_release(p);
+            if self.should_relinquish(p) {
+                return self.start_release(p);
+            }
+            return self.go_idle(p, Cat::PollIdle);
         }
         if !self.procs[p].interrupt_claim_tried {
             self.procs[p].interrupt_claim_tried = true;
@@ -474,19 +529,50 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.start_busy(p, Cat::Interrupt, exit, 0, After::Nothing);
     }
 
-    /// A processor acting as PP outside an interrupt gives the role up once
-    /// its own thread can run again and no message is waiting (it drains
-    /// the queue first, since leaving messages behind would interrupt a
-    /// computing processor).
+    /// Whether an acting PP gives the role up now. It never does while its
+    /// own thread waits; once its work can continue (its reply arrived, or
+    /// it was interrupted) it drains the queue first, since leaving
+    /// messages behind would interrupt a computing processor, then follows
+    /// the machine's relinquish rule.
     fn should_relinquish(&self, p: usize) -> bool {
         let pr = &self.procs[p];
-        if pr.dedicated {
+        if pr.dedicated || !self.has_own_work(p) {
             return false;
         }
-        match pr.thread.map(|t| self.threads[t].state) {
-            Some(ThreadState::Ready) | Some(ThreadState::ReplyArrived) | Some(ThreadState::PollDrain) => true,
-            Some(ThreadState::Waiting) | Some(ThreadState::Finished) | Some(ThreadState::Busy) | None => false,
+        let n = pr.node;
+        let (first, count) = (self.nodes[n].first_proc, self.nodes[n].procs);
+        let peers = (first..first + count).filter(|&q| q != p);
+        if peers.clone().any(|q| self.can_act(q)) {
+            return true; // hand-off: the node keeps a protocol processor
         }
+        let peer_may_idle = peers.clone().any(|q| {
+            self.procs[q]
+                .thread
+                .is_some_and(|t| self.threads[t].state != ThreadState::Finished)
+        });
+        if !peer_may_idle {
+            return true; // nobody could ever take over
+        }
+        match self.cfg.machine.protocol.relinquish {
+            Relinquish::Eager => true,
+            Relinquish::Handoff => false,
+            Relinquish::Adaptive => match self.nodes[n].arrival_gap_x16 {
+                Some(gap_x16) => self.cfg.machine.interrupt.overhead_cycles * 16 < gap_x16,
+                None => true,
+            },
+        }
+    }
+
+    fn has_own_work(&self, p: usize) -> bool {
+        let pr = &self.procs[p];
+        pr.in_interrupt
+            || pr.saved_work.is_some()
+            || pr.thread.is_some_and(|t| {
+                matches!(
+                    self.threads[t].state,
+                    ThreadState::Ready | ThreadState::ReplyArrived | ThreadState::PollDrain
+                )
+            })
     }
 
     /// Can this idle processor take the role right away?
@@ -498,14 +584,21 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         match pr.thread {
             Some(t) => {
                 self.cfg.policy.compute_procs_handle()
-                    && matches!(self.threads[t].state, ThreadState::Waiting | ThreadState::Finished)
+                    && matches!(
+                        self.threads[t].state,
+                        ThreadState::Waiting | ThreadState::Finished
+                    )
             }
             None => pr.dedicated,
         }
     }
 
     /// The NI keeps its interrupt line raised while messages wait and no
-    /// processor acts as PP; the arbiter hands it to computing processors
+    /// processor acts as PP, but (as the HPCA'97 and Hurricane-1 Mult
+    /// devices do) interrupts only when every processor of the node is busy
+    /// computing: a processor between activities (sending, resuming, giving
+    /// up the role) is about to either take the role or compute, and both
+    /// paths come back here. The arbiter picks computing processors
     /// round-robin. An idle processor that may act is woken instead.
     fn check_interrupt(&mut self, n: usize) {
         let node = &self.nodes[n];
@@ -519,14 +612,20 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         if !self.cfg.policy.compute_procs_handle() {
             return;
         }
+        let all_computing = (first..first + count)
+            .all(|p| self.procs[p].compute.is_some() || self.procs[p].in_interrupt);
+        if !all_computing {
+            return;
+        }
         let start = self.nodes[n].arbiter_next;
         for k in 0..count {
             let local = (start + k) % count;
             let p = first + local;
-            if self.procs[p].compute.is_some() && !self.procs[p].in_interrupt {
+            if self.procs[p].compute.is_some() {
                 self.nodes[n].arbiter_next = (local + 1) % count;
                 self.nodes[n].irq_pending = true;
-                self.queue.push(self.now, EventKind::Interrupt { proc: p as u32 });
+                self.queue
+                    .push(self.now, EventKind::Interrupt { proc: p as u32 });
                 return;
             }
         }
@@ -567,7 +666,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.procs[p].holds_role = true;
         self.procs[p].stats.role_acquires += 1;
         let lock = self.nodes[n].mem.map().lock_line();
-        let (lat, _) = self.nodes[n].mem.access(self.now, self.now, self.procs[p].local, lock, Access::Write);
+        let (lat, _) =
+            self.nodes[n]
+                .mem
+                .access(self.now, self.now, self.procs[p].local, lock, Access::Write);
         let cost = lat + self.cfg.machine.protocol.role_acquire_cycles;
         self.start_busy(p, Cat::Role, cost, 0, After::Nothing);
     }
@@ -577,7 +679,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.nodes[n].role = None;
         self.procs[p].holds_role = false;
         let lock = self.nodes[n].mem.map().lock_line();
-        let (lat, _) = self.nodes[n].mem.access(self.now, self.now, self.procs[p].local, lock, Access::Write);
+        let (lat, _) =
+            self.nodes[n]
+                .mem
+                .access(self.now, self.now, self.procs[p].local, lock, Access::Write);
         let cost = lat + self.cfg.machine.protocol.role_release_cycles;
         self.start_busy(p, Cat::Role, cost, 0, After::Nothing);
         self.offer_role(n);
@@ -597,10 +702,22 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     // ----- messages ---------------------------------------------------------
 
     fn on_arrive(&mut self, slot: u32) {
-        let n = self.messages[slot as usize].as_ref().expect("live message").dst_node.index();
+        let n = self.messages[slot as usize]
+            .as_ref()
+            .expect("live message")
+            .dst_node
+            .index();
         let node = &mut self.nodes[n];
         node.rx.push_back(slot);
         node.arrivals += 1;
+        if let Some(last) = node.last_arrival {
+            let gap_x16 = (self.now - last) * 16;
+            node.arrival_gap_x16 = Some(match node.arrival_gap_x16 {
+                Some(avg) => avg - avg / 8 + gap_x16 / 8,
+                None => gap_x16,
+            });
+        }
+        node.last_arrival = Some(self.now);
         node.stats.messages_received += 1;
         node.stats.max_receive_queue = node.stats.max_receive_queue.max(node.rx.len() as u64);
         self.delivered += 1;
@@ -676,22 +793,43 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         // The PP's cached arrival register was invalidated by new arrivals.
         if self.procs[p].seen_arrivals != self.nodes[n].arrivals {
             self.procs[p].seen_arrivals = self.nodes[n].arrivals;
-            t = self.bus_read(n, t, m.ni.register_read_occupancy, m.ni.register_read_latency);
+            t = self.bus_read(
+                n,
+                t,
+                m.ni.register_read_occupancy,
+                m.ni.register_read_latency,
+            );
         }
-        t = self.bus_read(n, t, m.ni.register_read_occupancy, m.ni.register_read_latency);
+        t = self.bus_read(
+            n,
+            t,
+            m.ni.register_read_occupancy,
+            m.ni.register_read_latency,
+        );
         for _ in 0..self.nis_words(&msg) {
-            t = self.bus_read(n, t, m.ni.uncached_read_occupancy, m.ni.uncached_read_latency);
+            t = self.bus_read(
+                n,
+                t,
+                m.ni.uncached_read_occupancy,
+                m.ni.uncached_read_latency,
+            );
         }
         t += m.protocol.dispatch_cycles;
         let (first, count) = self.code.dispatch;
-        t += self.nodes[n].mem.access_lines(self.now, t, local, first, count, Access::Read).0;
+        t += self.nodes[n]
+            .mem
+            .access_lines(self.now, t, local, first, count, Access::Read)
+            .0;
         let table = self.handlers;
         let info = match table.info(msg.handler) {
             Ok(i) => i,
             Err(e) => return self.fail(SimError::Handler(e)),
         };
         let (first, count) = self.code.handlers[msg.handler.index()];
-        t += self.nodes[n].mem.access_lines(self.now, t, local, first, count, Access::Read).0;
+        t += self.nodes[n]
+            .mem
+            .access_lines(self.now, t, local, first, count, Access::Read)
+            .0;
         t += info.body_cycles;
         let f = table.function(msg.handler).expect("info exists").clone();
         let threads = self.nodes[n].threads;
@@ -707,7 +845,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             error: None,
         };
         let outcome = f(&mut ctx, &msg);
-        let (t_after, reply, region_error, replied) = (ctx.t, ctx.reply, ctx.error, ctx.guard.replied());
+        let (t_after, reply, region_error, replied) =
+            (ctx.t, ctx.reply, ctx.error, ctx.guard.replied());
         t = t_after;
         if let Err(e) = outcome {
             return self.fail(SimError::Handler(e));
@@ -746,7 +885,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 let global = self.thread_index(n, msg.src_thread.0);
                 t += m.protocol.completion_cycles;
                 let flag = self.nodes[n].mem.map().flag_line(msg.src_thread.0);
-                t += self.nodes[n].mem.access(self.now, t, local, flag, Access::Write).0;
+                t += self.nodes[n]
+                    .mem
+                    .access(self.now, t, local, flag, Access::Write)
+                    .0;
                 self.procs[p].completion = Some((global, msg));
             }
         }
@@ -779,7 +921,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     fn start_resume(&mut self, p: usize, t: usize) {
         let n = self.procs[p].node;
         let flag = self.nodes[n].mem.map().flag_line(self.threads[t].local);
-        let (lat, _) = self.nodes[n].mem.access(self.now, self.now, self.procs[p].local, flag, Access::Read);
+        let (lat, _) =
+            self.nodes[n]
+                .mem
+                .access(self.now, self.now, self.procs[p].local, flag, Access::Read);
         self.threads[t].state = ThreadState::Busy;
         self.start_busy(p, Cat::Wait, lat, 0, After::ThreadResumed);
     }
@@ -790,7 +935,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     fn run_thread(&mut self, t: usize) {
         let p = self.threads[t].proc;
         let mut cx = Context::from_waker(Waker::noop());
-        let task = self.threads[t].task.as_mut().expect("unfinished thread has a task");
+        let task = self.threads[t]
+            .task
+            .as_mut()
+            .expect("unfinished thread has a task");
         match task.as_mut().poll(&mut cx) {
             Poll::Ready(result) => {
                 self.threads[t].task = None;
@@ -885,8 +1033,16 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     Ok((first, count)) => {
                         let local = self.procs[p].local;
                         let t0 = self.now + charged;
-                        let (lat, missed) = self.nodes[n].mem.access_lines(self.now, t0, local, first, count, kind);
-                        self.start_busy(p, Cat::Compute, charged + lat, missed, After::ThreadOpDone);
+                        let (lat, missed) = self.nodes[n]
+                            .mem
+                            .access_lines(self.now, t0, local, first, count, kind);
+                        self.start_busy(
+                            p,
+                            Cat::Compute,
+                            charged + lat,
+                            missed,
+                            After::ThreadOpDone,
+                        );
                     }
                     Err(reason) => {
                         let e = AmError::Aborted(format!("thread access rejected: {reason}"));
@@ -924,7 +1080,14 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let interval = self.cfg.machine.compute.access_interval_cycles;
         let local = self.procs[p].local;
         let pr = &mut self.procs[p];
-        let stall = self.nodes[n].mem.compute_misses(self.now, self.now, local, work, interval, &mut pr.rng);
+        let stall = self.nodes[n].mem.compute_misses(
+            self.now,
+            self.now,
+            local,
+            work,
+            interval,
+            &mut pr.rng,
+        );
         self.procs[p].compute = Some(ComputeSegment {
             start: self.now,
             work,
@@ -955,7 +1118,11 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 format!("node {} thread {} {}", t.shared.node.0, t.local, what)
             })
             .collect();
-        format!("no event left at cycle {} while {}", self.now, stuck.join("; "))
+        format!(
+            "no event left at cycle {} while {}",
+            self.now,
+            stuck.join("; ")
+        )
     }
 
     fn finish_stats(&mut self) -> RunStats {
@@ -1003,7 +1170,11 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             };
             stats.nodes.push(ns);
         }
-        stats.measured_u = if compute_procs > 0 { compute_share / compute_procs as f64 } else { 0.0 };
+        stats.measured_u = if compute_procs > 0 {
+            compute_share / compute_procs as f64
+        } else {
+            0.0
+        };
         stats.pp_occupancy = occupancy / self.nodes.len().max(1) as f64;
         let l = &mut self.latency;
         if l.count > 0 {
@@ -1044,7 +1215,10 @@ impl HandlerCtx for SimHandlerCtx<'_, '_> {
     fn access(&mut self, region: Region, offset: u64, len: u32, kind: Access) {
         match self.mem.map().lines(region, offset, len, self.threads) {
             Ok((first, count)) => {
-                self.t += self.mem.access_lines(self.now, self.t, self.proc, first, count, kind).0;
+                self.t += self
+                    .mem
+                    .access_lines(self.now, self.t, self.proc, first, count, kind)
+                    .0;
             }
             Err(reason) => {
                 self.error.get_or_insert(reason);

@@ -64,7 +64,7 @@ impl AddressMap {
         let sets = m.cache_lines() as u32;
         let line_bytes = m.cache.line_bytes;
         let base = MAX_THREADS * sets;
-        let table_bytes_per_thread = (m.cache.size_bytes / 128) * m.protocol.table_entry_bytes as u64;
+        let table_bytes_per_thread = m.blocks_per_segment() * m.protocol.table_entry_bytes as u64;
         AddressMap {
             sets,
             line_bytes,
@@ -121,7 +121,13 @@ impl AddressMap {
 
     /// Line range of `len` bytes at `offset` in `region`, or a one-line
     /// description of why it is out of bounds.
-    pub fn lines(&self, region: Region, offset: u64, len: u32, threads: u32) -> Result<(u32, u32), String> {
+    pub fn lines(
+        &self,
+        region: Region,
+        offset: u64,
+        len: u32,
+        threads: u32,
+    ) -> Result<(u32, u32), String> {
         let lb = self.line_bytes as u64;
         let (base, size_bytes, name) = match region {
             Region::Segment(t) => {
@@ -135,7 +141,11 @@ impl AddressMap {
             ),
             Region::RecvBuffer(t) => {
                 check_thread(t.0, threads)?;
-                (self.recv + t.0 * RECV_LINES, RECV_LINES as u64 * lb, "receive buffer")
+                (
+                    self.recv + t.0 * RECV_LINES,
+                    RECV_LINES as u64 * lb,
+                    "receive buffer",
+                )
             }
         };
         if len == 0 || offset + len as u64 > size_bytes {
@@ -153,7 +163,9 @@ fn check_thread(t: u32, threads: u32) -> Result<(), String> {
     if t < threads {
         Ok(())
     } else {
-        Err(format!("thread {t} does not exist on this node (it has {threads} compute threads)"))
+        Err(format!(
+            "thread {t} does not exist on this node (it has {threads} compute threads)"
+        ))
     }
 }
 
@@ -229,7 +241,12 @@ impl NodeMemory {
     /// on (None for a dedicated protocol processor). Compute caches start
     /// warm with their segment; dedicated protocol processors start warm with
     /// the protocol's lines.
-    pub fn new(m: &MachineConfig, map: AddressMap, own_threads: &[Option<u32>], threads: u32) -> NodeMemory {
+    pub fn new(
+        m: &MachineConfig,
+        map: AddressMap,
+        own_threads: &[Option<u32>],
+        threads: u32,
+    ) -> NodeMemory {
         let sets = map.sets();
         let banks = if m.effects.cache_interference { 1 } else { 2 };
         let mut caches: Vec<Cache> = own_threads
@@ -292,13 +309,22 @@ impl NodeMemory {
         match class {
             LineClass::Protocol => !self.effects.migration,
             LineClass::Data => !self.effects.data_placement,
-            LineClass::Segment(t) => !self.effects.data_placement && self.caches[proc].own_thread != Some(t),
+            LineClass::Segment(t) => {
+                !self.effects.data_placement && self.caches[proc].own_thread != Some(t)
+            }
         }
     }
 
     /// Performs one access by `proc` at cycle `t` (`now` is the clock);
     /// returns its latency including any wait for the bus.
-    pub fn access(&mut self, now: u64, t: u64, proc: usize, line: u32, kind: Access) -> (u64, Outcome) {
+    pub fn access(
+        &mut self,
+        now: u64,
+        t: u64,
+        proc: usize,
+        line: u32,
+        kind: Access,
+    ) -> (u64, Outcome) {
         let class = self.map.class(line);
         if self.exempt(proc, class) {
             return (self.hit_cycles, Outcome::Hit);
@@ -326,8 +352,11 @@ impl NodeMemory {
             let occ = self.bus_params.writeback_occupancy;
             self.bus.reserve(now, t, occ);
         }
-        let supplier = (0..self.caches.len())
-            .find(|&q| q != proc && self.caches[q].tags[set] != INVALID && self.caches[q].tags[set] & LINE_MASK == line);
+        let supplier = (0..self.caches.len()).find(|&q| {
+            q != proc
+                && self.caches[q].tags[set] != INVALID
+                && self.caches[q].tags[set] & LINE_MASK == line
+        });
         if write {
             self.invalidate_others(proc, set, line);
         } else if let Some(q) = supplier {
@@ -335,7 +364,11 @@ impl NodeMemory {
         }
         let p = &self.bus_params;
         let (outcome, occ, lat) = match supplier {
-            Some(_) => (Outcome::CacheToCache, p.cache_to_cache_occupancy, p.cache_to_cache_latency),
+            Some(_) => (
+                Outcome::CacheToCache,
+                p.cache_to_cache_occupancy,
+                p.cache_to_cache_latency,
+            ),
             None => (Outcome::Memory, p.memory_occupancy, p.memory_latency),
         };
         let start = self.bus.reserve(now, t, occ);
@@ -347,7 +380,15 @@ impl NodeMemory {
 
     /// Accesses `count` consecutive lines back to back; returns total
     /// latency and the latency spent in misses.
-    pub fn access_lines(&mut self, now: u64, t: u64, proc: usize, first: u32, count: u32, kind: Access) -> (u64, u64) {
+    pub fn access_lines(
+        &mut self,
+        now: u64,
+        t: u64,
+        proc: usize,
+        first: u32,
+        count: u32,
+        kind: Access,
+    ) -> (u64, u64) {
         let mut spent = 0;
         let mut missed = 0;
         for line in first..first + count {
@@ -368,7 +409,10 @@ impl NodeMemory {
 
     fn invalidate_others(&mut self, proc: usize, set: usize, line: u32) {
         for q in 0..self.caches.len() {
-            if q != proc && self.caches[q].tags[set] != INVALID && self.caches[q].tags[set] & LINE_MASK == line {
+            if q != proc
+                && self.caches[q].tags[set] != INVALID
+                && self.caches[q].tags[set] & LINE_MASK == line
+            {
                 let c = &mut self.caches[q];
                 c.tags[set] = INVALID;
                 Self::track_foreign(c, set, self.sets, &self.map);
@@ -395,7 +439,8 @@ impl NodeMemory {
         let m = &mut self.misses[proc];
         match (class, outcome) {
             (_, Outcome::Hit) => {}
-            (LineClass::Protocol, Outcome::CacheToCache) | (LineClass::Protocol, Outcome::Upgrade) => {
+            (LineClass::Protocol, Outcome::CacheToCache)
+            | (LineClass::Protocol, Outcome::Upgrade) => {
                 m.migration += 1;
                 m.migration_cycles += latency;
             }
@@ -417,11 +462,21 @@ impl NodeMemory {
     /// Cache misses of `work` cycles of synthetic computation by `proc`:
     /// the accesses that land on sets now holding protocol or foreign data.
     /// Returns the stall cycles, issuing the refills from cycle `t`.
-    pub fn compute_misses(&mut self, now: u64, t: u64, proc: usize, work: u64, interval: u64, rng: &mut ChaCha8Rng) -> u64 {
+    pub fn compute_misses(
+        &mut self,
+        now: u64,
+        t: u64,
+        proc: usize,
+        work: u64,
+        interval: u64,
+        rng: &mut ChaCha8Rng,
+    ) -> u64 {
         if !self.effects.cache_interference {
             return 0;
         }
-        let Some(own) = self.caches[proc].own_thread else { return 0 };
+        let Some(own) = self.caches[proc].own_thread else {
+            return 0;
+        };
         let foreign = self.caches[proc].foreign.list.len() as u64;
         if foreign == 0 || work == 0 {
             return 0;
@@ -493,7 +548,10 @@ mod tests {
         assert_eq!(out, Outcome::CacheToCache);
         assert_eq!(n.misses[1].migration, 1);
         // Processor 0's copy was invalidated.
-        assert_eq!(n.access(0, 400, 0, lock, Access::Read).1, Outcome::CacheToCache);
+        assert_eq!(
+            n.access(0, 400, 0, lock, Access::Read).1,
+            Outcome::CacheToCache
+        );
     }
 
     #[test]
@@ -514,11 +572,18 @@ mod tests {
         assert_eq!(n.access(0, 0, 1, lock, Access::Write).1, Outcome::Hit);
         let other = n.map().segment_line(0, 5);
         assert_eq!(n.access(0, 0, 1, other, Access::Read).1, Outcome::Hit);
-        m.effects = Effects { cache_interference: false, ..Effects::default() };
+        m.effects = Effects {
+            cache_interference: false,
+            ..Effects::default()
+        };
         let mut n = node(&m, &[Some(0)]);
         let lock = n.map().lock_line();
         n.access(0, 0, 0, lock, Access::Write);
-        assert_eq!(n.foreign_sets(0), 0, "protocol lines live in their own bank");
+        assert_eq!(
+            n.foreign_sets(0),
+            0,
+            "protocol lines live in their own bank"
+        );
     }
 
     #[test]
@@ -539,10 +604,21 @@ mod tests {
     fn region_bounds_are_checked() {
         let m = machine();
         let map = AddressMap::new(&m);
-        assert!(map.lines(Region::RecvBuffer(finegrain_core::ThreadId(0)), 0, 128, 1).is_ok());
-        let e = map.lines(Region::RecvBuffer(finegrain_core::ThreadId(0)), 2000, 128, 1).unwrap_err();
+        assert!(map
+            .lines(Region::RecvBuffer(finegrain_core::ThreadId(0)), 0, 128, 1)
+            .is_ok());
+        let e = map
+            .lines(
+                Region::RecvBuffer(finegrain_core::ThreadId(0)),
+                2000,
+                128,
+                1,
+            )
+            .unwrap_err();
         assert!(e.contains("outside the receive buffer"), "{e}");
-        let e = map.lines(Region::Segment(finegrain_core::ThreadId(3)), 0, 8, 2).unwrap_err();
+        let e = map
+            .lines(Region::Segment(finegrain_core::ThreadId(3)), 0, 8, 2)
+            .unwrap_err();
         assert!(e.contains("thread 3 does not exist"), "{e}");
     }
 }

@@ -7,7 +7,9 @@
 //! make progress, so no wakers are needed and polling order is fixed by the
 //! event order, which keeps runs deterministic.
 
-use finegrain_core::{Access, AmError, Args, HandlerId, Message, NodeId, Payload, Proc, Region, ThreadId};
+use finegrain_core::{
+    Access, AmError, Args, HandlerId, Message, NodeId, Payload, Proc, Region, ThreadId,
+};
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
@@ -117,7 +119,13 @@ impl Proc for SimProc {
         self.shared.charged.set(self.shared.charged.get() + cycles);
     }
 
-    async fn request(&self, dst: NodeId, handler: HandlerId, args: Args, payload: Payload) -> Result<Message, AmError> {
+    async fn request(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        args: Args,
+        payload: Payload,
+    ) -> Result<Message, AmError> {
         match self
             .submit(Op::Request {
                 dst,
@@ -150,7 +158,8 @@ impl Proc for SimProc {
 
 /// Derives independent, reproducible seeds (SplitMix64 finalizer).
 pub fn mix_seed(seed: u64, a: u64, b: u64) -> u64 {
-    let mut z = seed ^ a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b.wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
+    let mut z =
+        seed ^ a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b.wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)

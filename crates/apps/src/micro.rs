@@ -1,0 +1,269 @@
+//! The scheduling paper's microbenchmarks (Falsafi & Wood, HPCA 1997).
+//!
+//! Each compute thread loops: compute for an exponentially distributed time
+//! with mean C (the platform interleaves random accesses to the thread's
+//! private segment), send a request to the other node, wait for the reply.
+//! - **null**: the request handler only replies; the lightest protocol.
+//! - **fetch**: the request names a random protocol block of a thread's
+//!   segment on the other node; the request handler reads the block, updates
+//!   the block's entry in the protocol table and replies with the block; the
+//!   reply handler deposits it in the requester's receive buffer, and the
+//!   requester then reads it.
+//!
+//! The number of requests per node is fixed and split across the node's
+//! compute threads, so adding compute processors divides the work.
+
+use finegrain_core::{
+    Access, AmError, Args, ConfigError, HandlerId, HandlerInfo, HandlerTable, MachineConfig,
+    Message, NodeId, Payload, Policy, Proc, Region, Reply, ThreadId, Topology,
+};
+use finegrain_sim::{SimConfig, SimError, SimOutput};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Exp};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Which request/reply protocol the threads run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    Null,
+    Fetch,
+}
+
+impl Protocol {
+    pub fn parse(s: &str) -> Result<Protocol, String> {
+        match s {
+            "null" => Ok(Protocol::Null),
+            "fetch" => Ok(Protocol::Fetch),
+            _ => Err(format!("invalid protocol = {s}: allowed null, fetch")),
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Protocol::Null => "null",
+            Protocol::Fetch => "fetch",
+        }
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// Handler instruction counts of the two protocols, in cycles (software
+/// costs, independent of the machine's memory system).
+pub const NULL_REQUEST_CYCLES: u64 = 20;
+pub const NULL_REPLY_CYCLES: u64 = 10;
+pub const FETCH_REQUEST_CYCLES: u64 = 60;
+pub const FETCH_REPLY_CYCLES: u64 = 30;
+const HANDLER_CODE_BYTES: u32 = 256;
+
+/// One microbenchmark run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MicroConfig {
+    pub protocol: Protocol,
+    /// Mean of the exponentially distributed compute time between requests.
+    pub mean_compute_cycles: f64,
+    /// Requests issued by each node, split across its compute threads.
+    pub requests_per_node: u64,
+    /// Only thread 0 of node 0 issues requests (the idle-machine round trip
+    /// used for calibration).
+    #[serde(default)]
+    pub single_requester: bool,
+}
+
+impl MicroConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.mean_compute_cycles.is_finite() && self.mean_compute_cycles >= 0.0) {
+            return Err(format!(
+                "invalid mean_compute_cycles = {}: allowed a finite number >= 0",
+                self.mean_compute_cycles
+            ));
+        }
+        if self.requests_per_node == 0 {
+            return Err("invalid requests_per_node = 0: allowed a positive integer".into());
+        }
+        Ok(())
+    }
+
+    /// Iterations thread `t` of `threads` runs: an even split, the first
+    /// threads taking the remainder, so the node total is exact.
+    pub fn iterations(&self, t: u32, threads: u32) -> u64 {
+        let base = self.requests_per_node / threads as u64;
+        base + u64::from((t as u64) < self.requests_per_node % threads as u64)
+    }
+}
+
+/// The protocol's handlers and what they need to know about the machine.
+#[derive(Clone, Debug)]
+pub struct MicroHandlers {
+    pub request: HandlerId,
+    pub reply: HandlerId,
+    pub block_bytes: u32,
+    pub blocks_per_segment: u64,
+}
+
+/// Registers the handlers of `protocol` for `machine`.
+pub fn handlers(
+    protocol: Protocol,
+    machine: &MachineConfig,
+) -> Result<(HandlerTable, MicroHandlers), AmError> {
+    let mut table = HandlerTable::new();
+    let block_bytes = machine.protocol.block_bytes;
+    let blocks_per_segment = machine.blocks_per_segment();
+    let entry_bytes = machine.protocol.table_entry_bytes;
+    let info = |name: &str, body_cycles| HandlerInfo {
+        name: name.into(),
+        body_cycles,
+        code_bytes: HANDLER_CODE_BYTES,
+    };
+    let (request, reply) = match protocol {
+        Protocol::Null => {
+            let reply = table.register(info("null_reply", NULL_REPLY_CYCLES), |_, _| Ok(()))?;
+            let request =
+                table.register(info("null_request", NULL_REQUEST_CYCLES), move |ctx, _| {
+                    ctx.reply(Reply {
+                        handler: reply,
+                        args: Args::default(),
+                        payload: Payload::none(),
+                    })
+                })?;
+            (request, reply)
+        }
+        Protocol::Fetch => {
+            let reply = table.register(
+                info("fetch_reply", FETCH_REPLY_CYCLES),
+                move |ctx, m: &Message| {
+                    ctx.access(
+                        Region::RecvBuffer(m.src_thread),
+                        0,
+                        block_bytes,
+                        Access::Write,
+                    );
+                    Ok(())
+                },
+            )?;
+            let request = table.register(
+                info("fetch_request", FETCH_REQUEST_CYCLES),
+                move |ctx, m: &Message| {
+                    let owner = ThreadId(m.args.get(0) as u32);
+                    let block = m.args.get(1);
+                    ctx.access(
+                        Region::Segment(owner),
+                        block * block_bytes as u64,
+                        block_bytes,
+                        Access::Read,
+                    );
+                    let entry = (owner.0 as u64 * blocks_per_segment + block) * entry_bytes as u64;
+                    ctx.access(Region::ProtocolTable, entry, entry_bytes, Access::Write);
+                    ctx.reply(Reply {
+                        handler: reply,
+                        args: Args::new(&[block])?,
+                        payload: Payload::zeroed(block_bytes as usize),
+                    })
+                },
+            )?;
+            (request, reply)
+        }
+    };
+    Ok((
+        table,
+        MicroHandlers {
+            request,
+            reply,
+            block_bytes,
+            blocks_per_segment,
+        },
+    ))
+}
+
+/// One compute thread of the microbenchmark; returns the requests it
+/// completed.
+pub async fn thread<P: Proc>(p: &P, cfg: &MicroConfig, h: &MicroHandlers) -> Result<u64, AmError> {
+    if cfg.single_requester && (p.node().0 != 0 || p.thread().0 != 0) {
+        return Ok(0);
+    }
+    let iterations = cfg.iterations(p.thread().0, p.threads_per_node());
+    let mut rng = ChaCha8Rng::seed_from_u64(p.seed());
+    let compute = (cfg.mean_compute_cycles > 0.0)
+        .then(|| Exp::new(1.0 / cfg.mean_compute_cycles).expect("positive rate"));
+    let peer = NodeId((p.node().0 + 1) % p.nodes());
+    // The peer node has as many compute threads as this one (SPMD).
+    let owner = p.thread().0 % p.threads_per_node();
+    for _ in 0..iterations {
+        if let Some(exp) = &compute {
+            let c = exp.sample(&mut rng).round() as u64;
+            if c > 0 {
+                p.work(c).await;
+            }
+        }
+        match cfg.protocol {
+            Protocol::Null => {
+                p.request(peer, h.request, Args::default(), Payload::none())
+                    .await?;
+            }
+            Protocol::Fetch => {
+                let block = rng.gen_range(0..h.blocks_per_segment);
+                p.request(
+                    peer,
+                    h.request,
+                    Args::new(&[owner as u64, block])?,
+                    Payload::none(),
+                )
+                .await?;
+                p.access(
+                    Region::RecvBuffer(p.thread()),
+                    0,
+                    h.block_bytes,
+                    Access::Read,
+                )
+                .await;
+            }
+        }
+    }
+    Ok(iterations)
+}
+
+/// Runs the microbenchmark in the simulator.
+pub fn simulate(sim: &SimConfig, cfg: &MicroConfig) -> Result<SimOutput<u64>, SimError> {
+    cfg.validate()
+        .map_err(|e| SimError::Config(ConfigError::invalid("micro", "config", e)))?;
+    let (table, h) = handlers(cfg.protocol, &sim.machine).map_err(SimError::Handler)?;
+    finegrain_sim::simulate(sim, &table, |p| {
+        let (cfg, h) = (cfg.clone(), h.clone());
+        async move { thread(&p, &cfg, &h).await }
+    })
+}
+
+/// Lmin: the round trip of one request and its reply (including using the
+/// fetched data) on an otherwise idle machine under Fixed, in cycles.
+pub fn measure_lmin(
+    machine: &MachineConfig,
+    protocol: Protocol,
+    seed: u64,
+) -> Result<f64, SimError> {
+    const ROUND_TRIPS: u64 = 400;
+    let sim = SimConfig {
+        machine: machine.clone(),
+        topology: Topology {
+            nodes: 2,
+            procs_per_node: 2,
+        },
+        policy: Policy::Fixed { protocol_procs: 1 },
+        seed,
+    };
+    let cfg = MicroConfig {
+        protocol,
+        mean_compute_cycles: 0.0,
+        requests_per_node: ROUND_TRIPS,
+        single_requester: true,
+    };
+    let out = simulate(&sim, &cfg)?;
+    Ok(out.stats.sim_cycles as f64 / ROUND_TRIPS as f64)
+}
