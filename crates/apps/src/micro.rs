@@ -14,8 +14,8 @@
 //! compute threads, so adding compute processors divides the work.
 
 use finegrain_core::{
-    Access, AmError, Args, ConfigError, HandlerId, HandlerInfo, HandlerTable, MachineConfig,
-    Message, NodeId, Payload, Policy, Proc, Region, Reply, ThreadId, Topology,
+    Access, AmError, Args, ConfigError, HandlerId, HandlerInfo, HandlerTable, MachineConfig, Message, NodeId, Payload,
+    Policy, Proc, Region, Reply, ThreadId, Topology,
 };
 use finegrain_sim::{SimConfig, SimError, SimOutput};
 use rand::{Rng, SeedableRng};
@@ -110,77 +110,41 @@ pub struct MicroHandlers {
 }
 
 /// Registers the handlers of `protocol` for `machine`.
-pub fn handlers(
-    protocol: Protocol,
-    machine: &MachineConfig,
-) -> Result<(HandlerTable, MicroHandlers), AmError> {
+pub fn handlers(protocol: Protocol, machine: &MachineConfig) -> Result<(HandlerTable, MicroHandlers), AmError> {
     let mut table = HandlerTable::new();
     let block_bytes = machine.protocol.block_bytes;
     let blocks_per_segment = machine.blocks_per_segment();
     let entry_bytes = machine.protocol.table_entry_bytes;
-    let info = |name: &str, body_cycles| HandlerInfo {
-        name: name.into(),
-        body_cycles,
-        code_bytes: HANDLER_CODE_BYTES,
-    };
+    let info = |name: &str, body_cycles| HandlerInfo { name: name.into(), body_cycles, code_bytes: HANDLER_CODE_BYTES };
     let (request, reply) = match protocol {
         Protocol::Null => {
             let reply = table.register(info("null_reply", NULL_REPLY_CYCLES), |_, _| Ok(()))?;
-            let request =
-                table.register(info("null_request", NULL_REQUEST_CYCLES), move |ctx, _| {
-                    ctx.reply(Reply {
-                        handler: reply,
-                        args: Args::default(),
-                        payload: Payload::none(),
-                    })
-                })?;
+            let request = table.register(info("null_request", NULL_REQUEST_CYCLES), move |ctx, _| {
+                ctx.reply(Reply { handler: reply, args: Args::default(), payload: Payload::none() })
+            })?;
             (request, reply)
         }
         Protocol::Fetch => {
-            let reply = table.register(
-                info("fetch_reply", FETCH_REPLY_CYCLES),
-                move |ctx, m: &Message| {
-                    ctx.access(
-                        Region::RecvBuffer(m.src_thread),
-                        0,
-                        block_bytes,
-                        Access::Write,
-                    );
-                    Ok(())
-                },
-            )?;
-            let request = table.register(
-                info("fetch_request", FETCH_REQUEST_CYCLES),
-                move |ctx, m: &Message| {
-                    let owner = ThreadId(m.args.get(0) as u32);
-                    let block = m.args.get(1);
-                    ctx.access(
-                        Region::Segment(owner),
-                        block * block_bytes as u64,
-                        block_bytes,
-                        Access::Read,
-                    );
-                    let entry = (owner.0 as u64 * blocks_per_segment + block) * entry_bytes as u64;
-                    ctx.access(Region::ProtocolTable, entry, entry_bytes, Access::Write);
-                    ctx.reply(Reply {
-                        handler: reply,
-                        args: Args::new(&[block])?,
-                        payload: Payload::zeroed(block_bytes as usize),
-                    })
-                },
-            )?;
+            let reply = table.register(info("fetch_reply", FETCH_REPLY_CYCLES), move |ctx, m: &Message| {
+                ctx.access(Region::RecvBuffer(m.src_thread), 0, block_bytes, Access::Write);
+                Ok(())
+            })?;
+            let request = table.register(info("fetch_request", FETCH_REQUEST_CYCLES), move |ctx, m: &Message| {
+                let owner = ThreadId(m.args.get(0) as u32);
+                let block = m.args.get(1);
+                ctx.access(Region::Segment(owner), block * block_bytes as u64, block_bytes, Access::Read);
+                let entry = (owner.0 as u64 * blocks_per_segment + block) * entry_bytes as u64;
+                ctx.access(Region::ProtocolTable, entry, entry_bytes, Access::Write);
+                ctx.reply(Reply {
+                    handler: reply,
+                    args: Args::new(&[block])?,
+                    payload: Payload::zeroed(block_bytes as usize),
+                })
+            })?;
             (request, reply)
         }
     };
-    Ok((
-        table,
-        MicroHandlers {
-            request,
-            reply,
-            block_bytes,
-            blocks_per_segment,
-        },
-    ))
+    Ok((table, MicroHandlers { request, reply, block_bytes, blocks_per_segment }))
 }
 
 /// One compute thread of the microbenchmark; returns the requests it
@@ -191,8 +155,8 @@ pub async fn thread<P: Proc>(p: &P, cfg: &MicroConfig, h: &MicroHandlers) -> Res
     }
     let iterations = cfg.iterations(p.thread().0, p.threads_per_node());
     let mut rng = ChaCha8Rng::seed_from_u64(p.seed());
-    let compute = (cfg.mean_compute_cycles > 0.0)
-        .then(|| Exp::new(1.0 / cfg.mean_compute_cycles).expect("positive rate"));
+    let compute =
+        (cfg.mean_compute_cycles > 0.0).then(|| Exp::new(1.0 / cfg.mean_compute_cycles).expect("positive rate"));
     let peer = NodeId((p.node().0 + 1) % p.nodes());
     // The peer node has as many compute threads as this one (SPMD).
     let owner = p.thread().0 % p.threads_per_node();
@@ -205,25 +169,12 @@ pub async fn thread<P: Proc>(p: &P, cfg: &MicroConfig, h: &MicroHandlers) -> Res
         }
         match cfg.protocol {
             Protocol::Null => {
-                p.request(peer, h.request, Args::default(), Payload::none())
-                    .await?;
+                p.request(peer, h.request, Args::default(), Payload::none()).await?;
             }
             Protocol::Fetch => {
                 let block = rng.gen_range(0..h.blocks_per_segment);
-                p.request(
-                    peer,
-                    h.request,
-                    Args::new(&[owner as u64, block])?,
-                    Payload::none(),
-                )
-                .await?;
-                p.access(
-                    Region::RecvBuffer(p.thread()),
-                    0,
-                    h.block_bytes,
-                    Access::Read,
-                )
-                .await;
+                p.request(peer, h.request, Args::new(&[owner as u64, block])?, Payload::none()).await?;
+                p.access(Region::RecvBuffer(p.thread()), 0, h.block_bytes, Access::Read).await;
             }
         }
     }
@@ -232,8 +183,7 @@ pub async fn thread<P: Proc>(p: &P, cfg: &MicroConfig, h: &MicroHandlers) -> Res
 
 /// Runs the microbenchmark in the simulator.
 pub fn simulate(sim: &SimConfig, cfg: &MicroConfig) -> Result<SimOutput<u64>, SimError> {
-    cfg.validate()
-        .map_err(|e| SimError::Config(ConfigError::invalid("micro", "config", e)))?;
+    cfg.validate().map_err(|e| SimError::Config(ConfigError::invalid("micro", "config", e)))?;
     let (table, h) = handlers(cfg.protocol, &sim.machine).map_err(SimError::Handler)?;
     finegrain_sim::simulate(sim, &table, |p| {
         let (cfg, h) = (cfg.clone(), h.clone());
@@ -243,27 +193,16 @@ pub fn simulate(sim: &SimConfig, cfg: &MicroConfig) -> Result<SimOutput<u64>, Si
 
 /// Lmin: the round trip of one request and its reply (including using the
 /// fetched data) on an otherwise idle machine under Fixed, in cycles.
-pub fn measure_lmin(
-    machine: &MachineConfig,
-    protocol: Protocol,
-    seed: u64,
-) -> Result<f64, SimError> {
+pub fn measure_lmin(machine: &MachineConfig, protocol: Protocol, seed: u64) -> Result<f64, SimError> {
     const ROUND_TRIPS: u64 = 400;
     let sim = SimConfig {
         machine: machine.clone(),
-        topology: Topology {
-            nodes: 2,
-            procs_per_node: 2,
-        },
+        topology: Topology { nodes: 2, procs_per_node: 2 },
         policy: Policy::Fixed { protocol_procs: 1 },
         seed,
     };
-    let cfg = MicroConfig {
-        protocol,
-        mean_compute_cycles: 0.0,
-        requests_per_node: ROUND_TRIPS,
-        single_requester: true,
-    };
+    let cfg =
+        MicroConfig { protocol, mean_compute_cycles: 0.0, requests_per_node: ROUND_TRIPS, single_requester: true };
     let out = simulate(&sim, &cfg)?;
     Ok(out.stats.sim_cycles as f64 / ROUND_TRIPS as f64)
 }

@@ -2,31 +2,11 @@ use finegrain_apps::micro::*;
 use finegrain_core::*;
 use finegrain_sim::SimConfig;
 
-fn run(
-    m: &MachineConfig,
-    proto: Protocol,
-    policy: Policy,
-    ppn: u32,
-    c: f64,
-    oint: u64,
-) -> finegrain_sim::RunStats {
+fn run(m: &MachineConfig, proto: Protocol, policy: Policy, ppn: u32, c: f64, oint: u64) -> finegrain_sim::RunStats {
     let mut m = m.clone();
     m.interrupt.overhead_cycles = oint;
-    let sim = SimConfig {
-        machine: m,
-        topology: Topology {
-            nodes: 2,
-            procs_per_node: ppn,
-        },
-        policy,
-        seed: 7,
-    };
-    let cfg = MicroConfig {
-        protocol: proto,
-        mean_compute_cycles: c,
-        requests_per_node: 4000,
-        single_requester: false,
-    };
+    let sim = SimConfig { machine: m, topology: Topology { nodes: 2, procs_per_node: ppn }, policy, seed: 7 };
+    let cfg = MicroConfig { protocol: proto, mean_compute_cycles: c, requests_per_node: 4000, single_requester: false };
     simulate(&sim, &cfg).unwrap().stats
 }
 
@@ -43,17 +23,18 @@ fn scratch() {
                 let fixed2 = run(&m, proto, Policy::Fixed { protocol_procs: 1 }, 2, c, oint);
                 let single = run(&m, proto, Policy::Single, 1, c, oint);
                 let float2 = run(&m, proto, Policy::Floating, 2, c, oint);
-                let mut line = format!("   U={u:.2} mU={:.2} single/fixed2={:.2} (irq {}) float2/fixed2={:.2} (irq {})",
+                let mut line = format!(
+                    "   U={u:.2} mU={:.2} single/fixed2={:.2} (irq {}) float2/fixed2={:.2} (irq {})",
                     fixed2.measured_u,
-                    single.sim_cycles as f64 / fixed2.sim_cycles as f64, single.interrupts,
-                    float2.sim_cycles as f64 / fixed2.sim_cycles as f64, float2.interrupts);
+                    single.sim_cycles as f64 / fixed2.sim_cycles as f64,
+                    single.interrupts,
+                    float2.sim_cycles as f64 / fixed2.sim_cycles as f64,
+                    float2.interrupts
+                );
                 for ppn in [4u32, 8] {
                     let fx = run(&m, proto, Policy::Fixed { protocol_procs: 1 }, ppn, c, oint);
                     let fl = run(&m, proto, Policy::Floating, ppn, c, oint);
-                    line += &format!(
-                        " | P{ppn} fl/fx={:.2}",
-                        fl.sim_cycles as f64 / fx.sim_cycles as f64
-                    );
+                    line += &format!(" | P{ppn} fl/fx={:.2}", fl.sim_cycles as f64 / fx.sim_cycles as f64);
                 }
                 println!("{line}");
             }

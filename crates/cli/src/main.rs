@@ -1,1 +1,321 @@
-fn main() {}
+//! `finegrain`: run one simulation, reproduce a study, calibrate a preset,
+//! benchmark. A thin shell over the finegrain crates.
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use finegrain::{bench, experiment};
+use finegrain_apps::micro::{self, MicroConfig, Protocol};
+use finegrain_core::{MachineConfig, Policy, Topology};
+use finegrain_sim::SimConfig;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(
+    name = "finegrain",
+    version,
+    about = "Fine-grain communication on clusters of SMP nodes: simulator and studies"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Simulate one microbenchmark configuration (flags, or a TOML file).
+    Run(RunArgs),
+    /// Run a study from experiments/ and write results, figures and a report.
+    Reproduce {
+        /// Experiment name (see --list) or path to a .toml file.
+        experiment: Option<String>,
+        /// The fast version of the study.
+        #[arg(long)]
+        quick: bool,
+        /// Output directory.
+        #[arg(long, default_value = "out")]
+        out: PathBuf,
+        /// List the available experiments.
+        #[arg(long)]
+        list: bool,
+    },
+    /// Measure a preset's calibration targets (Lmin) back.
+    Calibrate {
+        /// Preset name or path to a preset .toml file.
+        #[arg(default_value = "hpca97")]
+        preset: String,
+    },
+    /// Benchmarks.
+    Bench {
+        #[command(subcommand)]
+        what: BenchCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Simulated messages and events per wall second, one core.
+    Sim {
+        /// Repetitions; the median is reported.
+        #[arg(long, default_value_t = 5)]
+        rounds: u32,
+        #[arg(long, default_value_t = 50_000)]
+        requests_per_node: u64,
+        /// Also write the table as JSON.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+}
+
+/// One run, as flags or as a TOML file with the same field names.
+#[derive(Args, Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunArgs {
+    /// TOML file with any of the fields below (flags override it).
+    #[arg(long)]
+    #[serde(skip)]
+    config: Option<PathBuf>,
+    /// Machine preset name or path.
+    #[arg(long)]
+    preset: Option<String>,
+    /// single, fixed, fixed:K, floating.
+    #[arg(long)]
+    policy: Option<String>,
+    #[arg(long)]
+    nodes: Option<u32>,
+    #[arg(long)]
+    procs_per_node: Option<u32>,
+    /// null or fetch.
+    #[arg(long)]
+    protocol: Option<String>,
+    /// Target compute utilization U in (0, 1); sets the mean compute time
+    /// from the measured Lmin.
+    #[arg(long)]
+    u: Option<f64>,
+    /// Mean compute cycles between requests (instead of --u).
+    #[arg(long)]
+    compute_cycles: Option<f64>,
+    #[arg(long)]
+    requests_per_node: Option<u64>,
+    /// Interrupt overhead in cycles (overrides the preset).
+    #[arg(long)]
+    oint: Option<u64>,
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Write the full run record (configuration, seed, statistics) here.
+    #[arg(long)]
+    #[serde(skip)]
+    json: Option<PathBuf>,
+}
+
+impl RunArgs {
+    /// Flags override the file; unset fields take documented defaults.
+    fn merged(self) -> Result<RunArgs> {
+        let Some(path) = &self.config else { return Ok(self) };
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let file: RunArgs = finegrain_core::config::parse_toml(&path.display().to_string(), &text)?;
+        Ok(RunArgs {
+            config: None,
+            preset: self.preset.or(file.preset),
+            policy: self.policy.or(file.policy),
+            nodes: self.nodes.or(file.nodes),
+            procs_per_node: self.procs_per_node.or(file.procs_per_node),
+            protocol: self.protocol.or(file.protocol),
+            u: self.u.or(file.u),
+            compute_cycles: self.compute_cycles.or(file.compute_cycles),
+            requests_per_node: self.requests_per_node.or(file.requests_per_node),
+            oint: self.oint.or(file.oint),
+            seed: self.seed.or(file.seed),
+            json: self.json,
+        })
+    }
+}
+
+#[derive(Serialize)]
+struct RunOutput<'a> {
+    config: &'a SimConfig,
+    workload: &'a MicroConfig,
+    lmin_cycles: Option<f64>,
+    stats: &'a finegrain_sim::RunStats,
+    perf: Perf,
+}
+
+#[derive(Serialize)]
+struct Perf {
+    wall_seconds: f64,
+    events_per_wall_second: f64,
+    messages_per_wall_second: f64,
+}
+
+fn run(args: RunArgs) -> Result<()> {
+    let a = args.merged()?;
+    let mut machine = MachineConfig::load(a.preset.as_deref().unwrap_or("hpca97"))?;
+    if let Some(o) = a.oint {
+        machine.interrupt.overhead_cycles = o;
+    }
+    let policy = Policy::parse(a.policy.as_deref().unwrap_or("fixed"))?;
+    let topology = Topology { nodes: a.nodes.unwrap_or(2), procs_per_node: a.procs_per_node.unwrap_or(2) };
+    let protocol = Protocol::parse(a.protocol.as_deref().unwrap_or("null")).map_err(anyhow::Error::msg)?;
+    let config = SimConfig { machine, topology, policy, seed: a.seed.unwrap_or(1) };
+    config.validate()?;
+    if topology.nodes < 2 {
+        bail!("invalid nodes = {}: allowed 2 or more (requests go to another node)", topology.nodes);
+    }
+    let (mean, lmin) = match (a.u, a.compute_cycles) {
+        (Some(_), Some(_)) => bail!("invalid u and compute_cycles: give one of them, not both"),
+        (Some(u), None) => {
+            if !(u > 0.0 && u < 1.0) {
+                bail!("invalid u = {u}: allowed a value strictly between 0 and 1");
+            }
+            let l = micro::measure_lmin(&config.machine, protocol, config.seed)?;
+            (u / (1.0 - u) * l, Some(l))
+        }
+        (None, Some(c)) => (c, None),
+        (None, None) => (0.0, None),
+    };
+    let workload = MicroConfig {
+        protocol,
+        mean_compute_cycles: mean,
+        requests_per_node: a.requests_per_node.unwrap_or(10_000),
+        single_requester: false,
+    };
+    workload.validate().map_err(anyhow::Error::msg)?;
+    let t0 = Instant::now();
+    let out = micro::simulate(&config, &workload)?;
+    let wall = t0.elapsed().as_secs_f64().max(1e-9);
+    let s = &out.stats;
+    let mhz = config.machine.processor.mhz as f64;
+    println!(
+        "preset {}  policy {}  {} nodes x {} processors  protocol {}  seed {}",
+        config.machine.name,
+        policy.label(),
+        topology.nodes,
+        topology.procs_per_node,
+        protocol,
+        config.seed
+    );
+    if let Some(l) = lmin {
+        println!("Lmin {l:.1} cycles; mean compute {mean:.1} cycles");
+    }
+    println!("simulated time   {} cycles ({:.1} us)", s.sim_cycles, s.sim_cycles as f64 / mhz);
+    println!("measured U       {:.3}", s.measured_u);
+    println!("requests         {}  (mean round trip {:.1} cycles)", s.requests, s.request_latency.mean_cycles);
+    println!("interrupts       {}", s.interrupts);
+    println!("PP occupancy     {:.3}", s.pp_occupancy);
+    let c = &s.cycles;
+    println!(
+        "cycles (all processors): compute {} stall {} send {} wait {} handler {} interrupt {} role {} poll-idle {} idle {}",
+        c.compute, c.stall, c.send, c.wait, c.handler, c.interrupt, c.role, c.poll_idle, c.idle
+    );
+    let m = &s.misses;
+    println!(
+        "misses: interference {} migration {} protocol-refetch {} placement {}",
+        m.interference, m.migration, m.protocol_refetch, m.placement
+    );
+    println!(
+        "{} events, {} messages in {:.3} s ({:.0} messages/s)",
+        s.events,
+        s.messages,
+        wall,
+        s.messages as f64 / wall
+    );
+    if let Some(path) = a.json {
+        let rec = RunOutput {
+            config: &config,
+            workload: &workload,
+            lmin_cycles: lmin,
+            stats: s,
+            perf: Perf {
+                wall_seconds: wall,
+                events_per_wall_second: s.events as f64 / wall,
+                messages_per_wall_second: s.messages as f64 / wall,
+            },
+        };
+        std::fs::write(&path, serde_json::to_string_pretty(&rec)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn calibrate(preset: &str) -> Result<()> {
+    let machine = MachineConfig::load(preset)?;
+    let Some(cal) = machine.calibration.clone() else {
+        bail!("preset {preset} has no [calibration] targets to measure");
+    };
+    println!("preset {}: Lmin under Fixed on an idle machine (2 nodes x 2 processors, one requester)", machine.name);
+    println!("{:<10} {:>12} {:>10} {:>11} {:>8}  ok", "protocol", "cycles", "us", "target us", "error");
+    let mut bad = Vec::new();
+    for (p, target) in [(Protocol::Null, cal.lmin_null_us), (Protocol::Fetch, cal.lmin_fetch_us)] {
+        let l = micro::measure_lmin(&machine, p, 1)?;
+        let us = machine.cycles_to_us(l);
+        let err = (us - target) / target;
+        let ok = err.abs() <= cal.tolerance;
+        println!(
+            "{:<10} {:>12.1} {:>10.3} {:>11.3} {:>7.1}%  {}",
+            p.to_string(),
+            l,
+            us,
+            target,
+            err * 100.0,
+            if ok { "yes" } else { "NO" }
+        );
+        if !ok {
+            bad.push(p.to_string());
+        }
+    }
+    if !bad.is_empty() {
+        bail!("Lmin of {} is outside the {:.0}% tolerance", bad.join(", "), cal.tolerance * 100.0);
+    }
+    Ok(())
+}
+
+fn main_inner() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run(args) => run(args),
+        Command::Reproduce { experiment: name, quick, out, list } => {
+            if list {
+                for (n, _) in experiment::EXPERIMENTS {
+                    let src = experiment::find(n)?;
+                    let (_, title) = experiment::header(&src)?;
+                    println!("{n:<20} {title}");
+                }
+                return Ok(());
+            }
+            let Some(name) = name else {
+                bail!("missing experiment name: give one of `finegrain reproduce --list`");
+            };
+            let t0 = Instant::now();
+            let report = experiment::reproduce(&name, quick, &out)?;
+            let text = std::fs::read_to_string(&report)?;
+            for line in text.lines().filter(|l| l.starts_with("claim ")) {
+                println!("{line}");
+            }
+            println!("report: {} ({:.1} s)", report.display(), t0.elapsed().as_secs_f64());
+            Ok(())
+        }
+        Command::Calibrate { preset } => calibrate(&preset),
+        Command::Bench { what: BenchCommand::Sim { rounds, requests_per_node, json } } => {
+            let rows = bench::sim(rounds, requests_per_node)?;
+            bench::print_sim(&rows);
+            if let Some(path) = json {
+                std::fs::write(&path, serde_json::to_string_pretty(&rows)? + "\n")?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    match main_inner() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // One line: the outermost context, then its causes.
+            let msg = e.chain().map(|c| c.to_string()).collect::<Vec<_>>().join(": ");
+            eprintln!("error: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}

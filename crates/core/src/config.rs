@@ -15,11 +15,7 @@ use thiserror::Error;
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 pub enum ConfigError {
     #[error("invalid {field} = {value}: {allowed}")]
-    Invalid {
-        field: String,
-        value: String,
-        allowed: String,
-    },
+    Invalid { field: String, value: String, allowed: String },
     #[error("unknown preset '{name}': allowed {allowed}")]
     UnknownPreset { name: String, allowed: String },
     #[error("malformed TOML in {origin}: {message}")]
@@ -27,16 +23,8 @@ pub enum ConfigError {
 }
 
 impl ConfigError {
-    pub fn invalid(
-        field: &str,
-        value: impl fmt::Display,
-        allowed: impl Into<String>,
-    ) -> ConfigError {
-        ConfigError::Invalid {
-            field: field.to_string(),
-            value: value.to_string(),
-            allowed: allowed.into(),
-        }
+    pub fn invalid(field: &str, value: impl fmt::Display, allowed: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid { field: field.to_string(), value: value.to_string(), allowed: allowed.into() }
     }
 
     /// Converts a TOML parse error into a single line with its location.
@@ -49,18 +37,12 @@ impl ConfigError {
                 format!("line {line}: ")
             })
             .unwrap_or_default();
-        ConfigError::Toml {
-            origin: origin.to_string(),
-            message: format!("{location}{}", message.trim()),
-        }
+        ConfigError::Toml { origin: origin.to_string(), message: format!("{location}{}", message.trim()) }
     }
 }
 
 /// Parses TOML into `T`, mapping errors to a one-line [`ConfigError`].
-pub fn parse_toml<T: serde::de::DeserializeOwned>(
-    origin: &str,
-    text: &str,
-) -> Result<T, ConfigError> {
+pub fn parse_toml<T: serde::de::DeserializeOwned>(origin: &str, text: &str) -> Result<T, ConfigError> {
     toml::from_str(text).map_err(|e| ConfigError::from_toml(origin, text, &e))
 }
 
@@ -89,19 +71,11 @@ impl Policy {
             other => {
                 if let Some(k) = other.strip_prefix("fixed:") {
                     let protocol_procs = k.parse::<u32>().map_err(|_| {
-                        ConfigError::invalid(
-                            "policy",
-                            s,
-                            "allowed single, fixed, fixed:K (K >= 1), floating",
-                        )
+                        ConfigError::invalid("policy", s, "allowed single, fixed, fixed:K (K >= 1), floating")
                     })?;
                     Ok(Policy::Fixed { protocol_procs })
                 } else {
-                    Err(ConfigError::invalid(
-                        "policy",
-                        s,
-                        "allowed single, fixed, fixed:K (K >= 1), floating",
-                    ))
+                    Err(ConfigError::invalid("policy", s, "allowed single, fixed, fixed:K (K >= 1), floating"))
                 }
             }
         }
@@ -144,18 +118,10 @@ impl Topology {
     /// Checks the topology against the policy.
     pub fn validate(&self, policy: &Policy) -> Result<(), ConfigError> {
         if self.nodes == 0 || self.nodes > 4096 {
-            return Err(ConfigError::invalid(
-                "nodes",
-                self.nodes,
-                "allowed 1..=4096",
-            ));
+            return Err(ConfigError::invalid("nodes", self.nodes, "allowed 1..=4096"));
         }
         if self.procs_per_node == 0 || self.procs_per_node > 64 {
-            return Err(ConfigError::invalid(
-                "procs_per_node",
-                self.procs_per_node,
-                "allowed 1..=64",
-            ));
+            return Err(ConfigError::invalid("procs_per_node", self.procs_per_node, "allowed 1..=64"));
         }
         match *policy {
             Policy::Single if self.procs_per_node != 1 => Err(ConfigError::invalid(
@@ -168,17 +134,15 @@ impl Topology {
                 protocol_procs,
                 "policy fixed needs at least 1 dedicated protocol processor",
             )),
-            Policy::Fixed { protocol_procs } if protocol_procs >= self.procs_per_node => {
-                Err(ConfigError::invalid(
-                    "protocol_procs",
-                    protocol_procs,
-                    format!(
-                        "policy fixed with {} processors per node leaves no compute processor; allowed 1..={}",
-                        self.procs_per_node,
-                        self.procs_per_node.saturating_sub(1)
-                    ),
-                ))
-            }
+            Policy::Fixed { protocol_procs } if protocol_procs >= self.procs_per_node => Err(ConfigError::invalid(
+                "protocol_procs",
+                protocol_procs,
+                format!(
+                    "policy fixed with {} processors per node leaves no compute processor; allowed 1..={}",
+                    self.procs_per_node,
+                    self.procs_per_node.saturating_sub(1)
+                ),
+            )),
             _ => Ok(()),
         }
     }
@@ -201,11 +165,7 @@ pub struct Effects {
 
 impl Default for Effects {
     fn default() -> Effects {
-        Effects {
-            cache_interference: true,
-            migration: true,
-            data_placement: true,
-        }
+        Effects { cache_interference: true, migration: true, data_placement: true }
     }
 }
 
@@ -313,6 +273,11 @@ pub struct ProtocolParams {
     pub dispatch_cycles: u64,
     /// Code of the dispatch loop, fetched through the cache per message.
     pub dispatch_code_bytes: u32,
+    /// Mutable runtime state the dispatch loop updates per message (queue
+    /// bookkeeping, the current-handler record, statistics). It stays in a
+    /// dedicated protocol processor's cache and follows the role around
+    /// otherwise.
+    pub dispatch_state_bytes: u32,
     /// Taking the acting protocol-processor role: masking interrupts, the
     /// test-and-set, deciding to stay (besides the lock line's own miss).
     pub role_acquire_cycles: u64,
@@ -376,26 +341,17 @@ impl MachineConfig {
     /// `.toml`.
     pub fn load(name: &str) -> Result<MachineConfig, ConfigError> {
         if name.ends_with(".toml") {
-            let text = std::fs::read_to_string(name).map_err(|e| {
-                ConfigError::invalid("preset", name, format!("cannot read the file: {e}"))
-            })?;
+            let text = std::fs::read_to_string(name)
+                .map_err(|e| ConfigError::invalid("preset", name, format!("cannot read the file: {e}")))?;
             return MachineConfig::from_toml(name, &text);
         }
-        let (_, text) =
-            PRESETS
-                .iter()
-                .find(|(n, _)| *n == name)
-                .ok_or_else(|| ConfigError::UnknownPreset {
-                    name: name.to_string(),
-                    allowed: format!(
-                        "{} (or a path to a .toml file)",
-                        PRESETS
-                            .iter()
-                            .map(|(n, _)| *n)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                })?;
+        let (_, text) = PRESETS.iter().find(|(n, _)| *n == name).ok_or_else(|| ConfigError::UnknownPreset {
+            name: name.to_string(),
+            allowed: format!(
+                "{} (or a path to a .toml file)",
+                PRESETS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            ),
+        })?;
         MachineConfig::from_toml(&format!("preset {name}"), text)
     }
 
@@ -416,8 +372,7 @@ impl MachineConfig {
                 "allowed a power of two from 8 to 4096",
             ));
         }
-        if c.size_bytes == 0 || c.size_bytes % c.line_bytes as u64 != 0 || c.size_bytes > (1 << 30)
-        {
+        if c.size_bytes == 0 || c.size_bytes % c.line_bytes as u64 != 0 || c.size_bytes > (1 << 30) {
             return Err(ConfigError::invalid(
                 "cache.size_bytes",
                 c.size_bytes,
@@ -425,11 +380,7 @@ impl MachineConfig {
             ));
         }
         if !matches!(self.ni.word_bytes, 4 | 8) {
-            return Err(ConfigError::invalid(
-                "ni.word_bytes",
-                self.ni.word_bytes,
-                "allowed 4 or 8",
-            ));
+            return Err(ConfigError::invalid("ni.word_bytes", self.ni.word_bytes, "allowed 4 or 8"));
         }
         if self.interrupt.entry_percent > 100 {
             return Err(ConfigError::invalid(
@@ -438,14 +389,8 @@ impl MachineConfig {
                 "allowed 0..=100",
             ));
         }
-        positive(
-            "compute.access_interval_cycles",
-            self.compute.access_interval_cycles,
-        )?;
-        positive(
-            "protocol.table_entry_bytes",
-            self.protocol.table_entry_bytes as u64,
-        )?;
+        positive("compute.access_interval_cycles", self.compute.access_interval_cycles)?;
+        positive("protocol.table_entry_bytes", self.protocol.table_entry_bytes as u64)?;
         let b = self.protocol.block_bytes;
         if !b.is_power_of_two() || b < self.cache.line_bytes || b as u64 > self.cache.size_bytes {
             return Err(ConfigError::invalid(
@@ -512,18 +457,13 @@ mod tests {
     #[test]
     fn unknown_preset_lists_the_allowed_ones() {
         let e = MachineConfig::load("nope").unwrap_err().to_string();
-        assert!(
-            e.starts_with("unknown preset 'nope': allowed hpca97"),
-            "{e}"
-        );
+        assert!(e.starts_with("unknown preset 'nope': allowed hpca97"), "{e}");
         assert!(!e.contains('\n'));
     }
 
     #[test]
     fn malformed_toml_is_one_line_with_a_location() {
-        let e = MachineConfig::from_toml("x.toml", "name = \"a\"\n[cache\n")
-            .unwrap_err()
-            .to_string();
+        let e = MachineConfig::from_toml("x.toml", "name = \"a\"\n[cache\n").unwrap_err().to_string();
         assert!(e.starts_with("malformed TOML in x.toml: line 2"), "{e}");
         assert!(!e.contains('\n'), "{e}");
     }
@@ -531,9 +471,7 @@ mod tests {
     #[test]
     fn unknown_field_is_named() {
         let text = PRESETS[0].1.replace("[cache]", "[cache]\nsize_kb = 3");
-        let e = MachineConfig::from_toml("x.toml", &text)
-            .unwrap_err()
-            .to_string();
+        let e = MachineConfig::from_toml("x.toml", &text).unwrap_err().to_string();
         assert!(e.contains("size_kb"), "{e}");
     }
 
@@ -542,46 +480,25 @@ mod tests {
         let mut m = MachineConfig::load("hpca97").unwrap();
         m.cache.line_bytes = 48;
         let e = m.validate().unwrap_err().to_string();
-        assert_eq!(
-            e,
-            "invalid cache.line_bytes = 48: allowed a power of two from 8 to 4096"
-        );
+        assert_eq!(e, "invalid cache.line_bytes = 48: allowed a power of two from 8 to 4096");
     }
 
     #[test]
     fn topology_rules() {
-        let t = |n, p| Topology {
-            nodes: n,
-            procs_per_node: p,
-        };
+        let t = |n, p| Topology { nodes: n, procs_per_node: p };
         assert!(t(2, 1).validate(&Policy::Single).is_ok());
-        assert!(t(2, 0)
-            .validate(&Policy::Floating)
-            .unwrap_err()
-            .to_string()
-            .contains("procs_per_node = 0"));
+        assert!(t(2, 0).validate(&Policy::Floating).unwrap_err().to_string().contains("procs_per_node = 0"));
         assert!(t(2, 2).validate(&Policy::Single).is_err());
-        let e = t(2, 2)
-            .validate(&Policy::Fixed { protocol_procs: 2 })
-            .unwrap_err()
-            .to_string();
+        let e = t(2, 2).validate(&Policy::Fixed { protocol_procs: 2 }).unwrap_err().to_string();
         assert!(e.contains("leaves no compute processor"), "{e}");
-        assert!(t(2, 3)
-            .validate(&Policy::Fixed { protocol_procs: 2 })
-            .is_ok());
+        assert!(t(2, 3).validate(&Policy::Fixed { protocol_procs: 2 }).is_ok());
         assert!(t(0, 3).validate(&Policy::Floating).is_err());
     }
 
     #[test]
     fn policy_spellings() {
-        assert_eq!(
-            Policy::parse("Fixed").unwrap(),
-            Policy::Fixed { protocol_procs: 1 }
-        );
-        assert_eq!(
-            Policy::parse("fixed:3").unwrap(),
-            Policy::Fixed { protocol_procs: 3 }
-        );
+        assert_eq!(Policy::parse("Fixed").unwrap(), Policy::Fixed { protocol_procs: 1 });
+        assert_eq!(Policy::parse("fixed:3").unwrap(), Policy::Fixed { protocol_procs: 3 });
         assert_eq!(Policy::parse("floating").unwrap(), Policy::Floating);
         let e = Policy::parse("round-robin").unwrap_err().to_string();
         assert!(e.contains("allowed single, fixed, fixed:K"), "{e}");

@@ -17,9 +17,7 @@ use thiserror::Error;
 pub enum AmError {
     #[error("handler '{handler}' is a reply handler and tried to send a reply; reply handlers may not send messages")]
     ReplyFromReplyHandler { handler: String },
-    #[error(
-        "handler '{handler}' sent a second reply; a request handler may send at most one reply"
-    )]
+    #[error("handler '{handler}' sent a second reply; a request handler may send at most one reply")]
     SecondReply { handler: String },
     #[error("an active message carries at most 4 argument words, {given} given")]
     TooManyArgs { given: usize },
@@ -53,8 +51,7 @@ pub trait HandlerCtx {
 }
 
 /// The function type of a handler.
-pub type HandlerFn =
-    Arc<dyn Fn(&mut dyn HandlerCtx, &Message) -> Result<(), AmError> + Send + Sync>;
+pub type HandlerFn = Arc<dyn Fn(&mut dyn HandlerCtx, &Message) -> Result<(), AmError> + Send + Sync>;
 
 /// Static description of a handler: its name (for errors and statistics)
 /// and its cost on the reference machine.
@@ -103,25 +100,16 @@ impl HandlerTable {
     }
 
     pub fn info(&self, id: HandlerId) -> Result<&HandlerInfo, AmError> {
-        self.infos.get(id.index()).ok_or(AmError::UnknownHandler {
-            id: id.0,
-            len: self.infos.len(),
-        })
+        self.infos.get(id.index()).ok_or(AmError::UnknownHandler { id: id.0, len: self.infos.len() })
     }
 
     pub fn function(&self, id: HandlerId) -> Result<&HandlerFn, AmError> {
-        self.fns.get(id.index()).ok_or(AmError::UnknownHandler {
-            id: id.0,
-            len: self.fns.len(),
-        })
+        self.fns.get(id.index()).ok_or(AmError::UnknownHandler { id: id.0, len: self.fns.len() })
     }
 
     /// Every handler, in id order.
     pub fn infos(&self) -> impl Iterator<Item = (HandlerId, &HandlerInfo)> {
-        self.infos
-            .iter()
-            .enumerate()
-            .map(|(i, info)| (HandlerId(i as u16), info))
+        self.infos.iter().enumerate().map(|(i, info)| (HandlerId(i as u16), info))
     }
 }
 
@@ -136,22 +124,14 @@ pub struct ReplyGuard<'a> {
 
 impl<'a> ReplyGuard<'a> {
     pub fn new(kind: MsgKind, handler: &'a str) -> ReplyGuard<'a> {
-        ReplyGuard {
-            kind,
-            handler,
-            replied: false,
-        }
+        ReplyGuard { kind, handler, replied: false }
     }
 
     /// Records a reply, or says which rule it breaks.
     pub fn admit_reply(&mut self) -> Result<(), AmError> {
         match self.kind {
-            MsgKind::Reply => Err(AmError::ReplyFromReplyHandler {
-                handler: self.handler.to_string(),
-            }),
-            MsgKind::Request if self.replied => Err(AmError::SecondReply {
-                handler: self.handler.to_string(),
-            }),
+            MsgKind::Reply => Err(AmError::ReplyFromReplyHandler { handler: self.handler.to_string() }),
+            MsgKind::Request if self.replied => Err(AmError::SecondReply { handler: self.handler.to_string() }),
             MsgKind::Request => {
                 self.replied = true;
                 Ok(())
@@ -173,12 +153,7 @@ mod tests {
         let mut g = ReplyGuard::new(MsgKind::Request, "get");
         assert!(g.admit_reply().is_ok());
         let e = g.admit_reply().unwrap_err();
-        assert_eq!(
-            e,
-            AmError::SecondReply {
-                handler: "get".into()
-            }
-        );
+        assert_eq!(e, AmError::SecondReply { handler: "get".into() });
         assert!(e.to_string().contains("'get'"));
     }
 
@@ -186,30 +161,15 @@ mod tests {
     fn reply_handler_may_not_reply() {
         let mut g = ReplyGuard::new(MsgKind::Reply, "get_done");
         let e = g.admit_reply().unwrap_err();
-        assert!(
-            e.to_string().contains("'get_done' is a reply handler"),
-            "{e}"
-        );
+        assert!(e.to_string().contains("'get_done' is a reply handler"), "{e}");
     }
 
     #[test]
     fn table_lookup_names_the_bad_id() {
         let mut t = HandlerTable::new();
-        let id = t
-            .register(
-                HandlerInfo {
-                    name: "a".into(),
-                    body_cycles: 1,
-                    code_bytes: 64,
-                },
-                |_, _| Ok(()),
-            )
-            .unwrap();
+        let id = t.register(HandlerInfo { name: "a".into(), body_cycles: 1, code_bytes: 64 }, |_, _| Ok(())).unwrap();
         assert_eq!(t.info(id).unwrap().name, "a");
         let e = t.info(HandlerId(5)).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "unknown handler id 5: the table has 1 handlers"
-        );
+        assert_eq!(e.to_string(), "unknown handler id 5: the table has 1 handlers");
     }
 }

@@ -58,13 +58,7 @@ pub trait Proc {
     ) -> impl Future<Output = Result<Message, AmError>>;
     /// Touches memory of this node (for example data a reply handler left in
     /// this thread's receive buffer).
-    fn access(
-        &self,
-        region: Region,
-        offset: u64,
-        len: u32,
-        kind: Access,
-    ) -> impl Future<Output = ()>;
+    fn access(&self, region: Region, offset: u64, len: u32, kind: Access) -> impl Future<Output = ()>;
     /// A poll site: handles pending messages if the platform's policy lets
     /// this thread act as protocol processor.
     fn poll(&self) -> impl Future<Output = ()>;

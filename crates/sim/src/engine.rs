@@ -19,8 +19,8 @@ use crate::stats::{BusStats, LatencyStats, NodeStats, ProcStats, RunStats};
 use crate::thread::{mix_seed, Op, OpResult, SimProc, ThreadShared};
 use crate::SimError;
 use finegrain_core::{
-    Access, AmError, HandlerCtx, HandlerId, HandlerTable, Message, MsgKind, NodeId, Region,
-    Relinquish, Reply, ReplyGuard, SyncKey, ThreadId,
+    Access, AmError, HandlerCtx, HandlerId, HandlerTable, Message, MsgKind, NodeId, Region, Relinquish, Reply,
+    ReplyGuard, SyncKey, ThreadId,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -75,6 +75,10 @@ enum ThreadState {
     PollDrain,
     Finished,
 }
+
+/// The arrival-gap average gives each new gap this inverse weight: long
+/// enough to see through the burst of a request and its reply.
+const GAP_AVERAGE_WEIGHT: u64 = 32;
 
 type Task<'a, T> = Pin<Box<dyn Future<Output = Result<T, AmError>> + 'a>>;
 
@@ -165,11 +169,7 @@ pub(crate) struct Engine<'a, 'h, T> {
 }
 
 impl<'a, 'h, T> Engine<'a, 'h, T> {
-    pub(crate) fn new<F, Fut>(
-        cfg: &'h SimConfig,
-        handlers: &'h HandlerTable,
-        mut spawn: F,
-    ) -> Result<Self, SimError>
+    pub(crate) fn new<F, Fut>(cfg: &'h SimConfig, handlers: &'h HandlerTable, mut spawn: F) -> Result<Self, SimError>
     where
         F: FnMut(SimProc) -> Fut,
         Fut: Future<Output = Result<T, AmError>> + 'a,
@@ -181,18 +181,13 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let mut map = AddressMap::new(m);
         let code = CodeLayout {
             dispatch: map.alloc_code(m.protocol.dispatch_code_bytes),
-            handlers: handlers
-                .infos()
-                .map(|(_, info)| map.alloc_code(info.code_bytes))
-                .collect(),
+            handlers: handlers.infos().map(|(_, info)| map.alloc_code(info.code_bytes)).collect(),
         };
         let mut nodes = Vec::new();
         let mut procs = Vec::new();
         let mut threads = Vec::new();
         for n in 0..cfg.topology.nodes as usize {
-            let owners: Vec<Option<u32>> = (0..ppn)
-                .map(|p| (p < compute).then_some(p as u32))
-                .collect();
+            let owners: Vec<Option<u32>> = (0..ppn).map(|p| (p < compute).then_some(p as u32)).collect();
             nodes.push(Node {
                 first_proc: procs.len(),
                 procs: ppn,
@@ -230,15 +225,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     holds_role: false,
                     completion: None,
                     seen_arrivals: 0,
-                    rng: ChaCha8Rng::seed_from_u64(mix_seed(
-                        cfg.seed,
-                        n as u64 + 1,
-                        p as u64 + 0x1000,
-                    )),
-                    stats: ProcStats {
-                        role: if p < compute { "compute" } else { "protocol" },
-                        ..ProcStats::default()
-                    },
+                    rng: ChaCha8Rng::seed_from_u64(mix_seed(cfg.seed, n as u64 + 1, p as u64 + 0x1000)),
+                    stats: ProcStats { role: if p < compute { "compute" } else { "protocol" }, ..ProcStats::default() },
                 });
             }
             for t in 0..compute {
@@ -252,9 +240,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     result: RefCell::new(None),
                     charged: Cell::new(0),
                 });
-                let task: Task<'a, T> = Box::pin(spawn(SimProc {
-                    shared: shared.clone(),
-                }));
+                let task: Task<'a, T> = Box::pin(spawn(SimProc { shared: shared.clone() }));
                 threads.push(Thread {
                     shared,
                     task: Some(task),
@@ -283,10 +269,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             next_token: 0,
             finished: 0,
             abort: None,
-            latency: LatencyStats {
-                min_cycles: u64::MAX,
-                ..LatencyStats::default()
-            },
+            latency: LatencyStats { min_cycles: u64::MAX, ..LatencyStats::default() },
             latency_sum: 0,
             delivered: 0,
             requests: 0,
@@ -317,10 +300,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
         let results = std::mem::take(&mut self.results);
         let stats = self.finish_stats();
-        let results = results
-            .into_iter()
-            .map(|r| r.expect("every thread finished"))
-            .collect();
+        let results = results.into_iter().map(|r| r.expect("every thread finished")).collect();
         Ok((results, stats))
     }
 
@@ -360,13 +340,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         pr.stall_until = now + stall;
         pr.after = after;
         let gen = pr.gen;
-        self.queue.push(
-            now + duration,
-            EventKind::ProcWake {
-                proc: p as u32,
-                gen,
-            },
-        );
+        self.queue.push(now + duration, EventKind::ProcWake { proc: p as u32, gen });
     }
 
     fn go_idle(&mut self, p: usize, cat: Cat) {
@@ -392,13 +366,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
         pr.wake_pending = true;
         let gen = pr.gen;
-        self.queue.push(
-            self.now,
-            EventKind::ProcWake {
-                proc: p as u32,
-                gen,
-            },
-        );
+        self.queue.push(self.now, EventKind::ProcWake { proc: p as u32, gen });
     }
 
     fn on_proc_wake(&mut self, p: usize, gen: u32) {
@@ -432,10 +400,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         if finished_compute || after == After::ThreadOpDone {
             self.thread_ready(t, OpResult::Done);
         } else if after == After::ThreadResumed {
-            let reply = self.threads[t]
-                .reply
-                .take()
-                .expect("resumed thread has its reply");
+            let reply = self.threads[t].reply.take().expect("resumed thread has its reply");
             let lat = self.now - self.threads[t].issued_at;
             self.record_latency(lat);
             self.thread_ready(t, OpResult::Reply(reply));
@@ -487,11 +452,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     if self.cfg.policy.compute_procs_handle() && self.nodes[n].role.is_none() {
                         return self.start_acquire(p);
                     }
-                    let cat = if self.threads[t].state == ThreadState::Waiting {
-                        Cat::Wait
-                    } else {
-                        Cat::Idle
-                    };
+                    let cat = if self.threads[t].state == ThreadState::Waiting { Cat::Wait } else { Cat::Idle };
                     return self.go_idle(p, cat);
                 }
                 ThreadState::Busy => unreachable!("a busy thread's processor is busy"),
@@ -545,11 +506,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         if peers.clone().any(|q| self.can_act(q)) {
             return true; // hand-off: the node keeps a protocol processor
         }
-        let peer_may_idle = peers.clone().any(|q| {
-            self.procs[q]
-                .thread
-                .is_some_and(|t| self.threads[t].state != ThreadState::Finished)
-        });
+        let peer_may_idle =
+            peers.clone().any(|q| self.procs[q].thread.is_some_and(|t| self.threads[t].state != ThreadState::Finished));
         if !peer_may_idle {
             return true; // nobody could ever take over
         }
@@ -568,10 +526,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         pr.in_interrupt
             || pr.saved_work.is_some()
             || pr.thread.is_some_and(|t| {
-                matches!(
-                    self.threads[t].state,
-                    ThreadState::Ready | ThreadState::ReplyArrived | ThreadState::PollDrain
-                )
+                matches!(self.threads[t].state, ThreadState::Ready | ThreadState::ReplyArrived | ThreadState::PollDrain)
             })
     }
 
@@ -584,10 +539,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         match pr.thread {
             Some(t) => {
                 self.cfg.policy.compute_procs_handle()
-                    && matches!(
-                        self.threads[t].state,
-                        ThreadState::Waiting | ThreadState::Finished
-                    )
+                    && matches!(self.threads[t].state, ThreadState::Waiting | ThreadState::Finished)
             }
             None => pr.dedicated,
         }
@@ -612,8 +564,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         if !self.cfg.policy.compute_procs_handle() {
             return;
         }
-        let all_computing = (first..first + count)
-            .all(|p| self.procs[p].compute.is_some() || self.procs[p].in_interrupt);
+        let all_computing =
+            (first..first + count).all(|p| self.procs[p].compute.is_some() || self.procs[p].in_interrupt);
         if !all_computing {
             return;
         }
@@ -624,8 +576,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             if self.procs[p].compute.is_some() {
                 self.nodes[n].arbiter_next = (local + 1) % count;
                 self.nodes[n].irq_pending = true;
-                self.queue
-                    .push(self.now, EventKind::Interrupt { proc: p as u32 });
+                self.queue.push(self.now, EventKind::Interrupt { proc: p as u32 });
                 return;
             }
         }
@@ -666,10 +617,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.procs[p].holds_role = true;
         self.procs[p].stats.role_acquires += 1;
         let lock = self.nodes[n].mem.map().lock_line();
-        let (lat, _) =
-            self.nodes[n]
-                .mem
-                .access(self.now, self.now, self.procs[p].local, lock, Access::Write);
+        let (lat, _) = self.nodes[n].mem.access(self.now, self.now, self.procs[p].local, lock, Access::Write);
         let cost = lat + self.cfg.machine.protocol.role_acquire_cycles;
         self.start_busy(p, Cat::Role, cost, 0, After::Nothing);
     }
@@ -679,10 +627,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.nodes[n].role = None;
         self.procs[p].holds_role = false;
         let lock = self.nodes[n].mem.map().lock_line();
-        let (lat, _) =
-            self.nodes[n]
-                .mem
-                .access(self.now, self.now, self.procs[p].local, lock, Access::Write);
+        let (lat, _) = self.nodes[n].mem.access(self.now, self.now, self.procs[p].local, lock, Access::Write);
         let cost = lat + self.cfg.machine.protocol.role_release_cycles;
         self.start_busy(p, Cat::Role, cost, 0, After::Nothing);
         self.offer_role(n);
@@ -702,18 +647,14 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     // ----- messages ---------------------------------------------------------
 
     fn on_arrive(&mut self, slot: u32) {
-        let n = self.messages[slot as usize]
-            .as_ref()
-            .expect("live message")
-            .dst_node
-            .index();
+        let n = self.messages[slot as usize].as_ref().expect("live message").dst_node.index();
         let node = &mut self.nodes[n];
         node.rx.push_back(slot);
         node.arrivals += 1;
         if let Some(last) = node.last_arrival {
             let gap_x16 = (self.now - last) * 16;
             node.arrival_gap_x16 = Some(match node.arrival_gap_x16 {
-                Some(avg) => avg - avg / 8 + gap_x16 / 8,
+                Some(avg) => avg - avg / GAP_AVERAGE_WEIGHT + gap_x16 / GAP_AVERAGE_WEIGHT,
                 None => gap_x16,
             });
         }
@@ -793,43 +734,24 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         // The PP's cached arrival register was invalidated by new arrivals.
         if self.procs[p].seen_arrivals != self.nodes[n].arrivals {
             self.procs[p].seen_arrivals = self.nodes[n].arrivals;
-            t = self.bus_read(
-                n,
-                t,
-                m.ni.register_read_occupancy,
-                m.ni.register_read_latency,
-            );
+            t = self.bus_read(n, t, m.ni.register_read_occupancy, m.ni.register_read_latency);
         }
-        t = self.bus_read(
-            n,
-            t,
-            m.ni.register_read_occupancy,
-            m.ni.register_read_latency,
-        );
+        t = self.bus_read(n, t, m.ni.register_read_occupancy, m.ni.register_read_latency);
         for _ in 0..self.nis_words(&msg) {
-            t = self.bus_read(
-                n,
-                t,
-                m.ni.uncached_read_occupancy,
-                m.ni.uncached_read_latency,
-            );
+            t = self.bus_read(n, t, m.ni.uncached_read_occupancy, m.ni.uncached_read_latency);
         }
         t += m.protocol.dispatch_cycles;
         let (first, count) = self.code.dispatch;
-        t += self.nodes[n]
-            .mem
-            .access_lines(self.now, t, local, first, count, Access::Read)
-            .0;
+        t += self.nodes[n].mem.access_lines(self.now, t, local, first, count, Access::Read).0;
+        let (first, count) = self.nodes[n].mem.map().dispatch_state();
+        t += self.nodes[n].mem.access_lines(self.now, t, local, first, count, Access::Write).0;
         let table = self.handlers;
         let info = match table.info(msg.handler) {
             Ok(i) => i,
             Err(e) => return self.fail(SimError::Handler(e)),
         };
         let (first, count) = self.code.handlers[msg.handler.index()];
-        t += self.nodes[n]
-            .mem
-            .access_lines(self.now, t, local, first, count, Access::Read)
-            .0;
+        t += self.nodes[n].mem.access_lines(self.now, t, local, first, count, Access::Read).0;
         t += info.body_cycles;
         let f = table.function(msg.handler).expect("info exists").clone();
         let threads = self.nodes[n].threads;
@@ -845,17 +767,13 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             error: None,
         };
         let outcome = f(&mut ctx, &msg);
-        let (t_after, reply, region_error, replied) =
-            (ctx.t, ctx.reply, ctx.error, ctx.guard.replied());
+        let (t_after, reply, region_error, replied) = (ctx.t, ctx.reply, ctx.error, ctx.guard.replied());
         t = t_after;
         if let Err(e) = outcome {
             return self.fail(SimError::Handler(e));
         }
         if let Some(reason) = region_error {
-            return self.fail(SimError::Handler(AmError::HandlerFailed {
-                handler: info.name.clone(),
-                reason,
-            }));
+            return self.fail(SimError::Handler(AmError::HandlerFailed { handler: info.name.clone(), reason }));
         }
         match msg.kind {
             MsgKind::Request => {
@@ -885,10 +803,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 let global = self.thread_index(n, msg.src_thread.0);
                 t += m.protocol.completion_cycles;
                 let flag = self.nodes[n].mem.map().flag_line(msg.src_thread.0);
-                t += self.nodes[n]
-                    .mem
-                    .access(self.now, t, local, flag, Access::Write)
-                    .0;
+                t += self.nodes[n].mem.access(self.now, t, local, flag, Access::Write).0;
                 self.procs[p].completion = Some((global, msg));
             }
         }
@@ -921,10 +836,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     fn start_resume(&mut self, p: usize, t: usize) {
         let n = self.procs[p].node;
         let flag = self.nodes[n].mem.map().flag_line(self.threads[t].local);
-        let (lat, _) =
-            self.nodes[n]
-                .mem
-                .access(self.now, self.now, self.procs[p].local, flag, Access::Read);
+        let (lat, _) = self.nodes[n].mem.access(self.now, self.now, self.procs[p].local, flag, Access::Read);
         self.threads[t].state = ThreadState::Busy;
         self.start_busy(p, Cat::Wait, lat, 0, After::ThreadResumed);
     }
@@ -935,10 +847,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     fn run_thread(&mut self, t: usize) {
         let p = self.threads[t].proc;
         let mut cx = Context::from_waker(Waker::noop());
-        let task = self.threads[t]
-            .task
-            .as_mut()
-            .expect("unfinished thread has a task");
+        let task = self.threads[t].task.as_mut().expect("unfinished thread has a task");
         match task.as_mut().poll(&mut cx) {
             Poll::Ready(result) => {
                 self.threads[t].task = None;
@@ -948,11 +857,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     Ok(v) => self.results[t] = Some(v),
                     Err(e) => {
                         let th = &self.threads[t];
-                        return self.fail(SimError::App {
-                            node: th.shared.node.0,
-                            thread: th.local,
-                            error: e,
-                        });
+                        return self.fail(SimError::App { node: th.shared.node.0, thread: th.local, error: e });
                     }
                 }
                 let charged = self.threads[t].shared.charged.replace(0);
@@ -985,17 +890,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.threads[t].state = ThreadState::Busy;
         match op {
             Op::Work(cycles) => self.start_compute(p, cycles + charged),
-            Op::Request {
-                dst,
-                handler,
-                args,
-                payload,
-            } => {
+            Op::Request { dst, handler, args, payload } => {
                 if dst.0 >= self.cfg.topology.nodes {
-                    let e = AmError::NoSuchNode {
-                        node: dst.0,
-                        nodes: self.cfg.topology.nodes,
-                    };
+                    let e = AmError::NoSuchNode { node: dst.0, nodes: self.cfg.topology.nodes };
                     return self.reject_op(t, e);
                 }
                 if let Err(e) = self.handlers.info(handler) {
@@ -1022,27 +919,14 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 th.waiting_on = Some(handler);
                 self.start_busy(p, Cat::Send, end - self.now, 0, After::Nothing);
             }
-            Op::Access {
-                region,
-                offset,
-                len,
-                kind,
-            } => {
+            Op::Access { region, offset, len, kind } => {
                 let threads = self.nodes[n].threads;
                 match self.nodes[n].mem.map().lines(region, offset, len, threads) {
                     Ok((first, count)) => {
                         let local = self.procs[p].local;
                         let t0 = self.now + charged;
-                        let (lat, missed) = self.nodes[n]
-                            .mem
-                            .access_lines(self.now, t0, local, first, count, kind);
-                        self.start_busy(
-                            p,
-                            Cat::Compute,
-                            charged + lat,
-                            missed,
-                            After::ThreadOpDone,
-                        );
+                        let (lat, missed) = self.nodes[n].mem.access_lines(self.now, t0, local, first, count, kind);
+                        self.start_busy(p, Cat::Compute, charged + lat, missed, After::ThreadOpDone);
                     }
                     Err(reason) => {
                         let e = AmError::Aborted(format!("thread access rejected: {reason}"));
@@ -1080,19 +964,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let interval = self.cfg.machine.compute.access_interval_cycles;
         let local = self.procs[p].local;
         let pr = &mut self.procs[p];
-        let stall = self.nodes[n].mem.compute_misses(
-            self.now,
-            self.now,
-            local,
-            work,
-            interval,
-            &mut pr.rng,
-        );
-        self.procs[p].compute = Some(ComputeSegment {
-            start: self.now,
-            work,
-            stall,
-        });
+        let stall = self.nodes[n].mem.compute_misses(self.now, self.now, local, work, interval, &mut pr.rng);
+        self.procs[p].compute = Some(ComputeSegment { start: self.now, work, stall });
         self.start_busy(p, Cat::Compute, stall + work, stall, After::Nothing);
         // A computing processor is a possible interrupt target.
         self.check_interrupt(n);
@@ -1118,11 +991,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 format!("node {} thread {} {}", t.shared.node.0, t.local, what)
             })
             .collect();
-        format!(
-            "no event left at cycle {} while {}",
-            self.now,
-            stuck.join("; ")
-        )
+        format!("no event left at cycle {} while {}", self.now, stuck.join("; "))
     }
 
     fn finish_stats(&mut self) -> RunStats {
@@ -1163,18 +1032,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 occupancy += handler_cycles as f64 / sim as f64;
             }
             let b = &node.mem.bus;
-            ns.bus = BusStats {
-                transactions: b.transactions,
-                busy_cycles: b.busy_cycles,
-                wait_cycles: b.wait_cycles,
-            };
+            ns.bus = BusStats { transactions: b.transactions, busy_cycles: b.busy_cycles, wait_cycles: b.wait_cycles };
             stats.nodes.push(ns);
         }
-        stats.measured_u = if compute_procs > 0 {
-            compute_share / compute_procs as f64
-        } else {
-            0.0
-        };
+        stats.measured_u = if compute_procs > 0 { compute_share / compute_procs as f64 } else { 0.0 };
         stats.pp_occupancy = occupancy / self.nodes.len().max(1) as f64;
         let l = &mut self.latency;
         if l.count > 0 {
@@ -1215,10 +1076,7 @@ impl HandlerCtx for SimHandlerCtx<'_, '_> {
     fn access(&mut self, region: Region, offset: u64, len: u32, kind: Access) {
         match self.mem.map().lines(region, offset, len, self.threads) {
             Ok((first, count)) => {
-                self.t += self
-                    .mem
-                    .access_lines(self.now, self.t, self.proc, first, count, kind)
-                    .0;
+                self.t += self.mem.access_lines(self.now, self.t, self.proc, first, count, kind).0;
             }
             Err(reason) => {
                 self.error.get_or_insert(reason);
@@ -1233,9 +1091,5 @@ impl HandlerCtx for SimHandlerCtx<'_, '_> {
 
 /// Per-processor cycle totals must add up to the run time (used by tests).
 pub fn cycles_consistent(stats: &RunStats) -> bool {
-    stats
-        .nodes
-        .iter()
-        .flat_map(|n| n.procs.iter())
-        .all(|p| p.cycles.total() == stats.sim_cycles)
+    stats.nodes.iter().flat_map(|n| n.procs.iter()).all(|p| p.cycles.total() == stats.sim_cycles)
 }

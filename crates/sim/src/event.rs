@@ -55,11 +55,7 @@ pub struct EventQueue {
 
 impl EventQueue {
     pub fn with_capacity(n: usize) -> EventQueue {
-        EventQueue {
-            heap: BinaryHeap::with_capacity(n),
-            next_seq: 0,
-            popped: 0,
-        }
+        EventQueue { heap: BinaryHeap::with_capacity(n), next_seq: 0, popped: 0 }
     }
 
     pub fn push(&mut self, time: u64, kind: EventKind) {

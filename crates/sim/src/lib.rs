@@ -48,11 +48,7 @@ pub enum SimError {
     #[error("{0}")]
     Handler(AmError),
     #[error("node {node} thread {thread} failed: {error}")]
-    App {
-        node: u32,
-        thread: u32,
-        error: AmError,
-    },
+    App { node: u32, thread: u32, error: AmError },
     #[error("deadlock: {0}")]
     Deadlock(String),
 }
@@ -66,11 +62,7 @@ pub struct SimOutput<T> {
 
 /// Runs one simulation: `spawn` is called once per compute thread with its
 /// [`SimProc`] and returns the thread's future.
-pub fn simulate<'a, T, F, Fut>(
-    cfg: &SimConfig,
-    handlers: &HandlerTable,
-    spawn: F,
-) -> Result<SimOutput<T>, SimError>
+pub fn simulate<'a, T, F, Fut>(cfg: &SimConfig, handlers: &HandlerTable, spawn: F) -> Result<SimOutput<T>, SimError>
 where
     F: FnMut(SimProc) -> Fut,
     Fut: Future<Output = Result<T, AmError>> + 'a,

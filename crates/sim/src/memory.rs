@@ -51,6 +51,8 @@ pub struct AddressMap {
     sets: u32,
     line_bytes: u32,
     lock: u32,
+    state: u32,
+    state_lines: u32,
     flags: u32,
     recv: u32,
     code: u32,
@@ -69,6 +71,8 @@ impl AddressMap {
             sets,
             line_bytes,
             lock: base + sets * 3 / 4,
+            state: base + sets * 3 / 4 + 1,
+            state_lines: m.protocol.dispatch_state_bytes.div_ceil(line_bytes),
             flags: base + sets + sets * 5 / 8,
             recv: base + 2 * sets + sets / 2,
             code: base + 3 * sets + sets / 8,
@@ -90,6 +94,11 @@ impl AddressMap {
         self.lock
     }
 
+    /// The dispatch loop's mutable state: first line and line count.
+    pub fn dispatch_state(&self) -> (u32, u32) {
+        (self.state, self.state_lines)
+    }
+
     pub fn flag_line(&self, thread: u32) -> u32 {
         self.flags + thread
     }
@@ -106,7 +115,8 @@ impl AddressMap {
     pub fn protocol_lines(&self, threads: u32) -> impl Iterator<Item = u32> {
         let code = self.code..self.code + self.code_lines;
         let table = self.table..self.table + threads * self.table_lines_per_thread;
-        std::iter::once(self.lock).chain(code).chain(table)
+        let state = self.state..self.state + self.state_lines;
+        std::iter::once(self.lock).chain(state).chain(code).chain(table)
     }
 
     pub fn class(&self, line: u32) -> LineClass {
@@ -121,37 +131,23 @@ impl AddressMap {
 
     /// Line range of `len` bytes at `offset` in `region`, or a one-line
     /// description of why it is out of bounds.
-    pub fn lines(
-        &self,
-        region: Region,
-        offset: u64,
-        len: u32,
-        threads: u32,
-    ) -> Result<(u32, u32), String> {
+    pub fn lines(&self, region: Region, offset: u64, len: u32, threads: u32) -> Result<(u32, u32), String> {
         let lb = self.line_bytes as u64;
         let (base, size_bytes, name) = match region {
             Region::Segment(t) => {
                 check_thread(t.0, threads)?;
                 (self.segment_line(t.0, 0), self.sets as u64 * lb, "segment")
             }
-            Region::ProtocolTable => (
-                self.table,
-                threads as u64 * self.table_lines_per_thread as u64 * lb,
-                "protocol table",
-            ),
+            Region::ProtocolTable => {
+                (self.table, threads as u64 * self.table_lines_per_thread as u64 * lb, "protocol table")
+            }
             Region::RecvBuffer(t) => {
                 check_thread(t.0, threads)?;
-                (
-                    self.recv + t.0 * RECV_LINES,
-                    RECV_LINES as u64 * lb,
-                    "receive buffer",
-                )
+                (self.recv + t.0 * RECV_LINES, RECV_LINES as u64 * lb, "receive buffer")
             }
         };
         if len == 0 || offset + len as u64 > size_bytes {
-            return Err(format!(
-                "access of {len} bytes at offset {offset} is outside the {name} ({size_bytes} bytes)"
-            ));
+            return Err(format!("access of {len} bytes at offset {offset} is outside the {name} ({size_bytes} bytes)"));
         }
         let first = base + (offset / lb) as u32;
         let last = base + ((offset + len as u64 - 1) / lb) as u32;
@@ -163,9 +159,7 @@ fn check_thread(t: u32, threads: u32) -> Result<(), String> {
     if t < threads {
         Ok(())
     } else {
-        Err(format!(
-            "thread {t} does not exist on this node (it has {threads} compute threads)"
-        ))
+        Err(format!("thread {t} does not exist on this node (it has {threads} compute threads)"))
     }
 }
 
@@ -189,10 +183,7 @@ struct ForeignSets {
 
 impl ForeignSets {
     fn new(sets: u32) -> ForeignSets {
-        ForeignSets {
-            list: Vec::new(),
-            pos: vec![INVALID; sets as usize],
-        }
+        ForeignSets { list: Vec::new(), pos: vec![INVALID; sets as usize] }
     }
 
     fn insert(&mut self, set: u32) {
@@ -241,12 +232,7 @@ impl NodeMemory {
     /// on (None for a dedicated protocol processor). Compute caches start
     /// warm with their segment; dedicated protocol processors start warm with
     /// the protocol's lines.
-    pub fn new(
-        m: &MachineConfig,
-        map: AddressMap,
-        own_threads: &[Option<u32>],
-        threads: u32,
-    ) -> NodeMemory {
+    pub fn new(m: &MachineConfig, map: AddressMap, own_threads: &[Option<u32>], threads: u32) -> NodeMemory {
         let sets = map.sets();
         let banks = if m.effects.cache_interference { 1 } else { 2 };
         let mut caches: Vec<Cache> = own_threads
@@ -258,11 +244,7 @@ impl NodeMemory {
                         tags[s as usize] = map.segment_line(t, s) | DIRTY;
                     }
                 }
-                Cache {
-                    tags,
-                    own_thread: *own,
-                    foreign: ForeignSets::new(sets),
-                }
+                Cache { tags, own_thread: *own, foreign: ForeignSets::new(sets) }
             })
             .collect();
         let mut mem_misses = Vec::new();
@@ -309,22 +291,13 @@ impl NodeMemory {
         match class {
             LineClass::Protocol => !self.effects.migration,
             LineClass::Data => !self.effects.data_placement,
-            LineClass::Segment(t) => {
-                !self.effects.data_placement && self.caches[proc].own_thread != Some(t)
-            }
+            LineClass::Segment(t) => !self.effects.data_placement && self.caches[proc].own_thread != Some(t),
         }
     }
 
     /// Performs one access by `proc` at cycle `t` (`now` is the clock);
     /// returns its latency including any wait for the bus.
-    pub fn access(
-        &mut self,
-        now: u64,
-        t: u64,
-        proc: usize,
-        line: u32,
-        kind: Access,
-    ) -> (u64, Outcome) {
+    pub fn access(&mut self, now: u64, t: u64, proc: usize, line: u32, kind: Access) -> (u64, Outcome) {
         let class = self.map.class(line);
         if self.exempt(proc, class) {
             return (self.hit_cycles, Outcome::Hit);
@@ -353,9 +326,7 @@ impl NodeMemory {
             self.bus.reserve(now, t, occ);
         }
         let supplier = (0..self.caches.len()).find(|&q| {
-            q != proc
-                && self.caches[q].tags[set] != INVALID
-                && self.caches[q].tags[set] & LINE_MASK == line
+            q != proc && self.caches[q].tags[set] != INVALID && self.caches[q].tags[set] & LINE_MASK == line
         });
         if write {
             self.invalidate_others(proc, set, line);
@@ -364,11 +335,7 @@ impl NodeMemory {
         }
         let p = &self.bus_params;
         let (outcome, occ, lat) = match supplier {
-            Some(_) => (
-                Outcome::CacheToCache,
-                p.cache_to_cache_occupancy,
-                p.cache_to_cache_latency,
-            ),
+            Some(_) => (Outcome::CacheToCache, p.cache_to_cache_occupancy, p.cache_to_cache_latency),
             None => (Outcome::Memory, p.memory_occupancy, p.memory_latency),
         };
         let start = self.bus.reserve(now, t, occ);
@@ -380,15 +347,7 @@ impl NodeMemory {
 
     /// Accesses `count` consecutive lines back to back; returns total
     /// latency and the latency spent in misses.
-    pub fn access_lines(
-        &mut self,
-        now: u64,
-        t: u64,
-        proc: usize,
-        first: u32,
-        count: u32,
-        kind: Access,
-    ) -> (u64, u64) {
+    pub fn access_lines(&mut self, now: u64, t: u64, proc: usize, first: u32, count: u32, kind: Access) -> (u64, u64) {
         let mut spent = 0;
         let mut missed = 0;
         for line in first..first + count {
@@ -409,10 +368,7 @@ impl NodeMemory {
 
     fn invalidate_others(&mut self, proc: usize, set: usize, line: u32) {
         for q in 0..self.caches.len() {
-            if q != proc
-                && self.caches[q].tags[set] != INVALID
-                && self.caches[q].tags[set] & LINE_MASK == line
-            {
+            if q != proc && self.caches[q].tags[set] != INVALID && self.caches[q].tags[set] & LINE_MASK == line {
                 let c = &mut self.caches[q];
                 c.tags[set] = INVALID;
                 Self::track_foreign(c, set, self.sets, &self.map);
@@ -439,8 +395,7 @@ impl NodeMemory {
         let m = &mut self.misses[proc];
         match (class, outcome) {
             (_, Outcome::Hit) => {}
-            (LineClass::Protocol, Outcome::CacheToCache)
-            | (LineClass::Protocol, Outcome::Upgrade) => {
+            (LineClass::Protocol, Outcome::CacheToCache) | (LineClass::Protocol, Outcome::Upgrade) => {
                 m.migration += 1;
                 m.migration_cycles += latency;
             }
@@ -548,10 +503,7 @@ mod tests {
         assert_eq!(out, Outcome::CacheToCache);
         assert_eq!(n.misses[1].migration, 1);
         // Processor 0's copy was invalidated.
-        assert_eq!(
-            n.access(0, 400, 0, lock, Access::Read).1,
-            Outcome::CacheToCache
-        );
+        assert_eq!(n.access(0, 400, 0, lock, Access::Read).1, Outcome::CacheToCache);
     }
 
     #[test]
@@ -572,18 +524,11 @@ mod tests {
         assert_eq!(n.access(0, 0, 1, lock, Access::Write).1, Outcome::Hit);
         let other = n.map().segment_line(0, 5);
         assert_eq!(n.access(0, 0, 1, other, Access::Read).1, Outcome::Hit);
-        m.effects = Effects {
-            cache_interference: false,
-            ..Effects::default()
-        };
+        m.effects = Effects { cache_interference: false, ..Effects::default() };
         let mut n = node(&m, &[Some(0)]);
         let lock = n.map().lock_line();
         n.access(0, 0, 0, lock, Access::Write);
-        assert_eq!(
-            n.foreign_sets(0),
-            0,
-            "protocol lines live in their own bank"
-        );
+        assert_eq!(n.foreign_sets(0), 0, "protocol lines live in their own bank");
     }
 
     #[test]
@@ -604,21 +549,10 @@ mod tests {
     fn region_bounds_are_checked() {
         let m = machine();
         let map = AddressMap::new(&m);
-        assert!(map
-            .lines(Region::RecvBuffer(finegrain_core::ThreadId(0)), 0, 128, 1)
-            .is_ok());
-        let e = map
-            .lines(
-                Region::RecvBuffer(finegrain_core::ThreadId(0)),
-                2000,
-                128,
-                1,
-            )
-            .unwrap_err();
+        assert!(map.lines(Region::RecvBuffer(finegrain_core::ThreadId(0)), 0, 128, 1).is_ok());
+        let e = map.lines(Region::RecvBuffer(finegrain_core::ThreadId(0)), 2000, 128, 1).unwrap_err();
         assert!(e.contains("outside the receive buffer"), "{e}");
-        let e = map
-            .lines(Region::Segment(finegrain_core::ThreadId(3)), 0, 8, 2)
-            .unwrap_err();
+        let e = map.lines(Region::Segment(finegrain_core::ThreadId(3)), 0, 8, 2).unwrap_err();
         assert!(e.contains("thread 3 does not exist"), "{e}");
     }
 }

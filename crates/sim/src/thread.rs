@@ -7,9 +7,7 @@
 //! make progress, so no wakers are needed and polling order is fixed by the
 //! event order, which keeps runs deterministic.
 
-use finegrain_core::{
-    Access, AmError, Args, HandlerId, Message, NodeId, Payload, Proc, Region, ThreadId,
-};
+use finegrain_core::{Access, AmError, Args, HandlerId, Message, NodeId, Payload, Proc, Region, ThreadId};
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
@@ -20,18 +18,8 @@ use std::task::{Context, Poll};
 #[derive(Debug)]
 pub(crate) enum Op {
     Work(u64),
-    Request {
-        dst: NodeId,
-        handler: HandlerId,
-        args: Args,
-        payload: Payload,
-    },
-    Access {
-        region: Region,
-        offset: u64,
-        len: u32,
-        kind: Access,
-    },
+    Request { dst: NodeId, handler: HandlerId, args: Args, payload: Payload },
+    Access { region: Region, offset: u64, len: u32, kind: Access },
     Poll,
 }
 
@@ -83,10 +71,7 @@ impl Future for OpFuture<'_> {
 
 impl SimProc {
     fn submit(&self, op: Op) -> OpFuture<'_> {
-        OpFuture {
-            shared: &self.shared,
-            op: Some(op),
-        }
+        OpFuture { shared: &self.shared, op: Some(op) }
     }
 }
 
@@ -119,22 +104,8 @@ impl Proc for SimProc {
         self.shared.charged.set(self.shared.charged.get() + cycles);
     }
 
-    async fn request(
-        &self,
-        dst: NodeId,
-        handler: HandlerId,
-        args: Args,
-        payload: Payload,
-    ) -> Result<Message, AmError> {
-        match self
-            .submit(Op::Request {
-                dst,
-                handler,
-                args,
-                payload,
-            })
-            .await
-        {
+    async fn request(&self, dst: NodeId, handler: HandlerId, args: Args, payload: Payload) -> Result<Message, AmError> {
+        match self.submit(Op::Request { dst, handler, args, payload }).await {
             OpResult::Reply(m) => Ok(m),
             OpResult::Failed(e) => Err(e),
             OpResult::Done => Err(AmError::Aborted("request completed without a reply".into())),
@@ -142,13 +113,7 @@ impl Proc for SimProc {
     }
 
     async fn access(&self, region: Region, offset: u64, len: u32, kind: Access) {
-        self.submit(Op::Access {
-            region,
-            offset,
-            len,
-            kind,
-        })
-        .await;
+        self.submit(Op::Access { region, offset, len, kind }).await;
     }
 
     async fn poll(&self) {
@@ -158,8 +123,7 @@ impl Proc for SimProc {
 
 /// Derives independent, reproducible seeds (SplitMix64 finalizer).
 pub fn mix_seed(seed: u64, a: u64, b: u64) -> u64 {
-    let mut z =
-        seed ^ a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b.wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
+    let mut z = seed ^ a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b.wrapping_mul(0xC2B2_AE3D_27D4_EB4F);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)

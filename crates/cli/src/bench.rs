@@ -1,0 +1,110 @@
+//! `finegrain bench sim`: simulator speed, as medians over repeated runs in
+//! one process.
+//!
+//! Counting: a *message* is one active message delivered to a node (each
+//! request and each reply counts once); an *event* is one entry popped from
+//! the event queue. Rates are simulated quantities per second of wall
+//! time on one core (runs are sequential).
+
+use anyhow::Result;
+use finegrain_apps::micro::{self, MicroConfig, Protocol};
+use finegrain_core::{MachineConfig, Policy, Topology};
+use finegrain_sim::SimConfig;
+use serde::Serialize;
+use std::time::Instant;
+
+#[derive(Debug, Serialize)]
+pub struct SimBenchRow {
+    pub protocol: Protocol,
+    pub policy: String,
+    pub nodes: u32,
+    pub procs_per_node: u32,
+    pub target_u: f64,
+    pub requests_per_node: u64,
+    pub rounds: u32,
+    pub messages_per_run: u64,
+    pub events_per_run: u64,
+    pub median_wall_seconds: f64,
+    pub median_messages_per_second: f64,
+    pub median_events_per_second: f64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Benchmarks the fetch-block and null microbenchmarks on 2 nodes x 2
+/// processors under Fixed and Floating.
+pub fn sim(rounds: u32, requests_per_node: u64) -> Result<Vec<SimBenchRow>> {
+    let machine = MachineConfig::load("hpca97")?;
+    let target_u = 0.5;
+    let mut rows = Vec::new();
+    for protocol in [Protocol::Fetch, Protocol::Null] {
+        let lmin = micro::measure_lmin(&machine, protocol, 1)?;
+        for policy in [Policy::Fixed { protocol_procs: 1 }, Policy::Floating] {
+            let cfg = SimConfig {
+                machine: machine.clone(),
+                topology: Topology { nodes: 2, procs_per_node: 2 },
+                policy,
+                seed: 42,
+            };
+            let work = MicroConfig {
+                protocol,
+                mean_compute_cycles: target_u / (1.0 - target_u) * lmin,
+                requests_per_node,
+                single_requester: false,
+            };
+            let mut walls = Vec::new();
+            let (mut messages, mut events) = (0, 0);
+            for _ in 0..rounds.max(1) {
+                let t0 = Instant::now();
+                let out = micro::simulate(&cfg, &work)?;
+                walls.push(t0.elapsed().as_secs_f64());
+                messages = out.stats.messages;
+                events = out.stats.events;
+            }
+            let wall = median(walls);
+            rows.push(SimBenchRow {
+                protocol,
+                policy: policy.label(),
+                nodes: 2,
+                procs_per_node: 2,
+                target_u,
+                requests_per_node,
+                rounds: rounds.max(1),
+                messages_per_run: messages,
+                events_per_run: events,
+                median_wall_seconds: wall,
+                median_messages_per_second: messages as f64 / wall,
+                median_events_per_second: events as f64 / wall,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+pub fn print_sim(rows: &[SimBenchRow]) {
+    println!(
+        "{:<8} {:<9} {:>6} {:>10} {:>10} {:>12} {:>14} {:>14}",
+        "protocol", "policy", "nodes", "procs/node", "messages", "median s", "messages/s", "events/s"
+    );
+    for r in rows {
+        println!(
+            "{:<8} {:<9} {:>6} {:>10} {:>10} {:>12.4} {:>14.0} {:>14.0}",
+            r.protocol.to_string(),
+            r.policy,
+            r.nodes,
+            r.procs_per_node,
+            r.messages_per_run,
+            r.median_wall_seconds,
+            r.median_messages_per_second,
+            r.median_events_per_second
+        );
+    }
+}

@@ -1,0 +1,53 @@
+//! Experiment files: one TOML file per reproduced study, embedded at build
+//! time so `finegrain reproduce <name>` works from any directory (a path to
+//! another file works too).
+
+use anyhow::{bail, Context, Result};
+use std::path::Path;
+
+/// Experiments shipped with finegrain: (name, TOML text).
+pub const EXPERIMENTS: &[(&str, &str)] =
+    &[("scheduling-micro", include_str!("../../../experiments/scheduling-micro.toml"))];
+
+/// An experiment file's text and where it came from.
+pub struct Source {
+    pub origin: String,
+    pub text: String,
+}
+
+/// Finds an experiment by name, or reads it from a path ending in `.toml`.
+pub fn find(name: &str) -> Result<Source> {
+    if name.ends_with(".toml") || Path::new(name).components().count() > 1 {
+        let text = std::fs::read_to_string(name).with_context(|| format!("cannot read experiment file {name}"))?;
+        return Ok(Source { origin: name.to_string(), text });
+    }
+    match EXPERIMENTS.iter().find(|(n, _)| *n == name) {
+        Some((n, text)) => Ok(Source { origin: format!("experiments/{n}.toml"), text: text.to_string() }),
+        None => bail!(
+            "unknown experiment '{name}': allowed {} (or a path to a .toml file)",
+            EXPERIMENTS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// The study an experiment file asks for and its title.
+pub fn header(src: &Source) -> Result<(String, String)> {
+    let table: toml::Table = finegrain_core::config::parse_toml(&src.origin, &src.text)?;
+    let get = |key: &str| -> Result<String> {
+        match table.get(key).and_then(|v| v.as_str()) {
+            Some(s) => Ok(s.to_string()),
+            None => bail!("invalid experiment {}: missing string field '{key}'", src.origin),
+        }
+    };
+    Ok((get("study")?, get("title")?))
+}
+
+/// Runs an experiment; returns the report's path.
+pub fn reproduce(name: &str, quick: bool, out: &Path) -> Result<std::path::PathBuf> {
+    let src = find(name)?;
+    let (study, _) = header(&src)?;
+    match study.as_str() {
+        "scheduling-micro" => crate::scheduling::reproduce(&src, quick, out),
+        other => bail!("invalid study = {other} in {}: allowed scheduling-micro", src.origin),
+    }
+}

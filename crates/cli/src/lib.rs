@@ -1,0 +1,10 @@
+//! The `finegrain` command line, as a library: experiment files, parallel
+//! sweeps, figures, reports and benchmarks. `main.rs` only parses
+//! arguments and calls in here.
+
+pub mod bench;
+pub mod experiment;
+pub mod figures;
+pub mod report;
+pub mod scheduling;
+pub mod sweep;

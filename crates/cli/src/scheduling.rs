@@ -1,0 +1,893 @@
+//! The scheduling-micro study: Single, Fixed and Floating on the
+//! microbenchmarks of Falsafi & Wood (HPCA 1997), with the verdicts on the
+//! five claims of spec/scheduling.md computed from the measured data.
+
+use crate::experiment::Source;
+use crate::figures::{line_chart, Chart, Series};
+use crate::report::{markdown_table, Check, Verdict};
+use crate::sweep;
+use anyhow::{bail, Context, Result};
+use finegrain_apps::micro::{self, MicroConfig, Protocol};
+use finegrain_core::config::parse_toml;
+use finegrain_core::{MachineConfig, Policy, Topology};
+use finegrain_sim::{mix_seed, RunStats, SimConfig};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Experiment {
+    pub name: String,
+    pub title: String,
+    pub spec: String,
+    pub study: String,
+    pub preset: String,
+    pub seed: u64,
+    pub nodes: u32,
+    pub full: Grid,
+    pub quick: Grid,
+}
+
+/// The points of one sweep.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Grid {
+    pub protocols: Vec<Protocol>,
+    pub procs_per_node: Vec<u32>,
+    pub target_u: Vec<f64>,
+    pub oint_cycles: Vec<u64>,
+    pub requests_per_node: u64,
+    pub cost_performance_u: Vec<f64>,
+    pub replicates: u32,
+}
+
+impl Grid {
+    /// The claims need Single (1), the two-processor node (2), a low and a
+    /// high Oint, and cost-performance points that were simulated.
+    fn validate(&self, table: &str) -> Result<()> {
+        let field = |f: &str| format!("{table}.{f}");
+        if self.protocols.is_empty() {
+            bail!("invalid {} = []: allowed a non-empty list of null, fetch", field("protocols"));
+        }
+        if !self.procs_per_node.contains(&1) || !self.procs_per_node.contains(&2) {
+            bail!(
+                "invalid {} = {:?}: must contain 1 (Single) and 2 (the Fixed baseline), values 1..=64",
+                field("procs_per_node"),
+                self.procs_per_node
+            );
+        }
+        if let Some(p) = self.procs_per_node.iter().find(|&&p| p == 0 || p > 64) {
+            bail!("invalid {} = {p}: allowed 1..=64", field("procs_per_node"));
+        }
+        if let Some(u) = self.target_u.iter().find(|u| !(**u > 0.0 && **u < 1.0)) {
+            bail!("invalid {} = {u}: allowed values strictly between 0 and 1", field("target_u"));
+        }
+        if self.target_u.len() < 3 {
+            bail!("invalid {} = {:?}: allowed at least 3 values", field("target_u"), self.target_u);
+        }
+        let distinct: std::collections::BTreeSet<_> = self.oint_cycles.iter().collect();
+        if distinct.len() < 2 {
+            bail!(
+                "invalid {} = {:?}: allowed at least two distinct values (a low and a high interrupt overhead)",
+                field("oint_cycles"),
+                self.oint_cycles
+            );
+        }
+        if let Some(u) = self.cost_performance_u.iter().find(|u| !self.target_u.iter().any(|t| (*t - **u).abs() < 1e-9))
+        {
+            bail!("invalid {} = {u}: allowed only values listed in target_u", field("cost_performance_u"));
+        }
+        if self.requests_per_node == 0 {
+            bail!("invalid {} = 0: allowed a positive integer", field("requests_per_node"));
+        }
+        if self.replicates == 0 {
+            bail!("invalid {} = 0: allowed a positive integer", field("replicates"));
+        }
+        Ok(())
+    }
+}
+
+/// One point of the sweep.
+#[derive(Clone, Debug)]
+struct RunSpec {
+    protocol: Protocol,
+    policy: Policy,
+    procs_per_node: u32,
+    target_u: f64,
+    oint: u64,
+    replicate: u32,
+    seed: u64,
+    lmin: f64,
+}
+
+impl RunSpec {
+    fn id(&self) -> String {
+        format!(
+            "{}-{}-p{}-u{:.2}-oint{}-r{}",
+            self.protocol,
+            self.policy.label().replace(':', ""),
+            self.procs_per_node,
+            self.target_u,
+            self.oint,
+            self.replicate
+        )
+    }
+
+    fn mean_compute(&self) -> f64 {
+        self.target_u / (1.0 - self.target_u) * self.lmin
+    }
+}
+
+/// Everything one run measured, with the configuration that regenerates it.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunRecord {
+    pub experiment: String,
+    pub id: String,
+    pub protocol: Protocol,
+    pub policy: String,
+    pub procs_per_node: u32,
+    pub compute_procs: u32,
+    pub target_u: f64,
+    pub oint_cycles: u64,
+    pub replicate: u32,
+    pub seed: u64,
+    pub lmin_cycles: f64,
+    pub mean_compute_cycles: f64,
+    pub config: SimConfig,
+    pub workload: MicroConfig,
+    pub stats: RunStats,
+    pub derived: Derived,
+    /// Wall-clock figures: the only part of a record that differs between
+    /// two runs of the same configuration and seed.
+    pub perf: Perf,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Derived {
+    /// Run time / run time of Fixed with the same processors per node (for
+    /// Single: Fixed on two processors, i.e. a dedicated PP added).
+    pub time_norm_fixed: Option<f64>,
+    /// costup(P) x run time / run time of Single.
+    pub cost_performance: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Perf {
+    pub wall_seconds: f64,
+    pub events_per_wall_second: f64,
+    pub messages_per_wall_second: f64,
+}
+
+/// costup(P) = 1 + 0.3 (P - 1): each processor costs 30% of a uniprocessor node.
+pub fn costup(procs: u32) -> f64 {
+    1.0 + 0.3 * (procs as f64 - 1.0)
+}
+
+pub fn load(src: &Source) -> Result<Experiment> {
+    let e: Experiment = parse_toml(&src.origin, &src.text)?;
+    if e.study != "scheduling-micro" {
+        bail!("invalid study = {} in {}: expected scheduling-micro", e.study, src.origin);
+    }
+    if e.nodes < 2 {
+        bail!("invalid nodes = {}: allowed 2 or more (requests go to another node)", e.nodes);
+    }
+    e.full.validate("full")?;
+    e.quick.validate("quick")?;
+    MachineConfig::load(&e.preset)?;
+    Ok(e)
+}
+
+/// Runs the study and writes results.csv, runs/*.json, figures/*.svg and
+/// report.md into `out`. Returns the report's path.
+pub fn reproduce(src: &Source, quick: bool, out: &Path) -> Result<PathBuf> {
+    let exp = load(src)?;
+    let grid = if quick { &exp.quick } else { &exp.full };
+    let machine = MachineConfig::load(&exp.preset)?;
+    let started = Instant::now();
+    let mut lmin = BTreeMap::new();
+    for &p in &grid.protocols {
+        let l = micro::measure_lmin(&machine, p, exp.seed).with_context(|| format!("measuring Lmin for {p}"))?;
+        lmin.insert(p, l);
+    }
+    let specs = plan(&exp, grid, &lmin);
+    let mode = if quick { "quick" } else { "full" };
+    let mut records = sweep::run_all(&specs, &format!("{} ({mode})", exp.name), |s| run_one(&exp, &machine, grid, s))?;
+    derive(&mut records);
+    std::fs::create_dir_all(out.join("runs")).with_context(|| format!("creating {}", out.display()))?;
+    std::fs::create_dir_all(out.join("figures"))?;
+    for r in &records {
+        let path = out.join("runs").join(format!("{}.json", r.id));
+        std::fs::write(&path, serde_json::to_string_pretty(r)? + "\n")?;
+    }
+    std::fs::write(out.join("results.csv"), csv(&records))?;
+    std::fs::write(out.join("experiment.toml"), &src.text)?;
+    let figures = draw_figures(out, grid, &records)?;
+    let verdicts = evaluate(grid, &records);
+    let report = render_report(&exp, src, mode, grid, &machine, &lmin, &records, &verdicts, &figures, started);
+    let report_path = out.join("report.md");
+    std::fs::write(&report_path, report)?;
+    Ok(report_path)
+}
+
+fn plan(exp: &Experiment, grid: &Grid, lmin: &BTreeMap<Protocol, f64>) -> Vec<RunSpec> {
+    let mut specs = Vec::new();
+    for replicate in 0..grid.replicates {
+        // Every configuration of a replicate shares its seed (common random
+        // numbers), so ratios between policies are not blurred by noise.
+        let seed = mix_seed(exp.seed, replicate as u64, 0x5c4e);
+        for &protocol in &grid.protocols {
+            for &oint in &grid.oint_cycles {
+                for &target_u in &grid.target_u {
+                    for &ppn in &grid.procs_per_node {
+                        let policies: Vec<Policy> = if ppn == 1 {
+                            vec![Policy::Single]
+                        } else {
+                            vec![Policy::Fixed { protocol_procs: 1 }, Policy::Floating]
+                        };
+                        for policy in policies {
+                            specs.push(RunSpec {
+                                protocol,
+                                policy,
+                                procs_per_node: ppn,
+                                target_u,
+                                oint,
+                                replicate,
+                                seed,
+                                lmin: lmin[&protocol],
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    specs
+}
+
+fn run_one(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) -> Result<RunRecord> {
+    let mut m = machine.clone();
+    m.interrupt.overhead_cycles = s.oint;
+    let config = SimConfig {
+        machine: m,
+        topology: Topology { nodes: exp.nodes, procs_per_node: s.procs_per_node },
+        policy: s.policy,
+        seed: s.seed,
+    };
+    let workload = MicroConfig {
+        protocol: s.protocol,
+        mean_compute_cycles: s.mean_compute(),
+        requests_per_node: grid.requests_per_node,
+        single_requester: false,
+    };
+    let t0 = Instant::now();
+    let out = micro::simulate(&config, &workload).with_context(|| format!("run {}", s.id()))?;
+    let wall = t0.elapsed().as_secs_f64().max(1e-9);
+    let stats = out.stats;
+    Ok(RunRecord {
+        experiment: exp.name.clone(),
+        id: s.id(),
+        protocol: s.protocol,
+        policy: s.policy.label(),
+        procs_per_node: s.procs_per_node,
+        compute_procs: s.policy.compute_procs(s.procs_per_node),
+        target_u: s.target_u,
+        oint_cycles: s.oint,
+        replicate: s.replicate,
+        seed: s.seed,
+        lmin_cycles: s.lmin,
+        mean_compute_cycles: s.mean_compute(),
+        perf: Perf {
+            wall_seconds: wall,
+            events_per_wall_second: stats.events as f64 / wall,
+            messages_per_wall_second: stats.messages as f64 / wall,
+        },
+        config,
+        workload,
+        stats,
+        derived: Derived::default(),
+    })
+}
+
+/// Key of the configuration a run is compared against.
+type Key = (Protocol, u64, u64, u32, String, u32);
+
+fn key(r: &RunRecord, policy: &str, ppn: u32) -> Key {
+    (r.protocol, r.oint_cycles, (r.target_u * 1e6).round() as u64, r.replicate, policy.to_string(), ppn)
+}
+
+fn derive(records: &mut [RunRecord]) {
+    let time: BTreeMap<Key, u64> =
+        records.iter().map(|r| (key(r, &r.policy, r.procs_per_node), r.stats.sim_cycles)).collect();
+    for r in records.iter_mut() {
+        let fixed = time.get(&key(r, "fixed", r.procs_per_node.max(2)));
+        let single = time.get(&key(r, "single", 1));
+        let t = r.stats.sim_cycles as f64;
+        r.derived.time_norm_fixed = fixed.map(|&f| t / f as f64);
+        r.derived.cost_performance = single.map(|&s| costup(r.procs_per_node) * t / s as f64);
+    }
+}
+
+const CSV_HEADER: &str =
+    "protocol,policy,procs_per_node,compute_procs,target_u,measured_u,oint_cycles,seed,sim_cycles,\
+time_norm_fixed,cost_performance,requests,interrupts,pp_occupancy,events,wall_seconds,replicate,lmin_cycles,\
+mean_compute_cycles,messages,mean_request_latency_cycles,migration_misses,placement_misses,interference_misses,\
+role_cycles,messages_per_wall_second,record";
+
+fn csv(records: &[RunRecord]) -> String {
+    let opt = |v: Option<f64>| v.map(|x| format!("{x:.4}")).unwrap_or_default();
+    let mut s = String::from(CSV_HEADER);
+    s.push('\n');
+    for r in records {
+        let st = &r.stats;
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{:.4},{},{},{},{},{},{},{},{:.4},{},{:.4},{},{:.1},{:.1},{},{:.1},{},{},{},{},{:.0},runs/{}.json",
+            r.protocol,
+            r.policy,
+            r.procs_per_node,
+            r.compute_procs,
+            r.target_u,
+            st.measured_u,
+            r.oint_cycles,
+            r.seed,
+            st.sim_cycles,
+            opt(r.derived.time_norm_fixed),
+            opt(r.derived.cost_performance),
+            st.requests,
+            st.interrupts,
+            st.pp_occupancy,
+            st.events,
+            r.perf.wall_seconds,
+            r.replicate,
+            r.lmin_cycles,
+            r.mean_compute_cycles,
+            st.messages,
+            st.request_latency.mean_cycles,
+            st.misses.migration,
+            st.misses.placement,
+            st.misses.interference,
+            st.cycles.role,
+            r.perf.messages_per_wall_second,
+            r.id
+        );
+    }
+    s
+}
+
+/// Mean over replicates of a metric for one configuration.
+struct View<'a> {
+    records: &'a [RunRecord],
+}
+
+impl View<'_> {
+    fn select(&self, protocol: Protocol, policy: &str, ppn: u32, u: f64, oint: u64) -> Vec<&RunRecord> {
+        self.records
+            .iter()
+            .filter(|r| {
+                r.protocol == protocol
+                    && r.policy == policy
+                    && r.procs_per_node == ppn
+                    && (r.target_u - u).abs() < 1e-9
+                    && r.oint_cycles == oint
+            })
+            .collect()
+    }
+
+    fn mean(
+        &self,
+        protocol: Protocol,
+        policy: &str,
+        ppn: u32,
+        u: f64,
+        oint: u64,
+        f: impl Fn(&RunRecord) -> Option<f64>,
+    ) -> Option<f64> {
+        let v: Vec<f64> = self.select(protocol, policy, ppn, u, oint).into_iter().filter_map(f).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    }
+
+    fn norm(&self, protocol: Protocol, policy: &str, ppn: u32, u: f64, oint: u64) -> Option<f64> {
+        self.mean(protocol, policy, ppn, u, oint, |r| r.derived.time_norm_fixed)
+    }
+
+    fn cost_perf(&self, protocol: Protocol, policy: &str, ppn: u32, u: f64, oint: u64) -> Option<f64> {
+        self.mean(protocol, policy, ppn, u, oint, |r| r.derived.cost_performance)
+    }
+
+    /// Interrupts per request.
+    fn irq_rate(&self, protocol: Protocol, policy: &str, ppn: u32, u: f64, oint: u64) -> Option<f64> {
+        self.mean(protocol, policy, ppn, u, oint, |r| Some(r.stats.interrupts as f64 / r.stats.requests.max(1) as f64))
+    }
+
+    /// Migration misses per request.
+    fn migration_rate(&self, protocol: Protocol, policy: &str, ppn: u32, u: f64, oint: u64) -> Option<f64> {
+        self.mean(protocol, policy, ppn, u, oint, |r| {
+            Some(r.stats.misses.migration as f64 / r.stats.requests.max(1) as f64)
+        })
+    }
+}
+
+fn sorted_u(grid: &Grid) -> Vec<f64> {
+    let mut u = grid.target_u.clone();
+    u.sort_by(f64::total_cmp);
+    u.dedup();
+    u
+}
+
+fn oint_range(grid: &Grid) -> (u64, u64) {
+    (*grid.oint_cycles.iter().min().expect("validated"), *grid.oint_cycles.iter().max().expect("validated"))
+}
+
+/// Floating/Fixed time ratio at `ppn` processors (Floating runs P threads,
+/// Fixed P-1, both finish the same number of requests).
+fn floating_over_fixed(v: &View, protocol: Protocol, ppn: u32, u: f64, oint: u64) -> Option<f64> {
+    v.norm(protocol, "floating", ppn, u, oint)
+}
+
+fn f2(x: f64) -> String {
+    format!("{x:.2}")
+}
+
+/// Computes the verdict on each claim from the measured runs.
+pub fn evaluate(grid: &Grid, records: &[RunRecord]) -> Vec<Verdict> {
+    let v = View { records };
+    let us = sorted_u(grid);
+    let (lo, hi) = oint_range(grid);
+    vec![
+        claim1(&v, &us, lo, hi),
+        claim2(&v, &us, lo, hi),
+        claim3(&v, &us, lo, hi),
+        claim4(&v, grid, &us, lo),
+        claim5(&v, grid, lo),
+    ]
+}
+
+/// Single vs Fixed (null handler): the dedicated PP helps more the lower U,
+/// until the single processor is communication-bound and, often idle, acts
+/// as PP and takes fewer interrupts; with high Oint even a few interrupts
+/// hurt badly.
+fn claim1(v: &View, us: &[f64], lo: u64, hi: u64) -> Verdict {
+    let p = Protocol::Null;
+    let mut checks = Vec::new();
+    for oint in [lo, hi] {
+        let r: Vec<(f64, f64)> = us.iter().filter_map(|&u| v.norm(p, "single", 1, u, oint).map(|x| (u, x))).collect();
+        if r.len() != us.len() {
+            checks.push(Check::missing(&format!("Single null Oint {oint}")));
+            continue;
+        }
+        let (u_peak, peak) = r.iter().copied().fold((0.0, f64::MIN), |a, b| if b.1 > a.1 { b } else { a });
+        let (u_max, at_max) = *r.last().expect("non-empty");
+        let (u_min, at_min) = r[0];
+        let decreasing =
+            r.iter().filter(|(u, _)| *u >= u_peak).collect::<Vec<_>>().windows(2).all(|w| w[1].1 <= w[0].1 * 1.02);
+        checks.push(Check::new(
+            peak > 1.0 && u_peak < u_max && peak > at_max * 1.05 && decreasing,
+            format!(
+                "Oint {oint}: Single/Fixed peaks at {} (U={u_peak}) and falls with higher U to {} (U={u_max})",
+                f2(peak),
+                f2(at_max)
+            ),
+        ));
+        let irq_min = v.irq_rate(p, "single", 1, u_min, oint).unwrap_or(f64::NAN);
+        let irq_peak = v.irq_rate(p, "single", 1, u_peak, oint).unwrap_or(f64::NAN);
+        checks.push(Check::new(
+            at_min < peak && irq_min < irq_peak,
+            format!(
+                "Oint {oint}: communication-bound U={u_min} falls back to {} with {} interrupts/request (vs {} at the peak)",
+                f2(at_min),
+                f2(irq_min),
+                f2(irq_peak)
+            ),
+        ));
+    }
+    let u_max = *us.last().expect("validated");
+    match (v.norm(p, "single", 1, u_max, lo), v.norm(p, "single", 1, u_max, hi)) {
+        (Some(a), Some(b)) => checks.push(Check::new(
+            b >= 1.25 && b > a,
+            format!(
+                "even at U={u_max} (fewest interrupts per cycle) high Oint leaves Single {} x Fixed (low Oint {})",
+                f2(b),
+                f2(a)
+            ),
+        )),
+        _ => checks.push(Check::missing("Single null at the highest U")),
+    }
+    Verdict::from_checks(1, &checks)
+}
+
+/// Floating on two processors (null handler): with high Oint it behaves like
+/// Fixed, the two processors alternating as PP and avoiding interrupts, a
+/// little slower for migration; with low Oint it clearly beats Fixed at
+/// higher U because both processors compute.
+fn claim2(v: &View, us: &[f64], lo: u64, hi: u64) -> Verdict {
+    let p = Protocol::Null;
+    let mut checks = Vec::new();
+    let u_max = *us.last().expect("validated");
+    let high_us: Vec<f64> = us.iter().copied().filter(|u| *u >= 0.5).collect();
+    // High Oint: like Fixed at high U, alternating instead of interrupting.
+    match v.norm(p, "floating", 2, u_max, hi) {
+        Some(f) => checks.push(Check::new(
+            (0.85..=1.2).contains(&f),
+            format!("high Oint: Floating/Fixed at U={u_max} is {} (like Fixed)", f2(f)),
+        )),
+        None => checks.push(Check::missing("Floating null high Oint")),
+    }
+    let irq: Vec<f64> = us.iter().filter(|&&u| u <= 0.7).filter_map(|&u| v.irq_rate(p, "floating", 2, u, hi)).collect();
+    let max_irq = irq.iter().copied().fold(0.0, f64::max);
+    checks.push(Check::new(
+        !irq.is_empty() && max_irq <= 0.05,
+        format!("high Oint: at most {} interrupts/request for U<=0.7 (processors alternate as PP)", f2(max_irq)),
+    ));
+    let mig_float = v.migration_rate(p, "floating", 2, u_max, hi);
+    let mig_fixed = v.migration_rate(p, "fixed", 2, u_max, hi);
+    match (mig_float, mig_fixed) {
+        (Some(a), Some(b)) => checks.push(Check::new(
+            a > b + 0.5,
+            format!("migration misses/request {} under Floating vs {} under Fixed", f2(a), f2(b)),
+        )),
+        _ => checks.push(Check::missing("migration misses")),
+    }
+    // Low Oint: both compute, clearly faster at higher U.
+    let low: Vec<(f64, f64)> =
+        high_us.iter().filter_map(|&u| v.norm(p, "floating", 2, u, lo).map(|x| (u, x))).collect();
+    let worst = low.iter().map(|x| x.1).fold(0.0, f64::max);
+    checks.push(Check::new(
+        !low.is_empty() && worst <= 0.8,
+        format!(
+            "low Oint: Floating/Fixed <= {} for U>=0.5 ({})",
+            f2(worst),
+            low.iter().map(|(u, x)| format!("U={u}: {}", f2(*x))).collect::<Vec<_>>().join(", ")
+        ),
+    ));
+    match (v.norm(p, "floating", 2, u_max, lo), v.norm(p, "floating", 2, u_max, hi)) {
+        (Some(a), Some(b)) => {
+            checks.push(Check::new(b > a + 0.1, format!("at U={u_max} low Oint {} vs high Oint {}", f2(a), f2(b))))
+        }
+        _ => checks.push(Check::missing("Floating null at the highest U")),
+    }
+    Verdict::from_checks(2, &checks)
+}
+
+/// Fetch-block: a dedicated PP helps less than for the null handler, and
+/// wins only when Oint >> Lmin; communication-bound with low Oint, Single
+/// beats Fixed (no cache-to-cache transfer); Floating on two processors
+/// beats Fixed even at low U.
+fn claim3(v: &View, us: &[f64], lo: u64, hi: u64) -> Verdict {
+    let mut checks = Vec::new();
+    let single = |p, u, o| v.norm(p, "single", 1, u, o);
+    // Helps less: Single/Fixed lower for fetch than null, at every U and Oint.
+    let mut less = Vec::new();
+    for &o in &[lo, hi] {
+        for &u in us {
+            if let (Some(n), Some(f)) = (single(Protocol::Null, u, o), single(Protocol::Fetch, u, o)) {
+                less.push((u, o, n, f));
+            }
+        }
+    }
+    let violations: Vec<_> = less.iter().filter(|(_, _, n, f)| f >= n).collect();
+    let mean_n = less.iter().map(|x| x.2).sum::<f64>() / less.len().max(1) as f64;
+    let mean_f = less.iter().map(|x| x.3).sum::<f64>() / less.len().max(1) as f64;
+    checks.push(Check::new(
+        !less.is_empty() && violations.is_empty(),
+        format!(
+            "Single/Fixed averages {} for fetch vs {} for null ({} of {} points where fetch is not lower)",
+            f2(mean_f),
+            f2(mean_n),
+            violations.len(),
+            less.len()
+        ),
+    ));
+    // Fixed wins only when Oint >> Lmin.
+    let low_oint: Vec<f64> = us.iter().filter_map(|&u| single(Protocol::Fetch, u, lo)).collect();
+    let high_oint: Vec<f64> = us.iter().filter_map(|&u| single(Protocol::Fetch, u, hi)).collect();
+    let max_lo = low_oint.iter().copied().fold(0.0, f64::max);
+    let min_hi = high_oint.iter().copied().fold(f64::MAX, f64::min);
+    checks.push(Check::new(
+        !low_oint.is_empty() && max_lo <= 1.05 && min_hi > 1.1,
+        format!(
+            "Single/Fixed at most {} with Oint {lo} (Fixed never clearly wins) but at least {} with Oint {hi}",
+            f2(max_lo),
+            f2(min_hi)
+        ),
+    ));
+    let u_min = us[0];
+    match single(Protocol::Fetch, u_min, lo) {
+        Some(x) => checks
+            .push(Check::new(x < 1.0, format!("communication-bound (U={u_min}), low Oint: Single/Fixed {}", f2(x)))),
+        None => checks.push(Check::missing("fetch Single at the lowest U")),
+    }
+    let fl: Vec<f64> = [lo, hi].iter().filter_map(|&o| v.norm(Protocol::Fetch, "floating", 2, u_min, o)).collect();
+    checks.push(Check::new(
+        fl.len() == 2 && fl.iter().all(|&x| x < 1.0),
+        format!(
+            "Floating/Fixed on 2 processors at U={u_min}: {}",
+            fl.iter().map(|x| f2(*x)).collect::<Vec<_>>().join(" (low Oint), ") + " (high Oint)"
+        ),
+    ));
+    Verdict::from_checks(3, &checks)
+}
+
+/// More processors per node (low Oint): Fixed overtakes Floating at low U,
+/// the ratio levels off once the PP saturates, with Fixed markedly ahead for
+/// null and modestly for fetch; at high U Floating's advantage shrinks.
+fn claim4(v: &View, grid: &Grid, us: &[f64], lo: u64) -> Verdict {
+    let mut checks = Vec::new();
+    let mut procs = grid.procs_per_node.clone();
+    procs.sort();
+    procs.dedup();
+    procs.retain(|&p| p >= 2);
+    let (&p_min, &p_max) = (procs.first().expect("validated"), procs.last().expect("validated"));
+    let u_low = us.iter().copied().find(|&u| u >= 0.1).unwrap_or(us[0]);
+    let u_high = us.iter().copied().rev().find(|&u| u <= 0.9).unwrap_or(*us.last().expect("validated"));
+    let mut leveled = BTreeMap::new();
+    for p in [Protocol::Null, Protocol::Fetch] {
+        let r: Vec<(u32, f64)> =
+            procs.iter().filter_map(|&n| floating_over_fixed(v, p, n, u_low, lo).map(|x| (n, x))).collect();
+        if r.len() != procs.len() || r.len() < 3 {
+            checks.push(Check::missing(&format!("{p} Floating/Fixed across processors")));
+            continue;
+        }
+        let first = r[0].1;
+        let last = r[r.len() - 1].1;
+        let prev = r[r.len() - 2].1;
+        checks.push(Check::new(
+            first < 1.0 && last > 1.0,
+            format!(
+                "{p}, U={u_low}: Floating/Fixed goes from {} at {p_min} to {} at {p_max} processors (Fixed overtakes)",
+                f2(first),
+                f2(last)
+            ),
+        ));
+        checks.push(Check::new(
+            (last - prev).abs() / prev <= 0.10,
+            format!("{p}: levels off ({} -> {} over the last two counts)", f2(prev), f2(last)),
+        ));
+        leveled.insert(p, last);
+    }
+    if let (Some(&n), Some(&f)) = (leveled.get(&Protocol::Null), leveled.get(&Protocol::Fetch)) {
+        checks.push(Check::new(
+            n > f && f > 1.0,
+            format!("at {p_max} processors Fixed leads by {} (null) vs {} (fetch)", f2(n), f2(f)),
+        ));
+    }
+    for p in [Protocol::Null, Protocol::Fetch] {
+        match (floating_over_fixed(v, p, p_min, u_high, lo), floating_over_fixed(v, p, p_max, u_high, lo)) {
+            (Some(a), Some(b)) => checks.push(Check::new(
+                b > a,
+                format!(
+                    "{p}, U={u_high}: Floating/Fixed {} at {p_min} vs {} at {p_max} (advantage shrinks)",
+                    f2(a),
+                    f2(b)
+                ),
+            )),
+            _ => checks.push(Check::missing("high-U Floating/Fixed")),
+        }
+    }
+    Verdict::from_checks(4, &checks)
+}
+
+/// Cost-performance (low Oint) at the configured U values.
+fn claim5(v: &View, grid: &Grid, lo: u64) -> Verdict {
+    let mut checks = Vec::new();
+    for &u in &grid.cost_performance_u {
+        for p in [Protocol::Null, Protocol::Fetch] {
+            let fixed2 = v.cost_perf(p, "fixed", 2, u, lo);
+            let float2 = v.cost_perf(p, "floating", 2, u, lo);
+            let best = grid
+                .procs_per_node
+                .iter()
+                .flat_map(|&n| {
+                    let pols: &[&str] = if n == 1 { &["single"] } else { &["fixed", "floating"] };
+                    pols.iter().filter_map(move |pol| v.cost_perf(p, pol, n, u, lo).map(|c| (c, pol.to_string(), n)))
+                })
+                .fold(None::<(f64, String, u32)>, |a, b| match a {
+                    Some(a) if a.0 <= b.0 => Some(a),
+                    _ => Some(b),
+                });
+            let (Some(fx), Some(fl), Some((bc, bpol, bn))) = (fixed2, float2, best) else {
+                checks.push(Check::missing(&format!("{p} cost-performance at U={u}")));
+                continue;
+            };
+            let (ok, expect) = match p {
+                Protocol::Null => (
+                    fx < 1.0 && fl < fx && bpol == "fixed",
+                    "dedicated PP pays, second compute processor pays more, Fixed best",
+                ),
+                Protocol::Fetch => (
+                    fx > 1.0 && fl < 1.0 && bpol == "floating",
+                    "dedicated PP does not pay, second compute processor does, Floating best",
+                ),
+            };
+            checks.push(Check::new(
+                ok,
+                format!("{p} U={u}: Fixed-2 {}, Floating-2 {}, best {bpol}-{bn} {} ({expect})", f2(fx), f2(fl), f2(bc)),
+            ));
+        }
+    }
+    Verdict::from_checks(5, &checks)
+}
+
+fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Result<Vec<(String, String)>> {
+    let v = View { records };
+    let us = sorted_u(grid);
+    let (lo, hi) = oint_range(grid);
+    let mut figs = Vec::new();
+    let by_u = |policy: &str, ppn: u32| -> Vec<Series> {
+        let mut s = Vec::new();
+        for &p in &grid.protocols {
+            for o in [lo, hi] {
+                let pts: Vec<(f64, f64)> =
+                    us.iter().filter_map(|&u| v.norm(p, policy, ppn, u, o).map(|x| (u, x))).collect();
+                s.push(Series { name: format!("{p}, Oint {o}"), points: pts });
+            }
+        }
+        s
+    };
+    let f = "figures/fig3-single-vs-fixed.svg";
+    line_chart(
+        &out.join(f),
+        &Chart {
+            title: "Single vs Fixed: run time normalized to Fixed (2 processors)",
+            x_label: "compute utilization U = C / (C + Lmin)",
+            y_label: "time / time of Fixed",
+            series: by_u("single", 1),
+            reference_y: Some(1.0),
+        },
+    )?;
+    figs.push((f.to_string(), "Single (1 processor) vs Fixed (1 compute + 1 protocol processor)".to_string()));
+    let f = "figures/fig4-floating-vs-fixed.svg";
+    line_chart(
+        &out.join(f),
+        &Chart {
+            title: "Floating vs Fixed on 2 processors per node",
+            x_label: "compute utilization U",
+            y_label: "time / time of Fixed",
+            series: by_u("floating", 2),
+            reference_y: Some(1.0),
+        },
+    )?;
+    figs.push((f.to_string(), "Floating (2 compute) vs Fixed (1 compute + 1 PP)".to_string()));
+    let mut procs: Vec<u32> = grid.procs_per_node.iter().copied().filter(|&p| p >= 2).collect();
+    procs.sort();
+    procs.dedup();
+    let u_low = us.iter().copied().find(|&u| u >= 0.1).unwrap_or(us[0]);
+    let u_high = us.iter().copied().rev().find(|&u| u <= 0.9).unwrap_or(*us.last().expect("validated"));
+    let mut series = Vec::new();
+    for &p in &grid.protocols {
+        for u in [u_low, u_high] {
+            let pts = procs.iter().filter_map(|&n| v.norm(p, "floating", n, u, lo).map(|x| (n as f64, x))).collect();
+            series.push(Series { name: format!("{p}, U={u}"), points: pts });
+        }
+    }
+    let f = "figures/fig5-processors-per-node.svg";
+    line_chart(
+        &out.join(f),
+        &Chart {
+            title: &format!("Floating vs Fixed as processors per node grow (Oint {lo})"),
+            x_label: "processors per node",
+            y_label: "time of Floating / time of Fixed",
+            series,
+            reference_y: Some(1.0),
+        },
+    )?;
+    figs.push((f.to_string(), "Floating/Fixed against processors per node".to_string()));
+    for &p in &grid.protocols {
+        let mut series = Vec::new();
+        for &u in &grid.cost_performance_u {
+            for pol in ["fixed", "floating"] {
+                let mut pts: Vec<(f64, f64)> =
+                    v.cost_perf(p, "single", 1, u, lo).map(|c| (1.0, c)).into_iter().collect();
+                pts.extend(procs.iter().filter_map(|&n| v.cost_perf(p, pol, n, u, lo).map(|c| (n as f64, c))));
+                series.push(Series { name: format!("{pol}, U={u}"), points: pts });
+            }
+        }
+        let f = format!("figures/fig6-cost-performance-{p}.svg");
+        line_chart(
+            &out.join(&f),
+            &Chart {
+                title: &format!("Cost-performance, {p} handler (Oint {lo}); below 1 is cost-effective"),
+                x_label: "processors per node",
+                y_label: "costup x time / time of Single",
+                series,
+                reference_y: Some(1.0),
+            },
+        )?;
+        figs.push((f, format!("cost-performance, {p}")));
+    }
+    Ok(figs)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn render_report(
+    exp: &Experiment,
+    src: &Source,
+    mode: &str,
+    grid: &Grid,
+    machine: &MachineConfig,
+    lmin: &BTreeMap<Protocol, f64>,
+    records: &[RunRecord],
+    verdicts: &[Verdict],
+    figures: &[(String, String)],
+    started: Instant,
+) -> String {
+    let mut s = String::new();
+    let quick_flag = if mode == "quick" { " --quick" } else { "" };
+    let _ = writeln!(s, "# {} ({mode})\n", exp.title);
+    let _ = writeln!(
+        s,
+        "Experiment `{}` ({}), spec `{}`, preset `{}`, base seed {}, {} runs.\nRegenerate: `finegrain reproduce {}{quick_flag} --out DIR` \
+         (every run's full configuration and seed is in `runs/<id>.json`).\n",
+        exp.name,
+        src.origin,
+        exp.spec,
+        exp.preset,
+        exp.seed,
+        records.len(),
+        exp.name
+    );
+    let _ = writeln!(s, "## Claims\n");
+    for v in verdicts {
+        let _ = writeln!(s, "{}\n", v.line());
+    }
+    let _ = writeln!(s, "## Calibration\n");
+    let mut rows = Vec::new();
+    for (p, l) in lmin {
+        let target = machine.calibration.as_ref().map(|c| match p {
+            Protocol::Null => c.lmin_null_us,
+            Protocol::Fetch => c.lmin_fetch_us,
+        });
+        rows.push(vec![
+            p.to_string(),
+            format!("{l:.1}"),
+            format!("{:.2}", machine.cycles_to_us(*l)),
+            target.map(|t| format!("{t:.2}")).unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    s += &markdown_table(&["protocol", "Lmin (cycles)", "Lmin (us)", "target (us)"], &rows);
+    let v = View { records };
+    let (lo, hi) = oint_range(grid);
+    let _ = writeln!(s, "\n## Time normalized to Fixed (2 processors)\n");
+    let mut rows = Vec::new();
+    for &p in &grid.protocols {
+        for o in [lo, hi] {
+            for u in sorted_u(grid) {
+                let cell = |x: Option<f64>| x.map(f2).unwrap_or_else(|| "-".into());
+                rows.push(vec![
+                    p.to_string(),
+                    o.to_string(),
+                    u.to_string(),
+                    cell(v.norm(p, "single", 1, u, o)),
+                    cell(v.irq_rate(p, "single", 1, u, o)),
+                    cell(v.norm(p, "floating", 2, u, o)),
+                    cell(v.irq_rate(p, "floating", 2, u, o)),
+                ]);
+            }
+        }
+    }
+    s += &markdown_table(
+        &["protocol", "Oint", "U", "Single/Fixed", "Single irq/req", "Floating-2/Fixed", "Floating-2 irq/req"],
+        &rows,
+    );
+    let _ = writeln!(s, "\n## Figures\n");
+    for (f, caption) in figures {
+        let _ = writeln!(s, "- [{caption}]({f})");
+    }
+    let events: u64 = records.iter().map(|r| r.stats.events).sum();
+    let messages: u64 = records.iter().map(|r| r.stats.messages).sum();
+    let busy: f64 = records.iter().map(|r| r.perf.wall_seconds).sum();
+    let _ = writeln!(
+        s,
+        "\n## Simulator\n\n{} events and {} messages simulated in {:.1} s of simulation time on all cores \
+         ({:.2} M events/s, {:.2} M messages/s per core); whole study {:.1} s wall.",
+        events,
+        messages,
+        busy,
+        events as f64 / busy / 1e6,
+        messages as f64 / busy / 1e6,
+        started.elapsed().as_secs_f64()
+    );
+    s
+}
