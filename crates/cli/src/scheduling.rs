@@ -417,6 +417,12 @@ fn sorted_u(grid: &Grid) -> Vec<f64> {
     u
 }
 
+/// "High U" in the claims: the largest U up to 0.9, the top of the papers'
+/// axes.
+fn high_u(us: &[f64]) -> f64 {
+    us.iter().copied().rev().find(|&u| u <= 0.9).unwrap_or(*us.last().expect("validated"))
+}
+
 fn oint_range(grid: &Grid) -> (u64, u64) {
     (*grid.oint_cycles.iter().min().expect("validated"), *grid.oint_cycles.iter().max().expect("validated"))
 }
@@ -505,7 +511,7 @@ fn claim1(v: &View, us: &[f64], lo: u64, hi: u64) -> Verdict {
 fn claim2(v: &View, us: &[f64], lo: u64, hi: u64) -> Verdict {
     let p = Protocol::Null;
     let mut checks = Vec::new();
-    let u_max = *us.last().expect("validated");
+    let u_max = high_u(us);
     let high_us: Vec<f64> = us.iter().copied().filter(|u| *u >= 0.5).collect();
     // High Oint: like Fixed at high U, alternating instead of interrupting.
     match v.norm(p, "floating", 2, u_max, hi) {
@@ -621,7 +627,7 @@ fn claim4(v: &View, grid: &Grid, us: &[f64], lo: u64) -> Verdict {
     procs.retain(|&p| p >= 2);
     let (&p_min, &p_max) = (procs.first().expect("validated"), procs.last().expect("validated"));
     let u_low = us.iter().copied().find(|&u| u >= 0.1).unwrap_or(us[0]);
-    let u_high = us.iter().copied().rev().find(|&u| u <= 0.9).unwrap_or(*us.last().expect("validated"));
+    let u_high = high_u(us);
     let mut leveled = BTreeMap::new();
     for p in [Protocol::Null, Protocol::Fetch] {
         let r: Vec<(u32, f64)> =
@@ -754,7 +760,7 @@ fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Result<Vec<(S
     procs.sort();
     procs.dedup();
     let u_low = us.iter().copied().find(|&u| u >= 0.1).unwrap_or(us[0]);
-    let u_high = us.iter().copied().rev().find(|&u| u <= 0.9).unwrap_or(*us.last().expect("validated"));
+    let u_high = high_u(&us);
     let mut series = Vec::new();
     for &p in &grid.protocols {
         for u in [u_low, u_high] {

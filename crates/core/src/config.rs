@@ -258,11 +258,12 @@ pub enum Relinquish {
     /// Only to an idle peer (as long as some peer may become idle), so a
     /// node always has a protocol processor and never needs an interrupt.
     Handoff,
-    /// Eager while the interrupt overhead is below the mean time between
-    /// message arrivals at the node, hand-off otherwise. Giving the role up
-    /// risks an interrupt (Oint) per message that arrives while every
-    /// processor computes; keeping it costs at most the processor's own
-    /// time. The first is cheaper exactly when Oint x arrival rate < 1.
+    /// Eager while an interrupt (Oint plus taking and giving up the role)
+    /// costs less than the mean time between message arrivals at the node,
+    /// hand-off otherwise. Giving the role up risks one interrupt per
+    /// message that arrives while every processor computes; keeping it
+    /// costs at most the processor's own time. The first is cheaper exactly
+    /// when interrupt cost x arrival rate < 1.
     Adaptive,
 }
 
@@ -372,7 +373,7 @@ impl MachineConfig {
                 "allowed a power of two from 8 to 4096",
             ));
         }
-        if c.size_bytes == 0 || c.size_bytes % c.line_bytes as u64 != 0 || c.size_bytes > (1 << 30) {
+        if c.size_bytes == 0 || !c.size_bytes.is_multiple_of(c.line_bytes as u64) || c.size_bytes > (1 << 30) {
             return Err(ConfigError::invalid(
                 "cache.size_bytes",
                 c.size_bytes,

@@ -10,8 +10,11 @@
 
 #[derive(Clone, Debug, Default)]
 pub struct Bus {
-    /// Busy intervals [start, end), sorted, non-overlapping.
+    /// Busy intervals [start, end), sorted, non-overlapping (so their ends
+    /// are sorted too, which lets a reservation binary-search its place).
+    /// Entries before `head` are expired; they are dropped in batches.
     busy: Vec<(u64, u64)>,
+    head: usize,
     pub transactions: u64,
     pub busy_cycles: u64,
     pub wait_cycles: u64,
@@ -22,36 +25,104 @@ impl Bus {
     /// the transaction gets the bus. `now` is the simulation clock: nothing
     /// can be requested before it, so older intervals are forgotten.
     pub fn reserve(&mut self, now: u64, t: u64, occupancy: u64) -> u64 {
-        let expired = self.busy.iter().take_while(|iv| iv.1 <= now).count();
-        if expired > 0 {
-            self.busy.drain(..expired);
-        }
+        self.forget_before(now);
         self.transactions += 1;
         self.busy_cycles += occupancy;
         if occupancy == 0 {
             return t;
         }
         let mut start = t;
-        let mut at = self.busy.len();
-        for (i, &(s, e)) in self.busy.iter().enumerate() {
-            if e <= start {
-                continue;
-            }
+        let mut at = self.head + self.busy[self.head..].partition_point(|iv| iv.1 <= start);
+        while let Some(&(s, e)) = self.busy.get(at) {
             if s >= start + occupancy {
-                at = i;
                 break;
             }
             start = start.max(e);
+            at += 1;
         }
         self.wait_cycles += start - t;
         self.insert(at, (start, start + occupancy));
         start
     }
 
+    /// Reserves `count` transactions issued back to back by one processor:
+    /// each starts when the previous one has completed (`latency` after it
+    /// got the bus). Returns when the last completes. Same result as
+    /// `count` calls to [`Bus::reserve`], in one pass over the calendar.
+    pub fn reserve_train(&mut self, now: u64, t: u64, count: u64, occupancy: u64, latency: u64) -> u64 {
+        if count == 0 {
+            return t;
+        }
+        let first = self.reserve(now, t, occupancy);
+        let mut done = first + latency;
+        if occupancy == 0 {
+            self.transactions += count - 1;
+            return t + count * latency;
+        }
+        let mut at = self.head + self.busy[self.head..].partition_point(|iv| iv.1 <= done);
+        if at == self.busy.len() {
+            // Nothing reserved after this point: the train's remaining
+            // transactions get the bus as soon as they are issued.
+            return self.append_train(done, count - 1, occupancy, latency);
+        }
+        for _ in 1..count {
+            let want = done;
+            let mut start = want;
+            while let Some(&(s, e)) = self.busy.get(at) {
+                if e <= start {
+                    at += 1;
+                    continue;
+                }
+                if s >= start + occupancy {
+                    break;
+                }
+                start = start.max(e);
+                at += 1;
+            }
+            self.transactions += 1;
+            self.busy_cycles += occupancy;
+            self.wait_cycles += start - want;
+            let before = self.busy.len();
+            self.insert(at, (start, start + occupancy));
+            // Merging with the previous interval leaves `at` pointing past it.
+            if self.busy.len() > before {
+                at += 1;
+            }
+            done = start + latency;
+        }
+        done
+    }
+
+    /// `count` transactions, the first issued at `t`, on a bus with nothing
+    /// reserved after `t`.
+    fn append_train(&mut self, t: u64, count: u64, occupancy: u64, latency: u64) -> u64 {
+        let mut done = t;
+        for _ in 0..count {
+            match self.busy.last_mut() {
+                Some(last) if last.1 == done => last.1 = done + occupancy,
+                _ => self.busy.push((done, done + occupancy)),
+            }
+            done += latency;
+        }
+        self.transactions += count;
+        self.busy_cycles += count * occupancy;
+        done
+    }
+
+    fn forget_before(&mut self, now: u64) {
+        while self.head < self.busy.len() && self.busy[self.head].1 <= now {
+            self.head += 1;
+        }
+        if self.head >= 32 && self.head * 2 >= self.busy.len() {
+            self.busy.drain(..self.head);
+            self.head = 0;
+        }
+    }
+
     /// Inserts at position `at`, merging with touching neighbours to keep
     /// the calendar short.
     fn insert(&mut self, at: usize, iv: (u64, u64)) {
-        let touches_prev = at > 0 && self.busy[at - 1].1 == iv.0;
+        let touches_prev = at > self.head && self.busy[at - 1].1 == iv.0;
         let touches_next = at < self.busy.len() && self.busy[at].0 == iv.1;
         match (touches_prev, touches_next) {
             (true, true) => {
@@ -65,8 +136,8 @@ impl Bus {
     }
 
     #[cfg(test)]
-    fn intervals(&self) -> &[(u64, u64)] {
-        &self.busy
+    fn intervals(&self) -> Vec<(u64, u64)> {
+        self.busy[self.head..].to_vec()
     }
 }
 
@@ -81,7 +152,7 @@ mod tests {
         assert_eq!(b.reserve(0, 0, 10), 10);
         assert_eq!(b.reserve(0, 5, 10), 20);
         assert_eq!(b.wait_cycles, 10 + 15);
-        assert_eq!(b.intervals(), &[(0, 30)]);
+        assert_eq!(b.intervals(), vec![(0, 30)]);
     }
 
     #[test]
@@ -92,7 +163,26 @@ mod tests {
         assert_eq!(b.reserve(0, 20, 10), 20);
         // Gap [30,100) too small only if occupancy > 70.
         assert_eq!(b.reserve(0, 25, 80), 110);
-        assert_eq!(b.intervals(), &[(20, 30), (100, 190)]);
+        assert_eq!(b.intervals(), vec![(20, 30), (100, 190)]);
+    }
+
+    #[test]
+    fn train_matches_single_reservations() {
+        let mut a = Bus::default();
+        let mut b = Bus::default();
+        for bus in [&mut a, &mut b] {
+            bus.reserve(0, 30, 10);
+            bus.reserve(0, 95, 3);
+            bus.reserve(0, 140, 40);
+        }
+        let mut t = 5;
+        for _ in 0..12 {
+            t = a.reserve(0, t, 4) + 16;
+        }
+        let done = b.reserve_train(0, 5, 12, 4, 16);
+        assert_eq!(done, t);
+        assert_eq!(a.intervals(), b.intervals());
+        assert_eq!((a.transactions, a.busy_cycles, a.wait_cycles), (b.transactions, b.busy_cycles, b.wait_cycles));
     }
 
     #[test]
@@ -101,6 +191,6 @@ mod tests {
         b.reserve(0, 0, 10);
         b.reserve(0, 50, 10);
         b.reserve(55, 70, 5);
-        assert_eq!(b.intervals(), &[(50, 60), (70, 75)]);
+        assert_eq!(b.intervals(), vec![(50, 60), (70, 75)]);
     }
 }

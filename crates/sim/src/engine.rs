@@ -515,7 +515,13 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             Relinquish::Eager => true,
             Relinquish::Handoff => false,
             Relinquish::Adaptive => match self.nodes[n].arrival_gap_x16 {
-                Some(gap_x16) => self.cfg.machine.interrupt.overhead_cycles * 16 < gap_x16,
+                Some(gap_x16) => {
+                    // An interrupt costs Oint plus taking and giving up the role.
+                    let m = &self.cfg.machine;
+                    let cost =
+                        m.interrupt.overhead_cycles + m.protocol.role_acquire_cycles + m.protocol.role_release_cycles;
+                    cost * 16 < gap_x16
+                }
                 None => true,
             },
         }
@@ -616,19 +622,36 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.nodes[n].role = Some(p);
         self.procs[p].holds_role = true;
         self.procs[p].stats.role_acquires += 1;
-        let lock = self.nodes[n].mem.map().lock_line();
-        let (lat, _) = self.nodes[n].mem.access(self.now, self.now, self.procs[p].local, lock, Access::Write);
-        let cost = lat + self.cfg.machine.protocol.role_acquire_cycles;
+        let cost = self.role_switch_cost(p, self.cfg.machine.protocol.role_acquire_cycles);
         self.start_busy(p, Cat::Role, cost, 0, After::Nothing);
+    }
+
+    /// Taking or giving up the role: the lock (a write that migrates the
+    /// lock line to this processor) when other processors of the node could
+    /// contend for it, masking or unmasking the NI's interrupt (an uncached
+    /// write to the NI) unless the processor is inside an interrupt, where
+    /// the hardware already masked it, and the bookkeeping instructions.
+    fn role_switch_cost(&mut self, p: usize, instructions: u64) -> u64 {
+        let n = self.procs[p].node;
+        let now = self.now;
+        let mut t = now;
+        if self.nodes[n].procs > 1 {
+            let lock = self.nodes[n].mem.map().lock_line();
+            t += self.nodes[n].mem.access(now, t, self.procs[p].local, lock, Access::Write).0;
+        }
+        if !self.procs[p].in_interrupt {
+            let ni = &self.cfg.machine.ni;
+            let (occ, mask_lat) = (ni.uncached_write_occupancy, ni.uncached_write_latency);
+            t = self.bus_read(n, t, occ, mask_lat);
+        }
+        t - now + instructions
     }
 
     fn start_release(&mut self, p: usize) {
         let n = self.procs[p].node;
         self.nodes[n].role = None;
         self.procs[p].holds_role = false;
-        let lock = self.nodes[n].mem.map().lock_line();
-        let (lat, _) = self.nodes[n].mem.access(self.now, self.now, self.procs[p].local, lock, Access::Write);
-        let cost = lat + self.cfg.machine.protocol.role_release_cycles;
+        let cost = self.role_switch_cost(p, self.cfg.machine.protocol.role_release_cycles);
         self.start_busy(p, Cat::Role, cost, 0, After::Nothing);
         self.offer_role(n);
     }
@@ -681,10 +704,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let words = ni.header_words as u64 + self.nis_words(&msg);
         let n = self.procs[p].node;
         let (occ, lat) = (ni.uncached_write_occupancy, ni.uncached_write_latency);
-        for _ in 0..words {
-            let start = self.nodes[n].mem.bus.reserve(self.now, t, occ);
-            t = start + lat;
-        }
+        t = self.nodes[n].mem.bus.reserve_train(self.now, t, words, occ, lat);
         self.inject(n, t, words, msg);
         t
     }
@@ -715,6 +735,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.queue.push(arrive, EventKind::Arrive { msg: slot });
     }
 
+    /// One bus transaction issued at `t`; returns when it completes.
     fn bus_read(&mut self, n: usize, t: u64, occ: u64, lat: u64) -> u64 {
         let start = self.nodes[n].mem.bus.reserve(self.now, t, occ);
         start + lat
@@ -737,9 +758,14 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             t = self.bus_read(n, t, m.ni.register_read_occupancy, m.ni.register_read_latency);
         }
         t = self.bus_read(n, t, m.ni.register_read_occupancy, m.ni.register_read_latency);
-        for _ in 0..self.nis_words(&msg) {
-            t = self.bus_read(n, t, m.ni.uncached_read_occupancy, m.ni.uncached_read_latency);
-        }
+        let words = self.nis_words(&msg);
+        t = self.nodes[n].mem.bus.reserve_train(
+            self.now,
+            t,
+            words,
+            m.ni.uncached_read_occupancy,
+            m.ni.uncached_read_latency,
+        );
         t += m.protocol.dispatch_cycles;
         let (first, count) = self.code.dispatch;
         t += self.nodes[n].mem.access_lines(self.now, t, local, first, count, Access::Read).0;

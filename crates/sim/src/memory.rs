@@ -49,6 +49,9 @@ pub enum LineClass {
 #[derive(Clone, Debug)]
 pub struct AddressMap {
     sets: u32,
+    /// log2(sets) when sets is a power of two: set and owner by shift and
+    /// mask instead of division on the hot path.
+    sets_log2: Option<u32>,
     line_bytes: u32,
     lock: u32,
     state: u32,
@@ -69,6 +72,7 @@ impl AddressMap {
         let table_bytes_per_thread = m.blocks_per_segment() * m.protocol.table_entry_bytes as u64;
         AddressMap {
             sets,
+            sets_log2: sets.is_power_of_two().then(|| sets.trailing_zeros()),
             line_bytes,
             lock: base + sets * 3 / 4,
             state: base + sets * 3 / 4 + 1,
@@ -119,9 +123,20 @@ impl AddressMap {
         std::iter::once(self.lock).chain(state).chain(code).chain(table)
     }
 
+    /// The cache set a line maps to.
+    pub fn set(&self, line: u32) -> u32 {
+        match self.sets_log2 {
+            Some(_) => line & (self.sets - 1),
+            None => line % self.sets,
+        }
+    }
+
     pub fn class(&self, line: u32) -> LineClass {
         if line < MAX_THREADS * self.sets {
-            LineClass::Segment(line / self.sets)
+            LineClass::Segment(match self.sets_log2 {
+                Some(k) => line >> k,
+                None => line / self.sets,
+            })
         } else if line >= self.flags && line < self.code - self.sets / 8 {
             LineClass::Data
         } else {
@@ -277,8 +292,12 @@ impl NodeMemory {
     }
 
     fn set_of(&self, line: u32) -> u32 {
-        let set = line % self.sets;
-        match self.map.class(line) {
+        self.set_in_bank(line, self.map.class(line))
+    }
+
+    fn set_in_bank(&self, line: u32, class: LineClass) -> u32 {
+        let set = self.map.set(line);
+        match class {
             LineClass::Segment(_) => set,
             _ if self.effects.cache_interference => set,
             _ => set + self.sets,
@@ -302,7 +321,7 @@ impl NodeMemory {
         if self.exempt(proc, class) {
             return (self.hit_cycles, Outcome::Hit);
         }
-        let set = self.set_of(line) as usize;
+        let set = self.set_in_bank(line, class) as usize;
         let write = kind == Access::Write;
         let held = self.caches[proc].tags[set];
         if held != INVALID && held & LINE_MASK == line {
@@ -347,10 +366,23 @@ impl NodeMemory {
 
     /// Accesses `count` consecutive lines back to back; returns total
     /// latency and the latency spent in misses.
+    /// The lines of one range share a region, hence a class: hits (the
+    /// common case for code and warm protocol state) are checked here
+    /// without the full access path.
     pub fn access_lines(&mut self, now: u64, t: u64, proc: usize, first: u32, count: u32, kind: Access) -> (u64, u64) {
+        let class = self.map.class(first);
+        if self.exempt(proc, class) {
+            return (self.hit_cycles * count as u64, 0);
+        }
+        let write = kind == Access::Write;
         let mut spent = 0;
         let mut missed = 0;
         for line in first..first + count {
+            let held = self.caches[proc].tags[self.set_in_bank(line, class) as usize];
+            if held != INVALID && held & LINE_MASK == line && (!write || held & DIRTY != 0) {
+                spent += self.hit_cycles;
+                continue;
+            }
             let (lat, out) = self.access(now, t + spent, proc, line, kind);
             spent += lat;
             if out != Outcome::Hit {
@@ -438,10 +470,7 @@ impl NodeMemory {
         }
         let accesses = work as f64 / interval as f64;
         let p_touch = 1.0 - (-accesses / self.sets as f64).exp();
-        let touched = match Binomial::new(foreign, p_touch.clamp(0.0, 1.0)) {
-            Ok(d) => d.sample(rng),
-            Err(_) => 0,
-        };
+        let touched = binomial(foreign, p_touch.clamp(0.0, 1.0), rng);
         let mut stall = 0;
         for _ in 0..touched {
             let list = &self.caches[proc].foreign.list;
@@ -463,10 +492,46 @@ impl NodeMemory {
     }
 }
 
+/// Draws from Binomial(n, p). Compute bursts touch few foreign sets, so the
+/// mean is usually far below one: inversion from k = 0 then needs one or two
+/// steps, much cheaper than a general sampler's setup.
+fn binomial(n: u64, p: f64, rng: &mut ChaCha8Rng) -> u64 {
+    let mean = n as f64 * p;
+    if mean > 8.0 || p > 0.5 {
+        return Binomial::new(n, p).map(|d| d.sample(rng)).unwrap_or(0);
+    }
+    let q = 1.0 - p;
+    let mut pmf = q.powf(n as f64);
+    let mut cdf = pmf;
+    let u: f64 = rng.gen();
+    let mut k = 0;
+    while u > cdf && k < n {
+        pmf *= (n - k) as f64 / (k + 1) as f64 * p / q;
+        k += 1;
+        cdf += pmf;
+        if pmf < 1e-300 {
+            break;
+        }
+    }
+    k
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use rand::SeedableRng;
+
+    #[test]
+    fn small_binomial_has_the_right_mean() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        for (n, p) in [(40u64, 0.01), (200, 0.02), (1000, 0.3), (5, 0.9)] {
+            let draws = 20_000;
+            let sum: u64 = (0..draws).map(|_| binomial(n, p, &mut rng)).sum();
+            let mean = sum as f64 / draws as f64;
+            let expect = n as f64 * p;
+            assert!((mean - expect).abs() < 0.05 * expect + 0.02, "n={n} p={p}: {mean} vs {expect}");
+        }
+    }
 
     fn machine() -> MachineConfig {
         MachineConfig::load("hpca97").unwrap()
