@@ -92,10 +92,10 @@ struct RunArgs {
     protocol: Option<String>,
     /// Target compute utilization U in (0, 1); sets the mean compute time
     /// from the measured Lmin.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     u: Option<f64>,
     /// Mean compute cycles between requests (instead of --u).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     compute_cycles: Option<f64>,
     #[arg(long)]
     requests_per_node: Option<u64>,
@@ -272,7 +272,16 @@ fn calibrate(preset: &str) -> Result<()> {
 }
 
 fn main_inner() -> Result<()> {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => e.exit(), // --help, --version
+        Err(e) => {
+            // clap's first line names the problem; keep errors to one line.
+            let rendered = e.render().to_string();
+            let first = rendered.lines().next().unwrap_or("invalid arguments").trim_start_matches("error: ");
+            bail!("{first} (see finegrain --help)");
+        }
+    };
     match cli.command {
         Command::Run(args) => run(args),
         Command::Reproduce { experiment: name, quick, out, list } => {

@@ -55,6 +55,7 @@ pub enum SimError {
 
 /// What a simulation returns: each thread's result (node-major) and the
 /// run's statistics.
+#[derive(Debug)]
 pub struct SimOutput<T> {
     pub results: Vec<T>,
     pub stats: RunStats,

@@ -1,0 +1,183 @@
+//! Drives the `finegrain` binary: bad input gives one clear line, runs are
+//! reproducible, and the quick scheduling study decides all five claims.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn finegrain(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_finegrain")).args(args).output().expect("binary runs")
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("finegrain-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The command fails with exit code 2 and exactly one line on stderr that
+/// contains every `needle`.
+fn assert_one_line_error(args: &[&str], needles: &[&str]) {
+    let out = finegrain(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?} printed more than one line: {err}");
+    assert!(err.starts_with("error: "), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: '{err}' lacks '{n}'");
+    }
+}
+
+#[test]
+fn unknown_preset() {
+    assert_one_line_error(&["run", "--preset", "cray"], &["unknown preset 'cray'", "allowed hpca97"]);
+}
+
+#[test]
+fn zero_processors() {
+    assert_one_line_error(
+        &["run", "--policy", "floating", "--procs-per-node", "0"],
+        &["procs_per_node = 0", "allowed 1..=64"],
+    );
+}
+
+#[test]
+fn fixed_without_a_compute_processor() {
+    assert_one_line_error(
+        &["run", "--policy", "fixed", "--procs-per-node", "1"],
+        &["protocol_procs = 1", "leaves no compute processor"],
+    );
+}
+
+#[test]
+fn utilization_outside_the_open_interval() {
+    for u in ["0", "1", "1.5", "-0.2"] {
+        assert_one_line_error(&["run", "--u", u], &["invalid u = ", "strictly between 0 and 1"]);
+    }
+}
+
+#[test]
+fn unknown_policy_and_protocol() {
+    assert_one_line_error(&["run", "--policy", "lottery"], &["invalid policy = lottery", "single, fixed, fixed:K"]);
+    assert_one_line_error(&["run", "--protocol", "bulk"], &["invalid protocol = bulk", "allowed null, fetch"]);
+}
+
+#[test]
+fn malformed_toml() {
+    let d = temp_dir("toml");
+    let f = d.join("run.toml");
+    std::fs::write(&f, "policy = \"fixed\"\nprocs_per_node = [\n").unwrap();
+    assert_one_line_error(&["run", "--config", f.to_str().unwrap()], &["malformed TOML", "run.toml", "line"]);
+    std::fs::write(&f, "policy = \"fixed\"\nprocessors = 4\n").unwrap();
+    assert_one_line_error(&["run", "--config", f.to_str().unwrap()], &["unknown field `processors`"]);
+    let p = d.join("preset.toml");
+    std::fs::write(&p, "name = \"x\"\n[cache\n").unwrap();
+    assert_one_line_error(&["calibrate", p.to_str().unwrap()], &["malformed TOML", "preset.toml", "line 2"]);
+}
+
+#[test]
+fn unknown_experiment() {
+    assert_one_line_error(&["reproduce", "nope"], &["unknown experiment 'nope'", "allowed scheduling-micro"]);
+}
+
+fn run_json(dir: &Path, name: &str, seed: &str) -> serde_json::Value {
+    let f = dir.join(name);
+    let out = finegrain(&[
+        "run",
+        "--policy",
+        "floating",
+        "--procs-per-node",
+        "3",
+        "--protocol",
+        "fetch",
+        "--u",
+        "0.4",
+        "--requests-per-node",
+        "300",
+        "--seed",
+        seed,
+        "--json",
+        f.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+    assert!(v["perf"]["messages_per_wall_second"].as_f64().unwrap() > 0.0);
+    v.as_object_mut().unwrap().remove("perf");
+    v
+}
+
+#[test]
+fn runs_are_reproducible_from_their_record() {
+    let d = temp_dir("det");
+    let a = run_json(&d, "a.json", "7");
+    let b = run_json(&d, "b.json", "7");
+    let c = run_json(&d, "c.json", "8");
+    assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap(), "same seed, same bytes");
+    assert_ne!(a["stats"], c["stats"], "another seed, another run");
+    assert_eq!(a["config"]["seed"], 7);
+    assert_eq!(a["config"]["machine"]["name"], "hpca97", "the record holds the whole machine");
+}
+
+#[test]
+fn calibrate_measures_lmin_back() {
+    let out = finegrain(&["calibrate", "hpca97"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    for p in ["null", "fetch"] {
+        let line = text.lines().find(|l| l.starts_with(p)).expect("a row per protocol");
+        assert!(line.ends_with("yes"), "{line}");
+    }
+}
+
+#[test]
+fn quick_scheduling_study_supports_all_five_claims() {
+    let d = temp_dir("study");
+    let out = finegrain(&["reproduce", "scheduling-micro", "--quick", "--out", d.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let csv = std::fs::read_to_string(d.join("results.csv")).unwrap();
+    let header = csv.lines().next().unwrap();
+    for col in [
+        "protocol",
+        "policy",
+        "procs_per_node",
+        "compute_procs",
+        "target_u",
+        "measured_u",
+        "oint_cycles",
+        "seed",
+        "sim_cycles",
+        "time_norm_fixed",
+        "cost_performance",
+        "requests",
+        "interrupts",
+        "pp_occupancy",
+        "events",
+        "wall_seconds",
+    ] {
+        assert!(header.split(',').any(|h| h == col), "results.csv lacks {col}");
+    }
+    let rows = csv.lines().count() - 1;
+    let records = std::fs::read_dir(d.join("runs")).unwrap().count();
+    assert_eq!(rows, records, "one JSON record per run");
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(std::fs::read_dir(d.join("runs")).unwrap().next().unwrap().unwrap().path()).unwrap(),
+    )
+    .unwrap();
+    assert!(record["config"]["machine"].is_object() && record["seed"].is_u64() && record["stats"]["events"].is_u64());
+    for fig in [
+        "fig3-single-vs-fixed.svg",
+        "fig4-floating-vs-fixed.svg",
+        "fig5-processors-per-node.svg",
+        "fig6-cost-performance-null.svg",
+    ] {
+        let svg = std::fs::read_to_string(d.join("figures").join(fig)).unwrap();
+        assert!(svg.contains("<svg") && svg.contains("polyline"), "{fig}");
+    }
+    let report = std::fs::read_to_string(d.join("report.md")).unwrap();
+    let claims: Vec<&str> = report.lines().filter(|l| l.starts_with("claim ")).collect();
+    assert_eq!(claims.len(), 5, "{report}");
+    for (i, line) in claims.iter().enumerate() {
+        assert!(line.starts_with(&format!("claim {}: supported - ", i + 1)), "{line}");
+    }
+}

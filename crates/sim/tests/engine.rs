@@ -1,0 +1,215 @@
+//! Engine-level properties every simulation must have, checked on small
+//! hand-written programs: conservation, determinism, the Active Message
+//! rule, and clear errors instead of panics or hangs.
+
+use finegrain_core::{
+    AmError, Args, HandlerId, HandlerInfo, HandlerTable, MachineConfig, Message, NodeId, Payload, Policy, Proc,
+    Relinquish, Reply, Topology,
+};
+use finegrain_sim::{cycles_consistent, simulate, SimConfig, SimError};
+
+fn config(policy: Policy, ppn: u32, seed: u64) -> SimConfig {
+    SimConfig {
+        machine: MachineConfig::load("hpca97").unwrap(),
+        topology: Topology { nodes: 2, procs_per_node: ppn },
+        policy,
+        seed,
+    }
+}
+
+fn info(name: &str) -> HandlerInfo {
+    HandlerInfo { name: name.into(), body_cycles: 10, code_bytes: 128 }
+}
+
+/// An echo protocol: the request handler replies with its argument + 1.
+fn echo_table() -> (HandlerTable, HandlerId) {
+    let mut t = HandlerTable::new();
+    let reply = t.register(info("echo_reply"), |_, _| Ok(())).unwrap();
+    let request = t
+        .register(info("echo"), move |ctx, m: &Message| {
+            ctx.reply(Reply { handler: reply, args: Args::new(&[m.args.get(0) + 1])?, payload: Payload::none() })
+        })
+        .unwrap();
+    (t, request)
+}
+
+/// Each thread computes and sends `n` requests with a sequence number, and
+/// checks every reply answers its own request.
+async fn pinger<P: Proc>(p: P, request: HandlerId, n: u64, work: u64) -> Result<u64, AmError> {
+    let peer = NodeId((p.node().0 + 1) % p.nodes());
+    let mut sum = 0;
+    for i in 0..n {
+        p.work(work + (i * 37 + p.thread().0 as u64 * 11) % 500).await;
+        let r = p.request(peer, request, Args::new(&[i])?, Payload::none()).await?;
+        assert_eq!(r.args.get(0), i + 1, "reply answers its own request");
+        sum += r.args.get(0);
+    }
+    Ok(sum)
+}
+
+const POLICIES: [(Policy, u32); 5] = [
+    (Policy::Single, 1),
+    (Policy::Fixed { protocol_procs: 1 }, 2),
+    (Policy::Fixed { protocol_procs: 2 }, 4),
+    (Policy::Floating, 2),
+    (Policy::Floating, 4),
+];
+
+#[test]
+fn every_request_gets_exactly_one_reply_under_every_policy() {
+    let (table, request) = echo_table();
+    for (policy, ppn) in POLICIES {
+        let cfg = config(policy, ppn, 3);
+        let n = 50;
+        let out = simulate(&cfg, &table, |p| pinger(p, request, n, 300)).unwrap();
+        let threads = policy.compute_procs(ppn) as u64 * 2;
+        assert_eq!(out.results.len() as u64, threads);
+        assert!(out.results.iter().all(|&s| s == n * (n + 1) / 2), "{policy:?}");
+        let s = &out.stats;
+        assert_eq!(s.requests, threads * n, "{policy:?}");
+        assert_eq!(s.replies, s.requests, "{policy:?}");
+        assert_eq!(s.messages, s.requests + s.replies, "{policy:?}: delivered = sent");
+        let sent: u64 = s.nodes.iter().map(|x| x.messages_sent).sum();
+        let received: u64 = s.nodes.iter().map(|x| x.messages_received).sum();
+        assert_eq!(sent, received, "{policy:?}");
+        assert_eq!(s.handlers, s.messages, "{policy:?}: one handler per message");
+        assert!(cycles_consistent(s), "{policy:?}: every processor's cycles add up to the run time");
+    }
+}
+
+#[test]
+fn interrupted_work_is_delayed_not_lost() {
+    let (table, request) = echo_table();
+    for (policy, ppn) in POLICIES {
+        let mut cfg = config(policy, ppn, 5);
+        cfg.machine.interrupt.overhead_cycles = 1000;
+        cfg.machine.protocol.relinquish = Relinquish::Eager;
+        let n = 40;
+        let out = simulate(&cfg, &table, |p| pinger(p, request, n, 2000)).unwrap();
+        let threads = policy.compute_procs(ppn) as u64;
+        let offsets: u64 = (0..threads).map(|t| (0..n).map(|i| (i * 37 + t * 11) % 500).sum::<u64>()).sum();
+        let expected = 2 * (threads * n * 2000 + offsets);
+        assert_eq!(out.stats.cycles.compute, expected, "{policy:?}: every cycle of work is done exactly once");
+        if matches!(policy, Policy::Fixed { .. }) {
+            assert_eq!(out.stats.interrupts, 0, "Fixed never interrupts compute processors");
+        } else {
+            assert!(out.stats.interrupts > 0, "{policy:?} takes interrupts when every processor computes");
+            assert!(out.stats.cycles.interrupt >= out.stats.interrupts * 1000);
+        }
+    }
+}
+
+#[test]
+fn relinquish_rules_trade_interrupts_for_hand_offs() {
+    let (table, request) = echo_table();
+    let run = |rule| {
+        let mut cfg = config(Policy::Floating, 2, 9);
+        cfg.machine.interrupt.overhead_cycles = 3000;
+        cfg.machine.protocol.relinquish = rule;
+        simulate(&cfg, &table, |p| pinger(p, request, 60, 3000)).unwrap().stats
+    };
+    let eager = run(Relinquish::Eager);
+    let handoff = run(Relinquish::Handoff);
+    // Hand-off keeps a protocol processor on the node once the first one
+    // took the role; only the start (everyone computing) can interrupt.
+    assert!(handoff.interrupts <= 2, "handoff took {} interrupts", handoff.interrupts);
+    assert!(eager.interrupts > 20 * handoff.interrupts.max(1), "eager took {}", eager.interrupts);
+    let acquires =
+        |s: &finegrain_sim::RunStats| s.nodes.iter().flat_map(|n| &n.procs).map(|p| p.role_acquires).sum::<u64>();
+    assert!(acquires(&handoff) > 0);
+}
+
+fn stats_json(seed: u64) -> String {
+    let (table, request) = echo_table();
+    let out = simulate(&config(Policy::Floating, 3, seed), &table, |p| pinger(p, request, 30, 400)).unwrap();
+    serde_json::to_string(&out.stats).unwrap()
+}
+
+#[test]
+fn same_seed_same_bytes_other_seed_other_bytes() {
+    assert_eq!(stats_json(11), stats_json(11));
+    assert_ne!(stats_json(11), stats_json(12));
+}
+
+fn run_with(table: &HandlerTable, request: HandlerId) -> Result<(), SimError> {
+    simulate(&config(Policy::Fixed { protocol_procs: 1 }, 2, 1), table, |p| pinger(p, request, 3, 100)).map(|_| ())
+}
+
+#[test]
+fn second_reply_is_an_error_naming_the_handler() {
+    let mut t = HandlerTable::new();
+    let reply = t.register(info("r"), |_, _| Ok(())).unwrap();
+    let request = t
+        .register(info("greedy"), move |ctx, m: &Message| {
+            let r = Reply { handler: reply, args: Args::new(&[m.args.get(0) + 1])?, payload: Payload::none() };
+            ctx.reply(r.clone())?;
+            ctx.reply(r)
+        })
+        .unwrap();
+    let e = run_with(&t, request).unwrap_err().to_string();
+    assert_eq!(e, "handler 'greedy' sent a second reply; a request handler may send at most one reply");
+}
+
+#[test]
+fn reply_from_a_reply_handler_is_an_error_naming_it() {
+    let mut t = HandlerTable::new();
+    // The reply handler tries to answer the reply with another message.
+    let chatty = t
+        .register(info("chatty_reply"), |ctx, _| {
+            ctx.reply(Reply { handler: HandlerId(0), args: Args::default(), payload: Payload::none() })
+        })
+        .unwrap();
+    let request = t
+        .register(info("ask"), move |ctx, m: &Message| {
+            ctx.reply(Reply { handler: chatty, args: Args::new(&[m.args.get(0) + 1])?, payload: Payload::none() })
+        })
+        .unwrap();
+    let e = run_with(&t, request).unwrap_err().to_string();
+    assert!(e.contains("'chatty_reply' is a reply handler"), "{e}");
+}
+
+#[test]
+fn request_handler_that_never_replies_is_an_error_not_a_hang() {
+    let mut t = HandlerTable::new();
+    let request = t.register(info("silent"), |_, _| Ok(())).unwrap();
+    let e = run_with(&t, request).unwrap_err().to_string();
+    assert!(e.contains("handler 'silent' failed: returned without replying"), "{e}");
+}
+
+#[test]
+fn bad_requests_come_back_to_the_thread_as_errors() {
+    let (table, _) = echo_table();
+    let cfg = config(Policy::Single, 1, 1);
+    let e = simulate(&cfg, &table, |p| async move {
+        p.request(NodeId(9), HandlerId(0), Args::default(), Payload::none()).await.map(|_| ())
+    })
+    .unwrap_err()
+    .to_string();
+    assert_eq!(e, "node 0 thread 0 failed: node 9 does not exist: the machine has nodes 0..2");
+    let e = simulate(&cfg, &table, |p| async move {
+        p.request(NodeId(1), HandlerId(77), Args::default(), Payload::none()).await.map(|_| ())
+    })
+    .unwrap_err()
+    .to_string();
+    assert_eq!(e, "node 0 thread 0 failed: unknown handler id 77: the table has 2 handlers");
+}
+
+#[test]
+fn awaiting_a_foreign_future_is_reported() {
+    let (table, _) = echo_table();
+    let e = simulate(&config(Policy::Single, 1, 1), &table, |_p| async move {
+        std::future::pending::<()>().await;
+        Ok(())
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("awaited something that is not a finegrain operation"), "{e}");
+}
+
+#[test]
+fn invalid_topology_is_rejected_before_running() {
+    let (table, request) = echo_table();
+    let cfg = config(Policy::Fixed { protocol_procs: 2 }, 2, 1);
+    let e = simulate(&cfg, &table, |p| pinger(p, request, 1, 1)).unwrap_err().to_string();
+    assert!(e.starts_with("invalid protocol_procs = 2:"), "{e}");
+}
