@@ -1,9 +1,10 @@
 //! The event queue: events ordered by (time, sequence number), so two events
 //! at the same cycle always run in the order they were scheduled. That order
 //! is what makes a run bit-reproducible.
-
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+//!
+//! A 4-ary min-heap keyed by one `u128` (time in the high half, sequence in
+//! the low half): keys are unique, comparisons are single integer compares,
+//! and the shallow tree keeps sift paths short at any queue length.
 
 /// What happens when an event fires. Kept small: the heap moves these
 /// around on every push and pop.
@@ -21,55 +22,70 @@ pub enum EventKind {
 #[derive(Clone, Copy, Debug)]
 pub struct Event {
     pub time: u64,
-    pub seq: u64,
     pub kind: EventKind,
-}
-
-impl PartialEq for Event {
-    fn eq(&self, other: &Self) -> bool {
-        self.time == other.time && self.seq == other.seq
-    }
-}
-
-impl Eq for Event {}
-
-impl PartialOrd for Event {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Event {
-    // Reversed so the max-heap pops the earliest event first.
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.time, other.seq).cmp(&(self.time, self.seq))
-    }
 }
 
 #[derive(Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Event>,
+    heap: Vec<(u128, EventKind)>,
     next_seq: u64,
     popped: u64,
 }
 
+const ARITY: usize = 4;
+
 impl EventQueue {
     pub fn with_capacity(n: usize) -> EventQueue {
-        EventQueue { heap: BinaryHeap::with_capacity(n), next_seq: 0, popped: 0 }
+        EventQueue { heap: Vec::with_capacity(n), next_seq: 0, popped: 0 }
     }
 
     pub fn push(&mut self, time: u64, kind: EventKind) {
-        let seq = self.next_seq;
+        let key = (time as u128) << 64 | self.next_seq as u128;
         self.next_seq += 1;
-        self.heap.push(Event { time, seq, kind });
+        let mut i = self.heap.len();
+        self.heap.push((key, kind));
+        // Sift up.
+        while i > 0 {
+            let parent = (i - 1) / ARITY;
+            if self.heap[parent].0 <= key {
+                break;
+            }
+            self.heap[i] = self.heap[parent];
+            i = parent;
+        }
+        self.heap[i] = (key, kind);
     }
 
     pub fn pop(&mut self) -> Option<Event> {
-        let e = self.heap.pop();
-        if e.is_some() {
-            self.popped += 1;
+        let last = self.heap.pop()?;
+        self.popped += 1;
+        if self.heap.is_empty() {
+            return Some(Event { time: (last.0 >> 64) as u64, kind: last.1 });
         }
-        e
+        let top = self.heap[0];
+        // Sift the last element down from the root.
+        let n = self.heap.len();
+        let mut i = 0;
+        loop {
+            let first = i * ARITY + 1;
+            if first >= n {
+                break;
+            }
+            let end = (first + ARITY).min(n);
+            let mut child = first;
+            for c in first + 1..end {
+                if self.heap[c].0 < self.heap[child].0 {
+                    child = c;
+                }
+            }
+            if self.heap[child].0 >= last.0 {
+                break;
+            }
+            self.heap[i] = self.heap[child];
+            i = child;
+        }
+        self.heap[i] = last;
+        Some(Event { time: (top.0 >> 64) as u64, kind: top.1 })
     }
 
     /// Events handled so far.
@@ -81,6 +97,14 @@ impl EventQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::{Rng, SeedableRng};
+
+    fn msg(e: Event) -> u32 {
+        match e.kind {
+            EventKind::Arrive { msg } => msg,
+            _ => unreachable!(),
+        }
+    }
 
     #[test]
     fn pops_by_time_then_insertion_order() {
@@ -89,13 +113,30 @@ mod tests {
         q.push(5, EventKind::Arrive { msg: 2 });
         q.push(10, EventKind::Arrive { msg: 3 });
         q.push(5, EventKind::Arrive { msg: 4 });
-        let order: Vec<_> = std::iter::from_fn(|| q.pop())
-            .map(|e| match e.kind {
-                EventKind::Arrive { msg } => msg,
-                _ => unreachable!(),
-            })
-            .collect();
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).map(msg).collect();
         assert_eq!(order, vec![2, 4, 1, 3]);
         assert_eq!(q.popped(), 4);
+    }
+
+    #[test]
+    fn matches_a_sort_on_random_interleavings() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let mut q = EventQueue::default();
+        let mut reference = Vec::new();
+        let mut now = 0;
+        let mut id = 0;
+        for _ in 0..20_000 {
+            if rng.gen_bool(0.55) {
+                let t = now + rng.gen_range(0..50);
+                q.push(t, EventKind::Arrive { msg: id });
+                reference.push((t, id));
+                id += 1;
+            } else if let Some(e) = q.pop() {
+                reference.sort();
+                let (t, m) = reference.remove(0);
+                assert_eq!((e.time, msg(e)), (t, m));
+                now = e.time;
+            }
+        }
     }
 }

@@ -24,9 +24,13 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Binomial, Distribution};
 
-const INVALID: u32 = u32::MAX;
-const DIRTY: u32 = 1 << 31;
-const LINE_MASK: u32 = !DIRTY;
+/// A cache set holds a 15-bit tag (line / sets) and a dirty bit; two bytes
+/// per set keep a simulated 1 MB cache's tags in 64 KB of host memory.
+const INVALID: u16 = u16::MAX;
+const DIRTY: u16 = 1 << 15;
+const TAG_MASK: u16 = !DIRTY;
+/// Position marker for sets not in a foreign list.
+const NOT_LISTED: u32 = u32::MAX;
 /// Most compute threads a node may have (segments are laid out for this many).
 pub const MAX_THREADS: u32 = 64;
 /// Lines of each thread's receive buffer.
@@ -123,6 +127,16 @@ impl AddressMap {
         std::iter::once(self.lock).chain(state).chain(code).chain(table)
     }
 
+    /// A line's tag: which of the lines sharing its set it is.
+    pub fn tag(&self, line: u32) -> u16 {
+        let t = match self.sets_log2 {
+            Some(k) => line >> k,
+            None => line / self.sets,
+        };
+        debug_assert!(t < TAG_MASK as u32);
+        t as u16
+    }
+
     /// The cache set a line maps to.
     pub fn set(&self, line: u32) -> u32 {
         match self.sets_log2 {
@@ -198,11 +212,11 @@ struct ForeignSets {
 
 impl ForeignSets {
     fn new(sets: u32) -> ForeignSets {
-        ForeignSets { list: Vec::new(), pos: vec![INVALID; sets as usize] }
+        ForeignSets { list: Vec::new(), pos: vec![NOT_LISTED; sets as usize] }
     }
 
     fn insert(&mut self, set: u32) {
-        if self.pos[set as usize] == INVALID {
+        if self.pos[set as usize] == NOT_LISTED {
             self.pos[set as usize] = self.list.len() as u32;
             self.list.push(set);
         }
@@ -210,12 +224,12 @@ impl ForeignSets {
 
     fn remove(&mut self, set: u32) {
         let p = self.pos[set as usize];
-        if p != INVALID {
+        if p != NOT_LISTED {
             self.list.swap_remove(p as usize);
             if let Some(&moved) = self.list.get(p as usize) {
                 self.pos[moved as usize] = p;
             }
-            self.pos[set as usize] = INVALID;
+            self.pos[set as usize] = NOT_LISTED;
         }
     }
 }
@@ -224,7 +238,7 @@ struct Cache {
     /// Line number (with the dirty bit) held by each set; with cache
     /// interference switched off, non-segment lines use a second bank so
     /// they never displace segment lines.
-    tags: Vec<u32>,
+    tags: Vec<u16>,
     /// The segment this processor's thread owns, if it runs one.
     own_thread: Option<u32>,
     foreign: ForeignSets,
@@ -256,7 +270,7 @@ impl NodeMemory {
                 let mut tags = vec![INVALID; (sets * banks) as usize];
                 if let Some(t) = *own {
                     for s in 0..sets {
-                        tags[s as usize] = map.segment_line(t, s) | DIRTY;
+                        tags[s as usize] = map.tag(map.segment_line(t, s)) | DIRTY;
                     }
                 }
                 Cache { tags, own_thread: *own, foreign: ForeignSets::new(sets) }
@@ -279,7 +293,7 @@ impl NodeMemory {
                 let lines: Vec<u32> = node.map.protocol_lines(threads).collect();
                 for line in lines {
                     let set = node.set_of(line) as usize;
-                    caches[p].tags[set] = line;
+                    caches[p].tags[set] = node.map.tag(line);
                 }
             }
         }
@@ -323,11 +337,12 @@ impl NodeMemory {
         }
         let set = self.set_in_bank(line, class) as usize;
         let write = kind == Access::Write;
+        let tag = self.map.tag(line);
         let held = self.caches[proc].tags[set];
-        if held != INVALID && held & LINE_MASK == line {
+        if held & TAG_MASK == tag {
             if write && held & DIRTY == 0 {
                 self.invalidate_others(proc, set, line);
-                self.caches[proc].tags[set] = line | DIRTY;
+                self.caches[proc].tags[set] = tag | DIRTY;
                 let p = &self.bus_params;
                 let (occ, lat) = (p.upgrade_occupancy, p.upgrade_latency);
                 let start = self.bus.reserve(now, t, occ);
@@ -344,13 +359,11 @@ impl NodeMemory {
             let occ = self.bus_params.writeback_occupancy;
             self.bus.reserve(now, t, occ);
         }
-        let supplier = (0..self.caches.len()).find(|&q| {
-            q != proc && self.caches[q].tags[set] != INVALID && self.caches[q].tags[set] & LINE_MASK == line
-        });
+        let supplier = (0..self.caches.len()).find(|&q| q != proc && self.caches[q].tags[set] & TAG_MASK == tag);
         if write {
             self.invalidate_others(proc, set, line);
         } else if let Some(q) = supplier {
-            self.caches[q].tags[set] &= LINE_MASK; // supplier keeps a clean shared copy
+            self.caches[q].tags[set] &= TAG_MASK; // supplier keeps a clean shared copy
         }
         let p = &self.bus_params;
         let (outcome, occ, lat) = match supplier {
@@ -359,7 +372,7 @@ impl NodeMemory {
         };
         let start = self.bus.reserve(now, t, occ);
         let latency = start - t + lat;
-        self.install(proc, set, line | if write { DIRTY } else { 0 });
+        self.install(proc, set, tag | if write { DIRTY } else { 0 });
         self.record(proc, class, outcome, latency);
         (latency, outcome)
     }
@@ -379,7 +392,7 @@ impl NodeMemory {
         let mut missed = 0;
         for line in first..first + count {
             let held = self.caches[proc].tags[self.set_in_bank(line, class) as usize];
-            if held != INVALID && held & LINE_MASK == line && (!write || held & DIRTY != 0) {
+            if held & TAG_MASK == self.map.tag(line) && (!write || held & DIRTY != 0) {
                 spent += self.hit_cycles;
                 continue;
             }
@@ -392,30 +405,31 @@ impl NodeMemory {
         (spent, missed)
     }
 
-    fn install(&mut self, proc: usize, set: usize, tagged: u32) {
+    fn install(&mut self, proc: usize, set: usize, tagged: u16) {
         let c = &mut self.caches[proc];
         c.tags[set] = tagged;
-        Self::track_foreign(c, set, self.sets, &self.map);
+        Self::track_foreign(c, set, self.sets);
     }
 
     fn invalidate_others(&mut self, proc: usize, set: usize, line: u32) {
+        let tag = self.map.tag(line);
         for q in 0..self.caches.len() {
-            if q != proc && self.caches[q].tags[set] != INVALID && self.caches[q].tags[set] & LINE_MASK == line {
+            if q != proc && self.caches[q].tags[set] & TAG_MASK == tag {
                 let c = &mut self.caches[q];
                 c.tags[set] = INVALID;
-                Self::track_foreign(c, set, self.sets, &self.map);
+                Self::track_foreign(c, set, self.sets);
             }
         }
     }
 
     /// Keeps the foreign-set list of a compute cache in step with its tags.
-    fn track_foreign(c: &mut Cache, set: usize, sets: u32, map: &AddressMap) {
+    fn track_foreign(c: &mut Cache, set: usize, sets: u32) {
         let Some(own) = c.own_thread else { return };
         if set >= sets as usize {
             return;
         }
-        let mine = map.segment_line(own, set as u32);
-        if c.tags[set] != INVALID && c.tags[set] & LINE_MASK == mine {
+        // A thread's segment line in set s has tag == the thread's number.
+        if c.tags[set] & TAG_MASK == own as u16 {
             c.foreign.remove(set as u32);
         } else {
             c.foreign.insert(set as u32);
