@@ -432,13 +432,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             return self.start_compute(p, work);
         }
         if self.procs[p].holds_role {
-            if !self.nodes[n].rx.is_empty() {
-                return self.start_handle(p);
-            }
-            if self.should_relinquish(p) {
-                return self.start_release(p);
-            }
-            return self.go_idle(p, Cat::PollIdle);
+            return self.act_as_pp(p);
         }
         if let Some(t) = self.procs[p].thread {
             match self.threads[t].state {
@@ -464,18 +458,23 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.go_idle(p, Cat::Idle)
     }
 
+    /// The acting PP handles the next message, gives the role up, or polls.
+    fn act_as_pp(&mut self, p: usize) {
+        if !self.nodes[self.procs[p].node].rx.is_empty() {
+            self.start_handle(p)
+        } else if self.should_relinquish(p) {
+            self.start_release(p)
+        } else {
+            self.go_idle(p, Cat::PollIdle)
+        }
+    }
+
     /// Inside an interrupt: take the role if nobody has it, handle every
     /// pending message, give the role back, return to the interrupted work.
     fn decide_in_interrupt(&mut self, p: usize) {
         let n = self.procs[p].node;
         if self.procs[p].holds_role {
-            if !self.nodes[n].rx.is_empty() {
-                return self.start_handle(p);
-            }
-            if self.should_relinquish(p) {
-                return self.start_release(p);
-            }
-            return self.go_idle(p, Cat::PollIdle);
+            return self.act_as_pp(p);
         }
         if !self.procs[p].interrupt_claim_tried {
             self.procs[p].interrupt_claim_tried = true;
