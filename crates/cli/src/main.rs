@@ -206,8 +206,8 @@ fn run(args: RunArgs) -> Result<()> {
     println!("PP occupancy     {:.3}", s.pp_occupancy);
     let c = &s.cycles;
     println!(
-        "cycles (all processors): compute {} stall {} send {} wait {} handler {} interrupt {} role {} poll-idle {} idle {}",
-        c.compute, c.stall, c.send, c.wait, c.handler, c.interrupt, c.role, c.poll_idle, c.idle
+        "cycles (all processors): compute {} stall {} send {} wait {} handler {} interrupt {} role {} poll-idle {} hold {} idle {}",
+        c.compute, c.stall, c.send, c.wait, c.handler, c.interrupt, c.role, c.poll_idle, c.hold, c.idle
     );
     let m = &s.misses;
     println!(

@@ -302,6 +302,9 @@ pub struct ComputeParams {
     /// Synthetic work makes one random access to the private segment every
     /// this many cycles.
     pub access_interval_cycles: u64,
+    /// Share of those accesses that write (a written line another cache
+    /// holds a copy of needs an upgrade).
+    pub write_percent: u32,
 }
 
 /// Round-trip latencies the preset was calibrated to; `finegrain calibrate`
@@ -391,6 +394,9 @@ impl MachineConfig {
             ));
         }
         positive("compute.access_interval_cycles", self.compute.access_interval_cycles)?;
+        if self.compute.write_percent > 100 {
+            return Err(ConfigError::invalid("compute.write_percent", self.compute.write_percent, "allowed 0..=100"));
+        }
         positive("protocol.table_entry_bytes", self.protocol.table_entry_bytes as u64)?;
         let b = self.protocol.block_bytes;
         if !b.is_power_of_two() || b < self.cache.line_bytes || b as u64 > self.cache.size_bytes {

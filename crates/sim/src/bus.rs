@@ -66,65 +66,12 @@ impl Bus {
 
     /// Reserves `count` transactions issued back to back by one processor:
     /// each starts when the previous one has completed (`latency` after it
-    /// got the bus). Returns when the last completes. Same result as
-    /// `count` calls to [`Bus::reserve`], in one pass over the calendar.
+    /// got the bus). Returns when the last completes.
     pub fn reserve_train(&mut self, now: u64, t: u64, count: u64, occupancy: u64, latency: u64) -> u64 {
-        if count == 0 {
-            return t;
-        }
-        let first = self.reserve(now, t, occupancy);
-        let mut done = first + latency;
-        if occupancy == 0 {
-            self.transactions += count - 1;
-            return t + count * latency;
-        }
-        let mut at = self.head + self.busy[self.head..].partition_point(|iv| iv.1 <= done);
-        if at == self.busy.len() {
-            // Nothing reserved after this point: the train's remaining
-            // transactions get the bus as soon as they are issued.
-            return self.append_train(done, count - 1, occupancy, latency);
-        }
-        for _ in 1..count {
-            let want = done;
-            let mut start = want;
-            while let Some(&(s, e)) = self.busy.get(at) {
-                if e <= start {
-                    at += 1;
-                    continue;
-                }
-                if s >= start + occupancy {
-                    break;
-                }
-                start = start.max(e);
-                at += 1;
-            }
-            self.transactions += 1;
-            self.busy_cycles += occupancy;
-            self.wait_cycles += start - want;
-            let before = self.busy.len();
-            self.insert(at, (start, start + occupancy));
-            // Merging with the previous interval leaves `at` pointing past it.
-            if self.busy.len() > before {
-                at += 1;
-            }
-            done = start + latency;
-        }
-        done
-    }
-
-    /// `count` transactions, the first issued at `t`, on a bus with nothing
-    /// reserved after `t`.
-    fn append_train(&mut self, t: u64, count: u64, occupancy: u64, latency: u64) -> u64 {
         let mut done = t;
         for _ in 0..count {
-            match self.busy.last_mut() {
-                Some(last) if last.1 == done => last.1 = done + occupancy,
-                _ => self.busy.push((done, done + occupancy)),
-            }
-            done += latency;
+            done = self.reserve(now, done, occupancy) + latency;
         }
-        self.transactions += count;
-        self.busy_cycles += count * occupancy;
         done
     }
 
@@ -183,6 +130,14 @@ mod tests {
         // Gap [30,100) too small only if occupancy > 70.
         assert_eq!(b.reserve(0, 25, 80), 110);
         assert_eq!(b.intervals(), vec![(20, 30), (100, 190)]);
+    }
+
+    #[test]
+    fn train_never_overlaps_even_when_latency_is_below_occupancy() {
+        let mut b = Bus::default();
+        let done = b.reserve_train(0, 0, 3, 10, 4);
+        assert_eq!(b.intervals(), vec![(0, 30)]);
+        assert_eq!(done, 24);
     }
 
     #[test]

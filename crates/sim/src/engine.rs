@@ -12,6 +12,7 @@
 //! ([`Engine::decide`]); the policy (Single, Fixed, Floating) enters only
 //! there and in [`Engine::check_interrupt`].
 
+use crate::bus::Bus;
 use crate::config::SimConfig;
 use crate::event::{EventKind, EventQueue};
 use crate::memory::{AddressMap, NodeMemory};
@@ -41,6 +42,9 @@ enum Cat {
     Interrupt,
     Role,
     PollIdle,
+    /// Acting PP whose own work could run, keeping the role for want of a
+    /// successor (the hand-off and adaptive relinquish rules).
+    Hold,
     Idle,
 }
 
@@ -59,6 +63,16 @@ struct ComputeSegment {
     start: u64,
     work: u64,
     stall: u64,
+    /// Foreign-set epoch its misses were sampled at.
+    sampled: u32,
+}
+
+/// Work an interrupt stopped: what is left, and the epoch its misses were
+/// already sampled at.
+#[derive(Clone, Copy, Debug)]
+struct SavedWork {
+    work: u64,
+    sampled: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,6 +105,14 @@ struct Thread<'a, T> {
     reply: Option<Message>,
     issued_at: u64,
     waiting_on: Option<HandlerId>,
+    /// What the thread does once its charged cycles are computed.
+    deferred: Option<Deferred>,
+}
+
+/// A thread step waiting behind charged computation.
+enum Deferred {
+    Op(Op),
+    Finish,
 }
 
 struct Processor {
@@ -109,7 +131,7 @@ struct Processor {
     stall_until: u64,
     after: After,
     compute: Option<ComputeSegment>,
-    saved_work: Option<u64>,
+    saved_work: Option<SavedWork>,
     in_interrupt: bool,
     interrupt_claim_tried: bool,
     holds_role: bool,
@@ -135,8 +157,11 @@ struct Node {
     /// Moving average of the time between arrivals (x16, fixed point), what
     /// the adaptive relinquish rule weighs the interrupt overhead against.
     arrival_gap_x16: Option<u64>,
-    out_port_free: u64,
-    in_port_free: u64,
+    /// The NI's injection and ejection ports, as calendars like the bus:
+    /// a message sent later in event order but earlier in simulated time
+    /// does not queue behind replies timed into the future.
+    out_port: Bus,
+    in_port: Bus,
     stats: NodeStats,
 }
 
@@ -200,8 +225,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 arrivals: 0,
                 last_arrival: None,
                 arrival_gap_x16: None,
-                out_port_free: 0,
-                in_port_free: 0,
+                out_port: Bus::default(),
+                in_port: Bus::default(),
                 stats: NodeStats::default(),
             });
             for p in 0..ppn {
@@ -250,6 +275,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     reply: None,
                     issued_at: 0,
                     waiting_on: None,
+                    deferred: None,
                 });
             }
         }
@@ -322,6 +348,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             Cat::Interrupt => c.interrupt += rest,
             Cat::Role => c.role += rest,
             Cat::PollIdle => c.poll_idle += rest,
+            Cat::Hold => c.hold += rest,
             Cat::Idle => c.idle += rest,
         }
         pr.since = now;
@@ -397,7 +424,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let Some(t) = self.procs[p].thread else {
             return;
         };
-        if finished_compute || after == After::ThreadOpDone {
+        if finished_compute && self.threads[t].deferred.is_some() {
+            self.threads[t].state = ThreadState::Ready; // charged work done; the deferred step runs next
+        } else if finished_compute || after == After::ThreadOpDone {
             self.thread_ready(t, OpResult::Done);
         } else if after == After::ThreadResumed {
             let reply = self.threads[t].reply.take().expect("resumed thread has its reply");
@@ -428,8 +457,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         if self.procs[p].in_interrupt {
             return self.decide_in_interrupt(p);
         }
-        if let Some(work) = self.procs[p].saved_work.take() {
-            return self.start_compute(p, work);
+        if let Some(saved) = self.procs[p].saved_work.take() {
+            return self.start_compute(p, saved.work, Some(saved.sampled));
         }
         if self.procs[p].holds_role {
             return self.act_as_pp(p);
@@ -465,7 +494,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         } else if self.should_relinquish(p) {
             self.start_release(p)
         } else {
-            self.go_idle(p, Cat::PollIdle)
+            let cat = if self.has_own_work(p) { Cat::Hold } else { Cat::PollIdle };
+            self.go_idle(p, cat)
         }
     }
 
@@ -478,6 +508,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
         if !self.procs[p].interrupt_claim_tried {
             self.procs[p].interrupt_claim_tried = true;
+            self.nodes[n].irq_pending = false;
             if self.nodes[n].role.is_none() {
                 return self.start_acquire(p);
             }
@@ -589,20 +620,20 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
 
     fn on_interrupt(&mut self, p: usize) {
         let n = self.procs[p].node;
-        self.nodes[n].irq_pending = false;
-        let Some(seg) = self.procs[p].compute else {
-            return self.check_interrupt(n); // target stopped computing meanwhile
-        };
-        if !self.procs[p].busy {
+        let Some(seg) = self.procs[p].compute.filter(|_| self.procs[p].busy) else {
+            // The target stopped computing meanwhile: try another.
+            self.nodes[n].irq_pending = false;
             return self.check_interrupt(n);
-        }
+        };
+        // The line stays raised (no second interrupt) until this processor
+        // has tried to take the role.
         // Preempt: the work not yet done resumes after the interrupt.
         self.account(p);
         let elapsed = self.now - seg.start;
         let done = elapsed.saturating_sub(seg.stall).min(seg.work);
         let pr = &mut self.procs[p];
         pr.compute = None;
-        pr.saved_work = Some(seg.work - done);
+        pr.saved_work = Some(SavedWork { work: seg.work - done, sampled: seg.sampled });
         pr.in_interrupt = true;
         pr.interrupt_claim_tried = false;
         pr.busy = false;
@@ -711,16 +742,14 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// NI ports serialize messages (contention at the interfaces); the
     /// network itself adds a constant latency.
     fn inject(&mut self, n: usize, t: u64, words: u64, msg: Message) {
-        let per_word = self.cfg.machine.ni.port_cycles_per_word;
+        let busy = words * self.cfg.machine.ni.port_cycles_per_word;
+        let now = self.now;
         let src = &mut self.nodes[n];
-        let out_start = src.out_port_free.max(t);
-        src.out_port_free = out_start + words * per_word;
+        let out_start = src.out_port.reserve(now, t, busy);
         src.stats.messages_sent += 1;
-        let at_dst = src.out_port_free + self.cfg.machine.network.latency_cycles;
+        let at_dst = out_start + busy + self.cfg.machine.network.latency_cycles;
         let dst = &mut self.nodes[msg.dst_node.index()];
-        let in_start = dst.in_port_free.max(at_dst);
-        dst.in_port_free = in_start + words * per_word;
-        let arrive = dst.in_port_free;
+        let arrive = dst.in_port.reserve(now, at_dst, busy) + busy;
         let slot = match self.free_messages.pop() {
             Some(s) => {
                 self.messages[s as usize] = Some(msg);
@@ -870,14 +899,14 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
 
     /// Polls the thread's task and starts the operation it asks for.
     fn run_thread(&mut self, t: usize) {
-        let p = self.threads[t].proc;
+        if let Some(next) = self.threads[t].deferred.take() {
+            return self.continue_thread(t, next);
+        }
         let mut cx = Context::from_waker(Waker::noop());
         let task = self.threads[t].task.as_mut().expect("unfinished thread has a task");
         match task.as_mut().poll(&mut cx) {
             Poll::Ready(result) => {
                 self.threads[t].task = None;
-                self.threads[t].state = ThreadState::Finished;
-                self.finished += 1;
                 match result {
                     Ok(v) => self.results[t] = Some(v),
                     Err(e) => {
@@ -885,17 +914,12 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                         return self.fail(SimError::App { node: th.shared.node.0, thread: th.local, error: e });
                     }
                 }
-                let charged = self.threads[t].shared.charged.replace(0);
-                if charged > 0 {
-                    self.start_busy(p, Cat::Compute, charged, 0, After::Nothing);
-                } else {
-                    self.decide(p);
-                }
+                self.after_charged_work(t, Deferred::Finish);
             }
             Poll::Pending => {
                 let op = self.threads[t].shared.op.borrow_mut().take();
                 match op {
-                    Some(op) => self.start_op(t, op),
+                    Some(op) => self.after_charged_work(t, Deferred::Op(op)),
                     None => self.fail(SimError::App {
                         node: self.threads[t].shared.node.0,
                         thread: self.threads[t].local,
@@ -908,13 +932,35 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
     }
 
+    /// Cycles the thread declared with `Proc::charge` are computed first
+    /// (as ordinary, interruptible work); then `next` happens.
+    fn after_charged_work(&mut self, t: usize, next: Deferred) {
+        let charged = self.threads[t].shared.charged.replace(0);
+        if charged == 0 {
+            return self.continue_thread(t, next);
+        }
+        self.threads[t].deferred = Some(next);
+        self.threads[t].state = ThreadState::Busy;
+        self.start_compute(self.threads[t].proc, charged, None);
+    }
+
+    fn continue_thread(&mut self, t: usize, next: Deferred) {
+        match next {
+            Deferred::Op(op) => self.start_op(t, op),
+            Deferred::Finish => {
+                self.threads[t].state = ThreadState::Finished;
+                self.finished += 1;
+                self.decide(self.threads[t].proc);
+            }
+        }
+    }
+
     fn start_op(&mut self, t: usize, op: Op) {
         let p = self.threads[t].proc;
         let n = self.procs[p].node;
-        let charged = self.threads[t].shared.charged.replace(0);
         self.threads[t].state = ThreadState::Busy;
         match op {
-            Op::Work(cycles) => self.start_compute(p, cycles + charged),
+            Op::Work(cycles) => self.start_compute(p, cycles, None),
             Op::Request { dst, handler, args, payload } => {
                 if dst.0 >= self.cfg.topology.nodes {
                     let e = AmError::NoSuchNode { node: dst.0, nodes: self.cfg.topology.nodes };
@@ -936,8 +982,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     payload,
                     token: self.next_token,
                 };
-                let start = self.now + charged;
-                let end = self.send_message(p, start, msg);
+                let end = self.send_message(p, self.now, msg);
                 let th = &mut self.threads[t];
                 th.state = ThreadState::Waiting;
                 th.issued_at = self.now;
@@ -949,9 +994,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 match self.nodes[n].mem.map().lines(region, offset, len, threads) {
                     Ok((first, count)) => {
                         let local = self.procs[p].local;
-                        let t0 = self.now + charged;
-                        let (lat, missed) = self.nodes[n].mem.access_lines(self.now, t0, local, first, count, kind);
-                        self.start_busy(p, Cat::Compute, charged + lat, missed, After::ThreadOpDone);
+                        let (lat, missed) =
+                            self.nodes[n].mem.access_lines(self.now, self.now, local, first, count, kind);
+                        self.start_busy(p, Cat::Compute, lat, missed, After::ThreadOpDone);
                     }
                     Err(reason) => {
                         let e = AmError::Aborted(format!("thread access rejected: {reason}"));
@@ -966,13 +1011,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     && self.nodes[n].role.is_none();
                 if can_handle {
                     self.threads[t].state = ThreadState::PollDrain;
-                    if charged > 0 {
-                        self.start_busy(p, Cat::Compute, charged, 0, After::Nothing);
-                    } else {
-                        self.start_acquire(p);
-                    }
+                    self.start_acquire(p);
                 } else {
-                    self.start_busy(p, Cat::Compute, charged + hit, 0, After::ThreadOpDone);
+                    self.start_busy(p, Cat::Compute, hit, 0, After::ThreadOpDone);
                 }
             }
         }
@@ -984,13 +1025,15 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.run_thread(t);
     }
 
-    fn start_compute(&mut self, p: usize, work: u64) {
+    fn start_compute(&mut self, p: usize, work: u64, resumed: Option<u32>) {
         let n = self.procs[p].node;
-        let interval = self.cfg.machine.compute.access_interval_cycles;
+        let c = &self.cfg.machine.compute;
+        let (interval, writes) = (c.access_interval_cycles, c.write_percent as f64 / 100.0);
         let local = self.procs[p].local;
         let pr = &mut self.procs[p];
-        let stall = self.nodes[n].mem.compute_misses(self.now, self.now, local, work, interval, &mut pr.rng);
-        self.procs[p].compute = Some(ComputeSegment { start: self.now, work, stall });
+        let (stall, sampled) =
+            self.nodes[n].mem.compute_misses(self.now, self.now, local, work, interval, writes, resumed, &mut pr.rng);
+        self.procs[p].compute = Some(ComputeSegment { start: self.now, work, stall, sampled });
         self.start_busy(p, Cat::Compute, stall + work, stall, After::Nothing);
         // A computing processor is a possible interrupt target.
         self.check_interrupt(n);

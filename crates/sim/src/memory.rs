@@ -24,11 +24,16 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Binomial, Distribution};
 
-/// A cache set holds a 15-bit tag (line / sets) and a dirty bit; two bytes
-/// per set keep a simulated 1 MB cache's tags in 64 KB of host memory.
+/// A cache set holds a 14-bit tag (line / sets) and two state bits; two
+/// bytes per set keep a simulated 1 MB cache's tags in 64 KB of host memory.
+/// The bits give the MOESI states that matter for timing: Modified (DIRTY),
+/// Owned (DIRTY | SHARED), Exclusive (neither), Shared (SHARED). A DIRTY
+/// line is written back when evicted; a SHARED line needs a bus upgrade
+/// before it can be written.
 const INVALID: u16 = u16::MAX;
 const DIRTY: u16 = 1 << 15;
-const TAG_MASK: u16 = !DIRTY;
+const SHARED: u16 = 1 << 14;
+const TAG_MASK: u16 = !(DIRTY | SHARED);
 /// Position marker for sets not in a foreign list.
 const NOT_LISTED: u32 = u32::MAX;
 /// Most compute threads a node may have (segments are laid out for this many).
@@ -206,19 +211,22 @@ pub enum Outcome {
 /// any one removed in O(1).
 #[derive(Clone, Debug)]
 struct ForeignSets {
-    list: Vec<u32>,
+    /// (set, epoch at which it became foreign).
+    list: Vec<(u32, u32)>,
     pos: Vec<u32>,
+    epoch: u32,
 }
 
 impl ForeignSets {
     fn new(sets: u32) -> ForeignSets {
-        ForeignSets { list: Vec::new(), pos: vec![NOT_LISTED; sets as usize] }
+        ForeignSets { list: Vec::new(), pos: vec![NOT_LISTED; sets as usize], epoch: 0 }
     }
 
     fn insert(&mut self, set: u32) {
         if self.pos[set as usize] == NOT_LISTED {
+            self.epoch += 1;
             self.pos[set as usize] = self.list.len() as u32;
-            self.list.push(set);
+            self.list.push((set, self.epoch));
         }
     }
 
@@ -226,7 +234,7 @@ impl ForeignSets {
         let p = self.pos[set as usize];
         if p != NOT_LISTED {
             self.list.swap_remove(p as usize);
-            if let Some(&moved) = self.list.get(p as usize) {
+            if let Some(&(moved, _)) = self.list.get(p as usize) {
                 self.pos[moved as usize] = p;
             }
             self.pos[set as usize] = NOT_LISTED;
@@ -340,9 +348,11 @@ impl NodeMemory {
         let tag = self.map.tag(line);
         let held = self.caches[proc].tags[set];
         if held & TAG_MASK == tag {
-            if write && held & DIRTY == 0 {
+            if write && held & SHARED == 0 {
+                self.caches[proc].tags[set] = tag | DIRTY; // E or M: silent
+            } else if write {
                 self.invalidate_others(proc, set, line);
-                self.caches[proc].tags[set] = tag | DIRTY;
+                self.install(proc, set, tag | DIRTY);
                 let p = &self.bus_params;
                 let (occ, lat) = (p.upgrade_occupancy, p.upgrade_latency);
                 let start = self.bus.reserve(now, t, occ);
@@ -352,19 +362,22 @@ impl NodeMemory {
             }
             return (self.hit_cycles, Outcome::Hit);
         }
-        // Miss: write back a dirty victim (bus occupancy only: write buffers
-        // hide it from the processor), then fetch from a peer cache if one
-        // holds the line, else from memory.
-        if held != INVALID && held & DIRTY != 0 {
-            let occ = self.bus_params.writeback_occupancy;
-            self.bus.reserve(now, t, occ);
-        }
+        // Miss: fetch from a peer cache if one holds the line, else from
+        // memory; then write a dirty victim back (bus occupancy only: the
+        // write buffer hides it from the processor).
         let supplier = (0..self.caches.len()).find(|&q| q != proc && self.caches[q].tags[set] & TAG_MASK == tag);
-        if write {
+        let state = if write {
             self.invalidate_others(proc, set, line);
+            DIRTY
         } else if let Some(q) = supplier {
-            self.caches[q].tags[set] &= TAG_MASK; // supplier keeps a clean shared copy
-        }
+            // The supplier keeps its copy: Modified becomes Owned.
+            let c = &mut self.caches[q];
+            c.tags[set] |= SHARED;
+            Self::track_foreign(c, set, self.sets);
+            SHARED
+        } else {
+            0
+        };
         let p = &self.bus_params;
         let (outcome, occ, lat) = match supplier {
             Some(_) => (Outcome::CacheToCache, p.cache_to_cache_occupancy, p.cache_to_cache_latency),
@@ -372,7 +385,11 @@ impl NodeMemory {
         };
         let start = self.bus.reserve(now, t, occ);
         let latency = start - t + lat;
-        self.install(proc, set, tag | if write { DIRTY } else { 0 });
+        if held != INVALID && held & DIRTY != 0 {
+            let occ = self.bus_params.writeback_occupancy;
+            self.bus.reserve(now, start + occ, occ);
+        }
+        self.install(proc, set, tag | state);
         self.record(proc, class, outcome, latency);
         (latency, outcome)
     }
@@ -392,7 +409,8 @@ impl NodeMemory {
         let mut missed = 0;
         for line in first..first + count {
             let held = self.caches[proc].tags[self.set_in_bank(line, class) as usize];
-            if held & TAG_MASK == self.map.tag(line) && (!write || held & DIRTY != 0) {
+            // A read hits any valid copy; a write hits only a Modified one.
+            if held & TAG_MASK == self.map.tag(line) && (!write || held & (DIRTY | SHARED) == DIRTY) {
                 spent += self.hit_cycles;
                 continue;
             }
@@ -428,8 +446,10 @@ impl NodeMemory {
         if set >= sets as usize {
             return;
         }
-        // A thread's segment line in set s has tag == the thread's number.
-        if c.tags[set] & TAG_MASK == own as u16 {
+        // A thread's segment line in set s has tag == the thread's number;
+        // the set is the thread's own only if it may write it without a
+        // bus transaction (Modified or Exclusive).
+        if c.tags[set] & (TAG_MASK | SHARED) == own as u16 {
             c.foreign.remove(set as u32);
         } else {
             c.foreign.insert(set as u32);
@@ -449,6 +469,11 @@ impl NodeMemory {
                 m.protocol_refetch += 1;
                 m.protocol_refetch_cycles += latency;
             }
+            // Upgrading an own line another processor read: data placement.
+            (LineClass::Segment(t), Outcome::Upgrade) if Some(t) == own => {
+                m.placement += 1;
+                m.placement_cycles += latency;
+            }
             (LineClass::Segment(t), _) if Some(t) == own => {
                 m.interference += 1;
                 m.interference_cycles += latency;
@@ -461,8 +486,16 @@ impl NodeMemory {
     }
 
     /// Cache misses of `work` cycles of synthetic computation by `proc`:
-    /// the accesses that land on sets now holding protocol or foreign data.
-    /// Returns the stall cycles, issuing the refills from cycle `t`.
+    /// the accesses that land on sets not holding its own line exclusively
+    /// (protocol or another thread's data took the set, or another cache
+    /// holds a copy of the line). A touched set costs a miss if the own line
+    /// is gone, and an upgrade if it is shared and this access writes.
+    /// Work resumed after an interrupt passes the epoch its first part was
+    /// sampled at (`newer_than`): only sets that became foreign since are
+    /// sampled again, so no access is counted twice. Returns the stall
+    /// cycles (transactions issued from cycle `t`) and the epoch to pass if
+    /// this work is interrupted in turn.
+    #[allow(clippy::too_many_arguments)]
     pub fn compute_misses(
         &mut self,
         now: u64,
@@ -470,39 +503,78 @@ impl NodeMemory {
         proc: usize,
         work: u64,
         interval: u64,
+        write_fraction: f64,
+        newer_than: Option<u32>,
         rng: &mut ChaCha8Rng,
-    ) -> u64 {
-        if !self.effects.cache_interference {
-            return 0;
-        }
-        let Some(own) = self.caches[proc].own_thread else {
-            return 0;
+    ) -> (u64, u32) {
+        let Some(own) = self.caches[proc].own_thread.filter(|_| self.effects.cache_interference) else {
+            return (0, 0);
         };
-        let foreign = self.caches[proc].foreign.list.len() as u64;
-        if foreign == 0 || work == 0 {
-            return 0;
+        let epoch = self.caches[proc].foreign.epoch;
+        if work == 0 {
+            return (0, epoch);
         }
-        let accesses = work as f64 / interval as f64;
-        let p_touch = 1.0 - (-accesses / self.sets as f64).exp();
-        let touched = binomial(foreign, p_touch.clamp(0.0, 1.0), rng);
-        let mut stall = 0;
-        for _ in 0..touched {
-            let list = &self.caches[proc].foreign.list;
-            if list.is_empty() {
-                break;
+        let p_touch = 1.0 - (-(work as f64 / interval as f64) / self.sets as f64).exp();
+        let picks: Vec<u32> = match newer_than {
+            None => {
+                let list = &self.caches[proc].foreign.list;
+                let touched = binomial(list.len() as u64, p_touch, rng) as usize;
+                distinct_indices(list.len(), touched, rng).into_iter().map(|i| list[i].0).collect()
             }
-            let set = list[rng.gen_range(0..list.len())];
+            Some(mark) => {
+                let mut fresh: Vec<u32> =
+                    self.caches[proc].foreign.list.iter().filter(|(_, e)| *e > mark).map(|(s, _)| *s).collect();
+                let touched = binomial(fresh.len() as u64, p_touch, rng) as usize;
+                for i in 0..touched {
+                    let j = rng.gen_range(i..fresh.len());
+                    fresh.swap(i, j);
+                }
+                fresh.truncate(touched);
+                fresh
+            }
+        };
+        let mut stall = 0;
+        for set in picks {
             let line = self.map.segment_line(own, set);
-            let (lat, _) = self.access(now, t + stall, proc, line, Access::Read);
-            stall += lat;
+            let write = rng.gen_bool(write_fraction);
+            let held = self.caches[proc].tags[set as usize];
+            if held & TAG_MASK == own as u16 && (!write || held & SHARED == 0) {
+                continue; // already repaired by an earlier pick, or a read of a shared copy
+            }
+            let kind = if write { Access::Write } else { Access::Read };
+            stall += self.access(now, t + stall, proc, line, kind).0;
         }
-        stall
+        (stall, self.caches[proc].foreign.epoch)
     }
 
     /// Sets of `proc`'s cache not holding its own segment.
     #[cfg(test)]
     pub fn foreign_sets(&self, proc: usize) -> usize {
         self.caches[proc].foreign.list.len()
+    }
+}
+
+/// `k` distinct indices below `len`, uniformly: rejection while few are
+/// wanted (the usual case), a partial shuffle otherwise.
+fn distinct_indices(len: usize, k: usize, rng: &mut ChaCha8Rng) -> Vec<usize> {
+    let k = k.min(len);
+    if k * 4 <= len {
+        let mut out: Vec<usize> = Vec::with_capacity(k);
+        while out.len() < k {
+            let i = rng.gen_range(0..len);
+            if !out.contains(&i) {
+                out.push(i);
+            }
+        }
+        out
+    } else {
+        let mut all: Vec<usize> = (0..len).collect();
+        for i in 0..k {
+            let j = rng.gen_range(i..len);
+            all.swap(i, j);
+        }
+        all.truncate(k);
+        all
     }
 }
 
@@ -586,6 +658,35 @@ mod tests {
     }
 
     #[test]
+    fn owned_line_read_by_a_peer_needs_an_upgrade_before_the_owner_writes_again() {
+        let m = machine();
+        let mut n = node(&m, &[Some(0), None]);
+        let line = n.map().segment_line(0, 77);
+        // The protocol processor reads the owner's Modified line: supplied
+        // cache-to-cache, the owner keeps it Owned.
+        assert_eq!(n.access(0, 0, 1, line, Access::Read).1, Outcome::CacheToCache);
+        assert_eq!(n.foreign_sets(0), 1, "a shared own line is no longer free to write");
+        assert_eq!(n.access(0, 100, 0, line, Access::Read).1, Outcome::Hit);
+        assert_eq!(n.access(0, 200, 0, line, Access::Write).1, Outcome::Upgrade);
+        assert_eq!(n.foreign_sets(0), 0);
+        assert_eq!(n.misses[0].placement, 1, "the owner's upgrade is a data-placement cost");
+        // The reader's copy was invalidated by the upgrade.
+        assert_eq!(n.access(0, 300, 1, line, Access::Read).1, Outcome::CacheToCache);
+    }
+
+    #[test]
+    fn exclusive_line_is_written_silently() {
+        let m = machine();
+        let mut n = node(&m, &[Some(0)]);
+        let lock = n.map().lock_line();
+        assert_eq!(n.access(0, 0, 0, lock, Access::Read).1, Outcome::Memory);
+        assert_eq!(n.access(0, 100, 0, lock, Access::Write).1, Outcome::Hit);
+        let tx = n.bus.transactions;
+        assert_eq!(n.access_lines(0, 200, 0, lock, 1, Access::Write), (m.cache.hit_cycles, 0));
+        assert_eq!(n.bus.transactions, tx);
+    }
+
+    #[test]
     fn dedicated_protocol_processor_starts_warm() {
         let m = machine();
         let mut n = node(&m, &[Some(0), None]);
@@ -619,7 +720,7 @@ mod tests {
         assert_eq!(n.foreign_sets(0), 128);
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         // A long burst touches every set: all foreign sets are refilled.
-        let stall = n.compute_misses(0, 0, 0, 50_000_000, 8, &mut rng);
+        let (stall, _) = n.compute_misses(0, 0, 0, 50_000_000, 8, 0.3, None, &mut rng);
         assert_eq!(n.foreign_sets(0), 0);
         assert!(stall >= 128 * m.bus.memory_latency);
     }

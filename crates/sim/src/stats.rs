@@ -25,6 +25,9 @@ pub struct Cycles {
     pub role: u64,
     /// Acting as PP with nothing to handle (polling).
     pub poll_idle: u64,
+    /// Acting as PP with nothing to handle while its own work could run:
+    /// the price of keeping the role until a peer can take it.
+    pub hold: u64,
     /// Nothing to do at all.
     pub idle: u64,
 }
@@ -39,6 +42,7 @@ impl Cycles {
             + self.interrupt
             + self.role
             + self.poll_idle
+            + self.hold
             + self.idle
     }
 
@@ -51,6 +55,7 @@ impl Cycles {
         self.interrupt += o.interrupt;
         self.role += o.role;
         self.poll_idle += o.poll_idle;
+        self.hold += o.hold;
         self.idle += o.idle;
     }
 }

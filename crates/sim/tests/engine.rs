@@ -119,6 +119,44 @@ fn relinquish_rules_trade_interrupts_for_hand_offs() {
     assert!(acquires(&handoff) > 0);
 }
 
+#[test]
+fn charged_cycles_are_computed_before_the_next_step_and_at_the_end() {
+    let (table, request) = echo_table();
+    let out = simulate(&config(Policy::Fixed { protocol_procs: 1 }, 2, 4), &table, |p| async move {
+        let peer = NodeId((p.node().0 + 1) % p.nodes());
+        p.charge(700);
+        p.request(peer, request, Args::new(&[1])?, Payload::none()).await?;
+        p.charge(300);
+        Ok(())
+    })
+    .unwrap();
+    let s = &out.stats;
+    assert_eq!(s.cycles.compute, 2 * 1000, "both charges of both threads count as computation");
+    assert!(s.sim_cycles >= 1000 + s.request_latency.max_cycles, "the run lasts until the final charge is done");
+    assert!(cycles_consistent(s));
+}
+
+#[test]
+fn a_poll_site_lets_a_computing_single_processor_handle_waiting_messages() {
+    let (table, request) = echo_table();
+    let mut cfg = config(Policy::Single, 1, 2);
+    cfg.machine.interrupt.overhead_cycles = 50_000; // interrupts would be ruinous
+    let out = simulate(&cfg, &table, |p| async move {
+        let peer = NodeId((p.node().0 + 1) % p.nodes());
+        for i in 0..20 {
+            for _ in 0..20 {
+                p.work(100).await;
+                p.poll().await;
+            }
+            p.request(peer, request, Args::new(&[i])?, Payload::none()).await?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(out.stats.replies, 40);
+    assert!(out.stats.interrupts <= 2, "messages were found by polls, not interrupts: {}", out.stats.interrupts);
+}
+
 fn stats_json(seed: u64) -> String {
     let (table, request) = echo_table();
     let out = simulate(&config(Policy::Floating, 3, seed), &table, |p| pinger(p, request, 30, 400)).unwrap();
