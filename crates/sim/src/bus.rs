@@ -24,6 +24,7 @@ impl Bus {
     /// Reserves `occupancy` cycles of bus at or after `t`; returns the cycle
     /// the transaction gets the bus. `now` is the simulation clock: nothing
     /// can be requested before it, so older intervals are forgotten.
+    #[inline]
     pub fn reserve(&mut self, now: u64, t: u64, occupancy: u64) -> u64 {
         self.transactions += 1;
         self.busy_cycles += occupancy;
@@ -31,24 +32,29 @@ impl Bus {
             return t;
         }
         // Common case: nothing is reserved at or after `t`.
+        let live = self.busy.len() - self.head;
         match self.busy.last_mut() {
+            Some(last) if last.1 == t => {
+                last.1 = t + occupancy;
+                t
+            }
+            Some(last) if last.1 < t && live <= 64 => {
+                self.busy.push((t, t + occupancy));
+                t
+            }
             None => {
                 self.busy.push((t, t + occupancy));
-                return t;
+                t
             }
-            Some(last) if last.1 <= t => {
-                if last.1 == t {
-                    last.1 = t + occupancy;
-                } else {
-                    if self.busy.len() - self.head > 64 {
-                        self.forget_before(now);
-                    }
-                    self.busy.push((t, t + occupancy));
-                }
-                return t;
-            }
-            Some(_) => {}
+            _ => self.reserve_slow(now, t, occupancy),
         }
+    }
+
+    /// Finds the earliest gap when reservations lie at or after `t` (or the
+    /// calendar needs pruning).
+    #[cold]
+    #[inline(never)]
+    fn reserve_slow(&mut self, now: u64, t: u64, occupancy: u64) -> u64 {
         self.forget_before(now);
         let mut start = t;
         let mut at = self.head + self.busy[self.head..].partition_point(|iv| iv.1 <= start);
