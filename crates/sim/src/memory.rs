@@ -441,6 +441,7 @@ impl NodeMemory {
     }
 
     /// Keeps the foreign-set list of a compute cache in step with its tags.
+    #[inline]
     fn track_foreign(c: &mut Cache, set: usize, sets: u32) {
         let Some(own) = c.own_thread else { return };
         if set >= sets as usize {
@@ -579,11 +580,11 @@ fn distinct_indices(len: usize, k: usize, rng: &mut ChaCha8Rng) -> Vec<usize> {
 }
 
 /// Draws from Binomial(n, p). Compute bursts touch few foreign sets, so the
-/// mean is usually far below one: inversion from k = 0 then needs one or two
-/// steps, much cheaper than a general sampler's setup.
+/// mean is usually small: inversion from k = 0 then needs about `mean`
+/// cheap steps, much less than a general sampler's setup.
 fn binomial(n: u64, p: f64, rng: &mut ChaCha8Rng) -> u64 {
     let mean = n as f64 * p;
-    if mean > 8.0 || p > 0.5 {
+    if mean > 40.0 || p > 0.5 {
         return Binomial::new(n, p).map(|d| d.sample(rng)).unwrap_or(0);
     }
     let q = 1.0 - p;
