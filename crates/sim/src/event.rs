@@ -4,7 +4,10 @@
 //!
 //! A 4-ary min-heap keyed by one `u128` (time in the high half, sequence in
 //! the low half): keys are unique, comparisons are single integer compares,
-//! and the shallow tree keeps sift paths short at any queue length.
+//! and the shallow tree keeps sift paths short at any queue length. Events
+//! scheduled for the current cycle (wake-ups, interrupt deliveries) are the
+//! commonest and go to a FIFO instead; popping takes the smaller key of the
+//! FIFO's front and the heap's top, so the order is exactly (time, seq).
 
 /// What happens when an event fires. Kept small: the heap moves these
 /// around on every push and pop.
@@ -28,6 +31,9 @@ pub struct Event {
 #[derive(Default)]
 pub struct EventQueue {
     heap: Vec<(u128, EventKind)>,
+    /// Events for the cycle last popped, in scheduling order.
+    now_fifo: std::collections::VecDeque<(u128, EventKind)>,
+    now: u64,
     next_seq: u64,
     popped: u64,
 }
@@ -36,12 +42,16 @@ const ARITY: usize = 4;
 
 impl EventQueue {
     pub fn with_capacity(n: usize) -> EventQueue {
-        EventQueue { heap: Vec::with_capacity(n), next_seq: 0, popped: 0 }
+        EventQueue { heap: Vec::with_capacity(n), now_fifo: Default::default(), now: 0, next_seq: 0, popped: 0 }
     }
 
     pub fn push(&mut self, time: u64, kind: EventKind) {
         let key = (time as u128) << 64 | self.next_seq as u128;
         self.next_seq += 1;
+        if time == self.now {
+            self.now_fifo.push_back((key, kind));
+            return;
+        }
         let mut i = self.heap.len();
         self.heap.push((key, kind));
         // Sift up.
@@ -57,6 +67,22 @@ impl EventQueue {
     }
 
     pub fn pop(&mut self) -> Option<Event> {
+        let from_fifo = match (self.now_fifo.front(), self.heap.first()) {
+            (Some(f), Some(h)) => f.0 < h.0,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if from_fifo {
+            let (key, kind) = self.now_fifo.pop_front().expect("non-empty");
+            self.popped += 1;
+            return Some(Event { time: (key >> 64) as u64, kind });
+        }
+        let e = self.pop_heap()?;
+        self.now = e.time;
+        Some(e)
+    }
+
+    fn pop_heap(&mut self) -> Option<Event> {
         let last = self.heap.pop()?;
         self.popped += 1;
         if self.heap.is_empty() {

@@ -124,6 +124,16 @@ impl AddressMap {
         (first, lines)
     }
 
+    /// Whether `line` holds protocol code.
+    pub fn is_code(&self, line: u32) -> bool {
+        line >= self.code && line < self.code + self.code_lines
+    }
+
+    /// The line a tag in a set stands for.
+    fn line_of(&self, tag: u16, set: usize) -> u32 {
+        tag as u32 * self.sets + (set as u32 % self.sets)
+    }
+
     /// Every protocol line a dedicated protocol processor keeps warm.
     pub fn protocol_lines(&self, threads: u32) -> impl Iterator<Item = u32> {
         let code = self.code..self.code + self.code_lines;
@@ -250,6 +260,10 @@ struct Cache {
     /// The segment this processor's thread owns, if it runs one.
     own_thread: Option<u32>,
     foreign: ForeignSets,
+    /// Code lines not in this cache. Code is never written, so it leaves a
+    /// cache only by eviction; while this is zero every instruction fetch
+    /// hits and the dispatch path can skip the per-line lookups.
+    code_missing: u32,
 }
 
 /// One node's caches and bus.
@@ -281,7 +295,7 @@ impl NodeMemory {
                         tags[s as usize] = map.tag(map.segment_line(t, s)) | DIRTY;
                     }
                 }
-                Cache { tags, own_thread: *own, foreign: ForeignSets::new(sets) }
+                Cache { tags, own_thread: *own, foreign: ForeignSets::new(sets), code_missing: 0 }
             })
             .collect();
         let mut mem_misses = Vec::new();
@@ -304,6 +318,11 @@ impl NodeMemory {
                     caches[p].tags[set] = node.map.tag(line);
                 }
             }
+        }
+        let code: Vec<u32> = node.map.protocol_lines(0).filter(|&l| node.map.is_code(l)).collect();
+        for c in caches.iter_mut() {
+            c.code_missing =
+                code.iter().filter(|&&l| c.tags[node.set_of(l) as usize] & TAG_MASK != node.map.tag(l)).count() as u32;
         }
         node.caches = caches;
         node
@@ -401,7 +420,9 @@ impl NodeMemory {
     /// without the full access path.
     pub fn access_lines(&mut self, now: u64, t: u64, proc: usize, first: u32, count: u32, kind: Access) -> (u64, u64) {
         let class = self.map.class(first);
-        if self.exempt(proc, class) {
+        if self.exempt(proc, class)
+            || (self.caches[proc].code_missing == 0 && self.map.is_code(first) && kind == Access::Read)
+        {
             return (self.hit_cycles * count as u64, 0);
         }
         let write = kind == Access::Write;
@@ -424,6 +445,13 @@ impl NodeMemory {
     }
 
     fn install(&mut self, proc: usize, set: usize, tagged: u16) {
+        let before = self.caches[proc].tags[set];
+        if before != INVALID && self.map.is_code(self.map.line_of(before & TAG_MASK, set)) {
+            self.caches[proc].code_missing += 1;
+        }
+        if self.map.is_code(self.map.line_of(tagged & TAG_MASK, set)) {
+            self.caches[proc].code_missing -= 1;
+        }
         let c = &mut self.caches[proc];
         c.tags[set] = tagged;
         Self::track_foreign(c, set, self.sets);
@@ -435,6 +463,9 @@ impl NodeMemory {
             if q != proc && self.caches[q].tags[set] & TAG_MASK == tag {
                 let c = &mut self.caches[q];
                 c.tags[set] = INVALID;
+                if self.map.is_code(line) {
+                    c.code_missing += 1;
+                }
                 Self::track_foreign(c, set, self.sets);
             }
         }
@@ -685,6 +716,26 @@ mod tests {
         let tx = n.bus.transactions;
         assert_eq!(n.access_lines(0, 200, 0, lock, 1, Access::Write), (m.cache.hit_cycles, 0));
         assert_eq!(n.bus.transactions, tx);
+    }
+
+    #[test]
+    fn code_residency_count_follows_evictions() {
+        let m = machine();
+        let mut map = AddressMap::new(&m);
+        let (code, lines) = map.alloc_code(256);
+        let mut n = NodeMemory::new(&m, map, &[Some(0), None], 1);
+        assert_eq!(n.caches[0].code_missing, lines, "a compute cache starts without code");
+        assert_eq!(n.caches[1].code_missing, 0, "a dedicated PP starts with it");
+        n.access_lines(0, 0, 0, code, lines, Access::Read);
+        assert_eq!(n.caches[0].code_missing, 0);
+        // The computation takes one code line's set back.
+        let set = n.map().set(code + 3);
+        let own = n.map().segment_line(0, set);
+        n.access(0, 1000, 0, own, Access::Write);
+        assert_eq!(n.caches[0].code_missing, 1);
+        let (spent, missed) = n.access_lines(0, 2000, 0, code, lines, Access::Read);
+        assert!(missed > 0 && spent > missed);
+        assert_eq!(n.caches[0].code_missing, 0);
     }
 
     #[test]
