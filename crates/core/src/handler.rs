@@ -7,7 +7,7 @@
 //! an error naming the handler instead of being allowed to wedge a node.
 
 use crate::ids::{HandlerId, NodeId};
-use crate::message::{Message, MsgKind, Reply};
+use crate::message::{Args, Message, MsgKind, Payload, Reply};
 use crate::proc_api::{Access, Region};
 use std::sync::Arc;
 use thiserror::Error;
@@ -42,6 +42,12 @@ pub trait HandlerCtx {
     /// Answers the request being handled. Allowed once, from request
     /// handlers only.
     fn reply(&mut self, reply: Reply) -> Result<(), AmError>;
+    /// Answers with a payload copied from `data`. A runtime may write it
+    /// straight into its send queue, without allocating, which is what
+    /// handlers that can run in interrupt context need.
+    fn reply_bytes(&mut self, handler: HandlerId, args: Args, data: &[u8]) -> Result<(), AmError> {
+        self.reply(Reply { handler, args, payload: Payload::bytes(data) })
+    }
     /// Touches node memory (the simulator models the caches and bus; the
     /// native runtime ignores it, since real handlers touch real memory).
     fn access(&mut self, region: Region, offset: u64, len: u32, kind: Access);

@@ -62,42 +62,58 @@ impl Args {
     }
 }
 
-/// Bulk data carried by a message. `None` is the common, allocation-free
-/// case.
+/// Bulk data carried by a message. An empty payload allocates nothing, and
+/// a payload can be refilled in place ([`Payload::set`]) so a runtime can
+/// reuse one buffer per thread instead of allocating per message.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub struct Payload(Option<Box<[u8]>>);
+pub struct Payload(Vec<u8>);
 
 impl Payload {
     pub fn none() -> Payload {
-        Payload(None)
+        Payload(Vec::new())
     }
 
     pub fn bytes(data: &[u8]) -> Payload {
-        if data.is_empty() {
-            Payload(None)
-        } else {
-            Payload(Some(data.into()))
-        }
+        Payload(data.to_vec())
     }
 
     pub fn zeroed(len: usize) -> Payload {
-        if len == 0 {
-            Payload(None)
-        } else {
-            Payload(Some(vec![0u8; len].into_boxed_slice()))
-        }
+        Payload(vec![0u8; len])
+    }
+
+    /// An empty payload that can take `capacity` bytes without allocating.
+    pub fn with_capacity(capacity: usize) -> Payload {
+        Payload(Vec::with_capacity(capacity))
+    }
+
+    /// Replaces the contents; allocates only if `data` exceeds the capacity.
+    pub fn set(&mut self, data: &[u8]) {
+        self.0.clear();
+        self.0.extend_from_slice(data);
+    }
+
+    /// Makes room for `len` bytes (zero-filled) and returns them to be
+    /// written in place.
+    pub fn fill(&mut self, len: usize) -> &mut [u8] {
+        self.0.clear();
+        self.0.resize(len, 0);
+        &mut self.0
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.0.capacity()
     }
 
     pub fn len(&self) -> usize {
-        self.0.as_ref().map_or(0, |b| b.len())
+        self.0.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.0.is_empty()
     }
 
     pub fn as_slice(&self) -> &[u8] {
-        self.0.as_deref().unwrap_or(&[])
+        &self.0
     }
 }
 
@@ -155,6 +171,19 @@ mod tests {
     #[test]
     fn empty_payload_allocates_nothing() {
         assert_eq!(Payload::bytes(&[]), Payload::none());
+        assert_eq!(Payload::none().capacity(), 0);
         assert_eq!(Payload::zeroed(128).len(), 128);
+    }
+
+    #[test]
+    fn payload_is_refilled_in_place() {
+        let mut p = Payload::with_capacity(256);
+        let before = p.as_slice().as_ptr();
+        p.set(&[1, 2, 3]);
+        p.set(&[9; 200]);
+        assert_eq!(p.len(), 200);
+        assert_eq!(p.capacity(), 256);
+        assert_eq!(p.fill(8), &[0u8; 8]);
+        let _ = before;
     }
 }
