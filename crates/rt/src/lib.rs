@@ -1,0 +1,3 @@
+//! finegrain-rt: the native runtime.
+
+pub mod ring;
