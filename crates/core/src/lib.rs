@@ -11,7 +11,7 @@ pub mod ids;
 pub mod message;
 pub mod proc_api;
 
-pub use config::{ConfigError, Effects, MachineConfig, Policy, Relinquish, Topology};
+pub use config::{mix_seed, ConfigError, Effects, MachineConfig, Policy, Relinquish, Topology};
 pub use handler::{AmError, HandlerCtx, HandlerFn, HandlerInfo, HandlerTable, ReplyGuard};
 pub use ids::{HandlerId, NodeId, ThreadId};
 pub use message::{Args, Message, MsgKind, Payload, Reply, SyncKey, MAX_ARGS};

@@ -173,7 +173,28 @@ impl Record<'_> {
     }
 }
 
+/// A read-only view of a ring's consumer side, for threads that do not own
+/// the consumer but want to know whether a record waits (it follows the
+/// consumer's published position).
+#[derive(Clone)]
+pub struct Peeker {
+    shared: Arc<Shared>,
+    log2: u32,
+}
+
+impl Peeker {
+    pub fn ready(&self) -> bool {
+        let head = self.shared.head.load(Ordering::Acquire);
+        let h = self.shared.slots[(head & self.shared.mask) as usize].header.load(Ordering::Acquire);
+        h & SENSE == full_sense(head, self.log2)
+    }
+}
+
 impl Consumer {
+    pub fn peeker(&self) -> Peeker {
+        Peeker { shared: self.shared.clone(), log2: self.log2 }
+    }
+
     /// Whether a record is waiting (one load of the next slot's header).
     pub fn ready(&self) -> bool {
         let h = self.shared.slots[(self.head & self.shared.mask) as usize].header.load(Ordering::Acquire);
@@ -232,6 +253,9 @@ mod tests {
         }
         assert!(c.try_pop(|_| ()).is_none());
         assert!(!c.ready());
+        assert!(!c.peeker().ready());
+        p.try_push(9, &[1]).unwrap();
+        assert!(c.peeker().ready());
     }
 
     fn n_of(q: &std::collections::VecDeque<(u64, Vec<u64>)>) -> usize {

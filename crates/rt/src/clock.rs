@@ -1,0 +1,82 @@
+//! A cheap monotonic clock for per-thread time accounting: the time-stamp
+//! counter on x86_64 (a few nanoseconds to read, against ~20 for
+//! `Instant::now`), converted to nanoseconds with a rate measured once.
+
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+#[cfg(target_arch = "x86_64")]
+fn ticks() -> u64 {
+    // SAFETY: RDTSC exists on every x86_64 processor and has no memory
+    // effects; reading it cannot fault.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn ticks() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// Ticks per nanosecond, measured over 20 ms the first time it is needed.
+fn rate() -> f64 {
+    static RATE: OnceLock<f64> = OnceLock::new();
+    *RATE.get_or_init(|| {
+        let (t0, i0) = (ticks(), Instant::now());
+        std::thread::sleep(Duration::from_millis(20));
+        let (t1, i1) = (ticks(), Instant::now());
+        (t1.wrapping_sub(t0)) as f64 / (i1 - i0).as_nanos().max(1) as f64
+    })
+}
+
+/// A point in time, in clock ticks.
+#[derive(Clone, Copy, Debug)]
+pub struct Stamp(u64);
+
+impl Stamp {
+    pub fn now() -> Stamp {
+        Stamp(ticks())
+    }
+
+    /// Nanoseconds since this stamp.
+    pub fn elapsed_ns(self) -> u64 {
+        Self::now().since(self)
+    }
+
+    /// Nanoseconds from `earlier` to this stamp.
+    pub fn since(self, earlier: Stamp) -> u64 {
+        (self.0.saturating_sub(earlier.0) as f64 / rate()) as u64
+    }
+
+    /// The stamp `ns` nanoseconds after this one.
+    pub fn plus_ns(self, ns: f64) -> Stamp {
+        Stamp(self.0 + (ns * rate()) as u64)
+    }
+
+    pub fn reached(self) -> bool {
+        ticks() >= self.0
+    }
+}
+
+/// Calibrates the clock now (so the first measurement is not delayed).
+pub fn calibrate() {
+    let _ = rate();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn measures_a_sleep() {
+        calibrate();
+        let t = Stamp::now();
+        std::thread::sleep(Duration::from_millis(5));
+        let ns = t.elapsed_ns();
+        assert!((4_000_000..60_000_000).contains(&ns), "{ns}");
+        let deadline = Stamp::now().plus_ns(1e6);
+        assert!(!deadline.reached());
+        std::thread::sleep(Duration::from_millis(2));
+        assert!(deadline.reached());
+    }
+}

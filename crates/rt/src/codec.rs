@@ -1,0 +1,147 @@
+//! How an active message is laid out in ring words.
+//!
+//! Header metadata (56 bits): kind (1) | argument count (3) | handler (16) |
+//! payload length (16). Data words: the token, the source (node << 32 |
+//! thread), the arguments, then the payload packed eight bytes to a word.
+//! A request with no payload fits one 64-byte slot; 8 bytes of payload
+//! still do; 64 bytes take two slots and 256 bytes five.
+
+use crate::ring::{Producer, Record, SLOT_DATA_WORDS};
+use finegrain_core::{Args, HandlerId, Message, MsgKind, NodeId, SyncKey, ThreadId, MAX_ARGS};
+
+/// Largest payload one message carries inline in the ring.
+pub const MAX_PAYLOAD: usize = 4096;
+/// Data words of the largest message.
+pub const MAX_WORDS: usize = 2 + MAX_ARGS + MAX_PAYLOAD / 8;
+
+const KIND_BIT: u64 = 1 << 35;
+const NARGS_SHIFT: u32 = 32;
+const HANDLER_SHIFT: u32 = 16;
+
+/// The parts of a message a sender provides.
+pub struct Outgoing<'a> {
+    pub kind: MsgKind,
+    pub handler: HandlerId,
+    pub src_node: NodeId,
+    pub src_thread: ThreadId,
+    pub token: u64,
+    pub args: &'a [u64],
+    pub payload: &'a [u8],
+}
+
+/// Encodes `m` into `words` (cleared first); returns the header metadata.
+pub fn encode(m: &Outgoing, words: &mut Vec<u64>) -> u64 {
+    debug_assert!(m.args.len() <= MAX_ARGS && m.payload.len() <= MAX_PAYLOAD);
+    words.clear();
+    words.push(m.token);
+    words.push((m.src_node.0 as u64) << 32 | m.src_thread.0 as u64);
+    words.extend_from_slice(m.args);
+    for chunk in m.payload.chunks(8) {
+        let mut b = [0u8; 8];
+        b[..chunk.len()].copy_from_slice(chunk);
+        words.push(u64::from_le_bytes(b));
+    }
+    let kind = if m.kind == MsgKind::Reply { KIND_BIT } else { 0 };
+    kind | (m.args.len() as u64) << NARGS_SHIFT | (m.handler.0 as u64) << HANDLER_SHIFT | m.payload.len() as u64
+}
+
+/// Pushes an already encoded message; `Err` when the ring is full.
+pub fn push(p: &mut Producer, meta: u64, words: &[u64]) -> Result<(), crate::ring::Full> {
+    p.try_push(meta, words)
+}
+
+/// Decodes a record into `m`, reusing its payload buffer (no allocation
+/// while the payload fits the buffer's capacity).
+pub fn decode(r: &Record, dst: NodeId, m: &mut Message) {
+    let meta = r.meta();
+    let nargs = ((meta >> NARGS_SHIFT) & 0x7) as usize;
+    let len = (meta & 0xffff) as usize;
+    m.kind = if meta & KIND_BIT != 0 { MsgKind::Reply } else { MsgKind::Request };
+    m.handler = HandlerId(((meta >> HANDLER_SHIFT) & 0xffff) as u16);
+    m.token = r.word(0);
+    let src = r.word(1);
+    m.src_node = NodeId((src >> 32) as u32);
+    m.src_thread = ThreadId(src as u32);
+    m.dst_node = dst;
+    m.key = SyncKey::Sequential;
+    let mut args = [0u64; MAX_ARGS];
+    for (i, a) in args.iter_mut().enumerate().take(nargs) {
+        *a = r.word(2 + i);
+    }
+    m.args = Args::new(&args[..nargs]).expect("at most MAX_ARGS");
+    let out = m.payload.fill(len);
+    let first = 2 + nargs;
+    for (k, chunk) in out.chunks_mut(8).enumerate() {
+        let b = r.word(first + k).to_le_bytes();
+        chunk.copy_from_slice(&b[..chunk.len()]);
+    }
+}
+
+/// Words a message of `nargs` arguments and `payload` bytes occupies.
+pub fn words_for(nargs: usize, payload: usize) -> usize {
+    2 + nargs + payload.div_ceil(8)
+}
+
+/// Slots such a message occupies.
+pub fn slots_for(nargs: usize, payload: usize) -> usize {
+    words_for(nargs, payload).div_ceil(SLOT_DATA_WORDS).max(1)
+}
+
+/// A message-shaped scratch value to decode into.
+pub fn scratch_message() -> Message {
+    Message {
+        kind: MsgKind::Request,
+        src_node: NodeId(0),
+        src_thread: ThreadId(0),
+        dst_node: NodeId(0),
+        handler: HandlerId(0),
+        key: SyncKey::Sequential,
+        args: Args::default(),
+        payload: finegrain_core::Payload::with_capacity(MAX_PAYLOAD),
+        token: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ring::ring;
+
+    #[test]
+    fn round_trip_through_a_ring() {
+        let (mut p, mut c) = ring(128);
+        let mut words = Vec::new();
+        let mut m = scratch_message();
+        for len in [0usize, 1, 8, 9, 64, 255, 256, 1000] {
+            let payload: Vec<u8> = (0..len).map(|i| (i * 7 + len) as u8).collect();
+            let out = Outgoing {
+                kind: if len % 2 == 0 { MsgKind::Reply } else { MsgKind::Request },
+                handler: HandlerId(513),
+                src_node: NodeId(3),
+                src_thread: ThreadId(9),
+                token: 0xdead_beef_0000 + len as u64,
+                args: &[1, 2, 3][..len % 4],
+                payload: &payload,
+            };
+            let meta = encode(&out, &mut words);
+            assert_eq!(words.len(), words_for(out.args.len(), len));
+            push(&mut p, meta, &words).unwrap();
+            c.try_pop(|r| decode(r, NodeId(1), &mut m)).unwrap();
+            assert_eq!(m.kind, out.kind);
+            assert_eq!(m.handler, HandlerId(513));
+            assert_eq!((m.src_node, m.src_thread, m.dst_node), (NodeId(3), ThreadId(9), NodeId(1)));
+            assert_eq!(m.token, out.token);
+            assert_eq!(m.args.as_slice(), out.args);
+            assert_eq!(m.payload.as_slice(), &payload[..]);
+        }
+        assert_eq!(m.payload.capacity(), MAX_PAYLOAD, "decoding reused the buffer");
+    }
+
+    #[test]
+    fn slot_counts_for_the_benchmark_sizes() {
+        assert_eq!(slots_for(0, 0), 1);
+        assert_eq!(slots_for(0, 8), 1);
+        assert_eq!(slots_for(0, 64), 2);
+        assert_eq!(slots_for(0, 256), 5);
+    }
+}

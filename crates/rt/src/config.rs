@@ -1,0 +1,105 @@
+//! Configuration of a native run.
+
+use finegrain_core::{ConfigError, Policy, Relinquish, Topology};
+
+/// How a native cluster is laid out and behaves.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RtConfig {
+    pub topology: Topology,
+    pub policy: Policy,
+    /// When a Floating processor acting as PP with work of its own gives up
+    /// the role: `Eager` or `Handoff` (the adaptive rule needs the simulator's
+    /// interrupt-cost estimate and is not available natively).
+    pub relinquish: Relinquish,
+    /// Slots of each ring (power of two; must hold the largest message).
+    pub ring_slots: usize,
+    /// Pin each thread to a core (round-robin over the available cores).
+    pub pin: bool,
+    /// Wall-clock nanoseconds one `work` cycle lasts.
+    pub ns_per_cycle: f64,
+    /// Bytes of each compute thread's private segment.
+    pub segment_bytes: usize,
+    /// Fixed: a protocol-processor thread parks after this many empty
+    /// polls (None: it spins forever).
+    pub park_after_polls: Option<u32>,
+    /// Floating: deliver an interrupt (a signal) when a message arrives
+    /// while every thread of the node computes.
+    pub interrupts: bool,
+    pub seed: u64,
+}
+
+impl RtConfig {
+    /// Defaults for a topology and policy: 256-slot rings, pinning, 1 ns
+    /// cycles, 1 MiB segments, spinning protocol processors, interrupts on.
+    pub fn new(topology: Topology, policy: Policy) -> RtConfig {
+        RtConfig {
+            topology,
+            policy,
+            relinquish: Relinquish::Eager,
+            ring_slots: 256,
+            pin: true,
+            ns_per_cycle: 1.0,
+            segment_bytes: 1 << 20,
+            park_after_polls: None,
+            interrupts: true,
+            seed: 1,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.topology.validate(&self.policy)?;
+        let min_slots = crate::codec::slots_for(finegrain_core::MAX_ARGS, crate::codec::MAX_PAYLOAD) * 2;
+        if !self.ring_slots.is_power_of_two() || self.ring_slots < min_slots || self.ring_slots > 1 << 20 {
+            return Err(ConfigError::invalid(
+                "ring_slots",
+                self.ring_slots,
+                format!(
+                    "allowed a power of two from {} (two of the largest messages) to 1048576",
+                    min_slots.next_power_of_two()
+                ),
+            ));
+        }
+        if !(self.ns_per_cycle.is_finite() && self.ns_per_cycle > 0.0) {
+            return Err(ConfigError::invalid("ns_per_cycle", self.ns_per_cycle, "allowed a positive number"));
+        }
+        if self.segment_bytes < 4096 || !self.segment_bytes.is_multiple_of(8) {
+            return Err(ConfigError::invalid("segment_bytes", self.segment_bytes, "allowed a multiple of 8 from 4096"));
+        }
+        if self.relinquish == Relinquish::Adaptive {
+            return Err(ConfigError::invalid(
+                "relinquish",
+                "adaptive",
+                "the native runtime supports eager and handoff (adaptive needs the simulator's interrupt-cost model)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Threads per node: compute threads plus dedicated protocol processors.
+    pub fn threads_per_node(&self) -> u32 {
+        self.topology.procs_per_node
+    }
+
+    pub fn compute_threads_per_node(&self) -> u32 {
+        self.policy.compute_procs(self.topology.procs_per_node)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_what_it_cannot_run() {
+        let t = Topology { nodes: 2, procs_per_node: 2 };
+        let mut c = RtConfig::new(t, Policy::Floating);
+        assert!(c.validate().is_ok());
+        c.ring_slots = 100;
+        assert!(c.validate().unwrap_err().to_string().starts_with("invalid ring_slots = 100"));
+        c.ring_slots = 256;
+        c.relinquish = Relinquish::Adaptive;
+        assert!(c.validate().unwrap_err().to_string().contains("supports eager and handoff"));
+        let c = RtConfig::new(Topology { nodes: 2, procs_per_node: 1 }, Policy::Fixed { protocol_procs: 1 });
+        assert!(c.validate().unwrap_err().to_string().contains("leaves no compute processor"));
+    }
+}

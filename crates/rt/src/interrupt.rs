@@ -1,0 +1,113 @@
+//! Interrupts for the Floating policy: a real-time signal sent to one
+//! computing thread of a node when a message arrives there while every
+//! thread of the node computes.
+//!
+//! # Why this is safe
+//!
+//! The signal handler runs on the interrupted thread, so it can reach that
+//! thread's runtime state through a thread-local pointer registered for the
+//! thread's lifetime (cleared before the state is freed). It then does real
+//! work (it runs the dispatch loop and protocol handlers), which is sound
+//! only because of *where* it lets that work happen:
+//!
+//! - The handler does anything only if the thread is inside the runtime's
+//!   `work` loop (`interruptible` set, `in_runtime` clear). That loop only
+//!   loads and stores atomics of the thread's private segment and draws from
+//!   its own random generator; it holds no lock (not even malloc's), owns no
+//!   reference to the outbox, the scratch message or the node's rings, and
+//!   is not in the middle of any libc call. So the handler cannot deadlock
+//!   on a lock the interrupted code holds, cannot observe a half-updated
+//!   runtime structure, and may call functions that are not
+//!   async-signal-safe in general (allocation included), because the code
+//!   they would race with is not running.
+//! - Anywhere else (user code between operations, runtime code, a thread
+//!   that already stopped computing), the handler only sets the thread's
+//!   `irq_pending` flag (an atomic store) and returns; the thread serves the
+//!   interrupt at its next runtime exit.
+//! - The node's rings are consumed only by the holder of the node's role,
+//!   which the handler takes with the same try-lock as everyone else.
+//! - The signal is installed with `SA_RESTART`, so system calls the thread
+//!   makes elsewhere are restarted, not failed.
+//!
+//! A panic inside a handler is caught before it can unwind out of the
+//! signal frame (`catch_unwind` in the dispatch loop).
+
+use crate::runtime::ThreadCtx;
+use std::cell::Cell;
+use std::sync::OnceLock;
+
+thread_local! {
+    static CURRENT: Cell<Option<*const ThreadCtx>> = const { Cell::new(None) };
+}
+
+fn signal_number() -> libc::c_int {
+    libc::SIGRTMIN() + 4
+}
+
+extern "C" fn on_signal(_sig: libc::c_int) {
+    let saved = std::io::Error::last_os_error().raw_os_error();
+    if let Some(p) = CURRENT.with(|c| c.get()) {
+        // SAFETY: the pointer was registered by this thread and is cleared
+        // (by `Registration::drop`) before the context it points to is
+        // freed; the handler runs on the same thread, so the context is
+        // alive. See the module documentation for why the work is sound.
+        unsafe { (*p).interrupt() };
+    }
+    if let Some(errno) = saved {
+        // SAFETY: restores errno for the interrupted code.
+        unsafe { *libc::__errno_location() = errno };
+    }
+}
+
+/// Installs the signal handler (once per process).
+pub fn install() -> Result<(), String> {
+    static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+    INSTALLED
+        .get_or_init(|| {
+            // SAFETY: a zeroed sigaction is a valid starting value; we set a
+            // plain handler with an empty mask and SA_RESTART.
+            unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = on_signal as *const () as usize;
+                sa.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&mut sa.sa_mask);
+                if libc::sigaction(signal_number(), &sa, std::ptr::null_mut()) != 0 {
+                    return Err(format!("sigaction failed: {}", std::io::Error::last_os_error()));
+                }
+            }
+            Ok(())
+        })
+        .clone()
+}
+
+/// The calling thread's pthread id, as a number.
+pub fn current_thread() -> u64 {
+    // SAFETY: pthread_self has no preconditions.
+    unsafe { libc::pthread_self() as u64 }
+}
+
+/// Sends the interrupt signal to a thread (0: not registered yet, ignored).
+pub fn raise(thread: u64) {
+    if thread != 0 {
+        // SAFETY: `thread` is the pthread id of a thread of this process
+        // that is still running (threads are joined only after the run).
+        unsafe { libc::pthread_kill(thread as libc::pthread_t, signal_number()) };
+    }
+}
+
+/// Makes the calling thread's context reachable from the signal handler
+/// until dropped.
+pub(crate) struct Registration;
+
+impl Registration {
+    pub(crate) fn new(ctx: &ThreadCtx) -> Registration {
+        CURRENT.with(|c| c.set(Some(ctx as *const ThreadCtx)));
+        Registration
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(None));
+    }
+}

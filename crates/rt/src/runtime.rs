@@ -1,0 +1,1086 @@
+//! The native runtime: a cluster of nodes in one process, each node a group
+//! of (optionally pinned) threads, messages moved through cache-line rings,
+//! and the three protocol-processing policies run on real threads.
+//!
+//! Every thread owns one ring to every node (its producer side); every node
+//! owns the consumer side of the rings that lead to it. Only the node's
+//! acting protocol processor (whoever holds the node's role lock) touches
+//! those consumers, which is why a node runs one handler at a time (Tempest
+//! semantics) and why the consumer state needs no further locking.
+//!
+//! Policies (the same data the simulator interprets):
+//! - Single: one thread per node computes and handles; it polls when it
+//!   sends, during `work`, at poll sites and while it waits for a reply.
+//! - Fixed(k): compute threads never handle messages; k protocol threads
+//!   poll (one acts at a time), optionally parking after a budget of empty
+//!   polls.
+//! - Floating: a thread that waits takes the role with a try-lock and
+//!   handles messages until its reply is in (then relinquishes, eagerly or
+//!   only to a waiting peer); when every thread computes, a sender raises an
+//!   interrupt (a signal) on one of them, round-robin. See `interrupt.rs`.
+
+use crate::clock::Stamp;
+use crate::codec::{self, Outgoing, MAX_PAYLOAD};
+use crate::config::RtConfig;
+use crate::interrupt;
+use crate::ring::{self, Consumer, Peeker, Producer};
+use crate::stats::{RtStats, ThreadStats, ThreadTimes};
+use crossbeam_utils::CachePadded;
+use finegrain_core::{
+    Access, AmError, Args, HandlerCtx, HandlerId, HandlerTable, Message, MsgKind, NodeId, Payload, Policy, Proc,
+    Region, Relinquish, Reply, ReplyGuard, ThreadId, MAX_ARGS,
+};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::cell::{Cell, UnsafeCell};
+use std::collections::VecDeque;
+use std::future::Future;
+use std::rc::Rc;
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use thiserror::Error;
+
+/// Why a native run failed.
+#[derive(Debug, Error)]
+pub enum RtError {
+    #[error(transparent)]
+    Config(#[from] finegrain_core::ConfigError),
+    #[error("{0}")]
+    Handler(AmError),
+    #[error("node {node} thread {thread} failed: {error}")]
+    App { node: u32, thread: u32, error: AmError },
+    #[error("node {node} thread {thread} panicked")]
+    AppPanic { node: u32, thread: u32 },
+    #[error("could not start the runtime: {0}")]
+    Setup(String),
+}
+
+/// Results per compute thread (node-major) and the run's statistics.
+#[derive(Debug)]
+pub struct RtOutput<T> {
+    pub results: Vec<T>,
+    pub stats: RtStats,
+}
+
+/// Handler failures are recorded without allocating (they may happen in
+/// interrupt context) and turned into messages after the run.
+#[derive(Default)]
+struct Failure {
+    /// 0 none, 1 panicked, 2 returned an error, 3 did not reply, 4 unknown handler.
+    kind: AtomicU8,
+    handler: AtomicU32,
+    error: Mutex<Option<AmError>>,
+}
+
+const FAIL_PANIC: u8 = 1;
+const FAIL_ERROR: u8 = 2;
+const FAIL_NO_REPLY: u8 = 3;
+const FAIL_UNKNOWN: u8 = 4;
+
+/// A compute thread's reply mailbox: the reply handler (on whichever thread
+/// acts as PP) fills it and publishes the token; the waiting thread reads
+/// it after seeing its token.
+struct Completion {
+    token: AtomicU64,
+    handler: AtomicU32,
+    nargs: AtomicU32,
+    args: [AtomicU64; MAX_ARGS],
+    src_node: AtomicU32,
+    /// Written only by the acting PP between the requester's send and the
+    /// token store, read only by the requester after the token load.
+    payload: UnsafeCell<Payload>,
+}
+
+struct Node {
+    id: u32,
+    /// Consumer side of every ring leading here, indexed by sending thread.
+    inbox: Box<[UnsafeCell<Consumer>]>,
+    peek: Box<[Peeker]>,
+    /// Round-robin start of the next poll (role holder only).
+    next_ring: Cell<usize>,
+    /// The acting protocol-processor role.
+    role: CachePadded<AtomicBool>,
+    computing: CachePadded<AtomicU32>,
+    waiting: AtomicU32,
+    /// An interrupt was raised and not yet taken.
+    irq_raised: AtomicBool,
+    irq_next: AtomicU32,
+    compute_threads: u32,
+    completions: Box<[CachePadded<Completion>]>,
+    /// pthread ids of the compute threads (for interrupts).
+    pthreads: Box<[AtomicU64]>,
+    segments: Box<[Box<[AtomicU64]>]>,
+    table: Box<[AtomicU64]>,
+    recv: Box<[Box<[AtomicU64]>]>,
+    /// Fixed: a parked protocol thread to wake.
+    parked: AtomicBool,
+    pp_thread: Mutex<Option<std::thread::Thread>>,
+    handlers: AtomicU64,
+}
+
+// SAFETY: `inbox` and `next_ring` are touched only by the thread holding
+// `role` (acquired with Acquire, released with Release), so at most one
+// thread accesses them at a time and each holder sees its predecessor's
+// writes. `Completion::payload` is written only by the acting PP before the
+// Release store of the token and read only by the owning thread after an
+// Acquire load that observed it. Everything else is atomic.
+unsafe impl Sync for Node {}
+
+/// Everything the threads of a run share.
+pub struct Cluster {
+    cfg: RtConfig,
+    handlers: HandlerTable,
+    nodes: Box<[Node]>,
+    ppn: u32,
+    shutdown: AtomicBool,
+    failure: Failure,
+    oversubscribed: bool,
+    requests: AtomicU64,
+    messages: AtomicU64,
+    spilled: AtomicU64,
+}
+
+impl Node {
+    fn try_take_role(&self) -> bool {
+        !self.role.load(Ordering::Relaxed)
+            && self.role.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
+    }
+
+    fn any_ready(&self) -> bool {
+        self.peek.iter().any(|p| p.ready())
+    }
+}
+
+/// What a thread sends with: its producers, messages that found a ring
+/// full (kept in order, never dropped), and a scratch encode buffer.
+struct Outbox {
+    producers: Vec<Producer>,
+    spill: Vec<VecDeque<(u64, Vec<u64>)>>,
+    words: Vec<u64>,
+}
+
+/// One thread's runtime state. Fields the interrupt handler may use live in
+/// cells: the handler runs only while the thread is in the allocation-free
+/// `work` loop, which touches none of them (see `interrupt.rs`).
+pub(crate) struct ThreadCtx {
+    cluster: Arc<Cluster>,
+    node: u32,
+    local: u32,
+    global: usize,
+    out: UnsafeCell<Outbox>,
+    scratch: UnsafeCell<Message>,
+    rng: UnsafeCell<ChaCha8Rng>,
+    next_token: Cell<u64>,
+    /// Set while the thread runs runtime code that an interrupt must not
+    /// re-enter.
+    pub(crate) in_runtime: AtomicBool,
+    /// Set while the thread is inside `work` (the only place interrupts run).
+    pub(crate) interruptible: AtomicBool,
+    pub(crate) irq_pending: AtomicBool,
+    stats: ThreadStats,
+}
+
+impl Cluster {
+    fn node(&self, n: u32) -> &Node {
+        &self.nodes[n as usize]
+    }
+
+    fn fail(&self, kind: u8, handler: HandlerId, error: Option<AmError>) {
+        if self.failure.kind.compare_exchange(0, kind, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+            self.failure.handler.store(handler.0 as u32, Ordering::Relaxed);
+            if let Some(e) = error {
+                if let Ok(mut slot) = self.failure.error.try_lock() {
+                    *slot = Some(e);
+                }
+            }
+        }
+        self.shutdown.store(true, Ordering::Release);
+    }
+
+    fn failed(&self) -> bool {
+        self.failure.kind.load(Ordering::Relaxed) != 0
+    }
+
+    fn failure_error(&self) -> Option<RtError> {
+        let kind = self.failure.kind.load(Ordering::Acquire);
+        if kind == 0 {
+            return None;
+        }
+        let id = HandlerId(self.failure.handler.load(Ordering::Relaxed) as u16);
+        let name = self.handlers.info(id).map(|i| i.name.clone()).unwrap_or_else(|_| format!("#{}", id.0));
+        let e = match kind {
+            FAIL_PANIC => AmError::HandlerFailed { handler: name, reason: "panicked".into() },
+            FAIL_NO_REPLY => AmError::HandlerFailed {
+                handler: name,
+                reason:
+                    "returned without replying to a request sent with Proc::request, whose thread would wait forever"
+                        .into(),
+            },
+            FAIL_UNKNOWN => AmError::UnknownHandler { id: id.0, len: self.handlers.len() },
+            _ => self
+                .failure
+                .error
+                .lock()
+                .ok()
+                .and_then(|mut e| e.take())
+                .unwrap_or(AmError::HandlerFailed { handler: name, reason: "failed".into() }),
+        };
+        Some(RtError::Handler(e))
+    }
+}
+
+impl ThreadCtx {
+    fn node(&self) -> &Node {
+        self.cluster.node(self.node)
+    }
+
+    /// Spin politely: when threads outnumber cores, give the core away.
+    fn relax(&self, spins: &mut u32) {
+        *spins += 1;
+        if self.cluster.oversubscribed && (*spins).is_multiple_of(64) {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+
+    fn enter(&self) {
+        self.in_runtime.store(true, Ordering::Relaxed);
+    }
+
+    /// Leaves runtime code; an interrupt that arrived meanwhile is served now.
+    fn exit(&self) {
+        self.in_runtime.store(false, Ordering::Relaxed);
+        if self.irq_pending.swap(false, Ordering::Relaxed) {
+            self.node().irq_raised.store(false, Ordering::Relaxed);
+            self.enter();
+            self.poll_as_pp();
+            self.in_runtime.store(false, Ordering::Relaxed);
+        }
+    }
+
+    // ----- sending ---------------------------------------------------------
+
+    /// Encodes and sends; a full ring spills the message (in order) rather
+    /// than blocking, so handlers can always reply.
+    fn send(&self, dst: u32, m: &Outgoing) {
+        // SAFETY: only this thread uses its outbox, and never re-entrantly:
+        // sends happen in runtime code (in_runtime set) or in an interrupt
+        // that runs only when the thread is outside runtime code.
+        let out = unsafe { &mut *self.out.get() };
+        let meta = codec::encode(m, &mut out.words);
+        let d = dst as usize;
+        if !out.spill[d].is_empty() || out.producers[d].try_push(meta, &out.words).is_err() {
+            out.spill[d].push_back((meta, out.words.clone()));
+            self.cluster.spilled.fetch_add(1, Ordering::Relaxed);
+        }
+        self.cluster.messages.fetch_add(1, Ordering::Relaxed);
+        self.after_send(dst);
+    }
+
+    /// Retries spilled messages in order; true when none is left.
+    fn flush_spill(&self) -> bool {
+        // SAFETY: as in `send`.
+        let out = unsafe { &mut *self.out.get() };
+        let mut empty = true;
+        for d in 0..out.spill.len() {
+            while let Some((meta, words)) = out.spill[d].front() {
+                if out.producers[d].try_push(*meta, words).is_err() {
+                    break;
+                }
+                out.spill[d].pop_front();
+                self.after_send(d as u32);
+            }
+            empty &= out.spill[d].is_empty();
+        }
+        empty
+    }
+
+    /// Notifies the destination: wakes a parked Fixed protocol thread, or
+    /// interrupts a Floating node whose threads all compute.
+    fn after_send(&self, dst: u32) {
+        let node = self.cluster.node(dst);
+        match self.cluster.cfg.policy {
+            Policy::Fixed { .. } if node.parked.load(Ordering::Relaxed) => {
+                node.parked.store(false, Ordering::Relaxed);
+                if let Some(t) = node.pp_thread.lock().ok().and_then(|t| t.clone()) {
+                    t.unpark();
+                }
+            }
+            Policy::Floating if self.cluster.cfg.interrupts => {
+                // Pairs with the fence in `work` and in role release: either
+                // we see the node all-computing and role-free, or the other
+                // side sees our message.
+                fence(Ordering::SeqCst);
+                if !node.role.load(Ordering::Relaxed)
+                    && node.computing.load(Ordering::Relaxed) == node.compute_threads
+                    && !node.irq_raised.swap(true, Ordering::Relaxed)
+                {
+                    let i = node.irq_next.fetch_add(1, Ordering::Relaxed) % node.compute_threads;
+                    interrupt::raise(node.pthreads[i as usize].load(Ordering::Relaxed));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    // ----- handling ----------------------------------------------------------
+
+    /// Handles everything waiting at this thread's node. The caller holds
+    /// the node's role.
+    fn drain(&self) -> u64 {
+        self.flush_spill();
+        let node = self.node();
+        let n = node.inbox.len();
+        let mut handled = 0;
+        let mut start = node.next_ring.get();
+        loop {
+            let mut progress = false;
+            for k in 0..n {
+                let i = (start + k) % n;
+                // SAFETY: the caller holds the role, so no other thread uses
+                // this consumer or the scratch message (the scratch is this
+                // thread's and handlers cannot re-enter `drain`).
+                let (consumer, scratch) = unsafe { (&mut *node.inbox[i].get(), &mut *self.scratch.get()) };
+                if consumer.try_pop(|r| codec::decode(r, NodeId(node.id), scratch)).is_some() {
+                    self.handle(scratch);
+                    handled += 1;
+                    progress = true;
+                }
+            }
+            start = (start + 1) % n;
+            if !progress || self.cluster.failed() {
+                break;
+            }
+        }
+        node.next_ring.set(start);
+        if handled > 0 {
+            node.handlers.fetch_add(handled, Ordering::Relaxed);
+        }
+        handled
+    }
+
+    /// Runs one handler and completes a reply's waiting thread.
+    fn handle(&self, m: &Message) {
+        let table = &self.cluster.handlers;
+        let (Ok(info), Ok(f)) = (table.info(m.handler), table.function(m.handler)) else {
+            return self.cluster.fail(FAIL_UNKNOWN, m.handler, None);
+        };
+        let mut ctx = RtHandlerCtx { thread: self, msg: m, guard: ReplyGuard::new(m.kind, &info.name) };
+        let t0 = Stamp::now();
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut ctx, m)));
+        self.stats.add_handler(t0.elapsed_ns());
+        match outcome {
+            Err(_) => return self.cluster.fail(FAIL_PANIC, m.handler, None),
+            Ok(Err(e)) => return self.cluster.fail(FAIL_ERROR, m.handler, Some(e)),
+            Ok(Ok(())) => {}
+        }
+        match m.kind {
+            MsgKind::Request if !ctx.guard.replied() => self.cluster.fail(FAIL_NO_REPLY, m.handler, None),
+            MsgKind::Request => {}
+            MsgKind::Reply => self.complete(m),
+        }
+    }
+
+    fn complete(&self, m: &Message) {
+        let node = self.node();
+        let Some(c) = node.completions.get(m.src_thread.index()) else {
+            return self.cluster.fail(FAIL_UNKNOWN, m.handler, None);
+        };
+        // SAFETY: the requester does not read its payload until it sees the
+        // token stored below, and one request has one reply, so this is the
+        // only writer (see the Sync argument for Node).
+        unsafe { (*c.payload.get()).set(m.payload.as_slice()) };
+        for (i, a) in m.args.as_slice().iter().enumerate() {
+            c.args[i].store(*a, Ordering::Relaxed);
+        }
+        c.nargs.store(m.args.len() as u32, Ordering::Relaxed);
+        c.handler.store(m.handler.0 as u32, Ordering::Relaxed);
+        c.src_node.store(m.src_node.0, Ordering::Relaxed);
+        c.token.store(m.token, Ordering::Release);
+    }
+
+    /// Takes the role if it is free and handles what waits, repeating if
+    /// messages slipped in while it gave the role back. Returns handled count.
+    fn poll_as_pp(&self) -> u64 {
+        let node = self.node();
+        let mut handled = 0;
+        while node.try_take_role() {
+            handled += self.drain();
+            self.release_role();
+            if !node.any_ready() {
+                break;
+            }
+        }
+        handled
+    }
+
+    fn release_role(&self) {
+        let node = self.node();
+        node.role.store(false, Ordering::Release);
+        // Pairs with the senders' fence (see `after_send`).
+        fence(Ordering::SeqCst);
+    }
+
+    // ----- the thread's own operations ---------------------------------------
+
+    fn new_token(&self) -> u64 {
+        let t = self.next_token.get() + 1;
+        self.next_token.set(t);
+        (self.global as u64) << 40 | t
+    }
+
+    /// Sends a request and waits for its reply; `f` sees the reply in place.
+    fn request_with<R>(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        args: &[u64],
+        payload: &[u8],
+        f: impl FnOnce(&Completion) -> R,
+    ) -> Result<R, AmError> {
+        let cl = &self.cluster;
+        if dst.0 >= cl.cfg.topology.nodes {
+            return Err(AmError::NoSuchNode { node: dst.0, nodes: cl.cfg.topology.nodes });
+        }
+        cl.handlers.info(handler)?;
+        if payload.len() > MAX_PAYLOAD {
+            return Err(AmError::Aborted(format!(
+                "payload of {} bytes: the native runtime carries at most {MAX_PAYLOAD}",
+                payload.len()
+            )));
+        }
+        let token = self.new_token();
+        self.enter();
+        cl.requests.fetch_add(1, Ordering::Relaxed);
+        self.send(
+            dst.0,
+            &Outgoing {
+                kind: MsgKind::Request,
+                handler,
+                src_node: NodeId(self.node),
+                src_thread: ThreadId(self.local),
+                token,
+                args,
+                payload,
+            },
+        );
+        let c = &self.node().completions[self.local as usize];
+        self.wait_for(c, token);
+        self.exit();
+        if cl.failed() {
+            return Err(AmError::Aborted("a handler failed".into()));
+        }
+        Ok(f(c))
+    }
+
+    /// Waits for the token, handling messages as the policy allows.
+    fn wait_for(&self, c: &Completion, token: u64) {
+        let t0 = Stamp::now();
+        let node = self.node();
+        let policy = self.cluster.cfg.policy;
+        let mut spins = 0;
+        node.waiting.fetch_add(1, Ordering::Relaxed);
+        loop {
+            if c.token.load(Ordering::Acquire) == token || self.cluster.failed() {
+                break;
+            }
+            let spilled = !self.flush_spill();
+            match policy {
+                Policy::Fixed { .. } => self.relax(&mut spins),
+                Policy::Single | Policy::Floating => {
+                    if node.try_take_role() {
+                        self.act_until_done(c, token);
+                    } else if !spilled {
+                        self.relax(&mut spins);
+                    }
+                }
+            }
+        }
+        node.waiting.fetch_sub(1, Ordering::Relaxed);
+        self.stats.add_wait(t0.elapsed_ns());
+    }
+
+    /// Acts as PP until this thread's reply is in, then relinquishes
+    /// (eagerly, or under hand-off only to a waiting peer).
+    fn act_until_done(&self, c: &Completion, token: u64) {
+        let node = self.node();
+        let mut spins = 0;
+        loop {
+            let handled = self.drain();
+            let done = c.token.load(Ordering::Acquire) == token;
+            if self.cluster.failed() {
+                break;
+            }
+            if done && handled == 0 {
+                let keep = self.cluster.cfg.relinquish == Relinquish::Handoff
+                    && node.compute_threads > 1
+                    && node.waiting.load(Ordering::Relaxed) <= 1
+                    && !self.cluster.shutdown.load(Ordering::Relaxed);
+                if !keep {
+                    break;
+                }
+            }
+            if handled == 0 {
+                self.relax(&mut spins);
+            }
+        }
+        self.release_role();
+        if node.any_ready() {
+            self.poll_as_pp();
+        }
+    }
+
+    /// `cycles` of computation with random accesses to the private segment.
+    fn work(&self, cycles: u64) {
+        let cl = &self.cluster;
+        let node = self.node();
+        let deadline = Stamp::now().plus_ns(cycles as f64 * cl.cfg.ns_per_cycle);
+        let t0 = Stamp::now();
+        // Handling done inside (polls, interrupts) is not computation.
+        let served_before = self.stats.handler_ns() + self.stats.interrupt_ns();
+        let seg = &node.segments[self.local as usize];
+        let floating = cl.cfg.policy == Policy::Floating;
+        let single = cl.cfg.policy == Policy::Single;
+        if floating {
+            node.computing.fetch_add(1, Ordering::SeqCst);
+            fence(Ordering::SeqCst);
+            // Pairs with the senders' fence: a message that arrived before we
+            // counted ourselves as computing is ours to handle.
+            if node.any_ready() {
+                self.enter();
+                self.poll_as_pp();
+                self.exit();
+            }
+        }
+        self.interruptible.store(floating, Ordering::Release);
+        // SAFETY: the rng is used only by this thread, outside interrupts.
+        let rng = unsafe { &mut *self.rng.get() };
+        let mut acc = 0u64;
+        loop {
+            for _ in 0..64 {
+                let i = rng.gen_range(0..seg.len());
+                acc = acc.wrapping_add(seg[i].load(Ordering::Relaxed));
+                if acc & 3 == 0 {
+                    seg[i].store(acc, Ordering::Relaxed);
+                }
+            }
+            if deadline.reached() {
+                break;
+            }
+            if single && node.any_ready() {
+                self.interruptible.store(false, Ordering::Relaxed);
+                self.enter();
+                self.poll_as_pp();
+                self.exit();
+            }
+        }
+        self.interruptible.store(false, Ordering::Release);
+        if floating {
+            node.computing.fetch_sub(1, Ordering::SeqCst);
+        }
+        std::hint::black_box(acc);
+        let served = self.stats.handler_ns() + self.stats.interrupt_ns() - served_before;
+        self.stats.add_compute(t0.elapsed_ns().saturating_sub(served));
+        if self.irq_pending.load(Ordering::Relaxed) {
+            self.enter();
+            self.exit();
+        }
+    }
+
+    /// Serves the node as protocol processor until `stop` says so (used by
+    /// threads with nothing else to do, and by the dedicated threads of
+    /// Fixed).
+    fn serve(&self, stop: impl Fn() -> bool) {
+        let node = self.node();
+        let park_after = self.cluster.cfg.park_after_polls;
+        let fixed = matches!(self.cluster.cfg.policy, Policy::Fixed { .. });
+        let mut empty = 0u32;
+        let mut spins = 0;
+        self.enter();
+        while !stop() && !self.cluster.failed() {
+            let t0 = Stamp::now();
+            let handled = if node.try_take_role() {
+                let h = self.drain();
+                self.release_role();
+                h
+            } else {
+                0
+            };
+            let spilled = !self.flush_spill();
+            if handled > 0 || spilled {
+                empty = 0;
+                continue;
+            }
+            empty += 1;
+            match park_after {
+                Some(limit) if fixed && empty >= limit => {
+                    node.parked.store(true, Ordering::SeqCst);
+                    if !node.any_ready() {
+                        std::thread::park_timeout(std::time::Duration::from_millis(1));
+                    }
+                    node.parked.store(false, Ordering::Relaxed);
+                    empty = 0;
+                }
+                _ => self.relax(&mut spins),
+            }
+            self.stats.add_idle(t0.elapsed_ns());
+        }
+        self.exit();
+    }
+
+    /// A poll site: handle what waits if this thread may act as PP.
+    fn poll_site(&self) {
+        if self.cluster.cfg.policy.compute_procs_handle() && self.node().any_ready() {
+            self.enter();
+            self.poll_as_pp();
+            self.exit();
+        }
+    }
+
+    fn region(&self, region: Region) -> Option<&[AtomicU64]> {
+        let node = self.node();
+        match region {
+            Region::Segment(t) => node.segments.get(t.index()).map(|s| &s[..]),
+            Region::ProtocolTable => Some(&node.table[..]),
+            Region::RecvBuffer(t) => node.recv.get(t.index()).map(|s| &s[..]),
+        }
+    }
+
+    /// Touches real memory (reads, or writes) of a region of this node.
+    fn touch(&self, region: Region, offset: u64, len: u32, kind: Access) -> Result<(), String> {
+        let words = self.region(region).ok_or_else(|| format!("{region:?} does not exist on this node"))?;
+        let first = (offset / 8) as usize;
+        let last = ((offset + len as u64).div_ceil(8)) as usize;
+        if len == 0 || last > words.len() {
+            return Err(format!(
+                "access of {len} bytes at offset {offset} is outside {region:?} ({} bytes)",
+                words.len() * 8
+            ));
+        }
+        let mut acc = 0u64;
+        for w in &words[first..last] {
+            match kind {
+                Access::Read => acc = acc.wrapping_add(w.load(Ordering::Relaxed)),
+                Access::Write => w.store(offset, Ordering::Relaxed),
+            }
+        }
+        std::hint::black_box(acc);
+        Ok(())
+    }
+
+    /// Called by the interrupt signal handler on this thread.
+    pub(crate) fn interrupt(&self) {
+        let node = self.node();
+        node.irq_raised.store(false, Ordering::Relaxed);
+        if !self.interruptible.load(Ordering::Acquire) || self.in_runtime.load(Ordering::Relaxed) {
+            self.irq_pending.store(true, Ordering::Relaxed);
+            return;
+        }
+        let t0 = Stamp::now();
+        self.in_runtime.store(true, Ordering::Relaxed);
+        let before = self.stats.handler_ns();
+        self.poll_as_pp();
+        self.in_runtime.store(false, Ordering::Relaxed);
+        let handling = self.stats.handler_ns() - before;
+        self.stats.add_interrupt(t0.elapsed_ns().saturating_sub(handling));
+    }
+}
+
+/// The runtime's [`HandlerCtx`]: replies go straight into the ring.
+struct RtHandlerCtx<'a> {
+    thread: &'a ThreadCtx,
+    msg: &'a Message,
+    guard: ReplyGuard<'a>,
+}
+
+impl HandlerCtx for RtHandlerCtx<'_> {
+    fn node(&self) -> NodeId {
+        NodeId(self.thread.node)
+    }
+
+    fn reply(&mut self, reply: Reply) -> Result<(), AmError> {
+        self.reply_bytes(reply.handler, reply.args, reply.payload.as_slice())
+    }
+
+    fn reply_bytes(&mut self, handler: HandlerId, args: Args, data: &[u8]) -> Result<(), AmError> {
+        self.guard.admit_reply()?;
+        if data.len() > MAX_PAYLOAD {
+            return Err(AmError::Aborted(format!("reply payload of {} bytes exceeds {MAX_PAYLOAD}", data.len())));
+        }
+        let m = self.msg;
+        self.thread.send(
+            m.src_node.0,
+            &Outgoing {
+                kind: MsgKind::Reply,
+                handler,
+                src_node: NodeId(self.thread.node),
+                src_thread: m.src_thread,
+                token: m.token,
+                args: args.as_slice(),
+                payload: data,
+            },
+        );
+        Ok(())
+    }
+
+    fn access(&mut self, region: Region, offset: u64, len: u32, kind: Access) {
+        if let Err(reason) = self.thread.touch(region, offset, len, kind) {
+            let e = AmError::HandlerFailed { handler: "(access)".into(), reason };
+            self.thread.cluster.fail(FAIL_ERROR, self.msg.handler, Some(e));
+        }
+    }
+
+    fn charge(&mut self, _cycles: u64) {}
+}
+
+/// A native compute thread's handle: the runtime's implementation of
+/// [`Proc`].
+#[derive(Clone)]
+pub struct RtProc {
+    ctx: Rc<ThreadCtx>,
+}
+
+/// A reply, borrowed in place from the thread's mailbox.
+pub struct ReplyView<'a> {
+    c: &'a Completion,
+}
+
+impl ReplyView<'_> {
+    pub fn args(&self) -> Args {
+        let n = self.c.nargs.load(Ordering::Relaxed) as usize;
+        let a: [u64; MAX_ARGS] = std::array::from_fn(|i| self.c.args[i].load(Ordering::Relaxed));
+        Args::new(&a[..n]).expect("at most MAX_ARGS")
+    }
+
+    pub fn payload(&self) -> &[u8] {
+        // SAFETY: the reply handler finished writing before publishing the
+        // token this thread waited for, and no other reply can arrive until
+        // this thread sends its next request.
+        unsafe { (*self.c.payload.get()).as_slice() }
+    }
+}
+
+impl RtProc {
+    /// Sends a request and lends its reply to `f` without copying it out.
+    pub fn request_with<R>(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        args: &[u64],
+        payload: &[u8],
+        f: impl FnOnce(ReplyView) -> R,
+    ) -> Result<R, AmError> {
+        self.ctx.request_with(dst, handler, args, payload, |c| f(ReplyView { c }))
+    }
+
+    /// Acts as protocol processor for this node until `stop` returns true.
+    pub fn serve(&self, stop: impl Fn() -> bool) {
+        self.ctx.serve(stop)
+    }
+
+    /// This thread's time split so far.
+    pub fn times(&self) -> ThreadTimes {
+        self.ctx.stats.times(self.ctx.node, self.ctx.local, true)
+    }
+}
+
+impl Proc for RtProc {
+    fn node(&self) -> NodeId {
+        NodeId(self.ctx.node)
+    }
+
+    fn thread(&self) -> ThreadId {
+        ThreadId(self.ctx.local)
+    }
+
+    fn nodes(&self) -> u32 {
+        self.ctx.cluster.cfg.topology.nodes
+    }
+
+    fn threads_per_node(&self) -> u32 {
+        self.ctx.cluster.cfg.compute_threads_per_node()
+    }
+
+    fn seed(&self) -> u64 {
+        finegrain_core::mix_seed(self.ctx.cluster.cfg.seed, self.ctx.node as u64 + 1, self.ctx.local as u64 + 1)
+    }
+
+    async fn work(&self, cycles: u64) {
+        self.ctx.work(cycles)
+    }
+
+    fn charge(&self, _cycles: u64) {}
+
+    async fn request(&self, dst: NodeId, handler: HandlerId, args: Args, payload: Payload) -> Result<Message, AmError> {
+        let me = NodeId(self.ctx.node);
+        let thread = ThreadId(self.ctx.local);
+        self.ctx.request_with(dst, handler, args.as_slice(), payload.as_slice(), |c| {
+            let view = ReplyView { c };
+            let token = c.token.load(Ordering::Relaxed);
+            Message {
+                kind: MsgKind::Reply,
+                src_node: NodeId(c.src_node.load(Ordering::Relaxed)),
+                src_thread: thread,
+                dst_node: me,
+                handler: HandlerId(c.handler.load(Ordering::Relaxed) as u16),
+                key: finegrain_core::SyncKey::Sequential,
+                args: view.args(),
+                payload: Payload::bytes(view.payload()),
+                token,
+            }
+        })
+    }
+
+    async fn access(&self, region: Region, offset: u64, len: u32, kind: Access) {
+        if let Err(reason) = self.ctx.touch(region, offset, len, kind) {
+            self.ctx.cluster.fail(
+                FAIL_ERROR,
+                HandlerId(0),
+                Some(AmError::Aborted(format!("thread access rejected: {reason}"))),
+            );
+        }
+    }
+
+    async fn poll(&self) {
+        self.ctx.poll_site()
+    }
+}
+
+/// Polls a future that never waits on anything but the runtime's own
+/// blocking operations to completion.
+fn block_on<F: Future>(f: F) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::hint::spin_loop();
+    }
+}
+
+fn atomic_words(bytes: usize) -> Box<[AtomicU64]> {
+    (0..bytes.div_ceil(8)).map(|_| AtomicU64::new(0)).collect()
+}
+
+fn build(cfg: &RtConfig, handlers: &HandlerTable) -> (Arc<Cluster>, Vec<Vec<Producer>>) {
+    let nodes = cfg.topology.nodes as usize;
+    let ppn = cfg.topology.procs_per_node as usize;
+    let compute = cfg.compute_threads_per_node() as usize;
+    let total = nodes * ppn;
+    let mut producers: Vec<Vec<Producer>> = (0..total).map(|_| Vec::with_capacity(nodes)).collect();
+    let mut inboxes: Vec<Vec<Consumer>> = (0..nodes).map(|_| Vec::with_capacity(total)).collect();
+    for sender in producers.iter_mut() {
+        for inbox in inboxes.iter_mut() {
+            let (p, c) = ring::ring(cfg.ring_slots);
+            sender.push(p);
+            inbox.push(c);
+        }
+    }
+    let table_bytes = compute * (cfg.segment_bytes / 128) * 8;
+    let node_vec: Vec<Node> = inboxes
+        .into_iter()
+        .enumerate()
+        .map(|(n, inbox)| Node {
+            id: n as u32,
+            peek: inbox.iter().map(|c| c.peeker()).collect(),
+            inbox: inbox.into_iter().map(UnsafeCell::new).collect(),
+            next_ring: Cell::new(0),
+            role: CachePadded::new(AtomicBool::new(false)),
+            computing: CachePadded::new(AtomicU32::new(0)),
+            waiting: AtomicU32::new(0),
+            irq_raised: AtomicBool::new(false),
+            irq_next: AtomicU32::new(0),
+            compute_threads: compute as u32,
+            completions: (0..compute)
+                .map(|_| {
+                    CachePadded::new(Completion {
+                        token: AtomicU64::new(0),
+                        handler: AtomicU32::new(0),
+                        nargs: AtomicU32::new(0),
+                        args: std::array::from_fn(|_| AtomicU64::new(0)),
+                        src_node: AtomicU32::new(0),
+                        payload: UnsafeCell::new(Payload::with_capacity(MAX_PAYLOAD)),
+                    })
+                })
+                .collect(),
+            pthreads: (0..compute).map(|_| AtomicU64::new(0)).collect(),
+            segments: (0..compute).map(|_| atomic_words(cfg.segment_bytes)).collect(),
+            table: atomic_words(table_bytes.max(8)),
+            recv: (0..compute).map(|_| atomic_words(MAX_PAYLOAD)).collect(),
+            parked: AtomicBool::new(false),
+            pp_thread: Mutex::new(None),
+            handlers: AtomicU64::new(0),
+        })
+        .collect();
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cluster = Arc::new(Cluster {
+        cfg: cfg.clone(),
+        handlers: handlers.clone(),
+        nodes: node_vec.into_boxed_slice(),
+        ppn: ppn as u32,
+        shutdown: AtomicBool::new(false),
+        failure: Failure::default(),
+        oversubscribed: total > cores,
+        requests: AtomicU64::new(0),
+        messages: AtomicU64::new(0),
+        spilled: AtomicU64::new(0),
+    });
+    (cluster, producers)
+}
+
+fn pin_to(core: usize) {
+    // SAFETY: cpu_set_t is plain data; CPU_SET writes within it; the call
+    // affects only the calling thread and failures are ignored (pinning is
+    // an optimisation).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(core, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+fn make_ctx(cluster: &Arc<Cluster>, producers: Vec<Producer>, node: u32, local: u32) -> Rc<ThreadCtx> {
+    let nodes = producers.len();
+    let global = (node * cluster.ppn + local) as usize;
+    Rc::new(ThreadCtx {
+        cluster: cluster.clone(),
+        node,
+        local,
+        global,
+        out: UnsafeCell::new(Outbox {
+            producers,
+            spill: (0..nodes).map(|_| VecDeque::new()).collect(),
+            words: Vec::with_capacity(codec::MAX_WORDS),
+        }),
+        scratch: UnsafeCell::new(codec::scratch_message()),
+        rng: UnsafeCell::new(ChaCha8Rng::seed_from_u64(finegrain_core::mix_seed(
+            cluster.cfg.seed,
+            node as u64 + 101,
+            local as u64 + 7,
+        ))),
+        next_token: Cell::new(0),
+        in_runtime: AtomicBool::new(false),
+        interruptible: AtomicBool::new(false),
+        irq_pending: AtomicBool::new(false),
+        stats: ThreadStats::default(),
+    })
+}
+
+/// Runs `spawn`'s future once per compute thread on a native cluster and
+/// returns each thread's result (node-major) and the run's statistics.
+pub fn run<T, F, Fut>(cfg: &RtConfig, handlers: &HandlerTable, spawn: F) -> Result<RtOutput<T>, RtError>
+where
+    T: Send,
+    F: Fn(RtProc) -> Fut + Sync,
+    Fut: Future<Output = Result<T, AmError>>,
+{
+    cfg.validate()?;
+    crate::clock::calibrate();
+    if cfg.policy == Policy::Floating && cfg.interrupts {
+        interrupt::install().map_err(RtError::Setup)?;
+    }
+    let (cluster, producers) = build(cfg, handlers);
+    let ppn = cfg.topology.procs_per_node;
+    let compute = cfg.compute_threads_per_node();
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let started = Stamp::now();
+    let finished = AtomicU32::new(0);
+    let total_compute = cfg.topology.nodes * compute;
+    let mut producers = producers.into_iter();
+    let outcomes: Vec<(u32, u32, Result<T, RtError>, ThreadTimes)> = std::thread::scope(|s| {
+        let mut compute_handles = Vec::new();
+        let mut pp_handles = Vec::new();
+        for n in 0..cfg.topology.nodes {
+            for l in 0..ppn {
+                let prods = producers.next().expect("one producer set per thread");
+                let cluster = &cluster;
+                let finished = &finished;
+                let spawn = &spawn;
+                let core = (n * ppn + l) as usize % cores;
+                if l < compute {
+                    compute_handles.push(s.spawn(move || {
+                        if cluster.cfg.pin {
+                            pin_to(core);
+                        }
+                        let ctx = make_ctx(cluster, prods, n, l);
+                        cluster.node(n).pthreads[l as usize].store(interrupt::current_thread(), Ordering::Release);
+                        let registration = interrupt::Registration::new(&ctx);
+                        let proc = RtProc { ctx: ctx.clone() };
+                        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| block_on(spawn(proc))));
+                        // Stay available as PP for the others once done.
+                        finished.fetch_add(1, Ordering::AcqRel);
+                        if cluster.cfg.policy.compute_procs_handle() {
+                            ctx.serve(|| {
+                                finished.load(Ordering::Acquire) == total_compute
+                                    || cluster.shutdown.load(Ordering::Acquire)
+                            });
+                        }
+                        drop(registration);
+                        let times = ctx.stats.times(n, l, true);
+                        let result = match outcome {
+                            Ok(Ok(v)) => Ok(v),
+                            Ok(Err(e)) => Err(RtError::App { node: n, thread: l, error: e }),
+                            Err(_) => Err(RtError::AppPanic { node: n, thread: l }),
+                        };
+                        if result.is_err() {
+                            cluster.shutdown.store(true, Ordering::Release);
+                        }
+                        (n, l, result, times)
+                    }));
+                } else {
+                    pp_handles.push(s.spawn(move || {
+                        if cluster.cfg.pin {
+                            pin_to(core);
+                        }
+                        if let Ok(mut t) = cluster.node(n).pp_thread.lock() {
+                            *t = Some(std::thread::current());
+                        }
+                        let ctx = make_ctx(cluster, prods, n, l);
+                        ctx.serve(|| {
+                            finished.load(Ordering::Acquire) == total_compute
+                                || cluster.shutdown.load(Ordering::Acquire)
+                        });
+                        ctx.stats.times(n, l, false)
+                    }));
+                }
+            }
+        }
+        let mut out: Vec<_> = compute_handles.into_iter().map(|h| h.join().expect("compute thread joins")).collect();
+        cluster.shutdown.store(true, Ordering::Release);
+        for h in pp_handles {
+            let times = h.join().expect("protocol thread joins");
+            out.push((u32::MAX, 0, Err(RtError::Setup(String::new())), times));
+        }
+        out
+    });
+    let wall_ns = started.elapsed_ns();
+    if let Some(e) = cluster.failure_error() {
+        return Err(e);
+    }
+    let mut results = Vec::new();
+    let mut threads = Vec::new();
+    for (n, l, r, times) in outcomes {
+        threads.push(times);
+        if n == u32::MAX {
+            continue;
+        }
+        match r {
+            Ok(v) => results.push(v),
+            Err(e) => return Err(e),
+        }
+        let _ = l;
+    }
+    let stats = RtStats {
+        wall_ns,
+        requests: cluster.requests.load(Ordering::Relaxed),
+        messages: cluster.messages.load(Ordering::Relaxed),
+        spilled: cluster.spilled.load(Ordering::Relaxed),
+        handlers: cluster.nodes.iter().map(|n| n.handlers.load(Ordering::Relaxed)).sum(),
+        interrupts: threads.iter().map(|t| t.interrupts).sum(),
+        threads,
+    };
+    Ok(RtOutput { results, stats })
+}
