@@ -74,13 +74,26 @@ fn floating_interrupts_when_every_thread_computes() {
     let (table, request) = echo_table();
     let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 2 }, Policy::Floating);
     cfg.segment_bytes = 1 << 16;
-    let out = run(&cfg, &table, |p| pinger(p, request, 200, 20_000)).unwrap();
-    let interrupts = out.stats.interrupts;
-    eprintln!("interrupts {interrupts} threads {:?}", out.stats.threads);
-    assert!(interrupts > 0, "messages that arrive while all compute are handled by interrupts");
+    // Node 1's threads only compute (20 ms each, in pieces); node 0's send
+    // them requests meanwhile, which only an interrupt can serve.
+    let program = |p: finegrain_rt::RtProc| async move {
+        if p.node().0 == 1 {
+            for _ in 0..20 {
+                p.work(1_000_000).await;
+            }
+            Ok(0)
+        } else {
+            pinger(p, request, 100, 0).await
+        }
+    };
+    let out = run(&cfg, &table, program).unwrap();
+    let node1: u64 = out.stats.threads.iter().filter(|t| t.node == 1).map(|t| t.interrupts).sum();
+    assert!(node1 > 0, "requests to an all-computing node are served by interrupts: {:?}", out.stats.threads);
+    assert_eq!(out.stats.messages, 2 * 2 * 100);
     let mut off = cfg.clone();
     off.interrupts = false;
-    // Without interrupts the run still completes: threads poll when they wait.
-    let out = run(&off, &table, |p| pinger(p, request, 50, 20_000)).unwrap();
+    // Without interrupts the run still completes (node 1 serves once it stops computing).
+    let out = run(&off, &table, program).unwrap();
     assert_eq!(out.stats.interrupts, 0);
+    assert_eq!(out.stats.messages, 2 * 2 * 100);
 }
