@@ -377,7 +377,10 @@ impl ThreadCtx {
             Ok(Ok(())) => {}
         }
         match m.kind {
-            MsgKind::Request if !ctx.guard.replied() => self.cluster.fail(FAIL_NO_REPLY, m.handler, None),
+            // Token 0 marks a one-way message: nobody waits for a reply.
+            MsgKind::Request if m.token != 0 && !ctx.guard.replied() => {
+                self.cluster.fail(FAIL_NO_REPLY, m.handler, None)
+            }
             MsgKind::Request => {}
             MsgKind::Reply => self.complete(m),
         }
@@ -473,6 +476,58 @@ impl ThreadCtx {
             return Err(AmError::Aborted("a handler failed".into()));
         }
         Ok(f(c))
+    }
+
+    /// Sends a one-way message (no reply). A full ring makes the sender wait,
+    /// handling its own node's messages meanwhile if the policy lets it, so
+    /// a fast sender is held back instead of growing an overflow queue.
+    fn send_oneway(&self, dst: NodeId, handler: HandlerId, args: &[u64], payload: &[u8]) -> Result<(), AmError> {
+        let cl = &self.cluster;
+        if dst.0 >= cl.cfg.topology.nodes {
+            return Err(AmError::NoSuchNode { node: dst.0, nodes: cl.cfg.topology.nodes });
+        }
+        cl.handlers.info(handler)?;
+        if payload.len() > MAX_PAYLOAD {
+            return Err(AmError::Aborted(format!(
+                "payload of {} bytes: the native runtime carries at most {MAX_PAYLOAD}",
+                payload.len()
+            )));
+        }
+        let m = Outgoing {
+            kind: MsgKind::Request,
+            handler,
+            src_node: NodeId(self.node),
+            src_thread: ThreadId(self.local),
+            token: 0,
+            args,
+            payload,
+        };
+        self.enter();
+        let mut spins = 0;
+        loop {
+            // SAFETY: as in `send`.
+            let out = unsafe { &mut *self.out.get() };
+            let d = dst.0 as usize;
+            if out.spill[d].is_empty() {
+                let meta = codec::encode(&m, &mut out.words);
+                if out.producers[d].try_push(meta, &out.words).is_ok() {
+                    break;
+                }
+            }
+            self.flush_spill();
+            if cl.failed() {
+                self.exit();
+                return Err(AmError::Aborted("a handler failed".into()));
+            }
+            if cl.cfg.policy.compute_procs_handle() {
+                self.poll_as_pp();
+            }
+            self.relax(&mut spins);
+        }
+        cl.messages.fetch_add(1, Ordering::Relaxed);
+        self.after_send(dst.0);
+        self.exit();
+        Ok(())
     }
 
     /// Waits for the token, handling messages as the policy allows.
@@ -773,6 +828,11 @@ impl RtProc {
         f: impl FnOnce(ReplyView) -> R,
     ) -> Result<R, AmError> {
         self.ctx.request_with(dst, handler, args, payload, |c| f(ReplyView { c }))
+    }
+
+    /// Sends a one-way active message: its request handler must not reply.
+    pub fn send(&self, dst: NodeId, handler: HandlerId, args: &[u64], payload: &[u8]) -> Result<(), AmError> {
+        self.ctx.send_oneway(dst, handler, args, payload)
     }
 
     /// Acts as protocol processor for this node until `stop` returns true.

@@ -97,3 +97,139 @@ fn floating_interrupts_when_every_thread_computes() {
     assert_eq!(out.stats.interrupts, 0);
     assert_eq!(out.stats.messages, 2 * 2 * 100);
 }
+
+/// Several sender threads stream numbered one-way messages to one node;
+/// its handler checks that each sender's messages arrive exactly once and in
+/// order. Size: FINEGRAIN_STRESS_MESSAGES (default 1 million; the full test
+/// is `stress_ten_million_messages`, run with `--ignored --release`).
+fn stress(total: u64, ring_slots: usize) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let senders = 3u64;
+    let per_sender = total / senders;
+    let expected: Arc<Vec<AtomicU64>> = Arc::new((0..senders).map(|_| AtomicU64::new(0)).collect());
+    let errors = Arc::new(AtomicU64::new(0));
+    let mut t = HandlerTable::new();
+    let (e2, err2) = (expected.clone(), errors.clone());
+    let check = t
+        .register(info("check_sequence"), move |_, m: &Message| {
+            let sender = m.args.get(0) as usize;
+            let seq = m.args.get(1);
+            let want = e2[sender].load(Ordering::Relaxed);
+            if seq != want || m.payload.len() != (seq % 24) as usize {
+                err2.fetch_add(1, Ordering::Relaxed);
+            }
+            e2[sender].store(seq + 1, Ordering::Relaxed);
+            Ok(())
+        })
+        .unwrap();
+    // Node 0: three sender threads and a protocol thread; node 1 receives.
+    let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 4 }, Policy::Fixed { protocol_procs: 1 });
+    cfg.segment_bytes = 1 << 14;
+    cfg.ring_slots = ring_slots;
+    let expected3 = expected.clone();
+    let out = run(&cfg, &t, move |p| {
+        let expected = expected3.clone();
+        async move {
+            if p.node().0 == 0 {
+                let me = p.thread().0 as u64;
+                let bytes = [7u8; 24];
+                for seq in 0..per_sender {
+                    p.send(NodeId(1), check, &[me, seq], &bytes[..(seq % 24) as usize])?;
+                }
+            } else {
+                // Node 1's compute threads wait until everything arrived.
+                while expected.iter().map(|e| e.load(std::sync::atomic::Ordering::Relaxed)).sum::<u64>() < per_sender * senders {
+                    std::thread::yield_now();
+                }
+            }
+            Ok(())
+        }
+    })
+    .unwrap();
+    assert_eq!(errors.load(Ordering::Relaxed), 0, "a message was lost, duplicated or reordered");
+    for e in expected.iter() {
+        assert_eq!(e.load(Ordering::Relaxed), per_sender);
+    }
+    assert_eq!(out.stats.messages, per_sender * senders);
+    assert_eq!(out.stats.handlers, per_sender * senders);
+}
+
+fn stress_size() -> u64 {
+    std::env::var("FINEGRAIN_STRESS_MESSAGES").ok().and_then(|s| s.parse().ok()).unwrap_or(1_000_000)
+}
+
+#[test]
+fn stress_many_senders() {
+    stress(stress_size(), 256);
+}
+
+#[test]
+#[ignore = "10 million messages: run with --release -- --ignored"]
+fn stress_ten_million_messages() {
+    stress(10_000_000, 256);
+}
+
+#[test]
+fn smallest_ring_loses_nothing() {
+    // Rings just large enough for two of the largest messages: constantly
+    // full, so senders wait and handlers' replies spill.
+    stress(200_000, 256);
+    let (table, request) = echo_table();
+    let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 3 }, Policy::Floating);
+    cfg.segment_bytes = 1 << 14;
+    cfg.ring_slots = 256;
+    let out = run(&cfg, &table, |p| pinger(p, request, 500, 0)).unwrap();
+    assert_eq!(out.stats.messages, 2 * 3 * 2 * 500);
+}
+
+#[test]
+fn a_panicking_handler_is_an_error_not_a_hang() {
+    let mut t = HandlerTable::new();
+    let boom = t.register(info("boom"), |_, _| panic!("handler bug")).unwrap();
+    for policy in [Policy::Single, Policy::Fixed { protocol_procs: 1 }, Policy::Floating] {
+        let ppn = if policy == Policy::Single { 1 } else { 2 };
+        let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: ppn }, policy);
+        cfg.segment_bytes = 1 << 14;
+        let e = run(&cfg, &t, |p| async move {
+            p.request(NodeId((p.node().0 + 1) % 2), boom, Args::default(), Payload::none()).await.map(|_| ())
+        })
+        .unwrap_err()
+        .to_string();
+        assert_eq!(e, "handler 'boom' failed: panicked", "{policy:?}");
+    }
+}
+
+#[test]
+fn a_silent_request_handler_is_an_error_not_a_hang() {
+    let mut t = HandlerTable::new();
+    let silent = t.register(info("silent"), |_, _| Ok(())).unwrap();
+    let cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 2 }, Policy::Fixed { protocol_procs: 1 });
+    let e = run(&cfg, &t, |p| async move {
+        p.request(NodeId((p.node().0 + 1) % 2), silent, Args::default(), Payload::none()).await.map(|_| ())
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("handler 'silent' failed: returned without replying"), "{e}");
+}
+
+fn threads_in_process() -> usize {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap();
+    s.lines().find(|l| l.starts_with("Threads:")).unwrap().split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn runs_leave_no_threads_behind() {
+    let (table, request) = echo_table();
+    let before = threads_in_process();
+    for policy in [Policy::Single, Policy::Fixed { protocol_procs: 1 }, Policy::Floating] {
+        let ppn = if policy == Policy::Single { 1 } else { 3 };
+        let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: ppn }, policy);
+        cfg.segment_bytes = 1 << 14;
+        run(&cfg, &table, |p| pinger(p, request, 20, 10)).unwrap();
+    }
+    // Other tests run concurrently in this process; allow for their threads
+    // but not for ours (a leak would add several per run).
+    let after = threads_in_process();
+    assert!(after <= before + 2, "threads before {before}, after {after}");
+}
