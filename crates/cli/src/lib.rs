@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod experiment;
 pub mod figures;
+pub mod native_bench;
 pub mod report;
 pub mod scheduling;
 pub mod sweep;

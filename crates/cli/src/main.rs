@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use finegrain::{bench, experiment};
+use finegrain::{bench, experiment, native_bench};
 use finegrain_apps::micro::{self, MicroConfig, Protocol};
 use finegrain_core::{MachineConfig, Policy, Topology};
 use finegrain_sim::SimConfig;
@@ -56,6 +56,29 @@ enum Command {
 
 #[derive(Subcommand)]
 enum BenchCommand {
+    /// Native active-message ping-pong vs the cache-line floor, crossbeam,
+    /// Open MPI and UCX (8, 64, 256 bytes).
+    Pingpong {
+        /// Fewer round trips (for CI).
+        #[arg(long)]
+        quick: bool,
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// Native one-way streaming rate of 8-byte active messages.
+    Rate {
+        #[arg(long)]
+        quick: bool,
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// What a native interrupt (a signal to a computing thread) costs.
+    Interrupt {
+        #[arg(long)]
+        quick: bool,
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Simulated messages and events per wall second, one core.
     Sim {
         /// Repetitions; the median is reported.
@@ -306,6 +329,21 @@ fn main_inner() -> Result<()> {
             Ok(())
         }
         Command::Calibrate { preset } => calibrate(&preset),
+        Command::Bench { what: BenchCommand::Pingpong { quick, json } } => {
+            let rows = native_bench::pingpong(effort(quick))?;
+            native_bench::print_pingpong(&rows);
+            write_json(json, &rows)
+        }
+        Command::Bench { what: BenchCommand::Rate { quick, json } } => {
+            let row = native_bench::rate(effort(quick))?;
+            native_bench::print_rate(&row);
+            write_json(json, &row)
+        }
+        Command::Bench { what: BenchCommand::Interrupt { quick, json } } => {
+            let row = native_bench::interrupt(quick)?;
+            native_bench::print_interrupt(&row);
+            write_json(json, &row)
+        }
         Command::Bench { what: BenchCommand::Sim { rounds, requests_per_node, json } } => {
             let rows = bench::sim(rounds, requests_per_node)?;
             bench::print_sim(&rows);
@@ -315,6 +353,22 @@ fn main_inner() -> Result<()> {
             Ok(())
         }
     }
+}
+
+fn effort(quick: bool) -> finegrain_rt::bench::Effort {
+    if quick {
+        finegrain_rt::bench::Effort::QUICK
+    } else {
+        finegrain_rt::bench::Effort::DEFAULT
+    }
+}
+
+fn write_json<T: Serialize>(path: Option<PathBuf>, value: &T) -> Result<()> {
+    if let Some(path) = path {
+        std::fs::write(&path, serde_json::to_string_pretty(value)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
 }
 
 fn main() -> ExitCode {

@@ -113,6 +113,13 @@ impl HandlerTable {
         self.fns.get(id.index()).ok_or(AmError::UnknownHandler { id: id.0, len: self.fns.len() })
     }
 
+    /// A handler's description and function in one lookup (the dispatch
+    /// hot path).
+    #[inline]
+    pub fn entry(&self, id: HandlerId) -> Option<(&HandlerInfo, &HandlerFn)> {
+        Some((self.infos.get(id.index())?, self.fns.get(id.index())?))
+    }
+
     /// Every handler, in id order.
     pub fn infos(&self) -> impl Iterator<Item = (HandlerId, &HandlerInfo)> {
         self.infos.iter().enumerate().map(|(i, info)| (HandlerId(i as u16), info))

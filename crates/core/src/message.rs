@@ -43,6 +43,11 @@ impl Args {
         &self.words[..self.len as usize]
     }
 
+    /// The first `len` words of `words` (at most [`MAX_ARGS`]).
+    pub fn from_array(words: [u64; MAX_ARGS], len: usize) -> Args {
+        Args { words, len: len.min(MAX_ARGS) as u8 }
+    }
+
     pub fn len(&self) -> usize {
         self.len as usize
     }
@@ -90,6 +95,15 @@ impl Payload {
     pub fn set(&mut self, data: &[u8]) {
         self.0.clear();
         self.0.extend_from_slice(data);
+    }
+
+    /// Sets the length to `len` and lets `write` fill every byte in place
+    /// (no zeroing pass); returns the length.
+    pub fn fill_with(&mut self, len: usize, write: impl FnOnce(&mut [u8])) -> usize {
+        self.0.clear();
+        self.0.resize(len, 0);
+        write(&mut self.0);
+        len
     }
 
     /// Makes room for `len` bytes (zero-filled) and returns them to be

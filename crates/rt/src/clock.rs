@@ -53,6 +53,15 @@ impl Stamp {
         Stamp(self.0 + (ns * rate()) as u64)
     }
 
+    /// The raw tick value (to carry a time stamp in a message).
+    pub fn ticks(self) -> u64 {
+        self.0
+    }
+
+    pub fn from_ticks(t: u64) -> Stamp {
+        Stamp(t)
+    }
+
     pub fn reached(self) -> bool {
         ticks() >= self.0
     }

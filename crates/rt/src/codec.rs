@@ -41,8 +41,32 @@ pub fn encode(m: &Outgoing, words: &mut Vec<u64>) -> u64 {
         b[..chunk.len()].copy_from_slice(chunk);
         words.push(u64::from_le_bytes(b));
     }
+    meta_of(m)
+}
+
+fn meta_of(m: &Outgoing) -> u64 {
     let kind = if m.kind == MsgKind::Reply { KIND_BIT } else { 0 };
     kind | (m.args.len() as u64) << NARGS_SHIFT | (m.handler.0 as u64) << HANDLER_SHIFT | m.payload.len() as u64
+}
+
+/// Encodes `m` straight into the ring; `Err` (nothing written) when full.
+#[inline]
+pub fn push_message(p: &mut Producer, m: &Outgoing) -> Result<(), crate::ring::Full> {
+    let nargs = m.args.len();
+    let src = (m.src_node.0 as u64) << 32 | m.src_thread.0 as u64;
+    let len = words_for(nargs, m.payload.len());
+    p.try_push_with(meta_of(m), len, |i| match i {
+        0 => m.token,
+        1 => src,
+        _ if i < 2 + nargs => m.args[i - 2],
+        _ => {
+            let at = (i - 2 - nargs) * 8;
+            let chunk = &m.payload[at..(at + 8).min(m.payload.len())];
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            u64::from_le_bytes(b)
+        }
+    })
 }
 
 /// Pushes an already encoded message; `Err` when the ring is full.
@@ -65,16 +89,18 @@ pub fn decode(r: &Record, dst: NodeId, m: &mut Message) {
     m.dst_node = dst;
     m.key = SyncKey::Sequential;
     let mut args = [0u64; MAX_ARGS];
-    for (i, a) in args.iter_mut().enumerate().take(nargs) {
+    for (i, a) in args.iter_mut().enumerate().take(nargs.min(MAX_ARGS)) {
         *a = r.word(2 + i);
     }
-    m.args = Args::new(&args[..nargs]).expect("at most MAX_ARGS");
-    let out = m.payload.fill(len);
+    m.args = Args::from_array(args, nargs.min(MAX_ARGS));
     let first = 2 + nargs;
-    for (k, chunk) in out.chunks_mut(8).enumerate() {
-        let b = r.word(first + k).to_le_bytes();
-        chunk.copy_from_slice(&b[..chunk.len()]);
-    }
+    let out = m.payload.fill_with(len, |bytes| {
+        for (k, chunk) in bytes.chunks_mut(8).enumerate() {
+            let b = r.word(first + k).to_le_bytes();
+            chunk.copy_from_slice(&b[..chunk.len()]);
+        }
+    });
+    debug_assert_eq!(out, len);
 }
 
 /// Words a message of `nargs` arguments and `payload` bytes occupies.
@@ -125,7 +151,12 @@ mod tests {
             };
             let meta = encode(&out, &mut words);
             assert_eq!(words.len(), words_for(out.args.len(), len));
-            push(&mut p, meta, &words).unwrap();
+            // Encoded through a buffer or straight into the ring: same record.
+            if len % 3 == 0 {
+                push(&mut p, meta, &words).unwrap();
+            } else {
+                push_message(&mut p, &out).unwrap();
+            }
             c.try_pop(|r| decode(r, NodeId(1), &mut m)).unwrap();
             assert_eq!(m.kind, out.kind);
             assert_eq!(m.handler, HandlerId(513));

@@ -6,6 +6,7 @@
 //! Floating policies run on real threads. Applications are the same
 //! `Proc`-generic code the simulator runs.
 
+pub mod bench;
 pub mod clock;
 pub mod codec;
 pub mod config;

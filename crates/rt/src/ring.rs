@@ -115,7 +115,14 @@ impl Producer {
     /// Appends a record of `meta` (56 bits) and `words`; fails with `Full`
     /// (writing nothing) if the consumer has not freed enough slots.
     pub fn try_push(&mut self, meta: u64, words: &[u64]) -> Result<(), Full> {
-        let n = slots_for(words.len());
+        self.try_push_with(meta, words.len(), |i| words[i])
+    }
+
+    /// Like [`Producer::try_push`], with data word `i` produced by `word(i)`
+    /// straight into the slot (no intermediate buffer).
+    #[inline]
+    pub fn try_push_with(&mut self, meta: u64, len: usize, mut word: impl FnMut(usize) -> u64) -> Result<(), Full> {
+        let n = slots_for(len);
         assert!(n <= MAX_RECORD_SLOTS && n <= self.capacity(), "record of {n} slots does not fit the ring");
         debug_assert!(meta <= META_MASK);
         let cap = self.capacity() as u64;
@@ -126,12 +133,16 @@ impl Producer {
                 return Err(Full);
             }
         }
-        let first = &self.shared.slots[(self.tail & self.shared.mask) as usize];
-        for (k, chunk) in words.chunks(SLOT_DATA_WORDS).enumerate() {
+        let mask = self.shared.mask;
+        let first = &self.shared.slots[(self.tail & mask) as usize];
+        let mut i = 0;
+        for k in 0..n {
             let pos = self.tail + k as u64;
-            let slot = &self.shared.slots[(pos & self.shared.mask) as usize];
-            for (i, w) in chunk.iter().enumerate() {
-                slot.data[i].store(*w, Ordering::Relaxed);
+            let slot = if k == 0 { first } else { &self.shared.slots[(pos & mask) as usize] };
+            let end = (i + SLOT_DATA_WORDS).min(len);
+            for d in &slot.data[..end - i] {
+                d.store(word(i), Ordering::Relaxed);
+                i += 1;
             }
             if k > 0 {
                 // Continuation slots carry their lap's sense too, so when

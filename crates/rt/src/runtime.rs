@@ -98,13 +98,13 @@ struct Node {
     inbox: Box<[UnsafeCell<Consumer>]>,
     peek: Box<[Peeker]>,
     /// Round-robin start of the next poll (role holder only).
-    next_ring: Cell<usize>,
+    next_ring: CachePadded<Cell<usize>>,
     /// The acting protocol-processor role.
     role: CachePadded<AtomicBool>,
     computing: CachePadded<AtomicU32>,
-    waiting: AtomicU32,
+    waiting: CachePadded<AtomicU32>,
     /// An interrupt was raised and not yet taken.
-    irq_raised: AtomicBool,
+    irq_raised: CachePadded<AtomicBool>,
     irq_next: AtomicU32,
     compute_threads: u32,
     completions: Box<[CachePadded<Completion>]>,
@@ -116,7 +116,6 @@ struct Node {
     /// Fixed: a parked protocol thread to wake.
     parked: AtomicBool,
     pp_thread: Mutex<Option<std::thread::Thread>>,
-    handlers: AtomicU64,
 }
 
 // SAFETY: `inbox` and `next_ring` are touched only by the thread holding
@@ -131,14 +130,12 @@ unsafe impl Sync for Node {}
 pub struct Cluster {
     cfg: RtConfig,
     handlers: HandlerTable,
-    nodes: Box<[Node]>,
+    /// Padded so one node's hot fields never share a line with another's.
+    nodes: Box<[CachePadded<Node>]>,
     ppn: u32,
     shutdown: AtomicBool,
     failure: Failure,
     oversubscribed: bool,
-    requests: AtomicU64,
-    messages: AtomicU64,
-    spilled: AtomicU64,
 }
 
 impl Node {
@@ -172,6 +169,8 @@ pub(crate) struct ThreadCtx {
     scratch: UnsafeCell<Message>,
     rng: UnsafeCell<ChaCha8Rng>,
     next_token: Cell<u64>,
+    /// Messages waiting in the overflow queues (skip them when zero).
+    spilled: Cell<usize>,
     /// Set while the thread runs runtime code that an interrupt must not
     /// re-enter.
     pub(crate) in_runtime: AtomicBool,
@@ -252,7 +251,8 @@ impl ThreadCtx {
     /// Leaves runtime code; an interrupt that arrived meanwhile is served now.
     fn exit(&self) {
         self.in_runtime.store(false, Ordering::Relaxed);
-        if self.irq_pending.swap(false, Ordering::Relaxed) {
+        if self.irq_pending.load(Ordering::Relaxed) {
+            self.irq_pending.store(false, Ordering::Relaxed);
             self.node().irq_raised.store(false, Ordering::Relaxed);
             self.enter();
             self.poll_as_pp();
@@ -269,32 +269,35 @@ impl ThreadCtx {
         // sends happen in runtime code (in_runtime set) or in an interrupt
         // that runs only when the thread is outside runtime code.
         let out = unsafe { &mut *self.out.get() };
-        let meta = codec::encode(m, &mut out.words);
         let d = dst as usize;
-        if !out.spill[d].is_empty() || out.producers[d].try_push(meta, &out.words).is_err() {
+        if !out.spill[d].is_empty() || codec::push_message(&mut out.producers[d], m).is_err() {
+            let meta = codec::encode(m, &mut out.words);
             out.spill[d].push_back((meta, out.words.clone()));
-            self.cluster.spilled.fetch_add(1, Ordering::Relaxed);
+            self.spilled.set(self.spilled.get() + 1);
+            self.stats.count_spilled();
         }
-        self.cluster.messages.fetch_add(1, Ordering::Relaxed);
+        self.stats.count_sent();
         self.after_send(dst);
     }
 
     /// Retries spilled messages in order; true when none is left.
     fn flush_spill(&self) -> bool {
+        if self.spilled.get() == 0 {
+            return true;
+        }
         // SAFETY: as in `send`.
         let out = unsafe { &mut *self.out.get() };
-        let mut empty = true;
         for d in 0..out.spill.len() {
             while let Some((meta, words)) = out.spill[d].front() {
                 if out.producers[d].try_push(*meta, words).is_err() {
                     break;
                 }
                 out.spill[d].pop_front();
+                self.spilled.set(self.spilled.get() - 1);
                 self.after_send(d as u32);
             }
-            empty &= out.spill[d].is_empty();
         }
-        empty
+        self.spilled.get() == 0
     }
 
     /// Notifies the destination: wakes a parked Fixed protocol thread, or
@@ -330,47 +333,51 @@ impl ThreadCtx {
     /// Handles everything waiting at this thread's node. The caller holds
     /// the node's role.
     fn drain(&self) -> u64 {
-        self.flush_spill();
+        if self.spilled.get() > 0 {
+            self.flush_spill();
+        }
         let node = self.node();
         let n = node.inbox.len();
         let mut handled = 0;
+        // Rings are visited round-robin, starting one further each pass, so
+        // no sender is starved; a pass that finds nothing ends the drain.
         let mut start = node.next_ring.get();
         loop {
             let mut progress = false;
-            for k in 0..n {
-                let i = (start + k) % n;
+            let mut i = start;
+            for _ in 0..n {
                 // SAFETY: the caller holds the role, so no other thread uses
                 // this consumer or the scratch message (the scratch is this
                 // thread's and handlers cannot re-enter `drain`).
                 let (consumer, scratch) = unsafe { (&mut *node.inbox[i].get(), &mut *self.scratch.get()) };
-                if consumer.try_pop(|r| codec::decode(r, NodeId(node.id), scratch)).is_some() {
+                if consumer.ready() && consumer.try_pop(|r| codec::decode(r, NodeId(node.id), scratch)).is_some() {
                     self.handle(scratch);
                     handled += 1;
                     progress = true;
                 }
+                i += 1;
+                if i == n {
+                    i = 0;
+                }
             }
-            start = (start + 1) % n;
+            start = if start + 1 == n { 0 } else { start + 1 };
             if !progress || self.cluster.failed() {
                 break;
             }
         }
         node.next_ring.set(start);
-        if handled > 0 {
-            node.handlers.fetch_add(handled, Ordering::Relaxed);
-        }
         handled
     }
 
     /// Runs one handler and completes a reply's waiting thread.
     fn handle(&self, m: &Message) {
-        let table = &self.cluster.handlers;
-        let (Ok(info), Ok(f)) = (table.info(m.handler), table.function(m.handler)) else {
+        let Some((info, f)) = self.cluster.handlers.entry(m.handler) else {
             return self.cluster.fail(FAIL_UNKNOWN, m.handler, None);
         };
         let mut ctx = RtHandlerCtx { thread: self, msg: m, guard: ReplyGuard::new(m.kind, &info.name) };
-        let t0 = Stamp::now();
+        let t0 = self.stats.stamp();
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut ctx, m)));
-        self.stats.add_handler(t0.elapsed_ns());
+        self.stats.add_handler(self.stats.since(t0));
         match outcome {
             Err(_) => return self.cluster.fail(FAIL_PANIC, m.handler, None),
             Ok(Err(e)) => return self.cluster.fail(FAIL_ERROR, m.handler, Some(e)),
@@ -422,8 +429,11 @@ impl ThreadCtx {
     fn release_role(&self) {
         let node = self.node();
         node.role.store(false, Ordering::Release);
-        // Pairs with the senders' fence (see `after_send`).
-        fence(Ordering::SeqCst);
+        if self.cluster.cfg.policy == Policy::Floating {
+            // Pairs with the senders' fence (see `after_send`); only Floating
+            // interrupts depend on this ordering.
+            fence(Ordering::SeqCst);
+        }
     }
 
     // ----- the thread's own operations ---------------------------------------
@@ -456,7 +466,7 @@ impl ThreadCtx {
         }
         let token = self.new_token();
         self.enter();
-        cl.requests.fetch_add(1, Ordering::Relaxed);
+        self.stats.count_request();
         self.send(
             dst.0,
             &Outgoing {
@@ -508,11 +518,8 @@ impl ThreadCtx {
             // SAFETY: as in `send`.
             let out = unsafe { &mut *self.out.get() };
             let d = dst.0 as usize;
-            if out.spill[d].is_empty() {
-                let meta = codec::encode(&m, &mut out.words);
-                if out.producers[d].try_push(meta, &out.words).is_ok() {
-                    break;
-                }
+            if out.spill[d].is_empty() && codec::push_message(&mut out.producers[d], &m).is_ok() {
+                break;
             }
             self.flush_spill();
             if cl.failed() {
@@ -524,7 +531,7 @@ impl ThreadCtx {
             }
             self.relax(&mut spins);
         }
-        cl.messages.fetch_add(1, Ordering::Relaxed);
+        self.stats.count_sent();
         self.after_send(dst.0);
         self.exit();
         Ok(())
@@ -532,11 +539,14 @@ impl ThreadCtx {
 
     /// Waits for the token, handling messages as the policy allows.
     fn wait_for(&self, c: &Completion, token: u64) {
-        let t0 = Stamp::now();
+        let t0 = self.stats.stamp();
         let node = self.node();
         let policy = self.cluster.cfg.policy;
         let mut spins = 0;
-        node.waiting.fetch_add(1, Ordering::Relaxed);
+        let handoff = policy == Policy::Floating && self.cluster.cfg.relinquish == Relinquish::Handoff;
+        if handoff {
+            node.waiting.fetch_add(1, Ordering::Relaxed);
+        }
         loop {
             if c.token.load(Ordering::Acquire) == token || self.cluster.failed() {
                 break;
@@ -553,8 +563,10 @@ impl ThreadCtx {
                 }
             }
         }
-        node.waiting.fetch_sub(1, Ordering::Relaxed);
-        self.stats.add_wait(t0.elapsed_ns());
+        if handoff {
+            node.waiting.fetch_sub(1, Ordering::Relaxed);
+        }
+        self.stats.add_wait(self.stats.since(t0));
     }
 
     /// Acts as PP until this thread's reply is in, then relinquishes
@@ -614,6 +626,7 @@ impl ThreadCtx {
         let rng = unsafe { &mut *self.rng.get() };
         let mut acc = 0u64;
         loop {
+            self.stats.count_work_chunk();
             for _ in 0..64 {
                 let i = rng.gen_range(0..seg.len());
                 acc = acc.wrapping_add(seg[i].load(Ordering::Relaxed));
@@ -646,29 +659,34 @@ impl ThreadCtx {
 
     /// Serves the node as protocol processor until `stop` says so (used by
     /// threads with nothing else to do, and by the dedicated threads of
-    /// Fixed).
+    /// Fixed). The role is held while serving, so polling costs no atomic
+    /// read-modify-write per round; Floating gives it back every so often
+    /// so a waiting thread can take over and interrupts stay possible.
     fn serve(&self, stop: impl Fn() -> bool) {
         let node = self.node();
         let park_after = self.cluster.cfg.park_after_polls;
         let fixed = matches!(self.cluster.cfg.policy, Policy::Fixed { .. });
+        let floating = self.cluster.cfg.policy == Policy::Floating;
         let mut empty = 0u32;
         let mut spins = 0;
+        let mut holding = false;
         self.enter();
         while !stop() && !self.cluster.failed() {
-            let t0 = Stamp::now();
-            let handled = if node.try_take_role() {
-                let h = self.drain();
-                self.release_role();
-                h
-            } else {
-                0
-            };
+            let t0 = self.stats.stamp();
+            if !holding {
+                holding = node.try_take_role();
+            }
+            let handled = if holding { self.drain() } else { 0 };
             let spilled = !self.flush_spill();
             if handled > 0 || spilled {
                 empty = 0;
                 continue;
             }
             empty += 1;
+            if holding && floating && empty.is_multiple_of(64) {
+                self.release_role();
+                holding = false;
+            }
             match park_after {
                 Some(limit) if fixed && empty >= limit => {
                     node.parked.store(true, Ordering::SeqCst);
@@ -680,7 +698,10 @@ impl ThreadCtx {
                 }
                 _ => self.relax(&mut spins),
             }
-            self.stats.add_idle(t0.elapsed_ns());
+            self.stats.add_idle(self.stats.since(t0));
+        }
+        if holding {
+            self.release_role();
         }
         self.exit();
     }
@@ -947,11 +968,11 @@ fn build(cfg: &RtConfig, handlers: &HandlerTable) -> (Arc<Cluster>, Vec<Vec<Prod
             id: n as u32,
             peek: inbox.iter().map(|c| c.peeker()).collect(),
             inbox: inbox.into_iter().map(UnsafeCell::new).collect(),
-            next_ring: Cell::new(0),
+            next_ring: CachePadded::new(Cell::new(0)),
             role: CachePadded::new(AtomicBool::new(false)),
             computing: CachePadded::new(AtomicU32::new(0)),
-            waiting: AtomicU32::new(0),
-            irq_raised: AtomicBool::new(false),
+            waiting: CachePadded::new(AtomicU32::new(0)),
+            irq_raised: CachePadded::new(AtomicBool::new(false)),
             irq_next: AtomicU32::new(0),
             compute_threads: compute as u32,
             completions: (0..compute)
@@ -972,26 +993,34 @@ fn build(cfg: &RtConfig, handlers: &HandlerTable) -> (Arc<Cluster>, Vec<Vec<Prod
             recv: (0..compute).map(|_| atomic_words(MAX_PAYLOAD)).collect(),
             parked: AtomicBool::new(false),
             pp_thread: Mutex::new(None),
-            handlers: AtomicU64::new(0),
         })
         .collect();
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cores = online_cores();
     let cluster = Arc::new(Cluster {
         cfg: cfg.clone(),
         handlers: handlers.clone(),
-        nodes: node_vec.into_boxed_slice(),
+        nodes: node_vec.into_iter().map(CachePadded::new).collect(),
         ppn: ppn as u32,
         shutdown: AtomicBool::new(false),
         failure: Failure::default(),
         oversubscribed: total > cores,
-        requests: AtomicU64::new(0),
-        messages: AtomicU64::new(0),
-        spilled: AtomicU64::new(0),
     });
     (cluster, producers)
 }
 
-fn pin_to(core: usize) {
+/// Cores of the machine (not the calling thread's affinity mask, which a
+/// pinned caller would have narrowed).
+pub(crate) fn online_cores() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n > 0 {
+        n as usize
+    } else {
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+    }
+}
+
+pub(crate) fn pin_to(core: usize) {
     // SAFETY: cpu_set_t is plain data; CPU_SET writes within it; the call
     // affects only the calling thread and failures are ignored (pinning is
     // an optimisation).
@@ -1022,10 +1051,11 @@ fn make_ctx(cluster: &Arc<Cluster>, producers: Vec<Producer>, node: u32, local: 
             local as u64 + 7,
         ))),
         next_token: Cell::new(0),
+        spilled: Cell::new(0),
         in_runtime: AtomicBool::new(false),
         interruptible: AtomicBool::new(false),
         irq_pending: AtomicBool::new(false),
-        stats: ThreadStats::default(),
+        stats: ThreadStats::new(cluster.cfg.time_split),
     })
 }
 
@@ -1045,7 +1075,7 @@ where
     let (cluster, producers) = build(cfg, handlers);
     let ppn = cfg.topology.procs_per_node;
     let compute = cfg.compute_threads_per_node();
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cores = online_cores();
     let started = Stamp::now();
     let finished = AtomicU32::new(0);
     let total_compute = cfg.topology.nodes * compute;
@@ -1133,13 +1163,14 @@ where
         }
         let _ = l;
     }
+    let sum = |f: fn(&ThreadTimes) -> u64| threads.iter().map(f).sum();
     let stats = RtStats {
         wall_ns,
-        requests: cluster.requests.load(Ordering::Relaxed),
-        messages: cluster.messages.load(Ordering::Relaxed),
-        spilled: cluster.spilled.load(Ordering::Relaxed),
-        handlers: cluster.nodes.iter().map(|n| n.handlers.load(Ordering::Relaxed)).sum(),
-        interrupts: threads.iter().map(|t| t.interrupts).sum(),
+        requests: sum(|t| t.requests),
+        messages: sum(|t| t.sent),
+        spilled: sum(|t| t.spilled),
+        handlers: sum(|t| t.handlers),
+        interrupts: sum(|t| t.interrupts),
         threads,
     };
     Ok(RtOutput { results, stats })

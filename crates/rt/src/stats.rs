@@ -7,6 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// them on the same thread it interrupted.
 pub(crate) struct ThreadStats {
     started: Stamp,
+    /// Whether to read the clock around handlers, waits and polls (the
+    /// time split); counters are kept either way.
+    timing: bool,
     compute: AtomicU64,
     handler: AtomicU64,
     interrupt: AtomicU64,
@@ -14,12 +17,26 @@ pub(crate) struct ThreadStats {
     idle: AtomicU64,
     handlers: AtomicU64,
     interrupts: AtomicU64,
+    sent: AtomicU64,
+    requests: AtomicU64,
+    spilled: AtomicU64,
+    work_chunks: AtomicU64,
 }
 
-impl Default for ThreadStats {
-    fn default() -> ThreadStats {
+/// Adds to a counter only this thread writes. The interrupt handler runs
+/// on the same thread but only while the thread is inside `work`, which
+/// updates none of the counters the handler does (see `interrupt.rs`), so a
+/// plain load and store cannot lose an update, and it avoids a locked
+/// read-modify-write (tens of nanoseconds) per message.
+fn bump(c: &AtomicU64, by: u64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(by), Ordering::Relaxed);
+}
+
+impl ThreadStats {
+    pub(crate) fn new(timing: bool) -> ThreadStats {
         ThreadStats {
             started: Stamp::now(),
+            timing,
             compute: AtomicU64::new(0),
             handler: AtomicU64::new(0),
             interrupt: AtomicU64::new(0),
@@ -27,31 +44,61 @@ impl Default for ThreadStats {
             idle: AtomicU64::new(0),
             handlers: AtomicU64::new(0),
             interrupts: AtomicU64::new(0),
+            sent: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
+            spilled: AtomicU64::new(0),
+            work_chunks: AtomicU64::new(0),
         }
     }
-}
 
-impl ThreadStats {
+    /// Now, if the time split is on.
+    pub(crate) fn stamp(&self) -> Option<Stamp> {
+        self.timing.then(Stamp::now)
+    }
+
+    /// Nanoseconds since `t` (0 without the time split).
+    pub(crate) fn since(&self, t: Option<Stamp>) -> u64 {
+        t.map_or(0, |t| t.elapsed_ns())
+    }
+
     pub(crate) fn add_compute(&self, ns: u64) {
-        self.compute.fetch_add(ns, Ordering::Relaxed);
+        bump(&self.compute, ns);
     }
 
     pub(crate) fn add_handler(&self, ns: u64) {
-        self.handler.fetch_add(ns, Ordering::Relaxed);
-        self.handlers.fetch_add(1, Ordering::Relaxed);
+        bump(&self.handler, ns);
+        bump(&self.handlers, 1);
     }
 
     pub(crate) fn add_interrupt(&self, ns: u64) {
-        self.interrupt.fetch_add(ns, Ordering::Relaxed);
-        self.interrupts.fetch_add(1, Ordering::Relaxed);
+        bump(&self.interrupt, ns);
+        bump(&self.interrupts, 1);
     }
 
     pub(crate) fn add_wait(&self, ns: u64) {
-        self.wait.fetch_add(ns, Ordering::Relaxed);
+        bump(&self.wait, ns);
     }
 
     pub(crate) fn add_idle(&self, ns: u64) {
-        self.idle.fetch_add(ns, Ordering::Relaxed);
+        bump(&self.idle, ns);
+    }
+
+    // Counters owned by one thread (and its interrupt handler): never
+    // contended, so a relaxed add is a plain increment in practice.
+    pub(crate) fn count_sent(&self) {
+        bump(&self.sent, 1);
+    }
+
+    pub(crate) fn count_request(&self) {
+        bump(&self.requests, 1);
+    }
+
+    pub(crate) fn count_spilled(&self) {
+        bump(&self.spilled, 1);
+    }
+
+    pub(crate) fn count_work_chunk(&self) {
+        bump(&self.work_chunks, 1);
     }
 
     pub(crate) fn handler_ns(&self) -> u64 {
@@ -80,6 +127,10 @@ impl ThreadStats {
             idle_polling_ns: self.idle.load(Ordering::Relaxed),
             handlers: self.handlers.load(Ordering::Relaxed),
             interrupts: self.interrupts.load(Ordering::Relaxed),
+            sent: self.sent.load(Ordering::Relaxed),
+            requests: self.requests.load(Ordering::Relaxed),
+            spilled: self.spilled.load(Ordering::Relaxed),
+            work_chunks: self.work_chunks.load(Ordering::Relaxed),
         }
     }
 }
@@ -102,6 +153,13 @@ pub struct ThreadTimes {
     pub idle_polling_ns: u64,
     pub handlers: u64,
     pub interrupts: u64,
+    /// Active messages this thread sent (requests, replies, one-way).
+    pub sent: u64,
+    pub requests: u64,
+    pub spilled: u64,
+    /// 64-access chunks of synthetic work done (work progress, for
+    /// measuring what interrupts cost the interrupted computation).
+    pub work_chunks: u64,
 }
 
 /// A native run's totals.

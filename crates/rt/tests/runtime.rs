@@ -139,7 +139,9 @@ fn stress(total: u64, ring_slots: usize) {
                 }
             } else {
                 // Node 1's compute threads wait until everything arrived.
-                while expected.iter().map(|e| e.load(std::sync::atomic::Ordering::Relaxed)).sum::<u64>() < per_sender * senders {
+                while expected.iter().map(|e| e.load(std::sync::atomic::Ordering::Relaxed)).sum::<u64>()
+                    < per_sender * senders
+                {
                     std::thread::yield_now();
                 }
             }

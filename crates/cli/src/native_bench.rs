@@ -1,0 +1,217 @@
+//! `finegrain bench pingpong | rate | interrupt`: the native runtime against
+//! the hardware floor, a crossbeam channel, Open MPI and UCX, measured side
+//! by side in one run. Peers that are not installed are reported as absent.
+
+use anyhow::{Context, Result};
+use finegrain_rt::bench::{self, Effort};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+/// One payload size of the ping-pong comparison (one-way nanoseconds).
+#[derive(Debug, Serialize)]
+pub struct PingPongRow {
+    pub size: usize,
+    pub finegrain_ns: f64,
+    pub floor_ns: f64,
+    pub crossbeam_ns: f64,
+    pub mpi_ns: Option<f64>,
+    pub ucx_am_ns: Option<f64>,
+}
+
+pub const SIZES: [usize; 3] = [8, 64, 256];
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// Builds the MPI peer (source embedded in the binary) with `mpicc`.
+fn build_mpi_peer() -> Result<Option<PathBuf>> {
+    if !have("mpicc") || !have("mpirun") {
+        return Ok(None);
+    }
+    let dir = std::env::temp_dir().join(format!("finegrain-peers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let src = dir.join("mpi_pingpong.c");
+    std::fs::write(&src, include_str!("../../../bench/peers/mpi_pingpong.c"))?;
+    let bin = dir.join("mpi_pingpong");
+    let out = Command::new("mpicc").args(["-O2", "-o"]).arg(&bin).arg(&src).output().context("running mpicc")?;
+    if !out.status.success() {
+        anyhow::bail!("mpicc failed: {}", String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or(""));
+    }
+    Ok(Some(bin))
+}
+
+fn running_as_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn mpi_pingpong(bin: &PathBuf, size: usize, e: Effort) -> Result<f64> {
+    let mut cmd = Command::new("mpirun");
+    if running_as_root() {
+        cmd.arg("--allow-run-as-root");
+    }
+    let out = cmd
+        .args(["-np", "2", "--bind-to", "core"])
+        .arg(bin)
+        .args([size.to_string(), e.warmup.to_string(), e.per_round.to_string(), e.rounds.to_string()])
+        .output()
+        .context("running mpirun")?;
+    let rounds: Vec<f64> = String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.trim().parse().ok()).collect();
+    if rounds.is_empty() {
+        anyhow::bail!(
+            "mpirun printed no result: {}",
+            String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or("")
+        );
+    }
+    Ok(bench::median(rounds))
+}
+
+/// `ucx_perftest -t ucp_am_lat` between two processes over loopback, pinned
+/// to cores 0 and 1; its 50th-percentile one-way latency.
+fn ucx_am_latency(size: usize, e: Effort) -> Result<f64> {
+    let port = 20000 + (std::process::id() % 20000) as u16;
+    let iters = (e.per_round * e.rounds as u64).to_string();
+    let warm = e.warmup.to_string();
+    let common = ["-t", "ucp_am_lat", "-s", &size.to_string(), "-n", &iters, "-w", &warm, "-p", &port.to_string()];
+    let mut server = Command::new("ucx_perftest")
+        .args(common)
+        .args(["-c", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting the ucx_perftest server")?;
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let out = Command::new("ucx_perftest").arg("localhost").args(common).args(["-c", "0"]).output();
+    let _ = server.kill();
+    let _ = server.wait();
+    let out = out.context("running the ucx_perftest client")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line =
+        text.lines().find(|l| l.trim_start().starts_with("Final:")).context("ucx_perftest printed no Final line")?;
+    let us: f64 =
+        line.split_whitespace().nth(2).and_then(|s| s.parse().ok()).context("unreadable ucx_perftest line")?;
+    Ok(us * 1000.0)
+}
+
+pub fn pingpong(e: Effort) -> Result<Vec<PingPongRow>> {
+    let floor = bench::floor_pingpong(e);
+    let mpi = match build_mpi_peer() {
+        Ok(b) => b,
+        Err(err) => {
+            eprintln!("note: Open MPI peer unavailable ({err})");
+            None
+        }
+    };
+    let ucx = have("ucx_perftest");
+    let mut rows = Vec::new();
+    for size in SIZES {
+        let finegrain = bench::finegrain_pingpong(size, e)?;
+        let crossbeam = bench::crossbeam_pingpong(size, e);
+        let mpi_ns = mpi
+            .as_ref()
+            .and_then(|b| mpi_pingpong(b, size, e).map_err(|err| eprintln!("note: MPI ping-pong failed ({err})")).ok());
+        let ucx_am_ns = if ucx {
+            ucx_am_latency(size, e).map_err(|err| eprintln!("note: UCX ping-pong failed ({err})")).ok()
+        } else {
+            None
+        };
+        rows.push(PingPongRow {
+            size,
+            finegrain_ns: finegrain,
+            floor_ns: floor,
+            crossbeam_ns: crossbeam,
+            mpi_ns,
+            ucx_am_ns,
+        });
+    }
+    Ok(rows)
+}
+
+fn cell(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.0}")).unwrap_or_else(|| "absent".into())
+}
+
+pub fn print_pingpong(rows: &[PingPongRow]) {
+    println!("one-way latency, median ns (two threads pinned to cores 0 and 1)");
+    println!(
+        "{:>6} {:>10} {:>8} {:>10} {:>8} {:>8} {:>12} {:>10}",
+        "bytes", "finegrain", "floor", "crossbeam", "mpi", "ucx_am", "fg/floor", "fg/mpi"
+    );
+    for r in rows {
+        println!(
+            "{:>6} {:>10.0} {:>8.0} {:>10.0} {:>8} {:>8} {:>12.2} {:>10}",
+            r.size,
+            r.finegrain_ns,
+            r.floor_ns,
+            r.crossbeam_ns,
+            cell(r.mpi_ns),
+            cell(r.ucx_am_ns),
+            r.finegrain_ns / r.floor_ns,
+            r.mpi_ns.map(|m| format!("{:.2}", r.finegrain_ns / m)).unwrap_or_else(|| "-".into())
+        );
+    }
+    if let Some(r) = rows.iter().find(|r| r.size == 8) {
+        let floor_ok = r.finegrain_ns <= 2.0 * r.floor_ns;
+        println!(
+            "target 8 B: <= 2.0 x floor: {} ({:.2}); <= 0.6 x Open MPI: {}",
+            if floor_ok { "met" } else { "NOT met" },
+            r.finegrain_ns / r.floor_ns,
+            match r.mpi_ns {
+                Some(m) =>
+                    format!("{} ({:.2})", if r.finegrain_ns <= 0.6 * m { "met" } else { "NOT met" }, r.finegrain_ns / m),
+                None => "no MPI to compare".into(),
+            }
+        );
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct RateRow {
+    pub payload_bytes: usize,
+    pub messages_per_second: f64,
+    pub rounds: usize,
+}
+
+pub fn rate(e: Effort) -> Result<RateRow> {
+    Ok(RateRow { payload_bytes: 8, messages_per_second: bench::stream_rate(e)?, rounds: e.rounds })
+}
+
+pub fn print_rate(r: &RateRow) {
+    println!(
+        "one-way streaming of {}-byte active messages, core 0 -> core 1: {:.2} M messages/s (median of {}); target >= 10 M: {}",
+        r.payload_bytes,
+        r.messages_per_second / 1e6,
+        r.rounds,
+        if r.messages_per_second >= 10e6 { "met" } else { "NOT met" }
+    );
+}
+
+#[derive(Debug, Serialize)]
+pub struct InterruptRow {
+    pub delivery_ns: f64,
+    pub oint_ns: f64,
+    pub interrupts: u64,
+}
+
+pub fn interrupt(quick: bool) -> Result<InterruptRow> {
+    let (messages, ms) = if quick { (300, 60) } else { (2000, 300) };
+    let c = bench::interrupt_cost(messages, ms)?;
+    Ok(InterruptRow { delivery_ns: c.delivery_ns, oint_ns: c.oint_ns, interrupts: c.interrupts })
+}
+
+pub fn print_interrupt(r: &InterruptRow) {
+    println!(
+        "native interrupt (Floating, signal to a computing thread): delivery to handler {:.0} ns (median), \
+         computation lost per interrupt (native Oint) {:.0} ns, over {} interrupts",
+        r.delivery_ns, r.oint_ns, r.interrupts
+    );
+}

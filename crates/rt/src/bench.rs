@@ -1,0 +1,307 @@
+//! Native measurements behind `finegrain bench`: active-message ping-pong
+//! and streaming rate between two pinned threads, the cache-line ping-pong
+//! floor and a crossbeam-channel ping-pong measured the same way, and what
+//! an interrupt costs. Each figure is the median of several rounds.
+
+use crate::clock::Stamp;
+use crate::config::RtConfig;
+use crate::runtime::{run, RtError};
+use crossbeam_utils::CachePadded;
+use finegrain_core::{AmError, Args, HandlerInfo, HandlerTable, Message, NodeId, Policy, Proc, Topology};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// How much to measure.
+#[derive(Clone, Copy, Debug)]
+pub struct Effort {
+    pub warmup: u64,
+    pub per_round: u64,
+    pub rounds: usize,
+}
+
+impl Effort {
+    pub const DEFAULT: Effort = Effort { warmup: 20_000, per_round: 20_000, rounds: 9 };
+    pub const QUICK: Effort = Effort { warmup: 2_000, per_round: 2_000, rounds: 5 };
+}
+
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn info(name: &str) -> HandlerInfo {
+    HandlerInfo { name: name.into(), body_cycles: 0, code_bytes: 0 }
+}
+
+fn two_pinned_threads(policy: Policy) -> RtConfig {
+    let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 1 }, policy);
+    cfg.segment_bytes = 4096;
+    cfg.time_split = false;
+    cfg
+}
+
+/// Median one-way latency (round trip / 2) of an active-message request
+/// whose handler replies with the same payload, between two threads pinned
+/// to cores 0 and 1 (Single policy: each thread computes and handles).
+pub fn finegrain_pingpong(size: usize, effort: Effort) -> Result<f64, RtError> {
+    let mut t = HandlerTable::new();
+    let done = t.register(info("pong"), |_, _| Ok(())).map_err(RtError::Handler)?;
+    let ping = t
+        .register(info("ping"), move |ctx, m: &Message| ctx.reply_bytes(done, Args::default(), m.payload.as_slice()))
+        .map_err(RtError::Handler)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let payload = vec![0x5au8; size];
+    let out = run(&two_pinned_threads(Policy::Single), &t, |p| {
+        let (stop, payload) = (stop.clone(), payload.clone());
+        async move {
+            if p.node().0 == 1 {
+                p.serve(|| stop.load(Ordering::Acquire));
+                return Ok(Vec::new());
+            }
+            let mut one_way = Vec::new();
+            let trip = |p: &crate::RtProc| p.request_with(NodeId(1), ping, &[], &payload, |r| r.payload().len());
+            for _ in 0..effort.warmup {
+                trip(&p)?;
+            }
+            for _ in 0..effort.rounds {
+                let t0 = Stamp::now();
+                for _ in 0..effort.per_round {
+                    let n = trip(&p)?;
+                    debug_assert_eq!(n, payload.len());
+                }
+                one_way.push(t0.elapsed_ns() as f64 / effort.per_round as f64 / 2.0);
+            }
+            stop.store(true, Ordering::Release);
+            Ok::<_, AmError>(one_way)
+        }
+    })?;
+    Ok(median(out.results.into_iter().flatten().collect()))
+}
+
+fn pin(core: usize) {
+    crate::runtime::pin_to(core % crate::runtime::online_cores());
+}
+
+/// The hardware floor: two threads on cores 0 and 1 pass a counter back and
+/// forth through one padded atomic word; median one-way time.
+pub fn floor_pingpong(effort: Effort) -> f64 {
+    let word = Arc::new(CachePadded::new(AtomicU64::new(0)));
+    let total = effort.warmup + effort.per_round * effort.rounds as u64;
+    let w = word.clone();
+    let partner = std::thread::spawn(move || {
+        pin(1);
+        let mut expect = 1;
+        while expect < 2 * total {
+            while w.load(Ordering::Acquire) != expect {
+                std::hint::spin_loop();
+            }
+            w.store(expect + 1, Ordering::Release);
+            expect += 2;
+        }
+    });
+    // The measuring side runs on its own thread too, so the caller's
+    // affinity is left alone.
+    let one_way = std::thread::spawn(move || {
+        pin(0);
+        let mut next = 0u64;
+        let mut trip = || {
+            word.store(next + 1, Ordering::Release);
+            while word.load(Ordering::Acquire) != next + 2 {
+                std::hint::spin_loop();
+            }
+            next += 2;
+        };
+        for _ in 0..effort.warmup {
+            trip();
+        }
+        let mut one_way = Vec::new();
+        for _ in 0..effort.rounds {
+            let t0 = Stamp::now();
+            for _ in 0..effort.per_round {
+                trip();
+            }
+            one_way.push(t0.elapsed_ns() as f64 / effort.per_round as f64 / 2.0);
+        }
+        one_way
+    })
+    .join()
+    .expect("measuring thread");
+    partner.join().expect("partner thread");
+    median(one_way)
+}
+
+/// A crossbeam-channel ping-pong of `size`-byte messages between cores 0
+/// and 1 (bounded channels of capacity 1); median one-way time.
+pub fn crossbeam_pingpong(size: usize, effort: Effort) -> f64 {
+    let (to_b, from_a) = crossbeam_channel::bounded::<Vec<u8>>(1);
+    let (to_a, from_b) = crossbeam_channel::bounded::<Vec<u8>>(1);
+    let total = effort.warmup + effort.per_round * effort.rounds as u64;
+    let partner = std::thread::spawn(move || {
+        pin(1);
+        for _ in 0..total {
+            let m = from_a.recv().expect("ping");
+            to_a.send(m).expect("pong");
+        }
+    });
+    let one_way = std::thread::spawn(move || {
+        pin(0);
+        let mut buf = vec![0x5au8; size];
+        let mut trip = || {
+            to_b.send(std::mem::take(&mut buf)).expect("ping");
+            buf = from_b.recv().expect("pong");
+        };
+        for _ in 0..effort.warmup {
+            trip();
+        }
+        let mut one_way = Vec::new();
+        for _ in 0..effort.rounds {
+            let t0 = Stamp::now();
+            for _ in 0..effort.per_round {
+                trip();
+            }
+            one_way.push(t0.elapsed_ns() as f64 / effort.per_round as f64 / 2.0);
+        }
+        one_way
+    })
+    .join()
+    .expect("measuring thread");
+    partner.join().expect("partner thread");
+    median(one_way)
+}
+
+/// One-way streaming of 8-byte active messages from the thread on core 0 to
+/// the one on core 1; median messages per second over the rounds.
+pub fn stream_rate(effort: Effort) -> Result<f64, RtError> {
+    let received = Arc::new(CachePadded::new(AtomicU64::new(0)));
+    let mut t = HandlerTable::new();
+    let r2 = received.clone();
+    let sink = t
+        .register(info("sink"), move |_, _| {
+            r2.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        })
+        .map_err(RtError::Handler)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let out = run(&two_pinned_threads(Policy::Single), &t, |p| {
+        let (stop, received) = (stop.clone(), received.clone());
+        async move {
+            if p.node().0 == 1 {
+                p.serve(|| stop.load(Ordering::Acquire));
+                return Ok(Vec::new());
+            }
+            let word = 0x1122_3344_5566_7788u64.to_le_bytes();
+            let mut rates = Vec::new();
+            let mut sent = 0u64;
+            let mut send_all = |n: u64| -> Result<(), AmError> {
+                for _ in 0..n {
+                    p.send(NodeId(1), sink, &[], &word)?;
+                }
+                sent += n;
+                while received.load(Ordering::Acquire) < sent {
+                    std::hint::spin_loop();
+                }
+                Ok(())
+            };
+            send_all(effort.warmup * 5)?;
+            for _ in 0..effort.rounds {
+                let t0 = Stamp::now();
+                send_all(effort.per_round * 10)?;
+                rates.push((effort.per_round * 10) as f64 * 1e9 / t0.elapsed_ns().max(1) as f64);
+            }
+            stop.store(true, Ordering::Release);
+            Ok::<_, AmError>(rates)
+        }
+    })?;
+    Ok(median(out.results.into_iter().flatten().collect()))
+}
+
+/// What an interrupt costs natively.
+#[derive(Clone, Copy, Debug)]
+pub struct InterruptCost {
+    /// Median time from the sender's send to the start of the handler on
+    /// the interrupted thread (signal delivery included).
+    pub delivery_ns: f64,
+    /// Computation the interrupted thread loses per interrupt, handling
+    /// included: the native Oint.
+    pub oint_ns: f64,
+    /// Interrupts taken in the measured phase.
+    pub interrupts: u64,
+}
+
+/// Floating, two nodes of one thread: node 1's thread computes for a fixed
+/// time while node 0 sends it null one-way messages; each arrives while
+/// node 1's only thread computes, so each is taken by interrupt. The work
+/// node 1 gets done, against a phase without messages, gives the lost time.
+pub fn interrupt_cost(messages: u64, phase_ms: u64) -> Result<InterruptCost, RtError> {
+    let mut t = HandlerTable::new();
+    let delivery: Arc<Vec<AtomicU64>> = Arc::new((0..messages).map(|_| AtomicU64::new(0)).collect());
+    let d2 = delivery.clone();
+    let null = t
+        .register(info("null"), move |_, m: &Message| {
+            let sent = m.args.get(0);
+            let i = m.args.get(1) as usize;
+            let now = Stamp::now();
+            if let Some(slot) = d2.get(i) {
+                slot.store(now.since(crate::clock::Stamp::from_ticks(sent)), Ordering::Relaxed);
+            }
+            Ok(())
+        })
+        .map_err(RtError::Handler)?;
+    let phase = Arc::new(AtomicU64::new(0));
+    let mut cfg = two_pinned_threads(Policy::Floating);
+    cfg.interrupts = true;
+    let chunk_cycles = 50_000; // 50 us pieces of work
+    let pieces = phase_ms * 1_000_000 / chunk_cycles;
+    let out = run(&cfg, &t, |p| {
+        let phase = phase.clone();
+        async move {
+            if p.node().0 == 1 {
+                // Phase 1: quiet. Phase 2: interrupted.
+                let mut chunks = [0u64; 2];
+                for (k, c) in chunks.iter_mut().enumerate() {
+                    phase.store(k as u64 + 1, Ordering::Release);
+                    let before = p.times().work_chunks;
+                    for _ in 0..pieces {
+                        p.work(chunk_cycles).await;
+                    }
+                    *c = p.times().work_chunks - before;
+                }
+                phase.store(3, Ordering::Release);
+                Ok(chunks.to_vec())
+            } else {
+                while phase.load(Ordering::Acquire) < 2 {
+                    std::thread::yield_now();
+                }
+                let gap_ns = phase_ms as f64 * 1e6 / (messages as f64 + 1.0);
+                for i in 0..messages {
+                    let until = Stamp::now().plus_ns(gap_ns);
+                    while !until.reached() {
+                        std::hint::spin_loop();
+                    }
+                    p.send(NodeId(1), null, &[Stamp::now().ticks(), i], &[])?;
+                }
+                while phase.load(Ordering::Acquire) < 3 {
+                    std::thread::yield_now();
+                }
+                Ok(Vec::new())
+            }
+        }
+    })?;
+    let node1 = out.stats.threads.iter().find(|t| t.node == 1).map(|t| t.interrupts).unwrap_or(0);
+    let chunks: Vec<u64> = out.results.into_iter().flatten().collect();
+    let (quiet, busy) = (chunks[0] as f64, chunks[1] as f64);
+    // Each phase lasts the same wall time; the chunks not done in the busy
+    // phase, at the quiet phase's rate, are the time interrupts took.
+    let phase_ns = phase_ms as f64 * 1e6;
+    let lost_ns = (quiet - busy).max(0.0) * phase_ns / quiet.max(1.0);
+    let delays: Vec<f64> = delivery.iter().map(|d| d.load(Ordering::Relaxed) as f64).filter(|&d| d > 0.0).collect();
+    Ok(InterruptCost { delivery_ns: median(delays), oint_ns: lost_ns / node1.max(1) as f64, interrupts: node1 })
+}
