@@ -216,3 +216,38 @@ pub fn measure_lmin(machine: &MachineConfig, protocol: Protocol, seed: u64) -> R
     let out = simulate(&sim, &cfg)?;
     Ok(out.stats.sim_cycles as f64 / ROUND_TRIPS as f64)
 }
+
+/// Runs the microbenchmark on the native runtime (a `work` cycle lasts
+/// `rt.ns_per_cycle` nanoseconds).
+pub fn run_native(
+    rt: &finegrain_rt::RtConfig,
+    machine: &MachineConfig,
+    cfg: &MicroConfig,
+) -> Result<finegrain_rt::RtOutput<u64>, finegrain_rt::RtError> {
+    cfg.validate().map_err(|e| finegrain_rt::RtError::Config(ConfigError::invalid("micro", "config", e)))?;
+    let (table, h) = handlers(cfg.protocol, machine).map_err(finegrain_rt::RtError::Handler)?;
+    finegrain_rt::run(rt, &table, |p| {
+        let (cfg, h) = (cfg.clone(), h.clone());
+        async move { thread(&p, &cfg, &h).await }
+    })
+}
+
+/// Lmin natively: the round trip of one request on an otherwise idle
+/// cluster under Fixed (2 nodes x 2 threads, one requester), in
+/// nanoseconds. `rt` supplies everything but the topology and policy.
+pub fn measure_lmin_native(
+    rt: &finegrain_rt::RtConfig,
+    machine: &MachineConfig,
+    protocol: Protocol,
+) -> Result<f64, finegrain_rt::RtError> {
+    const ROUND_TRIPS: u64 = 20_000;
+    let mut cfg = rt.clone();
+    cfg.topology = Topology { nodes: 2, procs_per_node: 2 };
+    cfg.policy = Policy::Fixed { protocol_procs: 1 };
+    let work =
+        MicroConfig { protocol, mean_compute_cycles: 0.0, requests_per_node: ROUND_TRIPS, single_requester: true };
+    let out = run_native(&cfg, machine, &work)?;
+    let requester = out.stats.threads.iter().find(|t| t.node == 0 && t.thread == 0 && t.role == "compute");
+    let wall = requester.map(|t| t.wall_ns).unwrap_or(out.stats.wall_ns);
+    Ok(wall as f64 / ROUND_TRIPS as f64)
+}

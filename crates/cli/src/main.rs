@@ -100,6 +100,9 @@ struct RunArgs {
     #[arg(long)]
     #[serde(skip)]
     config: Option<PathBuf>,
+    /// sim (the simulated machine of the preset) or native (real threads).
+    #[arg(long)]
+    platform: Option<String>,
     /// Machine preset name or path.
     #[arg(long)]
     preset: Option<String>,
@@ -141,6 +144,7 @@ impl RunArgs {
         let file: RunArgs = finegrain_core::config::parse_toml(&path.display().to_string(), &text)?;
         Ok(RunArgs {
             config: None,
+            platform: self.platform.or(file.platform),
             preset: self.preset.or(file.preset),
             policy: self.policy.or(file.policy),
             nodes: self.nodes.or(file.nodes),
@@ -174,6 +178,118 @@ struct Perf {
 
 fn run(args: RunArgs) -> Result<()> {
     let a = args.merged()?;
+    match a.platform.as_deref().unwrap_or("sim") {
+        "sim" => run_sim(a),
+        "native" => run_native(a),
+        other => bail!("invalid platform = {other}: allowed sim, native"),
+    }
+}
+
+#[derive(Serialize)]
+struct NativeRecord<'a> {
+    platform: &'static str,
+    policy: String,
+    nodes: u32,
+    procs_per_node: u32,
+    workload: &'a MicroConfig,
+    lmin_ns: Option<f64>,
+    measured_u: f64,
+    stats: &'a finegrain_rt::RtStats,
+}
+
+fn run_native(a: RunArgs) -> Result<()> {
+    if a.oint.is_some() {
+        bail!("invalid oint for platform native: the native interrupt cost is what the machine gives (see finegrain bench interrupt)");
+    }
+    let machine = MachineConfig::load(a.preset.as_deref().unwrap_or("hpca97"))?;
+    let policy = Policy::parse(a.policy.as_deref().unwrap_or("fixed"))?;
+    let topology = Topology { nodes: a.nodes.unwrap_or(2), procs_per_node: a.procs_per_node.unwrap_or(2) };
+    let protocol = Protocol::parse(a.protocol.as_deref().unwrap_or("null")).map_err(anyhow::Error::msg)?;
+    let mut rt = finegrain_rt::RtConfig::new(topology, policy);
+    rt.seed = a.seed.unwrap_or(1);
+    rt.segment_bytes = machine.segment_bytes() as usize;
+    rt.validate()?;
+    if topology.nodes < 2 {
+        bail!("invalid nodes = {}: allowed 2 or more (requests go to another node)", topology.nodes);
+    }
+    let (mean, lmin) = match (a.u, a.compute_cycles) {
+        (Some(_), Some(_)) => bail!("invalid u and compute_cycles: give one of them, not both"),
+        (Some(u), None) => {
+            if !(u > 0.0 && u < 1.0) {
+                bail!("invalid u = {u}: allowed a value strictly between 0 and 1");
+            }
+            let l = micro::measure_lmin_native(&rt, &machine, protocol)?;
+            (u / (1.0 - u) * l, Some(l))
+        }
+        (None, Some(c)) => (c, None),
+        (None, None) => (0.0, None),
+    };
+    let workload = MicroConfig {
+        protocol,
+        mean_compute_cycles: mean,
+        requests_per_node: a.requests_per_node.unwrap_or(10_000),
+        single_requester: false,
+    };
+    workload.validate().map_err(anyhow::Error::msg)?;
+    let out = micro::run_native(&rt, &machine, &workload)?;
+    let s = &out.stats;
+    let compute: Vec<&finegrain_rt::ThreadTimes> = s.threads.iter().filter(|t| t.role == "compute").collect();
+    let measured_u = compute.iter().map(|t| t.compute_ns as f64 / t.wall_ns.max(1) as f64).sum::<f64>()
+        / compute.len().max(1) as f64;
+    println!(
+        "platform native  policy {}  {} nodes x {} threads  protocol {}  seed {}",
+        policy.label(),
+        topology.nodes,
+        topology.procs_per_node,
+        protocol,
+        rt.seed
+    );
+    if let Some(l) = lmin {
+        println!("Lmin {l:.0} ns (Fixed, idle cluster); mean compute {mean:.0} ns");
+    }
+    println!("wall time        {:.3} ms", s.wall_ns as f64 / 1e6);
+    println!("measured U       {measured_u:.3}");
+    println!(
+        "requests         {}  messages {}  handlers {}  interrupts {}  spilled {}",
+        s.requests, s.messages, s.handlers, s.interrupts, s.spilled
+    );
+    println!(
+        "{:>5} {:>7} {:>9} {:>11} {:>11} {:>11} {:>11} {:>9} {:>10}",
+        "node", "thread", "role", "compute ms", "handler ms", "interrupt ms", "other ms", "handlers", "interrupts"
+    );
+    for t in &s.threads {
+        let ms = |ns: u64| ns as f64 / 1e6;
+        println!(
+            "{:>5} {:>7} {:>9} {:>11.3} {:>11.3} {:>11.3} {:>11.3} {:>9} {:>10}",
+            t.node,
+            t.thread,
+            t.role,
+            ms(t.compute_ns),
+            ms(t.handler_ns),
+            ms(t.interrupt_ns),
+            ms(t.other_ns),
+            t.handlers,
+            t.interrupts
+        );
+    }
+    if let Some(path) = a.json {
+        let rec = NativeRecord {
+            platform: "native",
+            policy: policy.label(),
+            nodes: topology.nodes,
+            procs_per_node: topology.procs_per_node,
+            workload: &workload,
+            lmin_ns: lmin,
+            measured_u,
+            stats: s,
+        };
+        std::fs::write(&path, serde_json::to_string_pretty(&rec)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn run_sim(a: RunArgs) -> Result<()> {
     let mut machine = MachineConfig::load(a.preset.as_deref().unwrap_or("hpca97"))?;
     if let Some(o) = a.oint {
         machine.interrupt.overhead_cycles = o;

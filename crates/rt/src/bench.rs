@@ -11,17 +11,31 @@ use finegrain_core::{AmError, Args, HandlerInfo, HandlerTable, Message, NodeId, 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// How much to measure.
+/// How much to measure. Warm-up is at least `warmup` iterations and at
+/// least `warmup_ms` of wall time: on shared virtual machines the cores
+/// take a while to reach a steady speed.
 #[derive(Clone, Copy, Debug)]
 pub struct Effort {
     pub warmup: u64,
+    pub warmup_ms: u64,
     pub per_round: u64,
     pub rounds: usize,
 }
 
 impl Effort {
-    pub const DEFAULT: Effort = Effort { warmup: 20_000, per_round: 20_000, rounds: 9 };
-    pub const QUICK: Effort = Effort { warmup: 2_000, per_round: 2_000, rounds: 5 };
+    pub const DEFAULT: Effort = Effort { warmup: 20_000, warmup_ms: 500, per_round: 20_000, rounds: 9 };
+    pub const QUICK: Effort = Effort { warmup: 2_000, warmup_ms: 50, per_round: 2_000, rounds: 5 };
+
+    /// Runs `step` for the warm-up.
+    fn warm_up<E>(&self, mut step: impl FnMut() -> Result<(), E>) -> Result<(), E> {
+        let until = Stamp::now().plus_ns(self.warmup_ms as f64 * 1e6);
+        let mut n = 0;
+        while n < self.warmup || !until.reached() {
+            step()?;
+            n += 1;
+        }
+        Ok(())
+    }
 }
 
 pub fn median(mut v: Vec<f64>) -> f64 {
@@ -68,9 +82,7 @@ pub fn finegrain_pingpong(size: usize, effort: Effort) -> Result<f64, RtError> {
             }
             let mut one_way = Vec::new();
             let trip = |p: &crate::RtProc| p.request_with(NodeId(1), ping, &[], &payload, |r| r.payload().len());
-            for _ in 0..effort.warmup {
-                trip(&p)?;
-            }
+            effort.warm_up(|| trip(&p).map(|_| ()))?;
             for _ in 0..effort.rounds {
                 let t0 = Stamp::now();
                 for _ in 0..effort.per_round {
@@ -93,18 +105,21 @@ fn pin(core: usize) {
 /// The hardware floor: two threads on cores 0 and 1 pass a counter back and
 /// forth through one padded atomic word; median one-way time.
 pub fn floor_pingpong(effort: Effort) -> f64 {
+    const STOP: u64 = u64::MAX;
     let word = Arc::new(CachePadded::new(AtomicU64::new(0)));
-    let total = effort.warmup + effort.per_round * effort.rounds as u64;
     let w = word.clone();
     let partner = std::thread::spawn(move || {
         pin(1);
-        let mut expect = 1;
-        while expect < 2 * total {
-            while w.load(Ordering::Acquire) != expect {
+        loop {
+            let v = w.load(Ordering::Acquire);
+            if v == STOP {
+                break;
+            }
+            if v % 2 == 1 {
+                w.store(v + 1, Ordering::Release);
+            } else {
                 std::hint::spin_loop();
             }
-            w.store(expect + 1, Ordering::Release);
-            expect += 2;
         }
     });
     // The measuring side runs on its own thread too, so the caller's
@@ -119,9 +134,10 @@ pub fn floor_pingpong(effort: Effort) -> f64 {
             }
             next += 2;
         };
-        for _ in 0..effort.warmup {
+        let _ = effort.warm_up(|| {
             trip();
-        }
+            Ok::<(), ()>(())
+        });
         let mut one_way = Vec::new();
         for _ in 0..effort.rounds {
             let t0 = Stamp::now();
@@ -130,6 +146,7 @@ pub fn floor_pingpong(effort: Effort) -> f64 {
             }
             one_way.push(t0.elapsed_ns() as f64 / effort.per_round as f64 / 2.0);
         }
+        word.store(STOP, Ordering::Release);
         one_way
     })
     .join()

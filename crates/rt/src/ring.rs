@@ -80,6 +80,16 @@ fn full_sense(pos: u64, capacity_log2: u32) -> u64 {
     }
 }
 
+#[cfg(all(target_arch = "x86_64", not(loom)))]
+fn prefetch(slot: &Slot) {
+    // SAFETY: a prefetch is a hint with no architectural effect; the address
+    // is that of a live slot.
+    unsafe { core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(slot as *const Slot as *const i8) }
+}
+
+#[cfg(not(all(target_arch = "x86_64", not(loom))))]
+fn prefetch(_slot: &Slot) {}
+
 /// Creates a ring of `capacity` slots (a power of two, at least 2).
 pub fn ring(capacity: usize) -> (Producer, Consumer) {
     assert!(capacity.is_power_of_two() && capacity >= 2, "ring capacity must be a power of two >= 2");
@@ -226,6 +236,11 @@ impl Consumer {
             meta: h & META_MASK,
             slots: ((h >> COUNT_SHIFT) & COUNT_MASK) as usize,
         };
+        // Ask for every line of a long record at once: the misses then
+        // overlap instead of being paid one after another.
+        for k in 1..record.slots {
+            prefetch(&self.shared.slots[((self.head + k as u64) & self.shared.mask) as usize]);
+        }
         let out = f(&record);
         self.head += record.slots as u64;
         // Releases the slots: the producer's acquire of this value orders

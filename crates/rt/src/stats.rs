@@ -139,7 +139,7 @@ impl ThreadStats {
 /// wall`; `other` is waiting, polling and sending. `wait` (time blocked on
 /// replies, including handling while waiting) and `idle_polling` (a
 /// protocol thread's empty polls) break parts of it down further.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct ThreadTimes {
     pub node: u32,
     pub thread: u32,
@@ -163,7 +163,7 @@ pub struct ThreadTimes {
 }
 
 /// A native run's totals.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct RtStats {
     pub wall_ns: u64,
     pub requests: u64,
