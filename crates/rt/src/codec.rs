@@ -37,9 +37,7 @@ pub fn encode(m: &Outgoing, words: &mut Vec<u64>) -> u64 {
     words.push((m.src_node.0 as u64) << 32 | m.src_thread.0 as u64);
     words.extend_from_slice(m.args);
     for chunk in m.payload.chunks(8) {
-        let mut b = [0u8; 8];
-        b[..chunk.len()].copy_from_slice(chunk);
-        words.push(u64::from_le_bytes(b));
+        words.push(le_word(chunk));
     }
     meta_of(m)
 }
@@ -53,20 +51,39 @@ fn meta_of(m: &Outgoing) -> u64 {
 #[inline]
 pub fn push_message(p: &mut Producer, m: &Outgoing) -> Result<(), crate::ring::Full> {
     let nargs = m.args.len();
-    let src = (m.src_node.0 as u64) << 32 | m.src_thread.0 as u64;
     let len = words_for(nargs, m.payload.len());
-    p.try_push_with(meta_of(m), len, |i| match i {
+    let meta = meta_of(m);
+    if len <= SLOT_DATA_WORDS {
+        // The common small message: assemble its one slot on the stack.
+        let mut w = [0u64; SLOT_DATA_WORDS];
+        w[0] = m.token;
+        w[1] = (m.src_node.0 as u64) << 32 | m.src_thread.0 as u64;
+        w[2..2 + nargs].copy_from_slice(m.args);
+        for (k, chunk) in m.payload.chunks(8).enumerate() {
+            w[2 + nargs + k] = le_word(chunk);
+        }
+        return p.try_push_one(meta, &w[..len]);
+    }
+    let src = (m.src_node.0 as u64) << 32 | m.src_thread.0 as u64;
+    p.try_push_with(meta, len, |i| match i {
         0 => m.token,
         1 => src,
         _ if i < 2 + nargs => m.args[i - 2],
         _ => {
             let at = (i - 2 - nargs) * 8;
-            let chunk = &m.payload[at..(at + 8).min(m.payload.len())];
-            let mut b = [0u8; 8];
-            b[..chunk.len()].copy_from_slice(chunk);
-            u64::from_le_bytes(b)
+            le_word(&m.payload[at..(at + 8).min(m.payload.len())])
         }
     })
+}
+
+/// Up to eight bytes as a little-endian word (no library call for the
+/// short tail).
+#[inline]
+fn le_word(chunk: &[u8]) -> u64 {
+    match <[u8; 8]>::try_from(chunk) {
+        Ok(b) => u64::from_le_bytes(b),
+        Err(_) => chunk.iter().enumerate().fold(0, |v, (i, b)| v | (*b as u64) << (8 * i)),
+    }
 }
 
 /// Pushes an already encoded message; `Err` when the ring is full.
@@ -97,7 +114,13 @@ pub fn decode(r: &Record, dst: NodeId, m: &mut Message) {
     let out = m.payload.fill_with(len, |bytes| {
         for (k, chunk) in bytes.chunks_mut(8).enumerate() {
             let b = r.word(first + k).to_le_bytes();
-            chunk.copy_from_slice(&b[..chunk.len()]);
+            if let Ok(whole) = <&mut [u8; 8]>::try_from(&mut *chunk) {
+                *whole = b;
+            } else {
+                for (d, s) in chunk.iter_mut().zip(b) {
+                    *d = s;
+                }
+            }
         }
     });
     debug_assert_eq!(out, len);

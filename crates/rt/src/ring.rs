@@ -128,6 +128,27 @@ impl Producer {
         self.try_push_with(meta, words.len(), |i| words[i])
     }
 
+    /// A record of at most seven words (one slot): the hot path of small
+    /// messages, without the multi-slot bookkeeping.
+    #[inline]
+    pub fn try_push_one(&mut self, meta: u64, words: &[u64]) -> Result<(), Full> {
+        debug_assert!(words.len() <= SLOT_DATA_WORDS && meta <= META_MASK);
+        if self.tail + 1 - self.cached_head > self.shared.slots.len() as u64 {
+            self.cached_head = self.shared.head.load(Ordering::Acquire);
+            if self.tail + 1 - self.cached_head > self.shared.slots.len() as u64 {
+                return Err(Full);
+            }
+        }
+        let slot = &self.shared.slots[(self.tail & self.shared.mask) as usize];
+        for (d, w) in slot.data.iter().zip(words) {
+            d.store(*w, Ordering::Relaxed);
+        }
+        let header = full_sense(self.tail, self.log2) | 1 << COUNT_SHIFT | meta;
+        slot.header.store(header, Ordering::Release);
+        self.tail += 1;
+        Ok(())
+    }
+
     /// Like [`Producer::try_push`], with data word `i` produced by `word(i)`
     /// straight into the slot (no intermediate buffer).
     #[inline]

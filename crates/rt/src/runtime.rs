@@ -169,6 +169,8 @@ pub(crate) struct ThreadCtx {
     scratch: UnsafeCell<Message>,
     rng: UnsafeCell<ChaCha8Rng>,
     next_token: Cell<u64>,
+    /// Holds the node's role for its whole life (Single).
+    owns_role: bool,
     /// Messages waiting in the overflow queues (skip them when zero).
     spilled: Cell<usize>,
     /// Set while the thread runs runtime code that an interrupt must not
@@ -416,7 +418,7 @@ impl ThreadCtx {
     fn poll_as_pp(&self) -> u64 {
         let node = self.node();
         let mut handled = 0;
-        while node.try_take_role() {
+        while self.take_role() {
             handled += self.drain();
             self.release_role();
             if !node.any_ready() {
@@ -426,7 +428,20 @@ impl ThreadCtx {
         handled
     }
 
+    /// Takes the node's role if it is free. Under Single the node's one
+    /// thread owns it for good (nobody else could take it), which keeps
+    /// atomic read-modify-writes off its message path.
+    fn take_role(&self) -> bool {
+        if self.owns_role {
+            return true;
+        }
+        self.node().try_take_role()
+    }
+
     fn release_role(&self) {
+        if self.owns_role {
+            return;
+        }
         let node = self.node();
         node.role.store(false, Ordering::Release);
         if self.cluster.cfg.policy == Policy::Floating {
@@ -555,7 +570,7 @@ impl ThreadCtx {
             match policy {
                 Policy::Fixed { .. } => self.relax(&mut spins),
                 Policy::Single | Policy::Floating => {
-                    if node.try_take_role() {
+                    if self.take_role() {
                         self.act_until_done(c, token);
                     } else if !spilled {
                         self.relax(&mut spins);
@@ -579,6 +594,13 @@ impl ThreadCtx {
             let done = c.token.load(Ordering::Acquire) == token;
             if self.cluster.failed() {
                 break;
+            }
+            // A thread that owns the role for good (Single) returns to its
+            // work at once; messages that remain are handled at its next
+            // poll. Others drain first, since leaving messages behind
+            // would interrupt a computing thread.
+            if done && self.owns_role {
+                return;
             }
             if done && handled == 0 {
                 let keep = self.cluster.cfg.relinquish == Relinquish::Handoff
@@ -674,7 +696,7 @@ impl ThreadCtx {
         while !stop() && !self.cluster.failed() {
             let t0 = self.stats.stamp();
             if !holding {
-                holding = node.try_take_role();
+                holding = self.take_role();
             }
             let handled = if holding { self.drain() } else { 0 };
             let spilled = !self.flush_spill();
@@ -1034,6 +1056,11 @@ pub(crate) fn pin_to(core: usize) {
 fn make_ctx(cluster: &Arc<Cluster>, producers: Vec<Producer>, node: u32, local: u32) -> Rc<ThreadCtx> {
     let nodes = producers.len();
     let global = (node * cluster.ppn + local) as usize;
+    let owns_role = cluster.cfg.policy == Policy::Single;
+    if owns_role {
+        let taken = cluster.node(node).try_take_role();
+        debug_assert!(taken, "a Single node has one thread");
+    }
     Rc::new(ThreadCtx {
         cluster: cluster.clone(),
         node,
@@ -1051,6 +1078,7 @@ fn make_ctx(cluster: &Arc<Cluster>, producers: Vec<Producer>, node: u32, local: 
             local as u64 + 7,
         ))),
         next_token: Cell::new(0),
+        owns_role,
         spilled: Cell::new(0),
         in_runtime: AtomicBool::new(false),
         interruptible: AtomicBool::new(false),
