@@ -14,6 +14,8 @@ pub struct PingPongRow {
     pub size: usize,
     pub finegrain_ns: f64,
     pub floor_ns: f64,
+    /// Each direction on its own line (the least a pair of queues costs).
+    pub two_line_floor_ns: f64,
     pub crossbeam_ns: f64,
     pub mpi_ns: Option<f64>,
     pub ucx_am_ns: Option<f64>,
@@ -104,6 +106,7 @@ fn ucx_am_latency(size: usize, e: Effort) -> Result<f64> {
 
 pub fn pingpong(e: Effort) -> Result<Vec<PingPongRow>> {
     let floor = bench::floor_pingpong(e);
+    let two_line = bench::two_line_floor_pingpong(e);
     let mpi = match build_mpi_peer() {
         Ok(b) => b,
         Err(err) => {
@@ -128,6 +131,7 @@ pub fn pingpong(e: Effort) -> Result<Vec<PingPongRow>> {
             size,
             finegrain_ns: finegrain,
             floor_ns: floor,
+            two_line_floor_ns: two_line,
             crossbeam_ns: crossbeam,
             mpi_ns,
             ucx_am_ns,
@@ -143,15 +147,16 @@ fn cell(v: Option<f64>) -> String {
 pub fn print_pingpong(rows: &[PingPongRow]) {
     println!("one-way latency, median ns (two threads pinned to cores 0 and 1)");
     println!(
-        "{:>6} {:>10} {:>8} {:>10} {:>8} {:>8} {:>12} {:>10}",
-        "bytes", "finegrain", "floor", "crossbeam", "mpi", "ucx_am", "fg/floor", "fg/mpi"
+        "{:>6} {:>10} {:>8} {:>10} {:>10} {:>8} {:>8} {:>10} {:>8}",
+        "bytes", "finegrain", "floor", "2-line", "crossbeam", "mpi", "ucx_am", "fg/floor", "fg/mpi"
     );
     for r in rows {
         println!(
-            "{:>6} {:>10.0} {:>8.0} {:>10.0} {:>8} {:>8} {:>12.2} {:>10}",
+            "{:>6} {:>10.0} {:>8.0} {:>10.0} {:>10.0} {:>8} {:>8} {:>10.2} {:>8}",
             r.size,
             r.finegrain_ns,
             r.floor_ns,
+            r.two_line_floor_ns,
             r.crossbeam_ns,
             cell(r.mpi_ns),
             cell(r.ucx_am_ns),

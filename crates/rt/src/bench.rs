@@ -155,6 +155,59 @@ pub fn floor_pingpong(effort: Effort) -> f64 {
     median(one_way)
 }
 
+/// The two-line floor: like [`floor_pingpong`], but each direction has
+/// its own padded word (each thread polls the line the other writes), which
+/// is the least any pair of one-way queues can cost.
+pub fn two_line_floor_pingpong(effort: Effort) -> f64 {
+    const STOP: u64 = u64::MAX;
+    let there = Arc::new(CachePadded::new(AtomicU64::new(0)));
+    let back = Arc::new(CachePadded::new(AtomicU64::new(0)));
+    let (t2, b2) = (there.clone(), back.clone());
+    let partner = std::thread::spawn(move || {
+        pin(1);
+        loop {
+            let v = t2.load(Ordering::Acquire);
+            if v == STOP {
+                break;
+            }
+            if v != b2.load(Ordering::Relaxed) {
+                b2.store(v, Ordering::Release);
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    });
+    let one_way = std::thread::spawn(move || {
+        pin(0);
+        let mut next = 0u64;
+        let mut trip = || {
+            next += 1;
+            there.store(next, Ordering::Release);
+            while back.load(Ordering::Acquire) != next {
+                std::hint::spin_loop();
+            }
+        };
+        let _ = effort.warm_up(|| {
+            trip();
+            Ok::<(), ()>(())
+        });
+        let mut one_way = Vec::new();
+        for _ in 0..effort.rounds {
+            let t0 = Stamp::now();
+            for _ in 0..effort.per_round {
+                trip();
+            }
+            one_way.push(t0.elapsed_ns() as f64 / effort.per_round as f64 / 2.0);
+        }
+        there.store(STOP, Ordering::Release);
+        one_way
+    })
+    .join()
+    .expect("measuring thread");
+    partner.join().expect("partner thread");
+    median(one_way)
+}
+
 /// A crossbeam-channel ping-pong of `size`-byte messages between cores 0
 /// and 1 (bounded channels of capacity 1); median one-way time.
 pub fn crossbeam_pingpong(size: usize, effort: Effort) -> f64 {
