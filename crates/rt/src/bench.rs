@@ -299,17 +299,23 @@ pub struct InterruptCost {
     /// Median time from the sender's send to the start of the handler on
     /// the interrupted thread (signal delivery included).
     pub delivery_ns: f64,
-    /// Computation the interrupted thread loses per interrupt, handling
-    /// included: the native Oint.
+    /// What a signal costs the interrupted thread with nothing to handle
+    /// (kernel entry, delivery, return).
+    pub signal_ns: f64,
+    /// The runtime's interrupt path per interrupt: taking the role, polling
+    /// the rings, running the handler, giving the role back.
+    pub runtime_path_ns: f64,
+    /// The native Oint: signal plus runtime path.
     pub oint_ns: f64,
     /// Interrupts taken in the measured phase.
     pub interrupts: u64,
 }
 
 /// Floating, two nodes of one thread: node 1's thread computes for a fixed
-/// time while node 0 sends it null one-way messages; each arrives while
-/// node 1's only thread computes, so each is taken by interrupt. The work
-/// node 1 gets done, against a phase without messages, gives the lost time.
+/// time while node 0 sends it null one-way messages spaced out; each
+/// arrives while node 1's only thread computes, so each is taken by
+/// interrupt. Delivery is timed in the handler; the native Oint is the bare
+/// signal cost plus the runtime's interrupt path as the thread measured it.
 pub fn interrupt_cost(messages: u64, phase_ms: u64) -> Result<InterruptCost, RtError> {
     let mut t = HandlerTable::new();
     let delivery: Arc<Vec<AtomicU64>> = Arc::new((0..messages).map(|_| AtomicU64::new(0)).collect());
@@ -334,18 +340,13 @@ pub fn interrupt_cost(messages: u64, phase_ms: u64) -> Result<InterruptCost, RtE
         let phase = phase.clone();
         async move {
             if p.node().0 == 1 {
-                // Phase 1: quiet. Phase 2: interrupted.
-                let mut chunks = [0u64; 2];
-                for (k, c) in chunks.iter_mut().enumerate() {
-                    phase.store(k as u64 + 1, Ordering::Release);
-                    let before = p.times().work_chunks;
-                    for _ in 0..pieces {
-                        p.work(chunk_cycles).await;
-                    }
-                    *c = p.times().work_chunks - before;
+                // Compute the whole time; node 0's messages interrupt us.
+                phase.store(2, Ordering::Release);
+                for _ in 0..pieces {
+                    p.work(chunk_cycles).await;
                 }
                 phase.store(3, Ordering::Release);
-                Ok(chunks.to_vec())
+                Ok(Vec::<u64>::new())
             } else {
                 while phase.load(Ordering::Acquire) < 2 {
                     std::thread::yield_now();
@@ -365,13 +366,20 @@ pub fn interrupt_cost(messages: u64, phase_ms: u64) -> Result<InterruptCost, RtE
             }
         }
     })?;
-    let node1 = out.stats.threads.iter().find(|t| t.node == 1).map(|t| t.interrupts).unwrap_or(0);
-    let chunks: Vec<u64> = out.results.into_iter().flatten().collect();
-    let (quiet, busy) = (chunks[0] as f64, chunks[1] as f64);
-    // Each phase lasts the same wall time; the chunks not done in the busy
-    // phase, at the quiet phase's rate, are the time interrupts took.
-    let phase_ns = phase_ms as f64 * 1e6;
-    let lost_ns = (quiet - busy).max(0.0) * phase_ns / quiet.max(1.0);
+    let node1 = out.stats.threads.iter().find(|t| t.node == 1);
+    let interrupts = node1.map(|t| t.interrupts).unwrap_or(0);
+    // Node 1's thread only computes, so all its handling happened in
+    // interrupts: the path cost is everything its interrupts did.
+    let path_ns =
+        node1.map(|t| (t.interrupt_ns + t.handler_ns) as f64 / t.interrupts.max(1) as f64).unwrap_or(f64::NAN);
+    let _ = out.results;
+    let signal_ns = crate::interrupt::bare_signal_cost(messages.min(5000)).map_err(RtError::Setup)?;
     let delays: Vec<f64> = delivery.iter().map(|d| d.load(Ordering::Relaxed) as f64).filter(|&d| d > 0.0).collect();
-    Ok(InterruptCost { delivery_ns: median(delays), oint_ns: lost_ns / node1.max(1) as f64, interrupts: node1 })
+    Ok(InterruptCost {
+        delivery_ns: median(delays),
+        signal_ns,
+        runtime_path_ns: path_ns,
+        oint_ns: signal_ns + path_ns,
+        interrupts,
+    })
 }

@@ -95,6 +95,60 @@ pub fn raise(thread: u64) {
     }
 }
 
+/// What one signal costs the thread it interrupts when the handler has
+/// nothing to do (kernel entry, delivery, handler frame, return): thread A
+/// runs a fixed loop while thread B signals it `signals` times; the extra
+/// time A takes, divided by the signals, is the cost. Nanoseconds.
+pub fn bare_signal_cost(signals: u64) -> Result<f64, String> {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    install()?;
+    let spin = |iters: u64| {
+        let t0 = crate::clock::Stamp::now();
+        let mut x = 0u64;
+        for i in 0..iters {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+        }
+        std::hint::black_box(x);
+        t0.elapsed_ns()
+    };
+    let ready = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let (r2, d2) = (ready.clone(), done.clone());
+    let iters = 200_000_000;
+    let victim = std::thread::spawn(move || {
+        crate::runtime::pin_to(0);
+        let quiet = spin(iters); // no context registered: the handler returns at once
+        r2.store(current_thread(), Ordering::Release);
+        let busy = spin(iters);
+        d2.store(true, Ordering::Release);
+        (quiet, busy)
+    });
+    let signaler = std::thread::spawn(move || {
+        let target = loop {
+            let t = ready.load(Ordering::Acquire);
+            if t != 0 {
+                break t;
+            }
+            std::thread::yield_now();
+        };
+        crate::runtime::pin_to(1 % crate::runtime::online_cores());
+        let mut sent = 0;
+        while !done.load(Ordering::Acquire) && sent < signals {
+            raise(target);
+            sent += 1;
+            let t = crate::clock::Stamp::now().plus_ns(20_000.0);
+            while !t.reached() {
+                std::hint::spin_loop();
+            }
+        }
+        sent
+    });
+    let sent = signaler.join().map_err(|_| "signaling thread panicked".to_string())?;
+    let (quiet, busy) = victim.join().map_err(|_| "victim thread panicked".to_string())?;
+    Ok(busy.saturating_sub(quiet) as f64 / sent.max(1) as f64)
+}
+
 /// Makes the calling thread's context reachable from the signal handler
 /// until dropped.
 pub(crate) struct Registration;

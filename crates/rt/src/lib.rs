@@ -10,7 +10,7 @@ pub mod bench;
 pub mod clock;
 pub mod codec;
 pub mod config;
-mod interrupt;
+pub mod interrupt;
 pub mod ring;
 mod runtime;
 pub mod stats;
