@@ -481,6 +481,7 @@ impl ThreadCtx {
         }
         let token = self.new_token();
         self.enter();
+        self.poll_on_send();
         self.stats.count_request();
         self.send(
             dst.0,
@@ -548,8 +549,23 @@ impl ThreadCtx {
         }
         self.stats.count_sent();
         self.after_send(dst.0);
+        self.poll_on_send();
         self.exit();
         Ok(())
+    }
+
+    /// Single's thread notices messages when it sends (as well as during
+    /// `work`, at poll sites and while it waits).
+    fn poll_on_send(&self) {
+        if !self.owns_role {
+            return;
+        }
+        let node = self.node();
+        // SAFETY: this thread owns the role (Single), so it alone uses the
+        // node's consumers; `ready` only loads a slot header.
+        if node.inbox.iter().any(|c| unsafe { &*c.get() }.ready()) {
+            self.drain();
+        }
     }
 
     /// Waits for the token, handling messages as the policy allows.
