@@ -214,24 +214,3 @@ fn a_silent_request_handler_is_an_error_not_a_hang() {
     .to_string();
     assert!(e.contains("handler 'silent' failed: returned without replying"), "{e}");
 }
-
-fn threads_in_process() -> usize {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap();
-    s.lines().find(|l| l.starts_with("Threads:")).unwrap().split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
-#[test]
-fn runs_leave_no_threads_behind() {
-    let (table, request) = echo_table();
-    let before = threads_in_process();
-    for policy in [Policy::Single, Policy::Fixed { protocol_procs: 1 }, Policy::Floating] {
-        let ppn = if policy == Policy::Single { 1 } else { 3 };
-        let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: ppn }, policy);
-        cfg.segment_bytes = 1 << 14;
-        run(&cfg, &table, |p| pinger(p, request, 20, 10)).unwrap();
-    }
-    // Other tests run concurrently in this process; allow for their threads
-    // but not for ours (a leak would add several per run).
-    let after = threads_in_process();
-    assert!(after <= before + 2, "threads before {before}, after {after}");
-}
