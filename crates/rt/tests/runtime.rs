@@ -214,3 +214,15 @@ fn a_silent_request_handler_is_an_error_not_a_hang() {
     .to_string();
     assert!(e.contains("handler 'silent' failed: returned without replying"), "{e}");
 }
+
+#[test]
+fn fixed_protocol_threads_may_park_between_messages() {
+    let (table, request) = echo_table();
+    let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 2 }, Policy::Fixed { protocol_procs: 1 });
+    cfg.segment_bytes = 1 << 14;
+    cfg.park_after_polls = Some(50);
+    // Long computations between requests: the protocol threads park and are
+    // woken by the next sender.
+    let out = run(&cfg, &table, |p| pinger(p, request, 100, 50_000)).unwrap();
+    assert_eq!(out.stats.messages, 2 * 2 * 100);
+}
