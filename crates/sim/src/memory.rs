@@ -216,39 +216,53 @@ pub enum Outcome {
     CacheToCache,
 }
 
-/// Sets of one processor that hold something other than its own segment
-/// line, kept as a vector plus positions so a random one can be drawn and
-/// any one removed in O(1).
+/// Sets of a compute cache whose own segment line is not writable without a
+/// bus transaction, in two lists: `ABSENT` (another line took the set) and
+/// `SHARED` (the own line is there, but another cache holds a copy, so a
+/// write needs an upgrade). Each entry records the epoch at which it joined.
+/// Vectors plus positions: a random entry is drawn, and any entry removed,
+/// in O(1).
 #[derive(Clone, Debug)]
 struct ForeignSets {
-    /// (set, epoch at which it became foreign).
-    list: Vec<(u32, u32)>,
+    lists: [Vec<(u32, u32)>; 2],
+    /// Per set: NOT_LISTED, or the list in bit 31 and the index below it.
     pos: Vec<u32>,
     epoch: u32,
 }
 
+const ABSENT: usize = 0;
+const SHARED_OWN: usize = 1;
+
 impl ForeignSets {
     fn new(sets: u32) -> ForeignSets {
-        ForeignSets { list: Vec::new(), pos: vec![NOT_LISTED; sets as usize], epoch: 0 }
+        ForeignSets { lists: [Vec::new(), Vec::new()], pos: vec![NOT_LISTED; sets as usize], epoch: 0 }
     }
 
-    fn insert(&mut self, set: u32) {
-        if self.pos[set as usize] == NOT_LISTED {
-            self.epoch += 1;
-            self.pos[set as usize] = self.list.len() as u32;
-            self.list.push((set, self.epoch));
-        }
-    }
-
-    fn remove(&mut self, set: u32) {
+    /// Puts `set` in list `kind` (None: in neither).
+    fn set(&mut self, set: u32, kind: Option<usize>) {
         let p = self.pos[set as usize];
-        if p != NOT_LISTED {
-            self.list.swap_remove(p as usize);
-            if let Some(&(moved, _)) = self.list.get(p as usize) {
-                self.pos[moved as usize] = p;
+        let current = (p != NOT_LISTED).then_some((p >> 31) as usize);
+        if current == kind {
+            return;
+        }
+        if let Some(list) = current {
+            let i = (p & !(1 << 31)) as usize;
+            self.lists[list].swap_remove(i);
+            if let Some(&(moved, _)) = self.lists[list].get(i) {
+                self.pos[moved as usize] = (list as u32) << 31 | i as u32;
             }
             self.pos[set as usize] = NOT_LISTED;
         }
+        if let Some(list) = kind {
+            self.epoch += 1;
+            self.pos[set as usize] = (list as u32) << 31 | self.lists[list].len() as u32;
+            self.lists[list].push((set, self.epoch));
+        }
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.lists[0].len() + self.lists[1].len()
     }
 }
 
@@ -481,11 +495,15 @@ impl NodeMemory {
         // A thread's segment line in set s has tag == the thread's number;
         // the set is the thread's own only if it may write it without a
         // bus transaction (Modified or Exclusive).
-        if c.tags[set] & (TAG_MASK | SHARED) == own as u16 {
-            c.foreign.remove(set as u32);
+        let held = c.tags[set];
+        let kind = if held & TAG_MASK != own as u16 {
+            Some(ABSENT)
+        } else if held & SHARED != 0 {
+            Some(SHARED_OWN)
         } else {
-            c.foreign.insert(set as u32);
-        }
+            None
+        };
+        c.foreign.set(set as u32, kind);
     }
 
     fn record(&mut self, proc: usize, class: LineClass, outcome: Outcome, latency: u64) {
@@ -517,16 +535,17 @@ impl NodeMemory {
         }
     }
 
-    /// Cache misses of `work` cycles of synthetic computation by `proc`:
-    /// the accesses that land on sets not holding its own line exclusively
-    /// (protocol or another thread's data took the set, or another cache
-    /// holds a copy of the line). A touched set costs a miss if the own line
-    /// is gone, and an upgrade if it is shared and this access writes.
-    /// Work resumed after an interrupt passes the epoch its first part was
-    /// sampled at (`newer_than`): only sets that became foreign since are
-    /// sampled again, so no access is counted twice. Returns the stall
-    /// cycles (transactions issued from cycle `t`) and the epoch to pass if
-    /// this work is interrupted in turn.
+    /// Cache misses of `work` cycles of synthetic computation by `proc`.
+    /// Sets whose own line is gone are touched by any access; sets whose own
+    /// line is shared matter only to writes (an upgrade). For each kind, the
+    /// number of sets a burst of `n` accesses (or writes) touches is drawn
+    /// from Binomial(F, 1 - exp(-n / S)) and the sets are chosen at random,
+    /// which is exact in distribution and costs O(touched) instead of
+    /// O(accesses). Work resumed after an interrupt passes the epoch its
+    /// first part was sampled at (`newer_than`): only sets that became
+    /// foreign since are sampled again, so no access is counted twice.
+    /// Returns the stall cycles (transactions issued from cycle `t`) and the
+    /// epoch to pass if this work is interrupted in turn.
     #[allow(clippy::too_many_arguments)]
     pub fn compute_misses(
         &mut self,
@@ -542,21 +561,44 @@ impl NodeMemory {
         let Some(own) = self.caches[proc].own_thread.filter(|_| self.effects.cache_interference) else {
             return (0, 0);
         };
-        let epoch = self.caches[proc].foreign.epoch;
         if work == 0 {
-            return (0, epoch);
+            return (0, self.caches[proc].foreign.epoch);
         }
-        let p_touch = 1.0 - (-(work as f64 / interval as f64) / self.sets as f64).exp();
-        let picks: Vec<u32> = match newer_than {
+        let accesses = work as f64 / interval as f64;
+        let mut stall = 0;
+        for (kind, n) in [(ABSENT, accesses), (SHARED_OWN, accesses * write_fraction)] {
+            let p_touch = 1.0 - (-n / self.sets as f64).exp();
+            let picks = self.pick_sets(proc, kind, p_touch, newer_than, rng);
+            for set in picks {
+                let line = self.map.segment_line(own, set);
+                let held = self.caches[proc].tags[set as usize];
+                let (present, shared) = (held & TAG_MASK == own as u16, held & SHARED != 0);
+                let write = match kind {
+                    SHARED_OWN => true,
+                    _ => rng.gen_bool(write_fraction),
+                };
+                if present && (!write || !shared) {
+                    continue; // repaired meanwhile, or a read of a shared copy
+                }
+                let kind = if write { Access::Write } else { Access::Read };
+                stall += self.access(now, t + stall, proc, line, kind).0;
+            }
+        }
+        (stall, self.caches[proc].foreign.epoch)
+    }
+
+    /// Draws the sets of list `kind` a burst touches (each with probability
+    /// `p`), distinct, optionally only among those newer than an epoch.
+    fn pick_sets(&self, proc: usize, kind: usize, p: f64, newer_than: Option<u32>, rng: &mut ChaCha8Rng) -> Vec<u32> {
+        let list = &self.caches[proc].foreign.lists[kind];
+        match newer_than {
             None => {
-                let list = &self.caches[proc].foreign.list;
-                let touched = binomial(list.len() as u64, p_touch, rng) as usize;
+                let touched = binomial(list.len() as u64, p, rng) as usize;
                 distinct_indices(list.len(), touched, rng).into_iter().map(|i| list[i].0).collect()
             }
             Some(mark) => {
-                let mut fresh: Vec<u32> =
-                    self.caches[proc].foreign.list.iter().filter(|(_, e)| *e > mark).map(|(s, _)| *s).collect();
-                let touched = binomial(fresh.len() as u64, p_touch, rng) as usize;
+                let mut fresh: Vec<u32> = list.iter().filter(|(_, e)| *e > mark).map(|(s, _)| *s).collect();
+                let touched = binomial(fresh.len() as u64, p, rng) as usize;
                 for i in 0..touched {
                     let j = rng.gen_range(i..fresh.len());
                     fresh.swap(i, j);
@@ -564,25 +606,13 @@ impl NodeMemory {
                 fresh.truncate(touched);
                 fresh
             }
-        };
-        let mut stall = 0;
-        for set in picks {
-            let line = self.map.segment_line(own, set);
-            let write = rng.gen_bool(write_fraction);
-            let held = self.caches[proc].tags[set as usize];
-            if held & TAG_MASK == own as u16 && (!write || held & SHARED == 0) {
-                continue; // already repaired by an earlier pick, or a read of a shared copy
-            }
-            let kind = if write { Access::Write } else { Access::Read };
-            stall += self.access(now, t + stall, proc, line, kind).0;
         }
-        (stall, self.caches[proc].foreign.epoch)
     }
 
     /// Sets of `proc`'s cache not holding its own segment.
     #[cfg(test)]
     pub fn foreign_sets(&self, proc: usize) -> usize {
-        self.caches[proc].foreign.list.len()
+        self.caches[proc].foreign.len()
     }
 }
 

@@ -39,7 +39,7 @@ async fn pinger<P: Proc>(p: P, request: HandlerId, n: u64, work: u64) -> Result<
     let peer = NodeId((p.node().0 + 1) % p.nodes());
     let mut sum = 0;
     for i in 0..n {
-        p.work(work + (i * 37 + p.thread().0 as u64 * 11) % 500).await;
+        p.work(work + (i * 37 + p.thread().0 as u64 * 11 + p.node().0 as u64 * 101) % 500).await;
         let r = p.request(peer, request, Args::new(&[i])?, Payload::none()).await?;
         assert_eq!(r.args.get(0), i + 1, "reply answers its own request");
         sum += r.args.get(0);
@@ -87,8 +87,10 @@ fn interrupted_work_is_delayed_not_lost() {
         let n = 40;
         let out = simulate(&cfg, &table, |p| pinger(p, request, n, 2000)).unwrap();
         let threads = policy.compute_procs(ppn) as u64;
-        let offsets: u64 = (0..threads).map(|t| (0..n).map(|i| (i * 37 + t * 11) % 500).sum::<u64>()).sum();
-        let expected = 2 * (threads * n * 2000 + offsets);
+        let offset = |node: u64, t: u64| (0..n).map(|i| (i * 37 + t * 11 + node * 101) % 500).sum::<u64>();
+        let offsets: u64 =
+            (0..2).flat_map(|node| (0..threads).map(move |t| (node, t))).map(|(node, t)| offset(node, t)).sum();
+        let expected = 2 * threads * n * 2000 + offsets;
         assert_eq!(out.stats.cycles.compute, expected, "{policy:?}: every cycle of work is done exactly once");
         if matches!(policy, Policy::Fixed { .. }) {
             assert_eq!(out.stats.interrupts, 0, "Fixed never interrupts compute processors");
