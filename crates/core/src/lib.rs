@@ -9,10 +9,12 @@ pub mod config;
 pub mod handler;
 pub mod ids;
 pub mod message;
+pub mod pdq;
 pub mod proc_api;
 
 pub use config::{mix_seed, ConfigError, Effects, MachineConfig, Policy, Relinquish, Topology};
 pub use handler::{AmError, HandlerCtx, HandlerFn, HandlerInfo, HandlerTable, ReplyGuard};
 pub use ids::{HandlerId, NodeId, ThreadId};
 pub use message::{Args, Message, MsgKind, Payload, Reply, SyncKey, MAX_ARGS};
+pub use pdq::{Dispatched, InService, Pdq};
 pub use proc_api::{Access, Proc, Region};
