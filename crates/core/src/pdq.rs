@@ -55,8 +55,6 @@ pub struct Pdq<E> {
     nosync: usize,
     sequential: bool,
     next_seq: u64,
-    /// Scratch: keys seen blocked during one search.
-    blocked: Vec<u64>,
 }
 
 impl<E> Pdq<E> {
@@ -69,7 +67,6 @@ impl<E> Pdq<E> {
             nosync: 0,
             sequential: false,
             next_seq: 0,
-            blocked: Vec::new(),
         }
     }
 
@@ -107,7 +104,6 @@ impl<E> Pdq<E> {
         if self.sequential {
             return None;
         }
-        self.blocked.clear();
         let idle = self.busy.is_empty() && self.nosync == 0;
         for (i, e) in self.queue.iter().take(self.window).enumerate() {
             match e.key {
@@ -116,13 +112,11 @@ impl<E> Pdq<E> {
                     return (i == 0 && idle).then_some(0);
                 }
                 SyncKey::NoSync => return Some(i),
-                SyncKey::Key(k) => {
-                    if !self.busy.contains(&k) && !self.blocked.contains(&k) {
-                        return Some(i);
-                    }
-                    // Later entries with this key wait behind this one.
-                    self.blocked.push(k);
-                }
+                // An older entry with the same key is either dispatchable
+                // (and found first) or waiting for its key, so a busy check
+                // alone keeps each key's entries in arrival order.
+                SyncKey::Key(k) if !self.busy.contains(&k) => return Some(i),
+                SyncKey::Key(_) => {}
             }
         }
         None
