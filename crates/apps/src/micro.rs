@@ -205,12 +205,12 @@ pub fn simulate(sim: &SimConfig, cfg: &MicroConfig) -> Result<SimOutput<u64>, Si
 /// fetched data) on an otherwise idle machine under Fixed, in cycles.
 pub fn measure_lmin(machine: &MachineConfig, protocol: Protocol, seed: u64) -> Result<f64, SimError> {
     const ROUND_TRIPS: u64 = 400;
-    let sim = SimConfig {
-        machine: machine.clone(),
-        topology: Topology { nodes: 2, procs_per_node: 2 },
-        policy: Policy::Fixed { protocol_procs: 1 },
+    let sim = SimConfig::new(
+        machine.clone(),
+        Topology { nodes: 2, procs_per_node: 2 },
+        Policy::Fixed { protocol_procs: 1 },
         seed,
-    };
+    );
     let cfg =
         MicroConfig { protocol, mean_compute_cycles: 0.0, requests_per_node: ROUND_TRIPS, single_requester: true };
     let out = simulate(&sim, &cfg)?;

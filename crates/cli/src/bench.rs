@@ -48,12 +48,7 @@ pub fn sim(rounds: u32, requests_per_node: u64) -> Result<Vec<SimBenchRow>> {
     for protocol in [Protocol::Fetch, Protocol::Null] {
         let lmin = micro::measure_lmin(&machine, protocol, 1)?;
         for policy in [Policy::Fixed { protocol_procs: 1 }, Policy::Floating] {
-            let cfg = SimConfig {
-                machine: machine.clone(),
-                topology: Topology { nodes: 2, procs_per_node: 2 },
-                policy,
-                seed: 42,
-            };
+            let cfg = SimConfig::new(machine.clone(), Topology { nodes: 2, procs_per_node: 2 }, policy, 42);
             let work = MicroConfig {
                 protocol,
                 mean_compute_cycles: target_u / (1.0 - target_u) * lmin,

@@ -297,7 +297,7 @@ fn run_sim(a: RunArgs) -> Result<()> {
     let policy = Policy::parse(a.policy.as_deref().unwrap_or("fixed"))?;
     let topology = Topology { nodes: a.nodes.unwrap_or(2), procs_per_node: a.procs_per_node.unwrap_or(2) };
     let protocol = Protocol::parse(a.protocol.as_deref().unwrap_or("null")).map_err(anyhow::Error::msg)?;
-    let config = SimConfig { machine, topology, policy, seed: a.seed.unwrap_or(1) };
+    let config = SimConfig::new(machine, topology, policy, a.seed.unwrap_or(1));
     config.validate()?;
     if topology.nodes < 2 {
         bail!("invalid nodes = {}: allowed 2 or more (requests go to another node)", topology.nodes);

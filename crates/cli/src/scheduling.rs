@@ -250,12 +250,7 @@ fn plan(exp: &Experiment, grid: &Grid, lmin: &BTreeMap<Protocol, f64>) -> Vec<Ru
 fn run_one(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) -> Result<RunRecord> {
     let mut m = machine.clone();
     m.interrupt.overhead_cycles = s.oint;
-    let config = SimConfig {
-        machine: m,
-        topology: Topology { nodes: exp.nodes, procs_per_node: s.procs_per_node },
-        policy: s.policy,
-        seed: s.seed,
-    };
+    let config = SimConfig::new(m, Topology { nodes: exp.nodes, procs_per_node: s.procs_per_node }, s.policy, s.seed);
     let workload = MicroConfig {
         protocol: s.protocol,
         mean_compute_cycles: s.mean_compute(),

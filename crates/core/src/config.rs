@@ -316,6 +316,101 @@ pub struct ComputeParams {
     pub write_percent: u32,
 }
 
+/// How a node's protocol processors share its incoming messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum Discipline {
+    /// One handler at a time per node (Tempest semantics): whoever holds
+    /// the node's acting-PP role serves the one queue in order.
+    Serial,
+    /// Parallel Dispatch Queue: handlers with different synchronization
+    /// keys run in parallel on any free protocol processor.
+    Pdq,
+    /// Every protocol processor takes the next message from one shared
+    /// queue; handlers lock their key themselves and busy-wait on conflict.
+    SpinLock,
+    /// One queue per protocol processor, chosen by a hash of the key.
+    Static,
+}
+
+impl Discipline {
+    pub fn label(self) -> &'static str {
+        match self {
+            Discipline::Serial => "serial",
+            Discipline::Pdq => "pdq",
+            Discipline::SpinLock => "spin-lock",
+            Discipline::Static => "static",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Discipline, ConfigError> {
+        match s {
+            "serial" => Ok(Discipline::Serial),
+            "pdq" => Ok(Discipline::Pdq),
+            "spin-lock" => Ok(Discipline::SpinLock),
+            "static" => Ok(Discipline::Static),
+            _ => Err(ConfigError::invalid("discipline", s, "allowed serial, pdq, spin-lock, static")),
+        }
+    }
+
+    /// Whether several protocol processors of a node may handle at once.
+    pub fn parallel(self) -> bool {
+        self != Discipline::Serial
+    }
+}
+
+/// What the protocol processors are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum PpKind {
+    /// SMP processors (dedicated under Fixed, idle compute processors under
+    /// Floating): dispatch through cachable registers and uncached NI
+    /// accesses over the memory bus (Hurricane-1, Hurricane-1 Mult).
+    Smp,
+    /// Processors embedded in the network-interface device, with the
+    /// dispatch register and message queues on the device (Hurricane).
+    Embedded,
+}
+
+impl PpKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            PpKind::Smp => "smp",
+            PpKind::Embedded => "embedded",
+        }
+    }
+}
+
+/// A node's dispatch arrangement: the discipline and who runs handlers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dispatch {
+    pub discipline: Discipline,
+    pub pp_kind: PpKind,
+}
+
+impl Default for Dispatch {
+    fn default() -> Dispatch {
+        Dispatch { discipline: Discipline::Serial, pp_kind: PpKind::Smp }
+    }
+}
+
+/// Costs of parallel dispatch hardware (Hurricane-like devices).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PdqParams {
+    /// Entries the device's search engine examines for a dispatchable key.
+    pub search_window: usize,
+    /// Embedded PP: reading the dispatch register on the device (cache bus)
+    /// and decoding the entry.
+    pub embedded_dispatch_cycles: u64,
+    /// Embedded PP: reading or writing one message word in device memory.
+    pub embedded_word_cycles: u64,
+    /// Spin-lock discipline: instructions to take and to release a key's
+    /// lock (besides the lock line's own cache traffic).
+    pub lock_cycles: u64,
+}
+
 /// Round-trip latencies the preset was calibrated to; `finegrain calibrate`
 /// measures them back.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -343,6 +438,9 @@ pub struct MachineConfig {
     pub compute: ComputeParams,
     #[serde(default)]
     pub effects: Effects,
+    /// Parallel dispatch hardware; needed by any discipline but serial and
+    /// by embedded protocol processors.
+    pub pdq: Option<PdqParams>,
     pub calibration: Option<Calibration>,
 }
 
@@ -414,6 +512,11 @@ impl MachineConfig {
                 b,
                 "allowed a power of two between cache.line_bytes and cache.size_bytes",
             ));
+        }
+        if let Some(p) = &self.pdq {
+            if p.search_window == 0 {
+                return Err(ConfigError::invalid("pdq.search_window", 0, "allowed a positive integer"));
+            }
         }
         if let Some(cal) = &self.calibration {
             if !(cal.tolerance > 0.0 && cal.tolerance < 1.0) {

@@ -12,7 +12,10 @@ pub mod message;
 pub mod pdq;
 pub mod proc_api;
 
-pub use config::{mix_seed, ConfigError, Effects, MachineConfig, Policy, Relinquish, Topology};
+pub use config::{
+    mix_seed, ConfigError, Discipline, Dispatch, Effects, MachineConfig, PdqParams, Policy, PpKind, Relinquish,
+    Topology,
+};
 pub use handler::{AmError, HandlerCtx, HandlerFn, HandlerInfo, HandlerTable, ReplyGuard};
 pub use ids::{HandlerId, NodeId, ThreadId};
 pub use message::{Args, Message, MsgKind, Payload, Reply, SyncKey, MAX_ARGS};

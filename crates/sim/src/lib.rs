@@ -9,12 +9,12 @@
 //! use finegrain_core::{MachineConfig, Policy, Topology, HandlerTable, Proc};
 //! use finegrain_sim::{simulate, SimConfig};
 //!
-//! let cfg = SimConfig {
-//!     machine: MachineConfig::load("hpca97").unwrap(),
-//!     topology: Topology { nodes: 2, procs_per_node: 1 },
-//!     policy: Policy::Single,
-//!     seed: 1,
-//! };
+//! let cfg = SimConfig::new(
+//!     MachineConfig::load("hpca97").unwrap(),
+//!     Topology { nodes: 2, procs_per_node: 1 },
+//!     Policy::Single,
+//!     1,
+//! );
 //! let out = simulate(&cfg, &HandlerTable::new(), |p| async move {
 //!     p.work(1000).await;
 //!     Ok(p.node().0)

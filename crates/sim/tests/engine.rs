@@ -9,12 +9,7 @@ use finegrain_core::{
 use finegrain_sim::{cycles_consistent, simulate, SimConfig, SimError};
 
 fn config(policy: Policy, ppn: u32, seed: u64) -> SimConfig {
-    SimConfig {
-        machine: MachineConfig::load("hpca97").unwrap(),
-        topology: Topology { nodes: 2, procs_per_node: ppn },
-        policy,
-        seed,
-    }
+    SimConfig::new(MachineConfig::load("hpca97").unwrap(), Topology { nodes: 2, procs_per_node: ppn }, policy, seed)
 }
 
 fn info(name: &str) -> HandlerInfo {
