@@ -387,11 +387,16 @@ impl PpKind {
 pub struct Dispatch {
     pub discipline: Discipline,
     pub pp_kind: PpKind,
+    /// Floating under a parallel discipline: at most this many idle compute
+    /// processors handle at once (the device's dispatch registers). Unset:
+    /// every processor of the node may.
+    #[serde(default)]
+    pub max_servers: Option<u32>,
 }
 
 impl Default for Dispatch {
     fn default() -> Dispatch {
-        Dispatch { discipline: Discipline::Serial, pp_kind: PpKind::Smp }
+        Dispatch { discipline: Discipline::Serial, pp_kind: PpKind::Smp, max_servers: None }
     }
 }
 

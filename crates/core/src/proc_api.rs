@@ -6,7 +6,7 @@
 
 use crate::handler::AmError;
 use crate::ids::{HandlerId, NodeId, ThreadId};
-use crate::message::{Args, Message, Payload};
+use crate::message::{Args, Message, Payload, SyncKey};
 use std::future::Future;
 
 /// Named regions of a node's memory, so handlers and threads can say what
@@ -48,11 +48,25 @@ pub trait Proc {
     /// Accounts for real computation the code just did (simulator only).
     fn charge(&self, cycles: u64);
     /// Sends an active-message request to `dst` and waits until its reply
-    /// handler has run; returns the reply message.
+    /// handler has run; returns the reply message. The request carries the
+    /// `Sequential` key: under a parallel dispatch queue its handler runs
+    /// alone, the safe choice for a handler that did not say what it touches.
     fn request(
         &self,
         dst: NodeId,
         handler: HandlerId,
+        args: Args,
+        payload: Payload,
+    ) -> impl Future<Output = Result<Message, AmError>>;
+    /// [`Proc::request`] with a synchronization key naming what the handler
+    /// touches, so a parallel dispatch queue may run it beside handlers with
+    /// other keys. (Replies carry `NoSync`: a reply handler touches only the
+    /// waiting thread's own completion state.)
+    fn request_keyed(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
         args: Args,
         payload: Payload,
     ) -> impl Future<Output = Result<Message, AmError>>;
@@ -62,4 +76,8 @@ pub trait Proc {
     /// A poll site: handles pending messages if the platform's policy lets
     /// this thread act as protocol processor.
     fn poll(&self) -> impl Future<Output = ()>;
+    /// Nothing to compute for `cycles` (waiting on a device, a timer, a
+    /// phase of the application elsewhere). Under policies where compute
+    /// processors handle messages, the processor serves meanwhile.
+    fn idle(&self, cycles: u64) -> impl Future<Output = ()>;
 }

@@ -1,10 +1,11 @@
 //! How an active message is laid out in ring words.
 //!
-//! Header metadata (56 bits): kind (1) | argument count (3) | handler (16) |
-//! payload length (16). Data words: the token, the source (node << 32 |
-//! thread), the arguments, then the payload packed eight bytes to a word.
-//! A request with no payload fits one 64-byte slot; 8 bytes of payload
-//! still do; 64 bytes take two slots and 256 bytes five.
+//! Header metadata (56 bits): key kind (2) | kind (1) | argument count (3) |
+//! handler (16) | payload length (16). Data words: the token, the source
+//! (node << 32 | thread), the synchronization key if it is a numbered one,
+//! the arguments, then the payload packed eight bytes to a word. A request
+//! with no payload fits one 64-byte slot; 8 bytes of payload still do; 64
+//! bytes take two slots and 256 bytes five.
 
 use crate::ring::{Producer, Record, SLOT_DATA_WORDS};
 use finegrain_core::{Args, HandlerId, Message, MsgKind, NodeId, SyncKey, ThreadId, MAX_ARGS};
@@ -12,9 +13,13 @@ use finegrain_core::{Args, HandlerId, Message, MsgKind, NodeId, SyncKey, ThreadI
 /// Largest payload one message carries inline in the ring.
 pub const MAX_PAYLOAD: usize = 4096;
 /// Data words of the largest message.
-pub const MAX_WORDS: usize = 2 + MAX_ARGS + MAX_PAYLOAD / 8;
+pub const MAX_WORDS: usize = 3 + MAX_ARGS + MAX_PAYLOAD / 8;
 
 const KIND_BIT: u64 = 1 << 35;
+const KEY_SHIFT: u32 = 36;
+const KEY_SEQUENTIAL: u64 = 0;
+const KEY_NOSYNC: u64 = 1;
+const KEY_NUMBERED: u64 = 2;
 const NARGS_SHIFT: u32 = 32;
 const HANDLER_SHIFT: u32 = 16;
 
@@ -25,8 +30,20 @@ pub struct Outgoing<'a> {
     pub src_node: NodeId,
     pub src_thread: ThreadId,
     pub token: u64,
+    pub key: SyncKey,
     pub args: &'a [u64],
     pub payload: &'a [u8],
+}
+
+impl Outgoing<'_> {
+    /// Data words before the arguments: token, source and a numbered key.
+    fn lead_words(&self) -> usize {
+        if matches!(self.key, SyncKey::Key(_)) {
+            3
+        } else {
+            2
+        }
+    }
 }
 
 /// Encodes `m` into `words` (cleared first); returns the header metadata.
@@ -35,6 +52,9 @@ pub fn encode(m: &Outgoing, words: &mut Vec<u64>) -> u64 {
     words.clear();
     words.push(m.token);
     words.push((m.src_node.0 as u64) << 32 | m.src_thread.0 as u64);
+    if let SyncKey::Key(k) = m.key {
+        words.push(k);
+    }
     words.extend_from_slice(m.args);
     for chunk in m.payload.chunks(8) {
         words.push(le_word(chunk));
@@ -44,33 +64,49 @@ pub fn encode(m: &Outgoing, words: &mut Vec<u64>) -> u64 {
 
 fn meta_of(m: &Outgoing) -> u64 {
     let kind = if m.kind == MsgKind::Reply { KIND_BIT } else { 0 };
-    kind | (m.args.len() as u64) << NARGS_SHIFT | (m.handler.0 as u64) << HANDLER_SHIFT | m.payload.len() as u64
+    let key = match m.key {
+        SyncKey::Sequential => KEY_SEQUENTIAL,
+        SyncKey::NoSync => KEY_NOSYNC,
+        SyncKey::Key(_) => KEY_NUMBERED,
+    };
+    key << KEY_SHIFT
+        | kind
+        | (m.args.len() as u64) << NARGS_SHIFT
+        | (m.handler.0 as u64) << HANDLER_SHIFT
+        | m.payload.len() as u64
 }
 
 /// Encodes `m` straight into the ring; `Err` (nothing written) when full.
 #[inline]
 pub fn push_message(p: &mut Producer, m: &Outgoing) -> Result<(), crate::ring::Full> {
     let nargs = m.args.len();
-    let len = words_for(nargs, m.payload.len());
+    let lead = m.lead_words();
+    let len = lead + nargs + m.payload.len().div_ceil(8);
     let meta = meta_of(m);
+    let src = (m.src_node.0 as u64) << 32 | m.src_thread.0 as u64;
+    let key = match m.key {
+        SyncKey::Key(k) => k,
+        _ => 0,
+    };
     if len <= SLOT_DATA_WORDS {
         // The common small message: assemble its one slot on the stack.
         let mut w = [0u64; SLOT_DATA_WORDS];
         w[0] = m.token;
-        w[1] = (m.src_node.0 as u64) << 32 | m.src_thread.0 as u64;
-        w[2..2 + nargs].copy_from_slice(m.args);
+        w[1] = src;
+        w[2] = key;
+        w[lead..lead + nargs].copy_from_slice(m.args);
         for (k, chunk) in m.payload.chunks(8).enumerate() {
-            w[2 + nargs + k] = le_word(chunk);
+            w[lead + nargs + k] = le_word(chunk);
         }
         return p.try_push_one(meta, &w[..len]);
     }
-    let src = (m.src_node.0 as u64) << 32 | m.src_thread.0 as u64;
     p.try_push_with(meta, len, |i| match i {
         0 => m.token,
         1 => src,
-        _ if i < 2 + nargs => m.args[i - 2],
+        _ if i < lead => key,
+        _ if i < lead + nargs => m.args[i - lead],
         _ => {
-            let at = (i - 2 - nargs) * 8;
+            let at = (i - lead - nargs) * 8;
             le_word(&m.payload[at..(at + 8).min(m.payload.len())])
         }
     })
@@ -104,13 +140,18 @@ pub fn decode(r: &Record, dst: NodeId, m: &mut Message) {
     m.src_node = NodeId((src >> 32) as u32);
     m.src_thread = ThreadId(src as u32);
     m.dst_node = dst;
-    m.key = SyncKey::Sequential;
+    let (key, lead) = match (meta >> KEY_SHIFT) & 0x3 {
+        KEY_NOSYNC => (SyncKey::NoSync, 2),
+        KEY_NUMBERED => (SyncKey::Key(r.word(2)), 3),
+        _ => (SyncKey::Sequential, 2),
+    };
+    m.key = key;
     let mut args = [0u64; MAX_ARGS];
     for (i, a) in args.iter_mut().enumerate().take(nargs.min(MAX_ARGS)) {
-        *a = r.word(2 + i);
+        *a = r.word(lead + i);
     }
     m.args = Args::from_array(args, nargs.min(MAX_ARGS));
-    let first = 2 + nargs;
+    let first = lead + nargs;
     let out = m.payload.fill_with(len, |bytes| {
         for (k, chunk) in bytes.chunks_mut(8).enumerate() {
             let b = r.word(first + k).to_le_bytes();
@@ -126,14 +167,15 @@ pub fn decode(r: &Record, dst: NodeId, m: &mut Message) {
     debug_assert_eq!(out, len);
 }
 
-/// Words a message of `nargs` arguments and `payload` bytes occupies.
-pub fn words_for(nargs: usize, payload: usize) -> usize {
-    2 + nargs + payload.div_ceil(8)
+/// Words a message of `nargs` arguments and `payload` bytes occupies
+/// (one more when it carries a numbered key).
+pub fn words_for(nargs: usize, payload: usize, numbered_key: bool) -> usize {
+    2 + numbered_key as usize + nargs + payload.div_ceil(8)
 }
 
 /// Slots such a message occupies.
-pub fn slots_for(nargs: usize, payload: usize) -> usize {
-    words_for(nargs, payload).div_ceil(SLOT_DATA_WORDS).max(1)
+pub fn slots_for(nargs: usize, payload: usize, numbered_key: bool) -> usize {
+    words_for(nargs, payload, numbered_key).div_ceil(SLOT_DATA_WORDS).max(1)
 }
 
 /// A message-shaped scratch value to decode into.
@@ -169,11 +211,13 @@ mod tests {
                 src_node: NodeId(3),
                 src_thread: ThreadId(9),
                 token: 0xdead_beef_0000 + len as u64,
+                key: [SyncKey::Sequential, SyncKey::NoSync, SyncKey::Key(len as u64 * 3 + 1)][len % 3],
                 args: &[1, 2, 3][..len % 4],
                 payload: &payload,
             };
             let meta = encode(&out, &mut words);
-            assert_eq!(words.len(), words_for(out.args.len(), len));
+            let numbered = matches!(out.key, SyncKey::Key(_));
+            assert_eq!(words.len(), words_for(out.args.len(), len, numbered));
             // Encoded through a buffer or straight into the ring: same record.
             if len % 3 == 0 {
                 push(&mut p, meta, &words).unwrap();
@@ -185,6 +229,7 @@ mod tests {
             assert_eq!(m.handler, HandlerId(513));
             assert_eq!((m.src_node, m.src_thread, m.dst_node), (NodeId(3), ThreadId(9), NodeId(1)));
             assert_eq!(m.token, out.token);
+            assert_eq!(m.key, out.key);
             assert_eq!(m.args.as_slice(), out.args);
             assert_eq!(m.payload.as_slice(), &payload[..]);
         }
@@ -193,9 +238,10 @@ mod tests {
 
     #[test]
     fn slot_counts_for_the_benchmark_sizes() {
-        assert_eq!(slots_for(0, 0), 1);
-        assert_eq!(slots_for(0, 8), 1);
-        assert_eq!(slots_for(0, 64), 2);
-        assert_eq!(slots_for(0, 256), 5);
+        assert_eq!(slots_for(0, 0, false), 1);
+        assert_eq!(slots_for(0, 8, false), 1);
+        assert_eq!(slots_for(0, 64, false), 2);
+        assert_eq!(slots_for(0, 256, false), 5);
+        assert_eq!(slots_for(2, 0, true), 1, "a keyed fetch&add request still fits one slot");
     }
 }

@@ -53,7 +53,7 @@ impl RtConfig {
 
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.topology.validate(&self.policy)?;
-        let min_slots = crate::codec::slots_for(finegrain_core::MAX_ARGS, crate::codec::MAX_PAYLOAD) * 2;
+        let min_slots = crate::codec::slots_for(finegrain_core::MAX_ARGS, crate::codec::MAX_PAYLOAD, true) * 2;
         if !self.ring_slots.is_power_of_two() || self.ring_slots < min_slots || self.ring_slots > 1 << 20 {
             return Err(ConfigError::invalid(
                 "ring_slots",

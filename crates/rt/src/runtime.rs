@@ -28,7 +28,7 @@ use crate::stats::{RtStats, ThreadStats, ThreadTimes};
 use crossbeam_utils::CachePadded;
 use finegrain_core::{
     Access, AmError, Args, HandlerCtx, HandlerId, HandlerTable, Message, MsgKind, NodeId, Payload, Policy, Proc,
-    Region, Relinquish, Reply, ReplyGuard, ThreadId, MAX_ARGS,
+    Region, Relinquish, Reply, ReplyGuard, SyncKey, ThreadId, MAX_ARGS,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -464,6 +464,7 @@ impl ThreadCtx {
         &self,
         dst: NodeId,
         handler: HandlerId,
+        key: SyncKey,
         args: &[u64],
         payload: &[u8],
         f: impl FnOnce(&Completion) -> R,
@@ -491,6 +492,7 @@ impl ThreadCtx {
                 src_node: NodeId(self.node),
                 src_thread: ThreadId(self.local),
                 token,
+                key,
                 args,
                 payload,
             },
@@ -525,6 +527,7 @@ impl ThreadCtx {
             src_node: NodeId(self.node),
             src_thread: ThreadId(self.local),
             token: 0,
+            key: SyncKey::Sequential,
             args,
             payload,
         };
@@ -744,6 +747,21 @@ impl ThreadCtx {
         self.exit();
     }
 
+    /// Nothing to compute for `cycles`: serve the node meanwhile if the
+    /// policy lets compute threads handle, otherwise just let time pass.
+    fn idle(&self, cycles: u64) {
+        let deadline = Stamp::now().plus_ns(cycles as f64 * self.cluster.cfg.ns_per_cycle);
+        if self.cluster.cfg.policy.compute_procs_handle() {
+            return self.serve(|| deadline.reached());
+        }
+        let t0 = self.stats.stamp();
+        let mut spins = 0;
+        while !deadline.reached() && !self.cluster.failed() {
+            self.relax(&mut spins);
+        }
+        self.stats.add_idle(self.stats.since(t0));
+    }
+
     /// A poll site: handle what waits if this thread may act as PP.
     fn poll_site(&self) {
         if self.cluster.cfg.policy.compute_procs_handle() && self.node().any_ready() {
@@ -832,6 +850,7 @@ impl HandlerCtx for RtHandlerCtx<'_> {
                 src_node: NodeId(self.thread.node),
                 src_thread: m.src_thread,
                 token: m.token,
+                key: SyncKey::NoSync,
                 args: args.as_slice(),
                 payload: data,
             },
@@ -886,7 +905,36 @@ impl RtProc {
         payload: &[u8],
         f: impl FnOnce(ReplyView) -> R,
     ) -> Result<R, AmError> {
-        self.ctx.request_with(dst, handler, args, payload, |c| f(ReplyView { c }))
+        self.ctx.request_with(dst, handler, SyncKey::Sequential, args, payload, |c| f(ReplyView { c }))
+    }
+
+    /// [`RtProc::request_with`] with a synchronization key.
+    pub fn request_keyed_with<R>(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: &[u64],
+        payload: &[u8],
+        f: impl FnOnce(ReplyView) -> R,
+    ) -> Result<R, AmError> {
+        self.ctx.request_with(dst, handler, key, args, payload, |c| f(ReplyView { c }))
+    }
+
+    /// The reply as an owned message.
+    fn reply_message(&self, c: &Completion) -> Message {
+        let view = ReplyView { c };
+        Message {
+            kind: MsgKind::Reply,
+            src_node: NodeId(c.src_node.load(Ordering::Relaxed)),
+            src_thread: ThreadId(self.ctx.local),
+            dst_node: NodeId(self.ctx.node),
+            handler: HandlerId(c.handler.load(Ordering::Relaxed) as u16),
+            key: SyncKey::NoSync,
+            args: view.args(),
+            payload: Payload::bytes(view.payload()),
+            token: c.token.load(Ordering::Relaxed),
+        }
     }
 
     /// Sends a one-way active message: its request handler must not reply.
@@ -933,23 +981,18 @@ impl Proc for RtProc {
     fn charge(&self, _cycles: u64) {}
 
     async fn request(&self, dst: NodeId, handler: HandlerId, args: Args, payload: Payload) -> Result<Message, AmError> {
-        let me = NodeId(self.ctx.node);
-        let thread = ThreadId(self.ctx.local);
-        self.ctx.request_with(dst, handler, args.as_slice(), payload.as_slice(), |c| {
-            let view = ReplyView { c };
-            let token = c.token.load(Ordering::Relaxed);
-            Message {
-                kind: MsgKind::Reply,
-                src_node: NodeId(c.src_node.load(Ordering::Relaxed)),
-                src_thread: thread,
-                dst_node: me,
-                handler: HandlerId(c.handler.load(Ordering::Relaxed) as u16),
-                key: finegrain_core::SyncKey::Sequential,
-                args: view.args(),
-                payload: Payload::bytes(view.payload()),
-                token,
-            }
-        })
+        self.request_keyed(dst, handler, SyncKey::Sequential, args, payload).await
+    }
+
+    async fn request_keyed(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: Args,
+        payload: Payload,
+    ) -> Result<Message, AmError> {
+        self.ctx.request_with(dst, handler, key, args.as_slice(), payload.as_slice(), |c| self.reply_message(c))
     }
 
     async fn access(&self, region: Region, offset: u64, len: u32, kind: Access) {
@@ -964,6 +1007,10 @@ impl Proc for RtProc {
 
     async fn poll(&self) {
         self.ctx.poll_site()
+    }
+
+    async fn idle(&self, cycles: u64) {
+        self.ctx.idle(cycles)
     }
 }
 

@@ -11,22 +11,28 @@
 //! When an activity ends the processor decides what to do next
 //! ([`Engine::decide`]); the policy (Single, Fixed, Floating) enters only
 //! there and in [`Engine::check_interrupt`].
+//!
+//! Under the serial discipline one processor at a time holds a node's
+//! protocol-processor role (a lock). Under the parallel disciplines (PDQ,
+//! spin-lock, static partitioning) up to a limit of processors serve at
+//! once, each taking entries the node's [`NodeQueue`] lets it run.
 
 use crate::bus::Bus;
 use crate::config::SimConfig;
+use crate::dispatch::{KeyLocks, NodeQueue};
 use crate::event::{EventKind, EventQueue};
 use crate::memory::{AddressMap, NodeMemory};
-use crate::stats::{BusStats, LatencyStats, NodeStats, ProcStats, RunStats};
+use crate::stats::{BusStats, DelayStats, LatencyStats, NodeStats, ProcStats, RunStats};
 use crate::thread::{mix_seed, Op, OpResult, SimProc, ThreadShared};
 use crate::SimError;
 use finegrain_core::{
-    Access, AmError, HandlerCtx, HandlerId, HandlerTable, Message, MsgKind, NodeId, Region, Relinquish, Reply,
-    ReplyGuard, SyncKey, ThreadId,
+    Access, AmError, Discipline, HandlerCtx, HandlerId, HandlerTable, Message, MsgKind, NodeId, Policy, PpKind, Region,
+    Relinquish, Reply, ReplyGuard, SyncKey, ThreadId,
 };
+use hdrhistogram::Histogram;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -87,6 +93,8 @@ enum ThreadState {
     ReplyArrived,
     /// At a poll site, handling messages as protocol processor.
     PollDrain,
+    /// Nothing to compute until its `idle` period ends.
+    Paused,
     Finished,
 }
 
@@ -135,6 +143,12 @@ struct Processor {
     in_interrupt: bool,
     interrupt_claim_tried: bool,
     holds_role: bool,
+    /// Static partitioning: the queue this (dedicated) processor serves.
+    server: usize,
+    /// PDQ: the key of the entry in service, completed when it finishes.
+    serving: Option<SyncKey>,
+    /// Cycles of the current handler spent spinning on a key lock.
+    spin: u64,
     /// Completion a reply handler produces, applied when it finishes.
     completion: Option<(usize, Message)>,
     seen_arrivals: u64,
@@ -147,8 +161,14 @@ struct Node {
     procs: usize,
     threads: u32,
     mem: NodeMemory,
-    rx: VecDeque<u32>,
+    rx: NodeQueue,
+    /// Serial discipline: the processor holding the role.
     role: Option<usize>,
+    /// Parallel disciplines: processors serving, and how many may.
+    servers: u32,
+    max_servers: u32,
+    locks: KeyLocks,
+    delays: Histogram<u64>,
     irq_pending: bool,
     arbiter_next: usize,
     /// Arrival count: a change invalidates the PPs' cached arrival register.
@@ -182,7 +202,11 @@ pub(crate) struct Engine<'a, 'h, T> {
     threads: Vec<Thread<'a, T>>,
     results: Vec<Option<T>>,
     messages: Vec<Option<Message>>,
+    /// When each message slot's message reached its node's queue.
+    arrived_at: Vec<u64>,
     free_messages: Vec<u32>,
+    /// Several processors of a node may handle at once.
+    parallel: bool,
     next_token: u64,
     finished: usize,
     abort: Option<SimError>,
@@ -211,6 +235,13 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let mut nodes = Vec::new();
         let mut procs = Vec::new();
         let mut threads = Vec::new();
+        let discipline = cfg.dispatch.discipline;
+        let max_servers = match cfg.policy {
+            Policy::Single => 1,
+            Policy::Fixed { protocol_procs } => protocol_procs,
+            Policy::Floating => cfg.dispatch.max_servers.unwrap_or(ppn as u32),
+        };
+        let window = m.pdq.as_ref().map_or(1, |p| p.search_window);
         for n in 0..cfg.topology.nodes as usize {
             let owners: Vec<Option<u32>> = (0..ppn).map(|p| (p < compute).then_some(p as u32)).collect();
             nodes.push(Node {
@@ -218,8 +249,12 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 procs: ppn,
                 threads: compute as u32,
                 mem: NodeMemory::new(m, map.clone(), &owners, compute as u32),
-                rx: VecDeque::new(),
+                rx: NodeQueue::new(discipline, max_servers as usize, window),
                 role: None,
+                servers: 0,
+                max_servers,
+                locks: KeyLocks::default(),
+                delays: Histogram::new(3).expect("3 significant figures is a valid precision"),
                 irq_pending: false,
                 arbiter_next: 0,
                 arrivals: 0,
@@ -248,6 +283,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     in_interrupt: false,
                     interrupt_claim_tried: false,
                     holds_role: false,
+                    server: p.saturating_sub(compute),
+                    serving: None,
+                    spin: 0,
                     completion: None,
                     seen_arrivals: 0,
                     rng: ChaCha8Rng::seed_from_u64(mix_seed(cfg.seed, n as u64 + 1, p as u64 + 0x1000)),
@@ -291,7 +329,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             threads,
             results,
             messages: Vec::new(),
+            arrived_at: Vec::new(),
             free_messages: Vec::new(),
+            parallel: discipline.parallel(),
             next_token: 0,
             finished: 0,
             abort: None,
@@ -319,6 +359,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 EventKind::ProcWake { proc, gen } => self.on_proc_wake(proc as usize, gen),
                 EventKind::Arrive { msg } => self.on_arrive(msg),
                 EventKind::Interrupt { proc } => self.on_interrupt(proc as usize),
+                EventKind::IdleEnd { thread } => self.on_idle_end(thread as usize),
             }
             if let Some(e) = self.abort.take() {
                 return Err(e);
@@ -344,7 +385,12 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             Cat::Compute => c.compute += rest,
             Cat::Send => c.send += rest,
             Cat::Wait => c.wait += rest,
-            Cat::Handler => c.handler += rest,
+            Cat::Handler => {
+                let spin = pr.spin.min(rest);
+                pr.spin -= spin;
+                c.busy_wait += spin;
+                c.handler += rest - spin;
+            }
             Cat::Interrupt => c.interrupt += rest,
             Cat::Role => c.role += rest,
             Cat::PollIdle => c.poll_idle += rest,
@@ -418,6 +464,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let after = std::mem::replace(&mut pr.after, After::Nothing);
         let finished_compute = pr.compute.take().is_some();
         let completion = pr.completion.take();
+        if let Some(key) = pr.serving.take() {
+            let n = pr.node;
+            self.nodes[n].rx.complete(key);
+        }
         if let Some((t, reply)) = completion {
             self.complete_request(p, t, reply);
         }
@@ -471,8 +521,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     self.thread_ready(t, OpResult::Done);
                     return self.run_thread(t);
                 }
-                ThreadState::Waiting | ThreadState::Finished => {
-                    if self.cfg.policy.compute_procs_handle() && self.nodes[n].role.is_none() {
+                ThreadState::Waiting | ThreadState::Finished | ThreadState::Paused => {
+                    if self.cfg.policy.compute_procs_handle() && self.role_open(n) {
                         return self.start_acquire(p);
                     }
                     let cat = if self.threads[t].state == ThreadState::Waiting { Cat::Wait } else { Cat::Idle };
@@ -481,16 +531,40 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 ThreadState::Busy => unreachable!("a busy thread's processor is busy"),
             }
         }
-        if self.procs[p].dedicated && self.nodes[n].role.is_none() {
+        if self.procs[p].dedicated && self.role_open(n) {
             return self.start_acquire(p);
         }
         self.go_idle(p, Cat::Idle)
     }
 
+    /// Whether one more processor may start serving the node.
+    fn role_open(&self, n: usize) -> bool {
+        let node = &self.nodes[n];
+        if self.parallel {
+            node.servers < node.max_servers
+        } else {
+            node.role.is_none()
+        }
+    }
+
+    /// Whether a message waits that a serving processor could take now.
+    fn work_waiting(&mut self, n: usize) -> bool {
+        if self.parallel {
+            self.nodes[n].rx.any_ready()
+        } else {
+            !self.nodes[n].rx.is_empty()
+        }
+    }
+
     /// The acting PP handles the next message, gives the role up, or polls.
     fn act_as_pp(&mut self, p: usize) {
-        if !self.nodes[self.procs[p].node].rx.is_empty() {
-            self.start_handle(p)
+        let n = self.procs[p].node;
+        let server = self.procs[p].server;
+        if let Some(slot) = self.nodes[n].rx.take(server) {
+            self.start_handle(p, slot);
+            if self.parallel {
+                self.kick(n); // more may be dispatchable to other servers
+            }
         } else if self.should_relinquish(p) {
             self.start_release(p)
         } else {
@@ -509,7 +583,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         if !self.procs[p].interrupt_claim_tried {
             self.procs[p].interrupt_claim_tried = true;
             self.nodes[n].irq_pending = false;
-            if self.nodes[n].role.is_none() {
+            if self.role_open(n) {
                 return self.start_acquire(p);
             }
             self.nodes[n].stats.spurious_interrupts += 1;
@@ -531,6 +605,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             return false;
         }
         let n = pr.node;
+        if self.parallel && self.nodes[n].servers > 1 {
+            return true; // the node keeps serving without it
+        }
         let (first, count) = (self.nodes[n].first_proc, self.nodes[n].procs);
         let peers = (first..first + count).filter(|&q| q != p);
         if peers.clone().any(|q| self.can_act(q)) {
@@ -575,7 +652,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         match pr.thread {
             Some(t) => {
                 self.cfg.policy.compute_procs_handle()
-                    && matches!(self.threads[t].state, ThreadState::Waiting | ThreadState::Finished)
+                    && matches!(
+                        self.threads[t].state,
+                        ThreadState::Waiting | ThreadState::Finished | ThreadState::Paused
+                    )
             }
             None => pr.dedicated,
         }
@@ -589,11 +669,21 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// paths come back here. The arbiter picks computing processors
     /// round-robin. An idle processor that may act is woken instead.
     fn check_interrupt(&mut self, n: usize) {
-        let node = &self.nodes[n];
-        if node.rx.is_empty() || node.role.is_some() || node.irq_pending {
+        if self.nodes[n].irq_pending || !self.work_waiting(n) {
             return;
         }
+        let node = &self.nodes[n];
         let (first, count) = (node.first_proc, node.procs);
+        if self.parallel {
+            if let Some(p) = (first..first + count).find(|&p| self.idle_server(p)) {
+                return self.wake(p);
+            }
+        } else if node.role.is_some() {
+            return;
+        }
+        if !self.role_open(n) {
+            return;
+        }
         if let Some(p) = (first..first + count).find(|&p| self.can_act(p)) {
             return self.wake(p);
         }
@@ -616,6 +706,30 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 return;
             }
         }
+    }
+
+    /// A serving processor with nothing in hand.
+    fn idle_server(&self, p: usize) -> bool {
+        let pr = &self.procs[p];
+        pr.holds_role && !pr.busy && !pr.wake_pending
+    }
+
+    /// Parallel disciplines: something became dispatchable (an arrival, a
+    /// key completed, a server left): wake one server that can take it,
+    /// let an idle processor start serving, or interrupt.
+    fn kick(&mut self, n: usize) {
+        let (first, count) = (self.nodes[n].first_proc, self.nodes[n].procs);
+        let partitions = self.nodes[n].rx.partitions();
+        if partitions > 0 {
+            // Static partitioning: each queue has its own (dedicated) server.
+            for p in first..first + count {
+                if self.idle_server(p) && self.nodes[n].rx.ready_for(self.procs[p].server) {
+                    self.wake(p);
+                }
+            }
+            return;
+        }
+        self.check_interrupt(n);
     }
 
     fn on_interrupt(&mut self, p: usize) {
@@ -648,8 +762,12 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
 
     fn start_acquire(&mut self, p: usize) {
         let n = self.procs[p].node;
-        debug_assert!(self.nodes[n].role.is_none());
-        self.nodes[n].role = Some(p);
+        debug_assert!(self.role_open(n));
+        if self.parallel {
+            self.nodes[n].servers += 1;
+        } else {
+            self.nodes[n].role = Some(p);
+        }
         self.procs[p].holds_role = true;
         self.procs[p].stats.role_acquires += 1;
         let cost = self.role_switch_cost(p, self.cfg.machine.protocol.role_acquire_cycles);
@@ -665,7 +783,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let n = self.procs[p].node;
         let now = self.now;
         let mut t = now;
-        if self.nodes[n].procs > 1 {
+        // Parallel disciplines have no role lock: the device keeps track
+        // of who serves.
+        if self.nodes[n].procs > 1 && !self.parallel {
             let lock = self.nodes[n].mem.map().lock_line();
             t += self.nodes[n].mem.access(now, t, self.procs[p].local, lock, Access::Write).0;
         }
@@ -679,7 +799,11 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
 
     fn start_release(&mut self, p: usize) {
         let n = self.procs[p].node;
-        self.nodes[n].role = None;
+        if self.parallel {
+            self.nodes[n].servers -= 1;
+        } else {
+            self.nodes[n].role = None;
+        }
         self.procs[p].holds_role = false;
         let cost = self.role_switch_cost(p, self.cfg.machine.protocol.role_release_cycles);
         self.start_busy(p, Cat::Role, cost, 0, After::Nothing);
@@ -689,6 +813,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// The role just became free: a waiting processor takes it over, or an
     /// interrupt is raised if messages wait.
     fn offer_role(&mut self, n: usize) {
+        if self.parallel {
+            return self.kick(n);
+        }
         let (first, count) = (self.nodes[n].first_proc, self.nodes[n].procs);
         if let Some(p) = (first..first + count).find(|&p| self.can_act(p)) {
             self.wake(p);
@@ -700,9 +827,11 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     // ----- messages ---------------------------------------------------------
 
     fn on_arrive(&mut self, slot: u32) {
-        let n = self.messages[slot as usize].as_ref().expect("live message").dst_node.index();
+        let msg = self.messages[slot as usize].as_ref().expect("live message");
+        let (n, key) = (msg.dst_node.index(), msg.key);
+        self.arrived_at[slot as usize] = self.now;
         let node = &mut self.nodes[n];
-        node.rx.push_back(slot);
+        node.rx.push(key, slot);
         node.arrivals += 1;
         if let Some(last) = node.last_arrival {
             let gap_x16 = (self.now - last) * 16;
@@ -715,6 +844,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         node.stats.messages_received += 1;
         node.stats.max_receive_queue = node.stats.max_receive_queue.max(node.rx.len() as u64);
         self.delivered += 1;
+        if self.parallel {
+            return self.kick(n);
+        }
         match node.role {
             Some(h) => self.wake(h),
             None => self.check_interrupt(n),
@@ -733,10 +865,22 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let ni = &self.cfg.machine.ni;
         let words = ni.header_words as u64 + self.nis_words(&msg);
         let n = self.procs[p].node;
-        let (occ, lat) = (ni.uncached_write_occupancy, ni.uncached_write_latency);
-        t = self.nodes[n].mem.bus.reserve_train(self.now, t, words, occ, lat);
+        if let Some(word_cycles) = self.embedded_word_cycles(p) {
+            // An embedded PP writes the send queue on its own device.
+            t += words * word_cycles;
+        } else {
+            let (occ, lat) = (ni.uncached_write_occupancy, ni.uncached_write_latency);
+            t = self.nodes[n].mem.bus.reserve_train(self.now, t, words, occ, lat);
+        }
         self.inject(n, t, words, msg);
         t
+    }
+
+    /// Embedded protocol processors reach the device's queues without the
+    /// memory bus: the cycles per message word, or None for an SMP processor.
+    fn embedded_word_cycles(&self, p: usize) -> Option<u64> {
+        let embedded = self.cfg.dispatch.pp_kind == PpKind::Embedded && self.procs[p].dedicated;
+        embedded.then(|| self.cfg.machine.pdq.as_ref().map_or(0, |d| d.embedded_word_cycles))
     }
 
     /// NI ports serialize messages (contention at the interfaces); the
@@ -757,6 +901,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             }
             None => {
                 self.messages.push(Some(msg));
+                self.arrived_at.push(0);
                 (self.messages.len() - 1) as u32
             }
         };
@@ -769,43 +914,32 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         start + lat
     }
 
-    /// Receives the next message and runs its handler: notice, read the
-    /// dispatch register and the words, dispatch, run the handler, send the
-    /// reply or complete the waiting thread.
-    fn start_handle(&mut self, p: usize) {
+    /// Runs the handler of the message in `slot`: notice and dispatch it,
+    /// run the handler (taking its key's lock under the spin-lock
+    /// discipline), send the reply or complete the waiting thread.
+    fn start_handle(&mut self, p: usize, slot: u32) {
         let n = self.procs[p].node;
         let local = self.procs[p].local;
-        let slot = self.nodes[n].rx.pop_front().expect("queue not empty");
         let msg = self.messages[slot as usize].take().expect("live message");
         self.free_messages.push(slot);
+        let waited = self.now - self.arrived_at[slot as usize];
+        self.nodes[n].delays.saturating_record(waited);
         let m = &self.cfg.machine;
-        let mut t = self.now;
-        // The PP's cached arrival register was invalidated by new arrivals.
-        if self.procs[p].seen_arrivals != self.nodes[n].arrivals {
-            self.procs[p].seen_arrivals = self.nodes[n].arrivals;
-            t = self.bus_read(n, t, m.ni.register_read_occupancy, m.ni.register_read_latency);
-        }
-        t = self.bus_read(n, t, m.ni.register_read_occupancy, m.ni.register_read_latency);
-        let words = self.nis_words(&msg);
-        t = self.nodes[n].mem.bus.reserve_train(
-            self.now,
-            t,
-            words,
-            m.ni.uncached_read_occupancy,
-            m.ni.uncached_read_latency,
-        );
-        t += m.protocol.dispatch_cycles;
-        let (first, count) = self.code.dispatch;
-        t += self.nodes[n].mem.access_lines(self.now, t, local, first, count, Access::Read).0;
-        let (first, count) = self.nodes[n].mem.map().dispatch_state();
-        t += self.nodes[n].mem.access_lines(self.now, t, local, first, count, Access::Write).0;
+        let mut t = self.receive(p, &msg);
+        let embedded = self.embedded_word_cycles(p).is_some();
+        let key = msg.key;
         let table = self.handlers;
         let info = match table.info(msg.handler) {
             Ok(i) => i,
             Err(e) => return self.fail(SimError::Handler(e)),
         };
-        let (first, count) = self.code.handlers[msg.handler.index()];
-        t += self.nodes[n].mem.access_lines(self.now, t, local, first, count, Access::Read).0;
+        if !embedded {
+            // Embedded processors run handlers from the device's own
+            // instruction memory.
+            let (first, count) = self.code.handlers[msg.handler.index()];
+            t += self.nodes[n].mem.access_lines(self.now, t, local, first, count, Access::Read).0;
+        }
+        let lock = self.lock_key(p, &msg, &mut t);
         t += info.body_cycles;
         let f = table.function(msg.handler).expect("info exists").clone();
         let threads = self.nodes[n].threads;
@@ -829,6 +963,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         if let Some(reason) = region_error {
             return self.fail(SimError::Handler(AmError::HandlerFailed { handler: info.name.clone(), reason }));
         }
+        if let Some(k) = lock {
+            t = self.unlock_key(p, k, t);
+        }
         match msg.kind {
             MsgKind::Request => {
                 let Some(reply) = reply.filter(|_| replied) else {
@@ -844,7 +981,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     src_thread: msg.src_thread,
                     dst_node: msg.src_node,
                     handler: reply.handler,
-                    key: msg.key,
+                    key: SyncKey::NoSync,
                     args: reply.args,
                     payload: reply.payload,
                     token: msg.token,
@@ -861,9 +998,100 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 self.procs[p].completion = Some((global, msg));
             }
         }
+        t = self.finish_dispatch(p, t, key);
         self.procs[p].stats.handlers += 1;
+        let node = &mut self.nodes[n];
+        node.stats.last_handler_end = node.stats.last_handler_end.max(t);
         let duration = t - self.now;
         self.start_busy(p, Cat::Handler, duration, 0, After::Nothing);
+    }
+
+    /// Noticing a message and dispatching it, up to the handler's first
+    /// instruction; returns the cycle the handler starts.
+    fn receive(&mut self, p: usize, msg: &Message) -> u64 {
+        let n = self.procs[p].node;
+        let local = self.procs[p].local;
+        let m = &self.cfg.machine;
+        let words = self.nis_words(msg);
+        let mut t = self.now;
+        if let Some(word_cycles) = self.embedded_word_cycles(p) {
+            // The dispatch register and the message sit on the embedded
+            // processor's cache bus.
+            let dispatch = m.pdq.as_ref().map_or(0, |d| d.embedded_dispatch_cycles);
+            return t + dispatch + words * word_cycles;
+        }
+        if !self.parallel && self.procs[p].seen_arrivals != self.nodes[n].arrivals {
+            // The acting PP's cached arrival register was invalidated by
+            // new arrivals. (Under parallel dispatch each processor's own
+            // dispatch register is its notice.)
+            self.procs[p].seen_arrivals = self.nodes[n].arrivals;
+            t = self.bus_read(n, t, m.ni.register_read_occupancy, m.ni.register_read_latency);
+        }
+        t = self.bus_read(n, t, m.ni.register_read_occupancy, m.ni.register_read_latency);
+        let (occ, lat) = (m.ni.uncached_read_occupancy, m.ni.uncached_read_latency);
+        t = self.nodes[n].mem.bus.reserve_train(self.now, t, words, occ, lat);
+        t += m.protocol.dispatch_cycles;
+        let (first, count) = self.code.dispatch;
+        t += self.nodes[n].mem.access_lines(self.now, t, local, first, count, Access::Read).0;
+        if !self.parallel {
+            // The software dispatch loop's shared state (queue pointers):
+            // under parallel dispatch the device keeps it.
+            let (first, count) = self.nodes[n].mem.map().dispatch_state();
+            t += self.nodes[n].mem.access_lines(self.now, t, local, first, count, Access::Write).0;
+        }
+        t
+    }
+
+    /// Spin-lock discipline: a handler with a numbered key takes the key's
+    /// lock first, spinning while another handler holds it. Returns the key
+    /// locked, and advances `t` past the wait and the lock's
+    /// read-modify-write.
+    fn lock_key(&mut self, p: usize, msg: &Message, t: &mut u64) -> Option<u64> {
+        let SyncKey::Key(k) = msg.key else { return None };
+        if self.cfg.dispatch.discipline != Discipline::SpinLock {
+            return None;
+        }
+        let n = self.procs[p].node;
+        let acquired = self.nodes[n].locks.acquire_at(k, *t);
+        self.procs[p].spin += acquired - *t;
+        let line = self.nodes[n].mem.map().key_lock_line(k);
+        let local = self.procs[p].local;
+        let rmw = self.nodes[n].mem.access(self.now, acquired, local, line, Access::Write).0;
+        let instructions = self.cfg.machine.pdq.as_ref().map_or(0, |d| d.lock_cycles);
+        *t = acquired + rmw + instructions;
+        Some(k)
+    }
+
+    /// Releases a key lock (a store to its line); returns when done.
+    fn unlock_key(&mut self, p: usize, k: u64, t: u64) -> u64 {
+        let n = self.procs[p].node;
+        let line = self.nodes[n].mem.map().key_lock_line(k);
+        let local = self.procs[p].local;
+        let store = self.nodes[n].mem.access(self.now, t, local, line, Access::Write).0;
+        let instructions = self.cfg.machine.pdq.as_ref().map_or(0, |d| d.lock_cycles);
+        let end = t + store + instructions;
+        self.nodes[n].locks.release(k, end);
+        end
+    }
+
+    /// Parallel dispatch: the handler tells the device it is done (an
+    /// uncached store to its dispatch register from an SMP processor, a
+    /// register write on the device from an embedded one) and PDQ frees its
+    /// key when the handler's activity ends.
+    fn finish_dispatch(&mut self, p: usize, t: u64, key: SyncKey) -> u64 {
+        if !self.parallel {
+            return t;
+        }
+        if self.cfg.dispatch.discipline == Discipline::Pdq {
+            self.procs[p].serving = Some(key);
+        }
+        if let Some(word_cycles) = self.embedded_word_cycles(p) {
+            return t + word_cycles;
+        }
+        let n = self.procs[p].node;
+        let ni = &self.cfg.machine.ni;
+        let (occ, lat) = (ni.uncached_write_occupancy, ni.uncached_write_latency);
+        self.bus_read(n, t, occ, lat)
     }
 
     /// Threads are numbered node-major, like processors.
@@ -961,7 +1189,16 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.threads[t].state = ThreadState::Busy;
         match op {
             Op::Work(cycles) => self.start_compute(p, cycles, None),
-            Op::Request { dst, handler, args, payload } => {
+            Op::Request { dst, handler, key, args, payload } => {
+                if key == SyncKey::Sequential
+                    && matches!(self.cfg.dispatch.discipline, Discipline::SpinLock | Discipline::Static)
+                {
+                    let e = AmError::Aborted(format!(
+                        "a request with the sequential key under the {} discipline, which cannot run a handler alone; use request_keyed with a numbered or nosync key, or the pdq or serial discipline",
+                        self.cfg.dispatch.discipline.label()
+                    ));
+                    return self.reject_op(t, e);
+                }
                 if dst.0 >= self.cfg.topology.nodes {
                     let e = AmError::NoSuchNode { node: dst.0, nodes: self.cfg.topology.nodes };
                     return self.reject_op(t, e);
@@ -977,7 +1214,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     src_thread: ThreadId(self.threads[t].local),
                     dst_node: dst,
                     handler,
-                    key: SyncKey::Sequential,
+                    key,
                     args,
                     payload,
                     token: self.next_token,
@@ -1004,11 +1241,18 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     }
                 }
             }
+            Op::Idle(cycles) => {
+                if cycles == 0 {
+                    self.thread_ready(t, OpResult::Done);
+                    return self.run_thread(t);
+                }
+                self.threads[t].state = ThreadState::Paused;
+                self.queue.push(self.now + cycles, EventKind::IdleEnd { thread: t as u32 });
+                self.decide(p);
+            }
             Op::Poll => {
                 let hit = self.cfg.machine.cache.hit_cycles;
-                let can_handle = self.cfg.policy.compute_procs_handle()
-                    && !self.nodes[n].rx.is_empty()
-                    && self.nodes[n].role.is_none();
+                let can_handle = self.cfg.policy.compute_procs_handle() && self.role_open(n) && self.work_waiting(n);
                 if can_handle {
                     self.threads[t].state = ThreadState::PollDrain;
                     self.start_acquire(p);
@@ -1017,6 +1261,16 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 }
             }
         }
+    }
+
+    /// A thread's idle period ended: its processor runs it again as soon
+    /// as whatever it is doing meanwhile (serving) lets it.
+    fn on_idle_end(&mut self, t: usize) {
+        if self.threads[t].state != ThreadState::Paused {
+            return;
+        }
+        self.thread_ready(t, OpResult::Done);
+        self.wake(self.threads[t].proc);
     }
 
     /// Hands an error back to the thread that asked for a bad operation.
@@ -1101,6 +1355,13 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             }
             let b = &node.mem.bus;
             ns.bus = BusStats { transactions: b.transactions, busy_cycles: b.busy_cycles, wait_cycles: b.wait_cycles };
+            let d = &node.delays;
+            ns.queue_delay = DelayStats {
+                count: d.len(),
+                mean_cycles: if d.is_empty() { 0.0 } else { d.mean() },
+                p99_cycles: d.value_at_quantile(0.99),
+                max_cycles: d.max(),
+            };
             stats.nodes.push(ns);
         }
         stats.measured_u = if compute_procs > 0 { compute_share / compute_procs as f64 } else { 0.0 };

@@ -20,6 +20,8 @@ pub enum EventKind {
     Arrive { msg: u32 },
     /// The interrupt arbiter delivers an interrupt to a processor.
     Interrupt { proc: u32 },
+    /// A thread's `idle` period is over.
+    IdleEnd { thread: u32 },
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -26,6 +26,7 @@
 
 mod bus;
 mod config;
+mod dispatch;
 mod engine;
 mod event;
 mod memory;

@@ -40,6 +40,8 @@ const NOT_LISTED: u32 = u32::MAX;
 pub const MAX_THREADS: u32 = 64;
 /// Lines of each thread's receive buffer.
 pub const RECV_LINES: u32 = 64;
+/// Lines of the spin-lock discipline's lock table; keys hash into it.
+pub const KEY_LOCK_LINES: u32 = 1 << 16;
 
 /// What kind of state a line holds; decides which effect a miss belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,6 +72,7 @@ pub struct AddressMap {
     code: u32,
     table: u32,
     table_lines_per_thread: u32,
+    key_locks: u32,
     code_lines: u32,
 }
 
@@ -79,6 +82,8 @@ impl AddressMap {
         let line_bytes = m.cache.line_bytes;
         let base = MAX_THREADS * sets;
         let table_bytes_per_thread = m.blocks_per_segment() * m.protocol.table_entry_bytes as u64;
+        let table_lines_per_thread = table_bytes_per_thread.div_ceil(line_bytes as u64) as u32;
+        let table = base + 4 * sets + sets / 4;
         AddressMap {
             sets,
             sets_log2: sets.is_power_of_two().then(|| sets.trailing_zeros()),
@@ -89,8 +94,9 @@ impl AddressMap {
             flags: base + sets + sets * 5 / 8,
             recv: base + 2 * sets + sets / 2,
             code: base + 3 * sets + sets / 8,
-            table: base + 4 * sets + sets / 4,
-            table_lines_per_thread: table_bytes_per_thread.div_ceil(line_bytes as u64) as u32,
+            table,
+            table_lines_per_thread,
+            key_locks: table + MAX_THREADS * table_lines_per_thread + sets * 3 / 8,
             code_lines: 0,
         }
     }
@@ -105,6 +111,11 @@ impl AddressMap {
 
     pub fn lock_line(&self) -> u32 {
         self.lock
+    }
+
+    /// The line holding the spin lock a handler takes for `key`.
+    pub fn key_lock_line(&self, key: u64) -> u32 {
+        self.key_locks + (key % KEY_LOCK_LINES as u64) as u32
     }
 
     /// The dispatch loop's mutable state: first line and line count.
@@ -324,12 +335,16 @@ impl NodeMemory {
             misses: mem_misses,
             map,
         };
+        // Several dedicated processors hold the protocol's lines as clean
+        // shared copies: the first write by one of them invalidates the rest.
+        let dedicated = own_threads.iter().filter(|o| o.is_none()).count();
+        let warm_state = if dedicated > 1 { SHARED } else { 0 };
         for (p, own) in own_threads.iter().enumerate() {
             if own.is_none() {
                 let lines: Vec<u32> = node.map.protocol_lines(threads).collect();
                 for line in lines {
                     let set = node.set_of(line) as usize;
-                    caches[p].tags[set] = node.map.tag(line);
+                    caches[p].tags[set] = node.map.tag(line) | warm_state;
                 }
             }
         }

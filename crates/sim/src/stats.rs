@@ -19,6 +19,9 @@ pub struct Cycles {
     /// Protocol occupancy: noticing, dispatching, running handlers, sending
     /// replies.
     pub handler: u64,
+    /// Inside a handler, spinning on a key lock another handler holds (the
+    /// spin-lock discipline).
+    pub busy_wait: u64,
     /// Interrupt delivery, dispatch and return (Oint).
     pub interrupt: u64,
     /// Taking and giving up the acting protocol-processor role.
@@ -39,6 +42,7 @@ impl Cycles {
             + self.send
             + self.wait
             + self.handler
+            + self.busy_wait
             + self.interrupt
             + self.role
             + self.poll_idle
@@ -52,6 +56,7 @@ impl Cycles {
         self.send += o.send;
         self.wait += o.wait;
         self.handler += o.handler;
+        self.busy_wait += o.busy_wait;
         self.interrupt += o.interrupt;
         self.role += o.role;
         self.poll_idle += o.poll_idle;
@@ -123,6 +128,20 @@ pub struct NodeStats {
     /// Interrupts raised on this node that found the role already taken
     /// when they were delivered (they still cost Oint).
     pub spurious_interrupts: u64,
+    /// Time messages waited in this node's queue before a protocol
+    /// processor took them.
+    pub queue_delay: DelayStats,
+    /// When the last handler on this node finished.
+    pub last_handler_end: u64,
+}
+
+/// A distribution of waiting times, in cycles.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct DelayStats {
+    pub count: u64,
+    pub mean_cycles: f64,
+    pub p99_cycles: u64,
+    pub max_cycles: u64,
 }
 
 /// Request latency as the requesting thread saw it (issue to resume).

@@ -7,7 +7,7 @@
 //! make progress, so no wakers are needed and polling order is fixed by the
 //! event order, which keeps runs deterministic.
 
-use finegrain_core::{Access, AmError, Args, HandlerId, Message, NodeId, Payload, Proc, Region, ThreadId};
+use finegrain_core::{Access, AmError, Args, HandlerId, Message, NodeId, Payload, Proc, Region, SyncKey, ThreadId};
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
@@ -18,9 +18,10 @@ use std::task::{Context, Poll};
 #[derive(Debug)]
 pub(crate) enum Op {
     Work(u64),
-    Request { dst: NodeId, handler: HandlerId, args: Args, payload: Payload },
+    Request { dst: NodeId, handler: HandlerId, key: SyncKey, args: Args, payload: Payload },
     Access { region: Region, offset: u64, len: u32, kind: Access },
     Poll,
+    Idle(u64),
 }
 
 #[derive(Debug)]
@@ -105,7 +106,18 @@ impl Proc for SimProc {
     }
 
     async fn request(&self, dst: NodeId, handler: HandlerId, args: Args, payload: Payload) -> Result<Message, AmError> {
-        match self.submit(Op::Request { dst, handler, args, payload }).await {
+        self.request_keyed(dst, handler, SyncKey::Sequential, args, payload).await
+    }
+
+    async fn request_keyed(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: Args,
+        payload: Payload,
+    ) -> Result<Message, AmError> {
+        match self.submit(Op::Request { dst, handler, key, args, payload }).await {
             OpResult::Reply(m) => Ok(m),
             OpResult::Failed(e) => Err(e),
             OpResult::Done => Err(AmError::Aborted("request completed without a reply".into())),
@@ -118,6 +130,10 @@ impl Proc for SimProc {
 
     async fn poll(&self) {
         self.submit(Op::Poll).await;
+    }
+
+    async fn idle(&self, cycles: u64) {
+        self.submit(Op::Idle(cycles)).await;
     }
 }
 

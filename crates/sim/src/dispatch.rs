@@ -1,0 +1,174 @@
+//! A node's incoming-message queue under each dispatch discipline, and the
+//! per-key locks of the spin-lock discipline.
+//!
+//! The queue holds message slots; who may take the next one is what the
+//! disciplines differ in:
+//! - serial and spin-lock: one FIFO, taken in arrival order by whoever
+//!   serves (one server under serial; under spin-lock the handlers then lock
+//!   their key themselves);
+//! - PDQ: the core [`Pdq`] state machine hands out the oldest entry whose
+//!   key is free, within the device's search window;
+//! - static partitioning: one FIFO per protocol processor, chosen by key.
+
+use finegrain_core::pdq::Pdq;
+use finegrain_core::{Discipline, SyncKey};
+use std::collections::{HashMap, VecDeque};
+
+pub(crate) enum NodeQueue {
+    Fifo(VecDeque<u32>),
+    Pdq(Pdq<u32>),
+    Partitioned {
+        queues: Vec<VecDeque<u32>>,
+        /// `NoSync` entries have no key to hash: they go round-robin.
+        next_nosync: usize,
+    },
+}
+
+impl NodeQueue {
+    /// `servers` is the number of protocol processors (static partitioning
+    /// gives each its own queue); `window` the PDQ search window.
+    pub(crate) fn new(discipline: Discipline, servers: usize, window: usize) -> NodeQueue {
+        match discipline {
+            Discipline::Serial | Discipline::SpinLock => NodeQueue::Fifo(VecDeque::new()),
+            Discipline::Pdq => NodeQueue::Pdq(Pdq::new(window)),
+            Discipline::Static => {
+                NodeQueue::Partitioned { queues: vec![VecDeque::new(); servers.max(1)], next_nosync: 0 }
+            }
+        }
+    }
+
+    /// Queues a message slot. Static partitioning sends a numbered key to
+    /// queue `key mod servers`, as address-interleaved hardware would; the
+    /// engine refuses sequential keys under it before they get here.
+    pub(crate) fn push(&mut self, key: SyncKey, slot: u32) {
+        match self {
+            NodeQueue::Fifo(q) => q.push_back(slot),
+            NodeQueue::Pdq(q) => q.enqueue(key, slot),
+            NodeQueue::Partitioned { queues, next_nosync } => {
+                let n = queues.len();
+                let i = match key {
+                    SyncKey::Key(k) => (k % n as u64) as usize,
+                    SyncKey::NoSync | SyncKey::Sequential => {
+                        *next_nosync = (*next_nosync + 1) % n;
+                        *next_nosync
+                    }
+                };
+                queues[i].push_back(slot);
+            }
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            NodeQueue::Fifo(q) => q.len(),
+            NodeQueue::Pdq(q) => q.len(),
+            NodeQueue::Partitioned { queues, .. } => queues.iter().map(VecDeque::len).sum(),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The entry protocol processor number `server` may run now.
+    pub(crate) fn take(&mut self, server: usize) -> Option<u32> {
+        match self {
+            NodeQueue::Fifo(q) => q.pop_front(),
+            NodeQueue::Pdq(q) => q.dispatch().map(|d| d.item),
+            NodeQueue::Partitioned { queues, .. } => queues.get_mut(server)?.pop_front(),
+        }
+    }
+
+    /// Whether some server could take an entry now.
+    pub(crate) fn any_ready(&mut self) -> bool {
+        match self {
+            NodeQueue::Fifo(q) => !q.is_empty(),
+            NodeQueue::Pdq(q) => q.dispatchable(),
+            NodeQueue::Partitioned { queues, .. } => queues.iter().any(|q| !q.is_empty()),
+        }
+    }
+
+    /// Whether server `server` in particular could take an entry now.
+    pub(crate) fn ready_for(&mut self, server: usize) -> bool {
+        match self {
+            NodeQueue::Partitioned { queues, .. } => queues.get(server).is_some_and(|q| !q.is_empty()),
+            _ => self.any_ready(),
+        }
+    }
+
+    /// Servers with their own queue (static partitioning), else 0.
+    pub(crate) fn partitions(&self) -> usize {
+        match self {
+            NodeQueue::Partitioned { queues, .. } => queues.len(),
+            _ => 0,
+        }
+    }
+
+    /// A dispatched entry's handler finished (only PDQ tracks keys).
+    pub(crate) fn complete(&mut self, key: SyncKey) {
+        if let NodeQueue::Pdq(q) = self {
+            q.complete(key);
+        }
+    }
+}
+
+/// Spin-lock discipline: when each key's lock is next free. Handler
+/// timelines are worked out when they start, so a lock is a calendar: the
+/// next handler of a key acquires it at the later of its attempt and the
+/// holder's release, in dispatch order (a ticket lock).
+#[derive(Default)]
+pub(crate) struct KeyLocks {
+    /// Membership and lookup only, never iterated, so the hash order cannot
+    /// leak into results.
+    free_at: HashMap<u64, u64>,
+}
+
+impl KeyLocks {
+    /// When a handler that tries to take `key`'s lock at `t` gets it.
+    pub(crate) fn acquire_at(&self, key: u64, t: u64) -> u64 {
+        self.free_at.get(&key).map_or(t, |&f| f.max(t))
+    }
+
+    pub(crate) fn release(&mut self, key: u64, t: u64) {
+        self.free_at.insert(key, t);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn static_partitioning_routes_by_key() {
+        let mut q = NodeQueue::new(Discipline::Static, 4, 8);
+        for k in 0..8u64 {
+            q.push(SyncKey::Key(k), k as u32);
+        }
+        assert_eq!(q.take(1), Some(1));
+        assert_eq!(q.take(1), Some(5));
+        assert_eq!(q.take(1), None, "queue 1 holds keys 1 and 5 only");
+        assert!(q.ready_for(2) && !q.ready_for(1));
+        assert_eq!(q.len(), 6);
+    }
+
+    #[test]
+    fn pdq_queue_holds_a_busy_key_back() {
+        let mut q = NodeQueue::new(Discipline::Pdq, 2, 8);
+        q.push(SyncKey::Key(7), 0);
+        q.push(SyncKey::Key(7), 1);
+        assert_eq!(q.take(0), Some(0));
+        assert!(!q.any_ready());
+        q.complete(SyncKey::Key(7));
+        assert_eq!(q.take(1), Some(1));
+    }
+
+    #[test]
+    fn locks_queue_in_dispatch_order() {
+        let mut l = KeyLocks::default();
+        assert_eq!(l.acquire_at(3, 100), 100);
+        l.release(3, 250);
+        assert_eq!(l.acquire_at(3, 120), 250, "waits for the holder");
+        assert_eq!(l.acquire_at(3, 300), 300);
+        assert_eq!(l.acquire_at(4, 120), 120, "other keys are free");
+    }
+}
