@@ -3,4 +3,5 @@
 //!
 //! [`Proc`]: finegrain_core::Proc
 
+pub mod fetch_add;
 pub mod micro;

@@ -450,7 +450,10 @@ pub struct MachineConfig {
 }
 
 /// Presets shipped with finegrain, embedded at build time.
-pub const PRESETS: &[(&str, &str)] = &[("hpca97", include_str!("../../../presets/hpca97.toml"))];
+pub const PRESETS: &[(&str, &str)] = &[
+    ("hpca97", include_str!("../../../presets/hpca97.toml")),
+    ("hpca99", include_str!("../../../presets/hpca99.toml")),
+];
 
 impl MachineConfig {
     /// Loads a shipped preset by name, or a TOML file when `name` ends in
@@ -581,7 +584,7 @@ mod tests {
     #[test]
     fn unknown_preset_lists_the_allowed_ones() {
         let e = MachineConfig::load("nope").unwrap_err().to_string();
-        assert!(e.starts_with("unknown preset 'nope': allowed hpca97"), "{e}");
+        assert!(e.starts_with("unknown preset 'nope': allowed hpca97, hpca99"), "{e}");
         assert!(!e.contains('\n'));
     }
 

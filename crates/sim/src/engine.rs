@@ -207,6 +207,11 @@ pub(crate) struct Engine<'a, 'h, T> {
     free_messages: Vec<u32>,
     /// Several processors of a node may handle at once.
     parallel: bool,
+    /// The NI is a dispatch device (the machine has a `[pdq]` section):
+    /// each protocol processor has its own dispatch register and the device
+    /// keeps the queue, under every discipline. Otherwise the NI is a plain
+    /// queue the acting PP drains in software.
+    device_dispatch: bool,
     next_token: u64,
     finished: usize,
     abort: Option<SimError>,
@@ -254,7 +259,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 servers: 0,
                 max_servers,
                 locks: KeyLocks::default(),
-                delays: Histogram::new(3).expect("3 significant figures is a valid precision"),
+                // Up to 2^40 cycles (far beyond any run) at 3 significant figures.
+                delays: Histogram::new_with_max(1 << 40, 3).expect("valid histogram bounds"),
                 irq_pending: false,
                 arbiter_next: 0,
                 arrivals: 0,
@@ -332,6 +338,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             arrived_at: Vec::new(),
             free_messages: Vec::new(),
             parallel: discipline.parallel(),
+            device_dispatch: m.pdq.is_some(),
             next_token: 0,
             finished: 0,
             abort: None,
@@ -424,9 +431,25 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         pr.stall_until = 0;
         // An acting PP holding the role for want of a successor may now
         // hand it over.
-        if let Some(h) = self.nodes[self.procs[p].node].role {
+        let n = self.procs[p].node;
+        if self.parallel {
+            if self.can_act(p) || self.idle_server(p) {
+                self.wake_holders(n, p);
+            }
+        } else if let Some(h) = self.nodes[n].role {
             if h != p && self.can_act(p) && self.has_own_work(h) {
                 self.wake(h);
+            }
+        }
+    }
+
+    /// Parallel disciplines: servers keeping on for want of a successor
+    /// reconsider (a processor became idle, or another started serving).
+    fn wake_holders(&mut self, n: usize, except: usize) {
+        let (first, count) = (self.nodes[n].first_proc, self.nodes[n].procs);
+        for q in first..first + count {
+            if q != except && self.idle_server(q) && self.has_own_work(q) {
+                self.wake(q);
             }
         }
     }
@@ -560,6 +583,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     fn act_as_pp(&mut self, p: usize) {
         let n = self.procs[p].node;
         let server = self.procs[p].server;
+        if self.parallel && self.nodes[n].servers > 1 && !self.procs[p].dedicated && self.has_own_work(p) {
+            // Others keep serving: its own work comes first.
+            return self.start_release(p);
+        }
         if let Some(slot) = self.nodes[n].rx.take(server) {
             self.start_handle(p, slot);
             if self.parallel {
@@ -765,6 +792,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         debug_assert!(self.role_open(n));
         if self.parallel {
             self.nodes[n].servers += 1;
+            self.wake_holders(n, p);
         } else {
             self.nodes[n].role = Some(p);
         }
@@ -876,6 +904,33 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         t
     }
 
+    /// How processor `p` reaches node memory if it is an embedded
+    /// (cacheless) protocol processor: word transfers over the bus.
+    fn device_access(&self, p: usize) -> Option<DeviceAccess> {
+        self.embedded_word_cycles(p)?;
+        let m = &self.cfg.machine;
+        Some(DeviceAccess {
+            word_occupancy: m.ni.uncached_read_occupancy,
+            posted_write: m.ni.uncached_write_latency,
+            word_bytes: m.ni.word_bytes as u64,
+            line_bytes: m.cache.line_bytes as u64,
+        })
+    }
+
+    /// One word access to `line` by a protocol processor: through its cache
+    /// (SMP) or over the bus (embedded). Returns the latency.
+    fn pp_access(&mut self, p: usize, t: u64, line: u32, kind: Access) -> u64 {
+        let n = self.procs[p].node;
+        let local = self.procs[p].local;
+        match self.device_access(p) {
+            Some(d) => {
+                let mem = &mut self.nodes[n].mem;
+                mem.access_device(self.now, t, local, line, kind, d.word_occupancy, d.posted_write)
+            }
+            None => self.nodes[n].mem.access(self.now, t, local, line, kind).0,
+        }
+    }
+
     /// Embedded protocol processors reach the device's queues without the
     /// memory bus: the cycles per message word, or None for an SMP processor.
     fn embedded_word_cycles(&self, p: usize) -> Option<u64> {
@@ -943,6 +998,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         t += info.body_cycles;
         let f = table.function(msg.handler).expect("info exists").clone();
         let threads = self.nodes[n].threads;
+        let device = self.device_access(p);
         let mut ctx = SimHandlerCtx {
             mem: &mut self.nodes[n].mem,
             now: self.now,
@@ -953,6 +1009,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             guard: ReplyGuard::new(msg.kind, &info.name),
             reply: None,
             error: None,
+            device,
         };
         let outcome = f(&mut ctx, &msg);
         let (t_after, reply, region_error, replied) = (ctx.t, ctx.reply, ctx.error, ctx.guard.replied());
@@ -994,7 +1051,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 let global = self.thread_index(n, msg.src_thread.0);
                 t += m.protocol.completion_cycles;
                 let flag = self.nodes[n].mem.map().flag_line(msg.src_thread.0);
-                t += self.nodes[n].mem.access(self.now, t, local, flag, Access::Write).0;
+                t += self.pp_access(p, t, flag, Access::Write);
                 self.procs[p].completion = Some((global, msg));
             }
         }
@@ -1020,10 +1077,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             let dispatch = m.pdq.as_ref().map_or(0, |d| d.embedded_dispatch_cycles);
             return t + dispatch + words * word_cycles;
         }
-        if !self.parallel && self.procs[p].seen_arrivals != self.nodes[n].arrivals {
+        if !self.device_dispatch && self.procs[p].seen_arrivals != self.nodes[n].arrivals {
             // The acting PP's cached arrival register was invalidated by
-            // new arrivals. (Under parallel dispatch each processor's own
-            // dispatch register is its notice.)
+            // new arrivals. (A dispatch device loads each processor's own
+            // dispatch register: that is its notice.)
             self.procs[p].seen_arrivals = self.nodes[n].arrivals;
             t = self.bus_read(n, t, m.ni.register_read_occupancy, m.ni.register_read_latency);
         }
@@ -1033,9 +1090,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         t += m.protocol.dispatch_cycles;
         let (first, count) = self.code.dispatch;
         t += self.nodes[n].mem.access_lines(self.now, t, local, first, count, Access::Read).0;
-        if !self.parallel {
+        if !self.device_dispatch {
             // The software dispatch loop's shared state (queue pointers):
-            // under parallel dispatch the device keeps it.
+            // a dispatch device keeps it.
             let (first, count) = self.nodes[n].mem.map().dispatch_state();
             t += self.nodes[n].mem.access_lines(self.now, t, local, first, count, Access::Write).0;
         }
@@ -1055,8 +1112,13 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let acquired = self.nodes[n].locks.acquire_at(k, *t);
         self.procs[p].spin += acquired - *t;
         let line = self.nodes[n].mem.map().key_lock_line(k);
-        let local = self.procs[p].local;
-        let rmw = self.nodes[n].mem.access(self.now, acquired, local, line, Access::Write).0;
+        let rmw = if self.device_access(p).is_some() {
+            // A cacheless processor's atomic swap: a read and a write.
+            let read = self.pp_access(p, acquired, line, Access::Read);
+            read + self.pp_access(p, acquired + read, line, Access::Write)
+        } else {
+            self.pp_access(p, acquired, line, Access::Write)
+        };
         let instructions = self.cfg.machine.pdq.as_ref().map_or(0, |d| d.lock_cycles);
         *t = acquired + rmw + instructions;
         Some(k)
@@ -1066,20 +1128,19 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     fn unlock_key(&mut self, p: usize, k: u64, t: u64) -> u64 {
         let n = self.procs[p].node;
         let line = self.nodes[n].mem.map().key_lock_line(k);
-        let local = self.procs[p].local;
-        let store = self.nodes[n].mem.access(self.now, t, local, line, Access::Write).0;
+        let store = self.pp_access(p, t, line, Access::Write);
         let instructions = self.cfg.machine.pdq.as_ref().map_or(0, |d| d.lock_cycles);
         let end = t + store + instructions;
         self.nodes[n].locks.release(k, end);
         end
     }
 
-    /// Parallel dispatch: the handler tells the device it is done (an
+    /// Dispatch device: the handler tells the device it is done (an
     /// uncached store to its dispatch register from an SMP processor, a
     /// register write on the device from an embedded one) and PDQ frees its
     /// key when the handler's activity ends.
     fn finish_dispatch(&mut self, p: usize, t: u64, key: SyncKey) -> u64 {
-        if !self.parallel {
+        if !self.device_dispatch {
             return t;
         }
         if self.cfg.dispatch.discipline == Discipline::Pdq {
@@ -1310,7 +1371,12 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     Some(info) => format!("waits for the reply to a '{}' request", info.name),
                     None => format!("is {:?}", t.state),
                 };
-                format!("node {} thread {} {}", t.shared.node.0, t.local, what)
+                let pr = &self.procs[t.proc];
+                let serving = if pr.holds_role { ", serving" } else { "" };
+                format!(
+                    "node {} thread {} {} (its processor {:?}{serving}, node servers {})",
+                    t.shared.node.0, t.local, what, pr.cat, self.nodes[pr.node].servers
+                )
             })
             .collect();
         format!("no event left at cycle {} while {}", self.now, stuck.join("; "))
@@ -1389,6 +1455,35 @@ struct SimHandlerCtx<'m, 'n> {
     guard: ReplyGuard<'n>,
     reply: Option<Reply>,
     error: Option<String>,
+    /// An embedded processor reaches memory as a cacheless bus agent.
+    device: Option<DeviceAccess>,
+}
+
+/// Bus costs of a cacheless embedded processor's word transfers.
+#[derive(Clone, Copy, Debug)]
+struct DeviceAccess {
+    word_occupancy: u64,
+    posted_write: u64,
+    word_bytes: u64,
+    line_bytes: u64,
+}
+
+impl DeviceAccess {
+    /// Accesses `len` bytes at `offset` lying in lines `first..first+count`,
+    /// one bus transaction per line; returns the latency.
+    #[allow(clippy::too_many_arguments)]
+    fn touch(&self, mem: &mut NodeMemory, now: u64, t: u64, proc: usize, first: u32, count: u32, offset: u64, len: u32, kind: Access) -> u64 {
+        let mut spent = 0;
+        let end = offset + len as u64;
+        for i in 0..count as u64 {
+            let line_start = (offset / self.line_bytes + i) * self.line_bytes;
+            let bytes = end.min(line_start + self.line_bytes) - offset.max(line_start);
+            let occupancy = self.word_occupancy * bytes.div_ceil(self.word_bytes).max(1);
+            let line = first + i as u32;
+            spent += mem.access_device(now, t + spent, proc, line, kind, occupancy, self.posted_write);
+        }
+        spent
+    }
 }
 
 impl HandlerCtx for SimHandlerCtx<'_, '_> {
@@ -1405,7 +1500,10 @@ impl HandlerCtx for SimHandlerCtx<'_, '_> {
     fn access(&mut self, region: Region, offset: u64, len: u32, kind: Access) {
         match self.mem.map().lines(region, offset, len, self.threads) {
             Ok((first, count)) => {
-                self.t += self.mem.access_lines(self.now, self.t, self.proc, first, count, kind).0;
+                self.t += match &self.device {
+                    Some(d) => d.touch(self.mem, self.now, self.t, self.proc, first, count, offset, len, kind),
+                    None => self.mem.access_lines(self.now, self.t, self.proc, first, count, kind).0,
+                };
             }
             Err(reason) => {
                 self.error.get_or_insert(reason);

@@ -442,6 +442,47 @@ impl NodeMemory {
         (latency, outcome)
     }
 
+    /// An access by a bus agent without a cache (a protocol processor
+    /// embedded in the network-interface device): a word read is supplied
+    /// by a cache holding the line dirty or by memory, and leaves the
+    /// supplier's copy in place; a word write is posted to memory and
+    /// invalidates every cached copy. `word` is the bus occupancy of one
+    /// word transfer, `posted` a write's latency. Returns the latency.
+    pub fn access_device(
+        &mut self,
+        now: u64,
+        t: u64,
+        recorder: usize,
+        line: u32,
+        kind: Access,
+        word: u64,
+        posted: u64,
+    ) -> u64 {
+        let class = self.map.class(line);
+        let set = self.set_in_bank(line, class) as usize;
+        let tag = self.map.tag(line);
+        if kind == Access::Write {
+            self.invalidate_others(usize::MAX, set, line);
+            return self.bus.reserve(now, t, word) - t + posted;
+        }
+        let dirty = (0..self.caches.len())
+            .find(|&q| self.caches[q].tags[set] & TAG_MASK == tag && self.caches[q].tags[set] & DIRTY != 0);
+        let p = &self.bus_params;
+        let (outcome, lat) = match dirty {
+            Some(_) => (Outcome::CacheToCache, p.cache_to_cache_latency),
+            None => (Outcome::Memory, p.memory_latency),
+        };
+        if let Some(q) = dirty {
+            // The supplier keeps the line, now shared (Owned).
+            let c = &mut self.caches[q];
+            c.tags[set] |= SHARED;
+            Self::track_foreign(c, set, self.sets);
+        }
+        let latency = self.bus.reserve(now, t, word) - t + lat;
+        self.record(recorder, class, outcome, latency);
+        latency
+    }
+
     /// Accesses `count` consecutive lines back to back; returns total
     /// latency and the latency spent in misses.
     /// The lines of one range share a region, hence a class: hits (the

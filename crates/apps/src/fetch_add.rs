@@ -1,0 +1,361 @@
+//! The fetch&add microbenchmark of the PDQ study (Falsafi & Wood, HPCA
+//! 1999): requesters on every node but node 0 send fetch&add requests for
+//! words at node 0 (the home) and wait for the old value.
+//!
+//! The synchronization key of a request is its word, so handlers for
+//! different words may run in parallel and handlers for one word must not.
+//! Each word sits in its own protocol block of the home's protocol table
+//! (the key is the block, as in Stache). Words are chosen uniformly among K
+//! or with a Zipf skew (word 0 the most popular); a fraction of requests may
+//! carry the sequential key instead (they update their word all the same).
+//!
+//! The home node's compute threads alternate exponentially distributed
+//! bursts of computation and idle periods at a target utilization, until the
+//! requesters are done; under Floating their idle processors serve.
+//!
+//! The handler really adds: it reads the word, adds, and writes it back as
+//! two separate steps, so two handlers of one key running at once would lose
+//! an update. Every run checks each word against the number of requests the
+//! requesters sent for it.
+
+use finegrain_core::{
+    Access, AmError, Args, ConfigError, HandlerId, HandlerInfo, HandlerTable, MachineConfig, Message, NodeId, Payload,
+    Proc, Region, Reply, SyncKey,
+};
+use finegrain_sim::{SimConfig, SimError, SimOutput};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Exp, Zipf};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Handler instructions besides the word's own accesses (decode the
+/// request, add, compose the reply).
+pub const FETCH_ADD_REQUEST_CYCLES: u64 = 12;
+pub const FETCH_ADD_REPLY_CYCLES: u64 = 8;
+const HANDLER_CODE_BYTES: u32 = 128;
+
+/// How requesters pick the word.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum KeySkew {
+    Uniform,
+    /// Word i (from 0) is chosen with probability proportional to
+    /// 1 / (i + 1)^exponent.
+    Zipf { exponent: f64 },
+}
+
+impl KeySkew {
+    /// Parses `uniform` or `zipf:S`.
+    pub fn parse(s: &str) -> Result<KeySkew, String> {
+        let bad = || format!("invalid skew = {s}: allowed uniform or zipf:S (S > 0, for example zipf:1.0)");
+        if s == "uniform" {
+            return Ok(KeySkew::Uniform);
+        }
+        let exponent: f64 = s.strip_prefix("zipf:").ok_or_else(bad)?.parse().map_err(|_| bad())?;
+        if !(exponent.is_finite() && exponent > 0.0) {
+            return Err(bad());
+        }
+        Ok(KeySkew::Zipf { exponent })
+    }
+
+    pub fn label(&self) -> String {
+        match self {
+            KeySkew::Uniform => "uniform".into(),
+            KeySkew::Zipf { exponent } => format!("zipf:{exponent}"),
+        }
+    }
+}
+
+impl fmt::Display for KeySkew {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.label())
+    }
+}
+
+/// One fetch&add run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FetchAddConfig {
+    /// Distinct words (keys) at the home node.
+    pub keys: u64,
+    pub skew: KeySkew,
+    /// Extra handler instructions per request (the configurable handler cost).
+    pub handler_cycles: u64,
+    /// Share of requests that carry the sequential key.
+    pub sequential_fraction: f64,
+    /// Requests each requester thread sends, back to back.
+    pub requests_per_thread: u64,
+    /// Target compute utilization of the home node's threads, in [0, 1].
+    pub home_u: f64,
+    /// Mean of a home thread's compute bursts (and the scale of its idle
+    /// periods), in cycles.
+    pub home_burst_cycles: f64,
+}
+
+impl FetchAddConfig {
+    pub fn validate(&self, machine: &MachineConfig, threads_per_node: u32) -> Result<(), String> {
+        let capacity = key_capacity(machine, threads_per_node);
+        if self.keys == 0 || self.keys > capacity {
+            return Err(format!(
+                "invalid keys = {}: allowed 1..={capacity} (one protocol block per word in the home's protocol table)",
+                self.keys
+            ));
+        }
+        if let KeySkew::Zipf { exponent } = self.skew {
+            if !(exponent.is_finite() && exponent > 0.0) {
+                return Err(format!("invalid skew exponent = {exponent}: allowed a finite number > 0"));
+            }
+        }
+        if !(0.0..=1.0).contains(&self.sequential_fraction) {
+            return Err(format!("invalid sequential_fraction = {}: allowed 0..=1", self.sequential_fraction));
+        }
+        if self.requests_per_thread == 0 {
+            return Err("invalid requests_per_thread = 0: allowed a positive integer".into());
+        }
+        if !(0.0..=1.0).contains(&self.home_u) {
+            return Err(format!("invalid home_u = {}: allowed 0..=1", self.home_u));
+        }
+        if !(self.home_burst_cycles.is_finite() && self.home_burst_cycles >= 1.0) {
+            return Err(format!("invalid home_burst_cycles = {}: allowed a number >= 1", self.home_burst_cycles));
+        }
+        Ok(())
+    }
+}
+
+/// Words the home's protocol table holds at one protocol block each.
+pub fn key_capacity(machine: &MachineConfig, threads_per_node: u32) -> u64 {
+    let table = threads_per_node as u64 * machine.blocks_per_segment() * machine.protocol.table_entry_bytes as u64;
+    table / machine.protocol.block_bytes as u64
+}
+
+/// The words at the home and how many requests were sent for each: the
+/// handlers update the first, requesters the second.
+#[derive(Debug)]
+pub struct Words {
+    pub values: Vec<AtomicU64>,
+    pub sent: Vec<AtomicU64>,
+}
+
+impl Words {
+    pub fn new(keys: u64) -> Words {
+        let zeros = || (0..keys).map(|_| AtomicU64::new(0)).collect();
+        Words { values: zeros(), sent: zeros() }
+    }
+
+    /// Every word must equal the requests sent for it: a lost update means
+    /// two handlers of one key overlapped.
+    pub fn check(&self) -> Result<(), String> {
+        for (k, (v, s)) in self.values.iter().zip(&self.sent).enumerate() {
+            let (v, s) = (v.load(Ordering::Relaxed), s.load(Ordering::Relaxed));
+            if v != s {
+                return Err(format!("word {k} holds {v} after {s} fetch&add requests: handlers of one key overlapped"));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct FetchAddHandlers {
+    pub request: HandlerId,
+    pub block_bytes: u32,
+}
+
+/// Registers the fetch&add handlers; they update `words`.
+pub fn handlers(
+    cfg: &FetchAddConfig,
+    machine: &MachineConfig,
+    words: Arc<Words>,
+) -> Result<(HandlerTable, FetchAddHandlers), AmError> {
+    let mut table = HandlerTable::new();
+    let block_bytes = machine.protocol.block_bytes;
+    let info = |name: &str, body_cycles| HandlerInfo { name: name.into(), body_cycles, code_bytes: HANDLER_CODE_BYTES };
+    let reply = table.register(info("fetch_add_reply", FETCH_ADD_REPLY_CYCLES), |_, _| Ok(()))?;
+    let extra = cfg.handler_cycles;
+    let request =
+        table.register(info("fetch_add_request", FETCH_ADD_REQUEST_CYCLES), move |ctx, m: &Message| {
+            let key = m.args.get(0);
+            let add = m.args.get(1);
+            let offset = key * block_bytes as u64;
+            let word = words.values.get(key as usize).ok_or_else(|| AmError::HandlerFailed {
+                handler: "fetch_add_request".into(),
+                reason: format!("word {key} does not exist (the home holds {})", words.values.len()),
+            })?;
+            // Load, add, store, as the handler's code does: two steps, so
+            // overlapping handlers of one key would lose an update.
+            ctx.access(Region::ProtocolTable, offset, 8, Access::Read);
+            let old = word.load(Ordering::Relaxed);
+            ctx.charge(extra);
+            ctx.access(Region::ProtocolTable, offset, 8, Access::Write);
+            word.store(old.wrapping_add(add), Ordering::Relaxed);
+            ctx.reply(Reply { handler: reply, args: Args::new(&[old])?, payload: Payload::none() })
+        })?;
+    Ok((table, FetchAddHandlers { request, block_bytes }))
+}
+
+/// What each thread did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ThreadOutcome {
+    pub requests: u64,
+}
+
+/// Shared between the threads of one run.
+pub struct Shared {
+    pub words: Arc<Words>,
+    /// Requester threads still running; the home's threads stop at zero.
+    pub requesters_left: AtomicU64,
+}
+
+/// One thread: a requester on nodes 1.., a computing-and-idling thread on
+/// the home (node 0).
+pub async fn thread<P: Proc>(
+    p: &P,
+    cfg: &FetchAddConfig,
+    h: &FetchAddHandlers,
+    shared: &Shared,
+) -> Result<ThreadOutcome, AmError> {
+    let mut rng = ChaCha8Rng::seed_from_u64(p.seed());
+    if p.node().0 == 0 {
+        home_thread(p, cfg, shared, &mut rng).await;
+        return Ok(ThreadOutcome::default());
+    }
+    let zipf = match cfg.skew {
+        KeySkew::Zipf { exponent } => Some(
+            Zipf::new(cfg.keys, exponent)
+                .map_err(|e| AmError::Aborted(format!("zipf over {} keys, exponent {exponent}: {e}", cfg.keys)))?,
+        ),
+        KeySkew::Uniform => None,
+    };
+    for _ in 0..cfg.requests_per_thread {
+        let word = match &zipf {
+            Some(z) => (z.sample(&mut rng) as u64).clamp(1, cfg.keys) - 1,
+            None => rng.gen_range(0..cfg.keys),
+        };
+        let key = if cfg.sequential_fraction > 0.0 && rng.gen_bool(cfg.sequential_fraction) {
+            SyncKey::Sequential
+        } else {
+            SyncKey::Key(word)
+        };
+        shared.words.sent[word as usize].fetch_add(1, Ordering::Relaxed);
+        p.request_keyed(NodeId(0), h.request, key, Args::new(&[word, 1])?, Payload::none()).await?;
+    }
+    shared.requesters_left.fetch_sub(1, Ordering::AcqRel);
+    Ok(ThreadOutcome { requests: cfg.requests_per_thread })
+}
+
+async fn home_thread<P: Proc>(p: &P, cfg: &FetchAddConfig, shared: &Shared, rng: &mut ChaCha8Rng) {
+    let burst = Exp::new(1.0 / cfg.home_burst_cycles).expect("positive mean");
+    let idle_mean =
+        if cfg.home_u > 0.0 { cfg.home_burst_cycles * (1.0 - cfg.home_u) / cfg.home_u } else { cfg.home_burst_cycles };
+    let idle = (idle_mean > 0.0).then(|| Exp::new(1.0 / idle_mean).expect("positive mean"));
+    while shared.requesters_left.load(Ordering::Acquire) > 0 {
+        if cfg.home_u > 0.0 {
+            p.work((burst.sample(rng).round() as u64).max(1)).await;
+        }
+        if let Some(idle) = &idle {
+            p.idle((idle.sample(rng).round() as u64).max(1)).await;
+        }
+    }
+}
+
+/// Runs fetch&add in the simulator and checks every word afterwards.
+pub fn simulate(sim: &SimConfig, cfg: &FetchAddConfig) -> Result<SimOutput<ThreadOutcome>, SimError> {
+    let threads = sim.policy.compute_procs(sim.topology.procs_per_node);
+    let invalid = |e: String| SimError::Config(ConfigError::invalid("fetch-add", "config", e));
+    cfg.validate(&sim.machine, threads).map_err(invalid)?;
+    if sim.topology.nodes < 2 {
+        return Err(invalid(format!(
+            "{} node(s): fetch&add needs a home node and at least one requester node",
+            sim.topology.nodes
+        )));
+    }
+    let words = Arc::new(Words::new(cfg.keys));
+    let (table, h) = handlers(cfg, &sim.machine, words.clone()).map_err(SimError::Handler)?;
+    let shared = Shared { words: words.clone(), requesters_left: AtomicU64::new(requester_threads(sim)) };
+    let out = finegrain_sim::simulate(sim, &table, |p| {
+        let (cfg, h, shared) = (cfg.clone(), h.clone(), &shared);
+        async move { thread(&p, &cfg, &h, shared).await }
+    })?;
+    words.check().map_err(|e| SimError::Handler(AmError::HandlerFailed { handler: "fetch_add_request".into(), reason: e }))?;
+    Ok(out)
+}
+
+fn requester_threads(sim: &SimConfig) -> u64 {
+    let per_node = sim.policy.compute_procs(sim.topology.procs_per_node) as u64;
+    (sim.topology.nodes as u64 - 1) * per_node
+}
+
+/// What a fetch&add run measured at the home node.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HomeMeasures {
+    pub requests: u64,
+    /// Requests handled per microsecond of simulated time (up to the last
+    /// handler at the home).
+    pub throughput_msgs_per_us: f64,
+    pub mean_queue_delay_cycles: f64,
+    pub p99_queue_delay_cycles: u64,
+    /// Share of the home's protocol-processing time spent spinning on key
+    /// locks: busy-wait / (handler + busy-wait) cycles.
+    pub pp_busy_wait_fraction: f64,
+    /// Interrupts taken at the home.
+    pub interrupts: u64,
+    /// Measured compute utilization of the home's threads.
+    pub home_u: f64,
+    /// Bus transactions at the home per request.
+    pub bus_transactions_per_request: f64,
+}
+
+/// Extracts the home node's measures from a run's statistics.
+pub fn home_measures(machine: &MachineConfig, out: &SimOutput<ThreadOutcome>) -> HomeMeasures {
+    let home = &out.stats.nodes[0];
+    let requests: u64 = home.procs.iter().map(|p| p.handlers).sum();
+    let busy: u64 = home.procs.iter().map(|p| p.cycles.busy_wait).sum();
+    let handler: u64 = home.procs.iter().map(|p| p.cycles.handler).sum();
+    let interrupts = home.procs.iter().map(|p| p.interrupts).sum();
+    let end = home.last_handler_end.max(1) as f64;
+    let compute: Vec<f64> = home
+        .procs
+        .iter()
+        .filter(|p| p.role == "compute")
+        .map(|p| p.cycles.compute as f64 / out.stats.sim_cycles.max(1) as f64)
+        .collect();
+    HomeMeasures {
+        requests,
+        throughput_msgs_per_us: requests as f64 / machine.cycles_to_us(end),
+        mean_queue_delay_cycles: home.queue_delay.mean_cycles,
+        p99_queue_delay_cycles: home.queue_delay.p99_cycles,
+        pp_busy_wait_fraction: if busy + handler > 0 { busy as f64 / (busy + handler) as f64 } else { 0.0 },
+        interrupts,
+        home_u: if compute.is_empty() { 0.0 } else { compute.iter().sum::<f64>() / compute.len() as f64 },
+        bus_transactions_per_request: home.bus.transactions as f64 / requests.max(1) as f64,
+    }
+}
+
+/// Runs fetch&add on the native runtime and checks every word.
+pub fn run_native(
+    rt: &finegrain_rt::RtConfig,
+    machine: &MachineConfig,
+    cfg: &FetchAddConfig,
+) -> Result<finegrain_rt::RtOutput<ThreadOutcome>, finegrain_rt::RtError> {
+    let threads = rt.compute_threads_per_node();
+    let invalid = |e: String| finegrain_rt::RtError::Config(ConfigError::invalid("fetch-add", "config", e));
+    cfg.validate(machine, threads).map_err(invalid)?;
+    if rt.topology.nodes < 2 {
+        return Err(invalid("fetch&add needs a home node and at least one requester node".into()));
+    }
+    let words = Arc::new(Words::new(cfg.keys));
+    let (table, h) = handlers(cfg, machine, words.clone()).map_err(finegrain_rt::RtError::Handler)?;
+    let left = (rt.topology.nodes as u64 - 1) * threads as u64;
+    let shared = Arc::new(Shared { words: words.clone(), requesters_left: AtomicU64::new(left) });
+    let out = finegrain_rt::run(rt, &table, |p| {
+        let (cfg, h, shared) = (cfg.clone(), h.clone(), shared.clone());
+        async move { thread(&p, &cfg, &h, &shared).await }
+    })?;
+    words.check().map_err(|e| {
+        finegrain_rt::RtError::Handler(AmError::HandlerFailed { handler: "fetch_add_request".into(), reason: e })
+    })?;
+    Ok(out)
+}
