@@ -9,6 +9,9 @@
 //! or with a Zipf skew (word 0 the most popular); a fraction of requests may
 //! carry the sequential key instead (they update their word all the same).
 //!
+//! Requesters send back to back, or compute for an exponentially
+//! distributed time before each request.
+//!
 //! The home node's compute threads alternate exponentially distributed
 //! bursts of computation and idle periods at a target utilization, until the
 //! requesters are done; under Floating their idle processors serve.
@@ -44,7 +47,9 @@ pub enum KeySkew {
     Uniform,
     /// Word i (from 0) is chosen with probability proportional to
     /// 1 / (i + 1)^exponent.
-    Zipf { exponent: f64 },
+    Zipf {
+        exponent: f64,
+    },
 }
 
 impl KeySkew {
@@ -86,8 +91,12 @@ pub struct FetchAddConfig {
     pub handler_cycles: u64,
     /// Share of requests that carry the sequential key.
     pub sequential_fraction: f64,
-    /// Requests each requester thread sends, back to back.
+    /// Requests each requester thread sends.
     pub requests_per_thread: u64,
+    /// Mean of the exponentially distributed computation a requester does
+    /// before each request (0: back to back).
+    #[serde(default)]
+    pub think_cycles: f64,
     /// Target compute utilization of the home node's threads, in [0, 1].
     pub home_u: f64,
     /// Mean of a home thread's compute bursts (and the scale of its idle
@@ -111,6 +120,9 @@ impl FetchAddConfig {
         }
         if !(0.0..=1.0).contains(&self.sequential_fraction) {
             return Err(format!("invalid sequential_fraction = {}: allowed 0..=1", self.sequential_fraction));
+        }
+        if !(self.think_cycles.is_finite() && self.think_cycles >= 0.0) {
+            return Err(format!("invalid think_cycles = {}: allowed a finite number >= 0", self.think_cycles));
         }
         if self.requests_per_thread == 0 {
             return Err("invalid requests_per_thread = 0: allowed a positive integer".into());
@@ -175,24 +187,23 @@ pub fn handlers(
     let info = |name: &str, body_cycles| HandlerInfo { name: name.into(), body_cycles, code_bytes: HANDLER_CODE_BYTES };
     let reply = table.register(info("fetch_add_reply", FETCH_ADD_REPLY_CYCLES), |_, _| Ok(()))?;
     let extra = cfg.handler_cycles;
-    let request =
-        table.register(info("fetch_add_request", FETCH_ADD_REQUEST_CYCLES), move |ctx, m: &Message| {
-            let key = m.args.get(0);
-            let add = m.args.get(1);
-            let offset = key * block_bytes as u64;
-            let word = words.values.get(key as usize).ok_or_else(|| AmError::HandlerFailed {
-                handler: "fetch_add_request".into(),
-                reason: format!("word {key} does not exist (the home holds {})", words.values.len()),
-            })?;
-            // Load, add, store, as the handler's code does: two steps, so
-            // overlapping handlers of one key would lose an update.
-            ctx.access(Region::ProtocolTable, offset, 8, Access::Read);
-            let old = word.load(Ordering::Relaxed);
-            ctx.charge(extra);
-            ctx.access(Region::ProtocolTable, offset, 8, Access::Write);
-            word.store(old.wrapping_add(add), Ordering::Relaxed);
-            ctx.reply(Reply { handler: reply, args: Args::new(&[old])?, payload: Payload::none() })
+    let request = table.register(info("fetch_add_request", FETCH_ADD_REQUEST_CYCLES), move |ctx, m: &Message| {
+        let key = m.args.get(0);
+        let add = m.args.get(1);
+        let offset = key * block_bytes as u64;
+        let word = words.values.get(key as usize).ok_or_else(|| AmError::HandlerFailed {
+            handler: "fetch_add_request".into(),
+            reason: format!("word {key} does not exist (the home holds {})", words.values.len()),
         })?;
+        // Load, add, store, as the handler's code does: two steps, so
+        // overlapping handlers of one key would lose an update.
+        ctx.access(Region::ProtocolTable, offset, 8, Access::Read);
+        let old = word.load(Ordering::Relaxed);
+        ctx.charge(extra);
+        ctx.access(Region::ProtocolTable, offset, 8, Access::Write);
+        word.store(old.wrapping_add(add), Ordering::Relaxed);
+        ctx.reply(Reply { handler: reply, args: Args::new(&[old])?, payload: Payload::none() })
+    })?;
     Ok((table, FetchAddHandlers { request, block_bytes }))
 }
 
@@ -229,7 +240,14 @@ pub async fn thread<P: Proc>(
         ),
         KeySkew::Uniform => None,
     };
+    let think = (cfg.think_cycles > 0.0).then(|| Exp::new(1.0 / cfg.think_cycles).expect("positive mean"));
     for _ in 0..cfg.requests_per_thread {
+        if let Some(think) = &think {
+            let c = think.sample(&mut rng).round() as u64;
+            if c > 0 {
+                p.work(c).await;
+            }
+        }
         let word = match &zipf {
             Some(z) => (z.sample(&mut rng) as u64).clamp(1, cfg.keys) - 1,
             None => rng.gen_range(0..cfg.keys),
@@ -279,7 +297,9 @@ pub fn simulate(sim: &SimConfig, cfg: &FetchAddConfig) -> Result<SimOutput<Threa
         let (cfg, h, shared) = (cfg.clone(), h.clone(), &shared);
         async move { thread(&p, &cfg, &h, shared).await }
     })?;
-    words.check().map_err(|e| SimError::Handler(AmError::HandlerFailed { handler: "fetch_add_request".into(), reason: e }))?;
+    words
+        .check()
+        .map_err(|e| SimError::Handler(AmError::HandlerFailed { handler: "fetch_add_request".into(), reason: e }))?;
     Ok(out)
 }
 

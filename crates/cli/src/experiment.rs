@@ -6,8 +6,10 @@ use anyhow::{bail, Context, Result};
 use std::path::Path;
 
 /// Experiments shipped with finegrain: (name, TOML text).
-pub const EXPERIMENTS: &[(&str, &str)] =
-    &[("scheduling-micro", include_str!("../../../experiments/scheduling-micro.toml"))];
+pub const EXPERIMENTS: &[(&str, &str)] = &[
+    ("scheduling-micro", include_str!("../../../experiments/scheduling-micro.toml")),
+    ("pdq-micro", include_str!("../../../experiments/pdq-micro.toml")),
+];
 
 /// An experiment file's text and where it came from.
 pub struct Source {
@@ -48,6 +50,7 @@ pub fn reproduce(name: &str, quick: bool, out: &Path) -> Result<std::path::PathB
     let (study, _) = header(&src)?;
     match study.as_str() {
         "scheduling-micro" => crate::scheduling::reproduce(&src, quick, out),
-        other => bail!("invalid study = {other} in {}: allowed scheduling-micro", src.origin),
+        "pdq-micro" => crate::pdq_study::reproduce(&src, quick, out),
+        other => bail!("invalid study = {other} in {}: allowed scheduling-micro, pdq-micro", src.origin),
     }
 }

@@ -6,6 +6,7 @@ pub mod bench;
 pub mod experiment;
 pub mod figures;
 pub mod native_bench;
+pub mod pdq_study;
 pub mod report;
 pub mod scheduling;
 pub mod sweep;

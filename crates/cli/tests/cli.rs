@@ -192,6 +192,50 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
 }
 
 #[test]
+fn quick_pdq_study_writes_everything_and_decides_each_claim() {
+    let d = temp_dir("pdq");
+    let out = finegrain(&["reproduce", "pdq-micro", "--quick", "--out", d.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let csv = std::fs::read_to_string(d.join("results.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let wanted = "discipline,pp_kind,protocol_procs,keys,skew,throughput_msgs_per_us,mean_queue_delay_cycles,\
+p99_queue_delay_cycles,pp_busy_wait_fraction,seed";
+    assert_eq!(header[..10].join(","), wanted, "the issue's columns lead results.csv");
+    let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), std::fs::read_dir(d.join("runs")).unwrap().count(), "one JSON record per run");
+    for (col, values) in [
+        (0, &["serial", "pdq", "spin-lock", "static"][..]),
+        (1, &["embedded", "smp", "mult"][..]),
+        (2, &["1", "2", "4", "8"][..]),
+        (3, &["1", "4", "64", "4096"][..]),
+    ] {
+        for v in values {
+            assert!(rows.iter().any(|r| r[col] == *v), "results.csv has no row with {} = {v}", header[col]);
+        }
+    }
+    assert!(rows.iter().all(|r| r[5].parse::<f64>().unwrap() > 0.0), "every run measured a throughput");
+    for fig in ["throughput-embedded-uniform.svg", "spin-busy-wait.svg", "mult-interrupts.svg"] {
+        let svg = std::fs::read_to_string(d.join("figures").join(fig)).unwrap();
+        assert!(svg.contains("<svg") && svg.contains("polyline"), "{fig}");
+    }
+    let report = std::fs::read_to_string(d.join("report.md")).unwrap();
+    let claims: Vec<&str> = report.lines().filter(|l| l.starts_with("claim ")).collect();
+    assert_eq!(claims.len(), 5, "one verdict per claim of issue 4: {report}");
+    for (i, line) in claims.iter().enumerate() {
+        let n = i + 1;
+        let decided = line.starts_with(&format!("claim {n}: supported - "))
+            || line.starts_with(&format!("claim {n}: not supported - "));
+        assert!(decided && line.len() > 40, "verdict with its numbers: {line}");
+    }
+    // Claims 1 to 4 emerge from the model; claim 5's "SMP processors gain
+    // at least as much from 1 to 4" does not (see README): add it here when
+    // the model changes.
+    for n in [1, 2, 3, 4] {
+        assert!(claims[n - 1].starts_with(&format!("claim {n}: supported - ")), "{}", claims[n - 1]);
+    }
+}
+
+#[test]
 fn native_microbenchmark_runs_under_every_policy() {
     for (policy, ppn) in [("single", "1"), ("fixed", "2"), ("floating", "2")] {
         let d = temp_dir(&format!("native-{policy}"));

@@ -12,7 +12,8 @@ pub const MAX_ARGS: usize = 4;
 /// Handlers with different keys may run in parallel; same-key handlers run
 /// one at a time in arrival order; `Sequential` runs alone; `NoSync` is never
 /// held back.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum SyncKey {
     Key(u64),
     #[default]

@@ -15,12 +15,16 @@ pub struct SimConfig {
     #[serde(default)]
     pub dispatch: Dispatch,
     pub seed: u64,
+    /// Record every handler's span in the statistics (for timelines and
+    /// tests; costs memory in long runs).
+    #[serde(default)]
+    pub trace_handlers: bool,
 }
 
 impl SimConfig {
     /// A configuration with serial dispatch on SMP processors.
     pub fn new(machine: MachineConfig, topology: Topology, policy: Policy, seed: u64) -> SimConfig {
-        SimConfig { machine, topology, policy, dispatch: Dispatch::default(), seed }
+        SimConfig { machine, topology, policy, dispatch: Dispatch::default(), seed, trace_handlers: false }
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {

@@ -21,8 +21,8 @@ use crate::bus::Bus;
 use crate::config::SimConfig;
 use crate::dispatch::{KeyLocks, NodeQueue};
 use crate::event::{EventKind, EventQueue};
-use crate::memory::{AddressMap, NodeMemory};
-use crate::stats::{BusStats, DelayStats, LatencyStats, NodeStats, ProcStats, RunStats};
+use crate::memory::{AddressMap, NodeMemory, WordTransfer};
+use crate::stats::{BusStats, DelayStats, HandlerSpan, LatencyStats, NodeStats, ProcStats, RunStats};
 use crate::thread::{mix_seed, Op, OpResult, SimProc, ThreadShared};
 use crate::SimError;
 use finegrain_core::{
@@ -217,6 +217,7 @@ pub(crate) struct Engine<'a, 'h, T> {
     abort: Option<SimError>,
     latency: LatencyStats,
     latency_sum: u128,
+    spans: Vec<HandlerSpan>,
     delivered: u64,
     requests: u64,
     replies: u64,
@@ -344,6 +345,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             abort: None,
             latency: LatencyStats { min_cycles: u64::MAX, ..LatencyStats::default() },
             latency_sum: 0,
+            spans: Vec::new(),
             delivered: 0,
             requests: 0,
             replies: 0,
@@ -924,8 +926,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let local = self.procs[p].local;
         match self.device_access(p) {
             Some(d) => {
-                let mem = &mut self.nodes[n].mem;
-                mem.access_device(self.now, t, local, line, kind, d.word_occupancy, d.posted_write)
+                let cost = WordTransfer { occupancy: d.word_occupancy, posted_write: d.posted_write };
+                self.nodes[n].mem.access_device(self.now, t, local, line, kind, cost)
             }
             None => self.nodes[n].mem.access(self.now, t, local, line, kind).0,
         }
@@ -995,6 +997,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             t += self.nodes[n].mem.access_lines(self.now, t, local, first, count, Access::Read).0;
         }
         let lock = self.lock_key(p, &msg, &mut t);
+        let mut held = None;
         t += info.body_cycles;
         let f = table.function(msg.handler).expect("info exists").clone();
         let threads = self.nodes[n].threads;
@@ -1020,8 +1023,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         if let Some(reason) = region_error {
             return self.fail(SimError::Handler(AmError::HandlerFailed { handler: info.name.clone(), reason }));
         }
-        if let Some(k) = lock {
+        if let Some((k, acquired)) = lock {
             t = self.unlock_key(p, k, t);
+            held = Some((acquired, t));
         }
         match msg.kind {
             MsgKind::Request => {
@@ -1059,6 +1063,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.procs[p].stats.handlers += 1;
         let node = &mut self.nodes[n];
         node.stats.last_handler_end = node.stats.last_handler_end.max(t);
+        if self.cfg.trace_handlers {
+            let span = HandlerSpan { node: n as u32, proc: local as u32, key, start: self.now, end: t, lock: held };
+            self.spans.push(span);
+        }
         let duration = t - self.now;
         self.start_busy(p, Cat::Handler, duration, 0, After::Nothing);
     }
@@ -1101,9 +1109,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
 
     /// Spin-lock discipline: a handler with a numbered key takes the key's
     /// lock first, spinning while another handler holds it. Returns the key
-    /// locked, and advances `t` past the wait and the lock's
-    /// read-modify-write.
-    fn lock_key(&mut self, p: usize, msg: &Message, t: &mut u64) -> Option<u64> {
+    /// locked and when it was acquired, and advances `t` past the wait and
+    /// the lock's read-modify-write.
+    fn lock_key(&mut self, p: usize, msg: &Message, t: &mut u64) -> Option<(u64, u64)> {
         let SyncKey::Key(k) = msg.key else { return None };
         if self.cfg.dispatch.discipline != Discipline::SpinLock {
             return None;
@@ -1121,7 +1129,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         };
         let instructions = self.cfg.machine.pdq.as_ref().map_or(0, |d| d.lock_cycles);
         *t = acquired + rmw + instructions;
-        Some(k)
+        Some((k, acquired))
     }
 
     /// Releases a key lock (a store to its line); returns when done.
@@ -1439,6 +1447,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             l.min_cycles = 0;
         }
         stats.request_latency = self.latency.clone();
+        stats.handler_spans = std::mem::take(&mut self.spans);
         stats
     }
 }
@@ -1472,15 +1481,26 @@ impl DeviceAccess {
     /// Accesses `len` bytes at `offset` lying in lines `first..first+count`,
     /// one bus transaction per line; returns the latency.
     #[allow(clippy::too_many_arguments)]
-    fn touch(&self, mem: &mut NodeMemory, now: u64, t: u64, proc: usize, first: u32, count: u32, offset: u64, len: u32, kind: Access) -> u64 {
+    fn touch(
+        &self,
+        mem: &mut NodeMemory,
+        now: u64,
+        t: u64,
+        proc: usize,
+        first: u32,
+        count: u32,
+        offset: u64,
+        len: u32,
+        kind: Access,
+    ) -> u64 {
         let mut spent = 0;
         let end = offset + len as u64;
         for i in 0..count as u64 {
             let line_start = (offset / self.line_bytes + i) * self.line_bytes;
             let bytes = end.min(line_start + self.line_bytes) - offset.max(line_start);
             let occupancy = self.word_occupancy * bytes.div_ceil(self.word_bytes).max(1);
-            let line = first + i as u32;
-            spent += mem.access_device(now, t + spent, proc, line, kind, occupancy, self.posted_write);
+            let cost = WordTransfer { occupancy, posted_write: self.posted_write };
+            spent += mem.access_device(now, t + spent, proc, first + i as u32, kind, cost);
         }
         spent
     }

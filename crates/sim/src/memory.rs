@@ -218,6 +218,14 @@ fn check_thread(t: u32, threads: u32) -> Result<(), String> {
     }
 }
 
+/// Bus cost of a cacheless agent's transfer: its occupancy, and a posted
+/// write's latency.
+#[derive(Clone, Copy, Debug)]
+pub struct WordTransfer {
+    pub occupancy: u64,
+    pub posted_write: u64,
+}
+
 /// Which bus transaction an access needed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -446,8 +454,8 @@ impl NodeMemory {
     /// embedded in the network-interface device): a word read is supplied
     /// by a cache holding the line dirty or by memory, and leaves the
     /// supplier's copy in place; a word write is posted to memory and
-    /// invalidates every cached copy. `word` is the bus occupancy of one
-    /// word transfer, `posted` a write's latency. Returns the latency.
+    /// invalidates every cached copy. Returns the latency; misses are
+    /// recorded against `recorder`.
     pub fn access_device(
         &mut self,
         now: u64,
@@ -455,15 +463,14 @@ impl NodeMemory {
         recorder: usize,
         line: u32,
         kind: Access,
-        word: u64,
-        posted: u64,
+        cost: WordTransfer,
     ) -> u64 {
         let class = self.map.class(line);
         let set = self.set_in_bank(line, class) as usize;
         let tag = self.map.tag(line);
         if kind == Access::Write {
             self.invalidate_others(usize::MAX, set, line);
-            return self.bus.reserve(now, t, word) - t + posted;
+            return self.bus.reserve(now, t, cost.occupancy) - t + cost.posted_write;
         }
         let dirty = (0..self.caches.len())
             .find(|&q| self.caches[q].tags[set] & TAG_MASK == tag && self.caches[q].tags[set] & DIRTY != 0);
@@ -478,7 +485,7 @@ impl NodeMemory {
             c.tags[set] |= SHARED;
             Self::track_foreign(c, set, self.sets);
         }
-        let latency = self.bus.reserve(now, t, word) - t + lat;
+        let latency = self.bus.reserve(now, t, cost.occupancy) - t + lat;
         self.record(recorder, class, outcome, latency);
         latency
     }

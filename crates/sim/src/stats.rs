@@ -173,4 +173,21 @@ pub struct RunStats {
     pub cycles: Cycles,
     pub misses: MissStats,
     pub nodes: Vec<NodeStats>,
+    /// Every handler run, when the configuration asks for a trace.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub handler_spans: Vec<HandlerSpan>,
+}
+
+/// One handler run: who ran it, its key, and when (cycles).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct HandlerSpan {
+    pub node: u32,
+    /// Processor within the node.
+    pub proc: u32,
+    pub key: finegrain_core::SyncKey,
+    /// Dispatch to the end of the handler's activity.
+    pub start: u64,
+    pub end: u64,
+    /// Spin-lock discipline: when the key's lock was taken and released.
+    pub lock: Option<(u64, u64)>,
 }

@@ -1,0 +1,113 @@
+//! The fetch&add workload: bad settings are refused with one line, every
+//! request is answered under every kind of protocol processor and dispatch
+//! discipline, and overlapping handlers of one key would be caught.
+
+use finegrain_apps::fetch_add::{self, FetchAddConfig, KeySkew, Words};
+use finegrain_core::{Discipline, Dispatch, MachineConfig, Policy, PpKind, Topology};
+use finegrain_sim::SimConfig;
+use std::sync::atomic::Ordering;
+
+fn workload(keys: u64, skew: KeySkew) -> FetchAddConfig {
+    FetchAddConfig {
+        keys,
+        skew,
+        handler_cycles: 50,
+        sequential_fraction: 0.0,
+        requests_per_thread: 25,
+        home_u: 0.5,
+        home_burst_cycles: 1000.0,
+        think_cycles: 0.0,
+    }
+}
+
+fn sim(policy: Policy, ppn: u32, discipline: Discipline, pp_kind: PpKind, max_servers: Option<u32>) -> SimConfig {
+    let mut c =
+        SimConfig::new(MachineConfig::load("hpca99").unwrap(), Topology { nodes: 3, procs_per_node: ppn }, policy, 5);
+    c.dispatch = Dispatch { discipline, pp_kind, max_servers };
+    c
+}
+
+#[test]
+fn skews_parse_and_bad_ones_are_named() {
+    assert_eq!(KeySkew::parse("uniform").unwrap(), KeySkew::Uniform);
+    assert_eq!(KeySkew::parse("zipf:1.2").unwrap(), KeySkew::Zipf { exponent: 1.2 });
+    for bad in ["zipf", "zipf:0", "zipf:-1", "zipf:x", "normal"] {
+        let e = KeySkew::parse(bad).unwrap_err();
+        assert!(e.contains(bad) && e.contains("allowed uniform or zipf:S"), "{e}");
+    }
+}
+
+#[test]
+fn bad_workloads_get_one_line_errors() {
+    let m = MachineConfig::load("hpca99").unwrap();
+    let cap = fetch_add::key_capacity(&m, 2);
+    for (cfg, needle) in [
+        (FetchAddConfig { keys: 0, ..workload(1, KeySkew::Uniform) }, "invalid keys = 0"),
+        (FetchAddConfig { keys: cap + 1, ..workload(1, KeySkew::Uniform) }, "allowed 1..="),
+        (FetchAddConfig { sequential_fraction: 1.5, ..workload(4, KeySkew::Uniform) }, "sequential_fraction"),
+        (FetchAddConfig { home_u: -0.1, ..workload(4, KeySkew::Uniform) }, "home_u"),
+        (FetchAddConfig { requests_per_thread: 0, ..workload(4, KeySkew::Uniform) }, "requests_per_thread"),
+        (FetchAddConfig { think_cycles: f64::NAN, ..workload(4, KeySkew::Uniform) }, "think_cycles"),
+    ] {
+        let e = cfg.validate(&m, 2).unwrap_err();
+        assert!(e.contains(needle) && !e.contains('\n'), "{e}");
+    }
+}
+
+#[test]
+fn every_request_is_answered_under_every_arrangement() {
+    let arrangements = [
+        (Policy::Fixed { protocol_procs: 1 }, 3, Discipline::Serial, PpKind::Smp, None),
+        (Policy::Fixed { protocol_procs: 2 }, 4, Discipline::Pdq, PpKind::Embedded, None),
+        (Policy::Fixed { protocol_procs: 2 }, 4, Discipline::SpinLock, PpKind::Smp, None),
+        (Policy::Fixed { protocol_procs: 2 }, 4, Discipline::Static, PpKind::Embedded, None),
+        (Policy::Floating, 3, Discipline::Pdq, PpKind::Smp, Some(2)),
+        (Policy::Floating, 3, Discipline::Serial, PpKind::Smp, None),
+    ];
+    for (policy, ppn, d, kind, max) in arrangements {
+        for skew in [KeySkew::Uniform, KeySkew::Zipf { exponent: 1.0 }] {
+            let cfg = sim(policy, ppn, d, kind, max);
+            let out = fetch_add::simulate(&cfg, &workload(16, skew)).unwrap();
+            let threads = policy.compute_procs(ppn) as u64;
+            let h = fetch_add::home_measures(&cfg.machine, &out);
+            assert_eq!(h.requests, 2 * threads * 25, "{d:?} {kind:?} {skew}: every request reached the home");
+            assert!(h.throughput_msgs_per_us > 0.0);
+            assert_eq!(out.results.iter().map(|r| r.requests).sum::<u64>(), h.requests);
+        }
+    }
+}
+
+#[test]
+fn sequential_requests_run_under_pdq_and_are_refused_by_spin_locks() {
+    let w = FetchAddConfig { sequential_fraction: 0.2, ..workload(8, KeySkew::Uniform) };
+    fetch_add::simulate(&sim(Policy::Fixed { protocol_procs: 2 }, 4, Discipline::Pdq, PpKind::Embedded, None), &w)
+        .unwrap();
+    let e =
+        fetch_add::simulate(&sim(Policy::Fixed { protocol_procs: 2 }, 4, Discipline::SpinLock, PpKind::Smp, None), &w)
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+    assert!(e.contains("sequential key") && !e.contains('\n'), "{e}");
+}
+
+#[test]
+fn a_lost_update_is_caught() {
+    let w = Words::new(3);
+    w.sent[1].store(5, Ordering::Relaxed);
+    w.values[1].store(4, Ordering::Relaxed);
+    let e = w.check().unwrap_err();
+    assert!(e.contains("word 1 holds 4 after 5"), "{e}");
+}
+
+#[test]
+fn mult_takes_fewer_interrupts_when_the_home_computes_less() {
+    let rate = |home_u| {
+        let w = FetchAddConfig { home_u, think_cycles: 20_000.0, ..workload(64, KeySkew::Uniform) };
+        let cfg = sim(Policy::Floating, 4, Discipline::Pdq, PpKind::Smp, Some(2));
+        let out = fetch_add::simulate(&cfg, &w).unwrap();
+        let h = fetch_add::home_measures(&cfg.machine, &out);
+        h.interrupts as f64 / h.requests as f64
+    };
+    let (busy, idle) = (rate(0.95), rate(0.2));
+    assert!(busy > 0.05 && idle < busy / 4.0, "interrupts per request: home_u 0.95 -> {busy}, 0.2 -> {idle}");
+}

@@ -1,0 +1,922 @@
+//! The pdq-micro study: fetch&add handlers under serial dispatch, the
+//! Parallel Dispatch Queue, spin-locks inside handlers and static
+//! partitioning, on embedded, dedicated SMP and idle compute protocol
+//! processors, with the verdicts on the five claims of issue 4
+//! (spec/pdq.md) computed from the measured data.
+
+use crate::experiment::Source;
+use crate::figures::{line_chart, Chart, Series};
+use crate::report::{markdown_table, Check, Verdict};
+use crate::sweep;
+use anyhow::{bail, Context, Result};
+use finegrain_apps::fetch_add::{self, FetchAddConfig, HomeMeasures, KeySkew};
+use finegrain_core::config::parse_toml;
+use finegrain_core::{Discipline, Dispatch, MachineConfig, Policy, PpKind, Topology};
+use finegrain_sim::{mix_seed, RunStats, SimConfig};
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Who runs the handlers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// Protocol processors embedded in the NI device (Hurricane).
+    Embedded,
+    /// Dedicated SMP processors (Hurricane-1).
+    Smp,
+    /// Idle compute processors (Hurricane-1 Mult).
+    Mult,
+}
+
+impl Kind {
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::Embedded => "embedded",
+            Kind::Smp => "smp",
+            Kind::Mult => "mult",
+        }
+    }
+
+    fn system(self) -> &'static str {
+        match self {
+            Kind::Embedded => "Hurricane (embedded)",
+            Kind::Smp => "Hurricane-1 (dedicated SMP)",
+            Kind::Mult => "Hurricane-1 Mult (idle compute)",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Experiment {
+    pub name: String,
+    pub title: String,
+    pub spec: String,
+    pub study: String,
+    pub preset: String,
+    pub seed: u64,
+    /// Nodes besides the home whose threads send requests.
+    pub requester_nodes: u32,
+    /// Compute processors per node (threads).
+    pub compute_procs: u32,
+    pub handler_cycles: u64,
+    pub home_u: f64,
+    pub home_burst_cycles: f64,
+    pub zipf_exponent: f64,
+    pub full: Grid,
+    pub quick: Grid,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Grid {
+    pub protocol_procs: Vec<u32>,
+    pub keys: Vec<u64>,
+    pub kinds: Vec<Kind>,
+    pub disciplines: Vec<Discipline>,
+    pub requests_per_thread: u64,
+    pub mult_home_u: Vec<f64>,
+    pub mult_sweep_procs: u32,
+    /// Requester think time in the Mult sweep: a light load, so the home's
+    /// processors are sometimes all computing.
+    pub mult_think_cycles: f64,
+    pub sequential_fractions: Vec<f64>,
+}
+
+impl Grid {
+    fn validate(&self, table: &str, compute_procs: u32) -> Result<()> {
+        let field = |f: &str| format!("{table}.{f}");
+        for need in [1, 4] {
+            if !self.protocol_procs.contains(&need) {
+                bail!(
+                    "invalid {} = {:?}: must contain 1 and 4 (the claims compare them), values 1..={compute_procs}",
+                    field("protocol_procs"),
+                    self.protocol_procs
+                );
+            }
+        }
+        if let Some(k) = self.protocol_procs.iter().find(|&&k| k == 0 || k > compute_procs) {
+            bail!(
+                "invalid {} = {k}: allowed 1..={compute_procs} (mult serves on at most the node's compute processors)",
+                field("protocol_procs")
+            );
+        }
+        if !self.keys.contains(&1) || self.keys.len() < 2 {
+            bail!("invalid {} = {:?}: must contain 1 and at least one larger count", field("keys"), self.keys);
+        }
+        if self.kinds.is_empty() || self.disciplines.is_empty() {
+            bail!("invalid {}: kinds and disciplines must not be empty", table);
+        }
+        if self.requests_per_thread == 0 {
+            bail!("invalid {} = 0: allowed a positive integer", field("requests_per_thread"));
+        }
+        if let Some(u) = self.mult_home_u.iter().find(|u| !(0.0..=1.0).contains(*u)) {
+            bail!("invalid {} = {u}: allowed 0..=1", field("mult_home_u"));
+        }
+        if !(self.mult_think_cycles.is_finite() && self.mult_think_cycles >= 0.0) {
+            bail!("invalid {} = {}: allowed a finite number >= 0", field("mult_think_cycles"), self.mult_think_cycles);
+        }
+        if self.mult_sweep_procs == 0 || self.mult_sweep_procs > compute_procs {
+            bail!("invalid {} = {}: allowed 1..={compute_procs}", field("mult_sweep_procs"), self.mult_sweep_procs);
+        }
+        if let Some(f) = self.sequential_fractions.iter().find(|f| !(0.0..=1.0).contains(*f)) {
+            bail!("invalid {} = {f}: allowed 0..=1", field("sequential_fractions"));
+        }
+        Ok(())
+    }
+
+    fn most_keys(&self) -> u64 {
+        *self.keys.iter().max().expect("validated")
+    }
+}
+
+pub fn load(src: &Source) -> Result<Experiment> {
+    let e: Experiment = parse_toml(&src.origin, &src.text)?;
+    if e.study != "pdq-micro" {
+        bail!("invalid study = {} in {}: expected pdq-micro", e.study, src.origin);
+    }
+    if e.requester_nodes == 0 {
+        bail!("invalid requester_nodes = 0: allowed 1 or more");
+    }
+    if e.compute_procs == 0 || e.compute_procs > 32 {
+        bail!("invalid compute_procs = {}: allowed 1..=32", e.compute_procs);
+    }
+    if !(e.zipf_exponent.is_finite() && e.zipf_exponent > 0.0) {
+        bail!("invalid zipf_exponent = {}: allowed a finite number > 0", e.zipf_exponent);
+    }
+    e.full.validate("full", e.compute_procs)?;
+    e.quick.validate("quick", e.compute_procs)?;
+    let machine = MachineConfig::load(&e.preset)?;
+    if machine.pdq.is_none() {
+        bail!("invalid preset = {}: the study needs a machine with a [pdq] section (for example hpca99)", e.preset);
+    }
+    // Every workload point must be valid before hours are spent on others.
+    let probe = workload(&e, &e.full, e.full.most_keys(), KeySkew::Uniform, e.home_u, 0.0);
+    probe.validate(&machine, e.compute_procs).map_err(anyhow::Error::msg)?;
+    Ok(e)
+}
+
+/// Which part of the study a run belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Sweep {
+    /// The grid of kinds, disciplines, processors, keys and skews.
+    Main,
+    /// Hurricane-1 Mult at several home utilizations.
+    MultHomeU,
+    /// PDQ with a share of sequential requests.
+    Sequential,
+}
+
+#[derive(Clone, Debug)]
+struct RunSpec {
+    sweep: Sweep,
+    kind: Kind,
+    discipline: Discipline,
+    protocol_procs: u32,
+    keys: u64,
+    skew: KeySkew,
+    home_u: f64,
+    sequential_fraction: f64,
+    think_cycles: f64,
+    seed: u64,
+}
+
+impl RunSpec {
+    fn id(&self) -> String {
+        let mut id = format!(
+            "{}-{}-k{}-keys{}-{}",
+            self.kind.label(),
+            self.discipline.label(),
+            self.protocol_procs,
+            self.keys,
+            self.skew.label().replace(':', "")
+        );
+        match self.sweep {
+            Sweep::Main => {}
+            Sweep::MultHomeU => id += &format!("-homeu{:.2}", self.home_u),
+            Sweep::Sequential => id += &format!("-seq{:.3}", self.sequential_fraction),
+        }
+        id
+    }
+}
+
+/// Everything one run measured, with the configuration that regenerates it.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunRecord {
+    pub experiment: String,
+    pub id: String,
+    pub sweep: Sweep,
+    pub kind: Kind,
+    pub discipline: Discipline,
+    pub protocol_procs: u32,
+    pub keys: u64,
+    pub skew: String,
+    pub target_home_u: f64,
+    pub sequential_fraction: f64,
+    pub think_cycles: f64,
+    pub seed: u64,
+    pub config: SimConfig,
+    pub workload: FetchAddConfig,
+    pub home: HomeMeasures,
+    pub stats: RunStats,
+    /// Wall-clock figures: the only part of a record that differs between
+    /// two runs of the same configuration and seed.
+    pub wall_seconds: f64,
+}
+
+impl RunRecord {
+    fn throughput(&self) -> f64 {
+        self.home.throughput_msgs_per_us
+    }
+}
+
+/// Runs the study and writes results.csv, runs/*.json, figures/*.svg and
+/// report.md into `out`. Returns the report's path.
+pub fn reproduce(src: &Source, quick: bool, out: &Path) -> Result<PathBuf> {
+    let exp = load(src)?;
+    let grid = if quick { &exp.quick } else { &exp.full };
+    let machine = MachineConfig::load(&exp.preset)?;
+    let started = Instant::now();
+    let specs = plan(&exp, grid);
+    let mode = if quick { "quick" } else { "full" };
+    let records = sweep::run_all(&specs, &format!("{} ({mode})", exp.name), |s| run_one(&exp, &machine, grid, s))?;
+    std::fs::create_dir_all(out.join("runs")).with_context(|| format!("creating {}", out.display()))?;
+    std::fs::create_dir_all(out.join("figures"))?;
+    for r in &records {
+        let path = out.join("runs").join(format!("{}.json", r.id));
+        std::fs::write(&path, serde_json::to_string_pretty(r)? + "\n")?;
+    }
+    std::fs::write(out.join("results.csv"), csv(&records))?;
+    std::fs::write(out.join("experiment.toml"), &src.text)?;
+    let figures = draw_figures(out, grid, &records)?;
+    let verdicts = evaluate(grid, &records);
+    let report = render_report(&exp, src, mode, grid, &records, &verdicts, &figures, started);
+    let report_path = out.join("report.md");
+    std::fs::write(&report_path, report)?;
+    Ok(report_path)
+}
+
+/// Whether a discipline runs with a kind and processor count: serial has
+/// one protocol processor, static partitioning needs dedicated ones.
+fn runs(kind: Kind, discipline: Discipline, k: u32) -> bool {
+    match discipline {
+        Discipline::Serial => k == 1,
+        Discipline::Static => kind != Kind::Mult,
+        Discipline::Pdq | Discipline::SpinLock => true,
+    }
+}
+
+fn plan(exp: &Experiment, grid: &Grid) -> Vec<RunSpec> {
+    // One seed for every run (common random numbers): the requesters draw
+    // the same words in every configuration, so differences between
+    // configurations are not blurred by sampling noise.
+    let seed = mix_seed(exp.seed, 0, 0x9d9);
+    let skews = [KeySkew::Uniform, KeySkew::Zipf { exponent: exp.zipf_exponent }];
+    let mut specs = Vec::new();
+    let main = |kind, discipline, protocol_procs, keys, skew| RunSpec {
+        sweep: Sweep::Main,
+        kind,
+        discipline,
+        protocol_procs,
+        keys,
+        skew,
+        home_u: exp.home_u,
+        sequential_fraction: 0.0,
+        think_cycles: 0.0,
+        seed,
+    };
+    for &kind in &grid.kinds {
+        for &discipline in &grid.disciplines {
+            for &k in &grid.protocol_procs {
+                if !runs(kind, discipline, k) {
+                    continue;
+                }
+                for &keys in &grid.keys {
+                    for skew in skews {
+                        specs.push(main(kind, discipline, k, keys, skew));
+                    }
+                }
+            }
+        }
+    }
+    let most = grid.most_keys();
+    for &u in &grid.mult_home_u {
+        let mut s = main(Kind::Mult, Discipline::Pdq, grid.mult_sweep_procs, most, KeySkew::Uniform);
+        s.sweep = Sweep::MultHomeU;
+        s.home_u = u;
+        s.think_cycles = grid.mult_think_cycles;
+        specs.push(s);
+    }
+    for &f in &grid.sequential_fractions {
+        let mut s = main(Kind::Embedded, Discipline::Pdq, 4, most, KeySkew::Uniform);
+        s.sweep = Sweep::Sequential;
+        s.sequential_fraction = f;
+        specs.push(s);
+    }
+    specs
+}
+
+fn workload(exp: &Experiment, grid: &Grid, keys: u64, skew: KeySkew, home_u: f64, seq: f64) -> FetchAddConfig {
+    FetchAddConfig {
+        think_cycles: 0.0,
+        keys,
+        skew,
+        handler_cycles: exp.handler_cycles,
+        sequential_fraction: seq,
+        requests_per_thread: grid.requests_per_thread,
+        home_u,
+        home_burst_cycles: exp.home_burst_cycles,
+    }
+}
+
+/// The simulated machine for a kind: embedded and SMP processors are
+/// added to the compute processors (Fixed); Mult serves on them (Floating).
+fn sim_config(exp: &Experiment, machine: &MachineConfig, s: &RunSpec) -> SimConfig {
+    let nodes = exp.requester_nodes + 1;
+    let (policy, ppn, pp_kind, max_servers) = match s.kind {
+        Kind::Embedded => (
+            Policy::Fixed { protocol_procs: s.protocol_procs },
+            exp.compute_procs + s.protocol_procs,
+            PpKind::Embedded,
+            None,
+        ),
+        Kind::Smp => (
+            Policy::Fixed { protocol_procs: s.protocol_procs },
+            exp.compute_procs + s.protocol_procs,
+            PpKind::Smp,
+            None,
+        ),
+        Kind::Mult => {
+            let limit = s.discipline.parallel().then_some(s.protocol_procs);
+            (Policy::Floating, exp.compute_procs, PpKind::Smp, limit)
+        }
+    };
+    let mut cfg = SimConfig::new(machine.clone(), Topology { nodes, procs_per_node: ppn }, policy, s.seed);
+    cfg.dispatch = Dispatch { discipline: s.discipline, pp_kind, max_servers };
+    cfg
+}
+
+fn run_one(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) -> Result<RunRecord> {
+    let config = sim_config(exp, machine, s);
+    let work = FetchAddConfig {
+        think_cycles: s.think_cycles,
+        ..workload(exp, grid, s.keys, s.skew, s.home_u, s.sequential_fraction)
+    };
+    let t0 = Instant::now();
+    let out = fetch_add::simulate(&config, &work).with_context(|| format!("run {}", s.id()))?;
+    let wall = t0.elapsed().as_secs_f64();
+    Ok(RunRecord {
+        experiment: exp.name.clone(),
+        id: s.id(),
+        sweep: s.sweep,
+        kind: s.kind,
+        discipline: s.discipline,
+        protocol_procs: s.protocol_procs,
+        keys: s.keys,
+        skew: s.skew.label(),
+        target_home_u: s.home_u,
+        sequential_fraction: s.sequential_fraction,
+        think_cycles: s.think_cycles,
+        seed: s.seed,
+        home: fetch_add::home_measures(machine, &out),
+        config,
+        workload: work,
+        stats: out.stats,
+        wall_seconds: wall,
+    })
+}
+
+const CSV_HEADER: &str = "discipline,pp_kind,protocol_procs,keys,skew,throughput_msgs_per_us,\
+mean_queue_delay_cycles,p99_queue_delay_cycles,pp_busy_wait_fraction,seed,sweep,target_home_u,home_u,\
+sequential_fraction,interrupts,interrupts_per_request,bus_transactions_per_request,mean_request_latency_cycles,\
+requests,sim_cycles,events,wall_seconds,record";
+
+fn csv(records: &[RunRecord]) -> String {
+    let mut s = String::from(CSV_HEADER);
+    s.push('\n');
+    for r in records {
+        let h = &r.home;
+        let sweep = serde_json::to_value(r.sweep).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{},{:.4},{:.1},{},{:.4},{},{},{},{:.4},{},{},{:.5},{:.3},{:.1},{},{},{},{:.3},runs/{}.json",
+            r.discipline.label(),
+            r.kind.label(),
+            r.protocol_procs,
+            r.keys,
+            r.skew,
+            h.throughput_msgs_per_us,
+            h.mean_queue_delay_cycles,
+            h.p99_queue_delay_cycles,
+            h.pp_busy_wait_fraction,
+            r.seed,
+            sweep,
+            r.target_home_u,
+            h.home_u,
+            r.sequential_fraction,
+            h.interrupts,
+            h.interrupts as f64 / h.requests.max(1) as f64,
+            h.bus_transactions_per_request,
+            r.stats.request_latency.mean_cycles,
+            h.requests,
+            r.stats.sim_cycles,
+            r.stats.events,
+            r.wall_seconds,
+            r.id
+        );
+    }
+    s
+}
+
+/// Lookups into the main sweep.
+struct View<'a> {
+    records: &'a [RunRecord],
+}
+
+impl View<'_> {
+    fn get(&self, kind: Kind, d: Discipline, k: u32, keys: u64, skew: &str) -> Option<&RunRecord> {
+        self.records.iter().find(|r| {
+            r.sweep == Sweep::Main
+                && r.kind == kind
+                && r.discipline == d
+                && r.protocol_procs == k
+                && r.keys == keys
+                && r.skew == skew
+        })
+    }
+
+    fn tput(&self, kind: Kind, d: Discipline, k: u32, keys: u64, skew: &str) -> Option<f64> {
+        self.get(kind, d, k, keys, skew).map(RunRecord::throughput)
+    }
+
+    fn busy_wait(&self, kind: Kind, d: Discipline, k: u32, keys: u64, skew: &str) -> Option<f64> {
+        self.get(kind, d, k, keys, skew).map(|r| r.home.pp_busy_wait_fraction)
+    }
+
+    fn sweep(&self, sweep: Sweep) -> Vec<&RunRecord> {
+        self.records.iter().filter(|r| r.sweep == sweep).collect()
+    }
+}
+
+fn f2(x: f64) -> String {
+    format!("{x:.2}")
+}
+
+const UNIFORM: &str = "uniform";
+
+fn skewed(records: &[RunRecord]) -> String {
+    records.iter().map(|r| r.skew.clone()).find(|s| s != UNIFORM).unwrap_or_else(|| "zipf".into())
+}
+
+pub fn evaluate(grid: &Grid, records: &[RunRecord]) -> Vec<Verdict> {
+    let v = View { records };
+    let zipf = skewed(records);
+    vec![claim1(&v, grid), claim2(&v, grid), claim3(&v, grid, &zipf), claim4(&v, grid, &zipf), claim5(&v, grid)]
+}
+
+/// Many distinct keys: PDQ on embedded processors scales nearly linearly,
+/// at least 3.5x from 1 to 4.
+fn claim1(v: &View, grid: &Grid) -> Verdict {
+    let keys = grid.most_keys();
+    let t = |k| v.tput(Kind::Embedded, Discipline::Pdq, k, keys, UNIFORM);
+    let (Some(t1), Some(t4)) = (t(1), t(4)) else {
+        return Verdict::from_checks(1, &[Check::missing("embedded PDQ at 1 and 4 processors")]);
+    };
+    let series: Vec<String> =
+        grid.protocol_procs.iter().filter_map(|&k| t(k).map(|x| format!("{k}: {} ({}x)", f2(x), f2(x / t1)))).collect();
+    let mut checks = vec![Check::new(
+        t4 / t1 >= 3.5,
+        format!(
+            "embedded PDQ, {keys} uniform keys, msgs/us by protocol processors {}: 1->4 gives {}x (need >= 3.5)",
+            series.join(", "),
+            f2(t4 / t1)
+        ),
+    )];
+    if let Some(t2) = t(2) {
+        checks.push(Check::new(t2 / t1 >= 1.8, format!("1->2 gives {}x (need >= 1.8, nearly linear)", f2(t2 / t1))));
+    }
+    Verdict::from_checks(1, &checks)
+}
+
+/// One key: PDQ behaves like serial dispatch (within 10%), and PDQ never
+/// busy-waits.
+fn claim2(v: &View, grid: &Grid) -> Verdict {
+    let mut checks = Vec::new();
+    for &kind in &grid.kinds {
+        let Some(serial) = v.tput(kind, Discipline::Serial, 1, 1, UNIFORM) else {
+            checks.push(Check::missing(&format!("{} serial with one key", kind.label())));
+            continue;
+        };
+        let ratios: Vec<f64> = grid
+            .protocol_procs
+            .iter()
+            .filter_map(|&k| v.tput(kind, Discipline::Pdq, k, 1, UNIFORM))
+            .map(|t| t / serial)
+            .collect();
+        let worst = ratios.iter().map(|r| (r - 1.0).abs()).fold(0.0, f64::max);
+        checks.push(Check::new(
+            !ratios.is_empty() && worst <= 0.10,
+            format!(
+                "{}: PDQ/serial with 1 key at {} processors = {}",
+                kind.label(),
+                grid.protocol_procs.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+                ratios.iter().map(|&r| f2(r)).collect::<Vec<_>>().join(", ")
+            ),
+        ));
+    }
+    let pdq: Vec<&RunRecord> =
+        v.records.iter().filter(|r| r.sweep == Sweep::Main && r.discipline == Discipline::Pdq).collect();
+    let spin = pdq.iter().map(|r| r.home.pp_busy_wait_fraction).fold(0.0, f64::max);
+    checks.push(Check::new(
+        !pdq.is_empty() && spin == 0.0,
+        format!("largest PDQ busy-wait fraction over {} runs = {spin:.4}", pdq.len()),
+    ));
+    Verdict::from_checks(2, &checks)
+}
+
+/// Spin-locks lose to PDQ at every count above one, and spin more the
+/// more contention (fewer keys, more processors).
+fn claim3(v: &View, grid: &Grid, zipf: &str) -> Verdict {
+    let mut checks = Vec::new();
+    let mut worse = 0;
+    let mut total = 0;
+    let mut worst: Option<(f64, String)> = None;
+    for &kind in &grid.kinds {
+        for &k in grid.protocol_procs.iter().filter(|&&k| k > 1) {
+            for &keys in &grid.keys {
+                for skew in [UNIFORM, zipf] {
+                    let (Some(s), Some(p)) = (
+                        v.tput(kind, Discipline::SpinLock, k, keys, skew),
+                        v.tput(kind, Discipline::Pdq, k, keys, skew),
+                    ) else {
+                        continue;
+                    };
+                    total += 1;
+                    worse += usize::from(s < p);
+                    let r = s / p;
+                    if worst.as_ref().is_none_or(|(w, _)| r > *w) {
+                        worst = Some((r, format!("{} k={k} keys={keys} {skew}", kind.label())));
+                    }
+                }
+            }
+        }
+    }
+    let (wr, wat) = worst.unwrap_or((f64::NAN, "-".into()));
+    checks.push(Check::new(
+        total > 0 && worse == total,
+        format!(
+            "spin-lock below PDQ in {worse} of {total} configurations with 2+ processors (closest: {} at {wat})",
+            f2(wr)
+        ),
+    ));
+    // Contention: fewer keys at a fixed count, more processors at one key.
+    for &kind in &grid.kinds {
+        let k = 4;
+        let bw: Vec<Option<f64>> =
+            grid.keys.iter().map(|&keys| v.busy_wait(kind, Discipline::SpinLock, k, keys, UNIFORM)).collect();
+        let vals: Vec<f64> = bw.iter().flatten().copied().collect();
+        let falls = vals.len() == grid.keys.len()
+            && vals.windows(2).all(|w| w[0] >= w[1])
+            && vals[0] > *vals.last().unwrap_or(&0.0);
+        checks.push(Check::new(
+            falls,
+            format!(
+                "{} busy-wait at {k} processors by keys {}: {}",
+                kind.label(),
+                grid.keys.iter().map(u64::to_string).collect::<Vec<_>>().join("/"),
+                vals.iter().map(|&x| f2(x)).collect::<Vec<_>>().join("/")
+            ),
+        ));
+        let by_k: Vec<f64> = grid
+            .protocol_procs
+            .iter()
+            .filter_map(|&k| v.busy_wait(kind, Discipline::SpinLock, k, 1, UNIFORM))
+            .collect();
+        let grows = by_k.len() == grid.protocol_procs.len()
+            && by_k.windows(2).all(|w| w[1] >= w[0])
+            && by_k[by_k.len() - 1] > by_k[0];
+        checks.push(Check::new(
+            grows,
+            format!(
+                "{} busy-wait with 1 key by processors {}: {}",
+                kind.label(),
+                grid.protocol_procs.iter().map(u32::to_string).collect::<Vec<_>>().join("/"),
+                by_k.iter().map(|&x| f2(x)).collect::<Vec<_>>().join("/")
+            ),
+        ));
+    }
+    Verdict::from_checks(3, &checks)
+}
+
+/// Static partitioning: close to PDQ under uniform keys (mean static/PDQ at
+/// least 0.90) and clearly behind under skewed keys: the skew costs static at
+/// least 0.10 more of PDQ's throughput than uniform keys do. Comparing the
+/// two skews isolates load imbalance from what favours or hurts static under
+/// both (cache affinity of a key to one SMP processor). Points: the
+/// dedicated kinds at 2 and 4 processors (the paper's parallel counts),
+/// every key count above the processor count.
+fn claim4(v: &View, grid: &Grid, zipf: &str) -> Verdict {
+    let mut means = Vec::new();
+    let mut texts = Vec::new();
+    for skew in [UNIFORM, zipf] {
+        let mut ratios = Vec::new();
+        let mut per_kind = Vec::new();
+        for kind in [Kind::Embedded, Kind::Smp].into_iter().filter(|k| grid.kinds.contains(k)) {
+            let mut mine = Vec::new();
+            for k in [2u32, 4].into_iter().filter(|k| grid.protocol_procs.contains(k)) {
+                for &keys in grid.keys.iter().filter(|&&keys| keys > k as u64) {
+                    if let (Some(s), Some(p)) =
+                        (v.tput(kind, Discipline::Static, k, keys, skew), v.tput(kind, Discipline::Pdq, k, keys, skew))
+                    {
+                        mine.push(s / p);
+                    }
+                }
+            }
+            if !mine.is_empty() {
+                per_kind.push(format!("{} {}", kind.label(), f2(mine.iter().sum::<f64>() / mine.len() as f64)));
+            }
+            ratios.extend(mine);
+        }
+        if ratios.is_empty() {
+            return Verdict::from_checks(4, &[Check::missing(&format!("static and PDQ under {skew} keys"))]);
+        }
+        let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
+        let (lo, hi) = ratios.iter().fold((f64::MAX, f64::MIN), |(a, b), r| (a.min(*r), b.max(*r)));
+        texts.push(format!(
+            "{skew}: static/PDQ mean {} over {} points (range {}..{}; {})",
+            f2(mean),
+            ratios.len(),
+            f2(lo),
+            f2(hi),
+            per_kind.join(", ")
+        ));
+        means.push(mean);
+    }
+    let (uniform, skewed) = (means[0], means[1]);
+    Verdict::from_checks(
+        4,
+        &[
+            Check::new(uniform >= 0.9, format!("{} (need >= 0.90)", texts[0])),
+            Check::new(
+                skewed <= uniform - 0.10,
+                format!("{} (need <= uniform - 0.10 = {})", texts[1], f2(uniform - 0.10)),
+            ),
+        ],
+    )
+}
+
+/// SMP processors: lower throughput than embedded at equal counts, yet at
+/// least the same relative gain from 1 to 4; Mult takes fewer interrupts as
+/// the home's utilization falls.
+fn claim5(v: &View, grid: &Grid) -> Verdict {
+    let keys = grid.most_keys();
+    let mut checks = Vec::new();
+    let t = |kind, k| v.tput(kind, Discipline::Pdq, k, keys, UNIFORM);
+    let pairs: Vec<(u32, f64, f64)> =
+        grid.protocol_procs.iter().filter_map(|&k| Some((k, t(Kind::Smp, k)?, t(Kind::Embedded, k)?))).collect();
+    checks.push(Check::new(
+        !pairs.is_empty() && pairs.iter().all(|(_, s, e)| s < e),
+        format!(
+            "PDQ, {keys} uniform keys, smp/embedded msgs/us by processors: {}",
+            pairs.iter().map(|(k, s, e)| format!("{k}: {}/{}", f2(*s), f2(*e))).collect::<Vec<_>>().join(", ")
+        ),
+    ));
+    match (t(Kind::Smp, 1), t(Kind::Smp, 4), t(Kind::Embedded, 1), t(Kind::Embedded, 4)) {
+        (Some(s1), Some(s4), Some(e1), Some(e4)) => checks.push(Check::new(
+            s4 / s1 >= e4 / e1,
+            format!("gain 1->4: smp {}x vs embedded {}x (need smp >= embedded)", f2(s4 / s1), f2(e4 / e1)),
+        )),
+        _ => checks.push(Check::missing("smp and embedded PDQ at 1 and 4 processors")),
+    }
+    let mut mult = v.sweep(Sweep::MultHomeU);
+    mult.sort_by(|a, b| b.target_home_u.total_cmp(&a.target_home_u));
+    let rate = |r: &RunRecord| r.home.interrupts as f64 / r.home.requests.max(1) as f64;
+    let rates: Vec<f64> = mult.iter().map(|r| rate(r)).collect();
+    let falls = rates.len() >= 2 && rates.windows(2).all(|w| w[1] <= w[0]) && rates[rates.len() - 1] < rates[0];
+    checks.push(Check::new(
+        falls,
+        format!(
+            "mult ({} servers) interrupts per request as the home's utilization falls {}: {}",
+            grid.mult_sweep_procs,
+            mult.iter().map(|r| format!("{:.2}", r.home.home_u)).collect::<Vec<_>>().join("/"),
+            rates.iter().map(|x| format!("{x:.4}")).collect::<Vec<_>>().join("/")
+        ),
+    ));
+    Verdict::from_checks(5, &checks)
+}
+
+fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Result<Vec<(String, String)>> {
+    let v = View { records };
+    let keys = grid.most_keys();
+    let zipf = skewed(records);
+    let mut figs = Vec::new();
+    let ks = |f: &dyn Fn(u32) -> Option<f64>| -> Vec<(f64, f64)> {
+        grid.protocol_procs.iter().filter_map(|&k| f(k).map(|y| (k as f64, y))).collect()
+    };
+    for &kind in &grid.kinds {
+        for (skew, tag) in [(UNIFORM, "uniform"), (zipf.as_str(), "skewed")] {
+            let series = grid
+                .disciplines
+                .iter()
+                .map(|&d| Series { name: d.label().into(), points: ks(&|k| v.tput(kind, d, k, keys, skew)) })
+                .filter(|s| !s.points.is_empty())
+                .collect();
+            let name = format!("figures/throughput-{}-{tag}.svg", kind.label());
+            let title = format!("{}: fetch&add throughput, {keys} {skew} keys", kind.system());
+            line_chart(
+                &out.join(&name),
+                &Chart {
+                    title: &title,
+                    x_label: "protocol processors",
+                    y_label: "requests per us",
+                    series,
+                    reference_y: None,
+                },
+            )?;
+            figs.push((name, title));
+        }
+    }
+    let series = grid
+        .keys
+        .iter()
+        .map(|&keys| Series {
+            name: format!("{keys} keys"),
+            points: ks(&|k| v.tput(Kind::Embedded, Discipline::Pdq, k, keys, UNIFORM)),
+        })
+        .collect();
+    let name = "figures/pdq-keys-embedded.svg".to_string();
+    let title = "Hurricane (embedded) PDQ: throughput by distinct keys (uniform)".to_string();
+    line_chart(
+        &out.join(&name),
+        &Chart { title: &title, x_label: "protocol processors", y_label: "requests per us", series, reference_y: None },
+    )?;
+    figs.push((name, title));
+    let series = grid
+        .kinds
+        .iter()
+        .map(|&kind| Series {
+            name: kind.label().into(),
+            points: grid
+                .keys
+                .iter()
+                .filter_map(|&keys| {
+                    v.busy_wait(kind, Discipline::SpinLock, 4, keys, UNIFORM).map(|b| ((keys as f64).log2(), b))
+                })
+                .collect(),
+        })
+        .collect();
+    let name = "figures/spin-busy-wait.svg".to_string();
+    let title = "Spin-locks at 4 protocol processors: busy-wait share by key count (uniform)".to_string();
+    line_chart(
+        &out.join(&name),
+        &Chart {
+            title: &title,
+            x_label: "log2(keys)",
+            y_label: "busy-wait / protocol time",
+            series,
+            reference_y: None,
+        },
+    )?;
+    figs.push((name, title));
+    let mut mult = v.sweep(Sweep::MultHomeU);
+    mult.sort_by(|a, b| a.home.home_u.total_cmp(&b.home.home_u));
+    let points: Vec<(f64, f64)> =
+        mult.iter().map(|r| (r.home.home_u, r.home.interrupts as f64 / r.home.requests.max(1) as f64)).collect();
+    if !points.is_empty() {
+        let name = "figures/mult-interrupts.svg".to_string();
+        let title = "Hurricane-1 Mult: interrupts per request by the home's compute utilization".to_string();
+        line_chart(
+            &out.join(&name),
+            &Chart {
+                title: &title,
+                x_label: "home compute utilization (measured)",
+                y_label: "interrupts per request",
+                series: vec![Series { name: format!("PDQ, {} servers", grid.mult_sweep_procs), points }],
+                reference_y: None,
+            },
+        )?;
+        figs.push((name, title));
+    }
+    Ok(figs)
+}
+
+fn throughput_table(grid: &Grid, records: &[RunRecord]) -> String {
+    let v = View { records };
+    let zipf = skewed(records);
+    let mut rows = Vec::new();
+    for &kind in &grid.kinds {
+        for &d in &grid.disciplines {
+            for &keys in &grid.keys {
+                for skew in [UNIFORM, zipf.as_str()] {
+                    let mut row =
+                        vec![kind.label().to_string(), d.label().to_string(), keys.to_string(), skew.to_string()];
+                    let mut any = false;
+                    for &k in &grid.protocol_procs {
+                        match v.get(kind, d, k, keys, skew) {
+                            Some(r) => {
+                                any = true;
+                                let bw = r.home.pp_busy_wait_fraction;
+                                let spin = if bw > 0.0 { format!(" ({:.0}% spin)", bw * 100.0) } else { String::new() };
+                                row.push(format!("{}{spin}", f2(r.throughput())));
+                            }
+                            None => row.push("-".into()),
+                        }
+                    }
+                    if any {
+                        rows.push(row);
+                    }
+                }
+            }
+        }
+    }
+    let mut header = vec!["kind".to_string(), "discipline".into(), "keys".into(), "skew".into()];
+    header.extend(grid.protocol_procs.iter().map(|k| format!("{k} PP")));
+    let h: Vec<&str> = header.iter().map(String::as_str).collect();
+    markdown_table(&h, &rows)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn render_report(
+    exp: &Experiment,
+    src: &Source,
+    mode: &str,
+    grid: &Grid,
+    records: &[RunRecord],
+    verdicts: &[Verdict],
+    figures: &[(String, String)],
+    started: Instant,
+) -> String {
+    let mut s = String::new();
+    let quick_flag = if mode == "quick" { " --quick" } else { "" };
+    let _ = writeln!(s, "# {} ({mode})\n", exp.title);
+    let _ = writeln!(
+        s,
+        "Experiment `{}` ({}), spec `{}`, preset `{}`, base seed {}, {} runs. Home node 0, {} requester nodes x {} \
+         threads sending back to back, handler cost {} cycles, home compute utilization {}, {} requests per \
+         requester thread.\nRegenerate: `finegrain reproduce {}{quick_flag} --out DIR` (every run's full \
+         configuration and seed is in `runs/<id>.json`).\n",
+        exp.name,
+        src.origin,
+        exp.spec,
+        exp.preset,
+        exp.seed,
+        records.len(),
+        exp.requester_nodes,
+        exp.compute_procs,
+        exp.handler_cycles,
+        exp.home_u,
+        grid.requests_per_thread,
+        exp.name
+    );
+    let _ = writeln!(s, "## Claims\n");
+    for v in verdicts {
+        let _ = writeln!(s, "{}\n", v.line());
+    }
+    let _ = writeln!(s, "## Throughput at the home (requests per us; spin-lock busy-wait share in brackets)\n");
+    s += &throughput_table(grid, records);
+    let v = View { records };
+    let _ = writeln!(s, "\n## Hurricane-1 Mult by the home's compute utilization\n");
+    let mut rows = Vec::new();
+    for r in v.sweep(Sweep::MultHomeU) {
+        rows.push(vec![
+            format!("{:.2}", r.target_home_u),
+            format!("{:.3}", r.home.home_u),
+            r.home.interrupts.to_string(),
+            format!("{:.4}", r.home.interrupts as f64 / r.home.requests.max(1) as f64),
+            f2(r.throughput()),
+        ]);
+    }
+    s += &markdown_table(&["target U", "measured U", "interrupts", "per request", "requests per us"], &rows);
+    let _ = writeln!(s, "\n## PDQ with sequential requests (embedded, 4 processors)\n");
+    let mut rows = Vec::new();
+    for r in v.sweep(Sweep::Sequential) {
+        rows.push(vec![
+            format!("{}", r.sequential_fraction),
+            f2(r.throughput()),
+            format!("{:.0}", r.home.mean_queue_delay_cycles),
+            r.home.p99_queue_delay_cycles.to_string(),
+        ]);
+    }
+    s += &markdown_table(&["sequential share", "requests per us", "mean queue delay", "p99 queue delay"], &rows);
+    let _ = writeln!(s, "\n## Figures\n");
+    for (f, caption) in figures {
+        let _ = writeln!(s, "- [{caption}]({f})");
+    }
+    let events: u64 = records.iter().map(|r| r.stats.events).sum();
+    let messages: u64 = records.iter().map(|r| r.stats.messages).sum();
+    let busy: f64 = records.iter().map(|r| r.wall_seconds).sum();
+    let _ = writeln!(
+        s,
+        "\n## Simulator\n\n{} events and {} messages simulated in {:.1} s of simulation time on all cores \
+         ({:.2} M events/s per core); whole study {:.1} s wall.",
+        events,
+        messages,
+        busy,
+        events as f64 / busy.max(1e-9) / 1e6,
+        started.elapsed().as_secs_f64()
+    );
+    s
+}
