@@ -111,3 +111,21 @@ fn mult_takes_fewer_interrupts_when_the_home_computes_less() {
     let (busy, idle) = (rate(0.95), rate(0.2));
     assert!(busy > 0.05 && idle < busy / 4.0, "interrupts per request: home_u 0.95 -> {busy}, 0.2 -> {idle}");
 }
+
+#[test]
+fn native_fetch_add_loses_no_update_under_parallel_dispatch() {
+    let m = MachineConfig::load("hpca99").unwrap();
+    for (policy, ppn, d) in [
+        (Policy::Fixed { protocol_procs: 2 }, 3, Discipline::Pdq),
+        (Policy::Floating, 2, Discipline::Pdq),
+        (Policy::Fixed { protocol_procs: 2 }, 3, Discipline::SpinLock),
+    ] {
+        let mut rt = finegrain_rt::RtConfig::new(Topology { nodes: 3, procs_per_node: ppn }, policy);
+        rt.discipline = d;
+        rt.segment_bytes = 1 << 16;
+        let w = FetchAddConfig { requests_per_thread: 300, home_burst_cycles: 2000.0, ..workload(4, KeySkew::Uniform) };
+        let out = fetch_add::run_native(&rt, &m, &w).unwrap_or_else(|e| panic!("{policy:?} {d:?}: {e}"));
+        let compute = policy.compute_procs(ppn) as u64;
+        assert_eq!(out.results.iter().map(|r| r.requests).sum::<u64>(), 2 * compute * 300, "{policy:?} {d:?}");
+    }
+}

@@ -1,6 +1,6 @@
 //! Configuration of a native run.
 
-use finegrain_core::{ConfigError, Policy, Relinquish, Topology};
+use finegrain_core::{ConfigError, Discipline, Policy, Relinquish, Topology};
 
 /// How a native cluster is laid out and behaves.
 #[derive(Clone, Debug, PartialEq)]
@@ -28,6 +28,13 @@ pub struct RtConfig {
     /// Read the clock around handlers, waits and polls to report where each
     /// thread's time went (costs a few tens of nanoseconds per message).
     pub time_split: bool,
+    /// How a node's protocol-processor threads share its messages: serial
+    /// (one at a time, the role lock), pdq (keyed parallel dispatch) or
+    /// spin-lock (parallel, a lock per key inside handlers).
+    pub discipline: Discipline,
+    /// Parallel disciplines: messages decoded from the rings at a time (the
+    /// dispatch search window).
+    pub pdq_window: usize,
     pub seed: u64,
 }
 
@@ -47,6 +54,8 @@ impl RtConfig {
             park_after_polls: None,
             interrupts: true,
             time_split: true,
+            discipline: Discipline::Serial,
+            pdq_window: 32,
             seed: 1,
         }
     }
@@ -69,6 +78,16 @@ impl RtConfig {
         }
         if self.segment_bytes < 4096 || !self.segment_bytes.is_multiple_of(8) {
             return Err(ConfigError::invalid("segment_bytes", self.segment_bytes, "allowed a multiple of 8 from 4096"));
+        }
+        if self.discipline.parallel() {
+            crate::keyed::KeyedQueue::new(self.discipline, self.pdq_window)?;
+            if self.policy == Policy::Single {
+                return Err(ConfigError::invalid(
+                    "discipline",
+                    self.discipline.label(),
+                    "policy single has one thread per node: use serial (or fixed:K / floating for parallel dispatch)",
+                ));
+            }
         }
         if self.relinquish == Relinquish::Adaptive {
             return Err(ConfigError::invalid(

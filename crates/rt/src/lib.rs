@@ -11,6 +11,7 @@ pub mod clock;
 pub mod codec;
 pub mod config;
 pub mod interrupt;
+mod keyed;
 pub mod ring;
 mod runtime;
 pub mod stats;

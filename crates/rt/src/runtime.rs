@@ -18,17 +18,23 @@
 //!   handles messages until its reply is in (then relinquishes, eagerly or
 //!   only to a waiting peer); when every thread computes, a sender raises an
 //!   interrupt (a signal) on one of them, round-robin. See `interrupt.rs`.
+//!
+//! Under a parallel discipline (PDQ, or a lock per key) there is no role:
+//! every thread that would act as protocol processor serves at once through
+//! the node's [`KeyedQueue`] (see `keyed.rs`), which alone touches the
+//! rings' consumers.
 
 use crate::clock::Stamp;
 use crate::codec::{self, Outgoing, MAX_PAYLOAD};
 use crate::config::RtConfig;
 use crate::interrupt;
+use crate::keyed::KeyedQueue;
 use crate::ring::{self, Consumer, Peeker, Producer};
 use crate::stats::{RtStats, ThreadStats, ThreadTimes};
 use crossbeam_utils::CachePadded;
 use finegrain_core::{
-    Access, AmError, Args, HandlerCtx, HandlerId, HandlerTable, Message, MsgKind, NodeId, Payload, Policy, Proc,
-    Region, Relinquish, Reply, ReplyGuard, SyncKey, ThreadId, MAX_ARGS,
+    Access, AmError, Args, Discipline, HandlerCtx, HandlerId, HandlerTable, Message, MsgKind, NodeId, Payload, Policy,
+    Proc, Region, Relinquish, Reply, ReplyGuard, SyncKey, ThreadId, MAX_ARGS,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -113,15 +119,18 @@ struct Node {
     segments: Box<[Box<[AtomicU64]>]>,
     table: Box<[AtomicU64]>,
     recv: Box<[Box<[AtomicU64]>]>,
-    /// Fixed: a parked protocol thread to wake.
+    /// Fixed: parked protocol threads to wake.
     parked: AtomicBool,
-    pp_thread: Mutex<Option<std::thread::Thread>>,
+    pp_threads: Mutex<Vec<std::thread::Thread>>,
+    /// Parallel disciplines: the node's dispatch (None: serial).
+    keyed: Option<KeyedQueue>,
 }
 
 // SAFETY: `inbox` and `next_ring` are touched only by the thread holding
-// `role` (acquired with Acquire, released with Release), so at most one
-// thread accesses them at a time and each holder sees its predecessor's
-// writes. `Completion::payload` is written only by the acting PP before the
+// `role` (acquired with Acquire, released with Release) under the serial
+// discipline, and only under the keyed queue's mutex under the parallel
+// ones (a run uses one or the other), so at most one thread accesses them at
+// a time and each holder sees its predecessor's writes. `Completion::payload` is written only by the acting PP before the
 // Release store of the token and read only by the owning thread after an
 // Acquire load that observed it. Everything else is atomic.
 unsafe impl Sync for Node {}
@@ -146,6 +155,11 @@ impl Node {
 
     fn any_ready(&self) -> bool {
         self.peek.iter().any(|p| p.ready())
+    }
+
+    /// Messages in the rings, or decoded and queued (parallel disciplines).
+    fn work_waiting(&self) -> bool {
+        self.keyed.as_ref().is_some_and(|k| k.queued() > 0) || self.any_ready()
     }
 }
 
@@ -309,8 +323,8 @@ impl ThreadCtx {
         match self.cluster.cfg.policy {
             Policy::Fixed { .. } if node.parked.load(Ordering::Relaxed) => {
                 node.parked.store(false, Ordering::Relaxed);
-                if let Some(t) = node.pp_thread.lock().ok().and_then(|t| t.clone()) {
-                    t.unpark();
+                if let Ok(threads) = node.pp_threads.lock() {
+                    threads.iter().for_each(std::thread::Thread::unpark);
                 }
             }
             Policy::Floating if self.cluster.cfg.interrupts => {
@@ -371,6 +385,36 @@ impl ThreadCtx {
         handled
     }
 
+    /// Parallel disciplines: handles entries while some may run, alongside
+    /// the node's other serving threads. Returns the number handled.
+    fn serve_keyed(&self, keyed: &KeyedQueue) -> u64 {
+        if self.spilled.get() > 0 {
+            self.flush_spill();
+        }
+        let node = self.node();
+        // SAFETY: the scratch message is this thread's, and handlers cannot
+        // re-enter dispatch (interrupts run only outside runtime code).
+        let scratch = unsafe { &mut *self.scratch.get() };
+        let mut done = None;
+        let mut handled = 0;
+        // SAFETY: the consumers are touched only through the keyed queue.
+        while let Some(key) = unsafe { keyed.next(&node.inbox, NodeId(node.id), done.take(), scratch) } {
+            {
+                let _held = keyed.key_lock(key);
+                self.handle(scratch);
+            }
+            done = Some(key);
+            handled += 1;
+            if self.cluster.failed() {
+                break;
+            }
+        }
+        if let Some(key) = done {
+            keyed.complete(key);
+        }
+        handled
+    }
+
     /// Runs one handler and completes a reply's waiting thread.
     fn handle(&self, m: &Message) {
         let Some((info, f)) = self.cluster.handlers.entry(m.handler) else {
@@ -417,6 +461,9 @@ impl ThreadCtx {
     /// messages slipped in while it gave the role back. Returns handled count.
     fn poll_as_pp(&self) -> u64 {
         let node = self.node();
+        if let Some(keyed) = &node.keyed {
+            return self.serve_keyed(keyed);
+        }
         let mut handled = 0;
         while self.take_role() {
             handled += self.drain();
@@ -480,6 +527,7 @@ impl ThreadCtx {
                 payload.len()
             )));
         }
+        self.check_key(key)?;
         let token = self.new_token();
         self.enter();
         self.poll_on_send();
@@ -506,10 +554,30 @@ impl ThreadCtx {
         Ok(f(c))
     }
 
+    /// Under a lock per key nothing can make a handler run alone.
+    fn check_key(&self, key: SyncKey) -> Result<(), AmError> {
+        if key == SyncKey::Sequential && self.cluster.cfg.discipline == Discipline::SpinLock {
+            return Err(AmError::Aborted(
+                "a message with the sequential key under the spin-lock discipline, which cannot run a handler alone; \
+                 send it with a numbered or nosync key, or use the pdq or serial discipline"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Sends a one-way message (no reply). A full ring makes the sender wait,
     /// handling its own node's messages meanwhile if the policy lets it, so
     /// a fast sender is held back instead of growing an overflow queue.
-    fn send_oneway(&self, dst: NodeId, handler: HandlerId, args: &[u64], payload: &[u8]) -> Result<(), AmError> {
+    fn send_oneway(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<(), AmError> {
+        self.check_key(key)?;
         let cl = &self.cluster;
         if dst.0 >= cl.cfg.topology.nodes {
             return Err(AmError::NoSuchNode { node: dst.0, nodes: cl.cfg.topology.nodes });
@@ -527,7 +595,7 @@ impl ThreadCtx {
             src_node: NodeId(self.node),
             src_thread: ThreadId(self.local),
             token: 0,
-            key: SyncKey::Sequential,
+            key,
             args,
             payload,
         };
@@ -588,6 +656,11 @@ impl ThreadCtx {
             let spilled = !self.flush_spill();
             match policy {
                 Policy::Fixed { .. } => self.relax(&mut spins),
+                Policy::Single | Policy::Floating if node.keyed.is_some() => {
+                    if self.poll_as_pp() == 0 && !spilled {
+                        self.relax(&mut spins);
+                    }
+                }
                 Policy::Single | Policy::Floating => {
                     if self.take_role() {
                         self.act_until_done(c, token);
@@ -656,7 +729,7 @@ impl ThreadCtx {
             fence(Ordering::SeqCst);
             // Pairs with the senders' fence: a message that arrived before we
             // counted ourselves as computing is ours to handle.
-            if node.any_ready() {
+            if node.work_waiting() {
                 self.enter();
                 self.poll_as_pp();
                 self.exit();
@@ -714,10 +787,19 @@ impl ThreadCtx {
         self.enter();
         while !stop() && !self.cluster.failed() {
             let t0 = self.stats.stamp();
-            if !holding {
-                holding = self.take_role();
-            }
-            let handled = if holding { self.drain() } else { 0 };
+            let handled = match &node.keyed {
+                Some(keyed) => self.serve_keyed(keyed),
+                None => {
+                    if !holding {
+                        holding = self.take_role();
+                    }
+                    if holding {
+                        self.drain()
+                    } else {
+                        0
+                    }
+                }
+            };
             let spilled = !self.flush_spill();
             if handled > 0 || spilled {
                 empty = 0;
@@ -731,7 +813,7 @@ impl ThreadCtx {
             match park_after {
                 Some(limit) if fixed && empty >= limit => {
                     node.parked.store(true, Ordering::SeqCst);
-                    if !node.any_ready() {
+                    if !node.work_waiting() {
                         std::thread::park_timeout(std::time::Duration::from_millis(1));
                     }
                     node.parked.store(false, Ordering::Relaxed);
@@ -764,7 +846,7 @@ impl ThreadCtx {
 
     /// A poll site: handle what waits if this thread may act as PP.
     fn poll_site(&self) {
-        if self.cluster.cfg.policy.compute_procs_handle() && self.node().any_ready() {
+        if self.cluster.cfg.policy.compute_procs_handle() && self.node().work_waiting() {
             self.enter();
             self.poll_as_pp();
             self.exit();
@@ -938,8 +1020,21 @@ impl RtProc {
     }
 
     /// Sends a one-way active message: its request handler must not reply.
+    /// It carries the `Sequential` key (see [`Proc::request`]).
     pub fn send(&self, dst: NodeId, handler: HandlerId, args: &[u64], payload: &[u8]) -> Result<(), AmError> {
-        self.ctx.send_oneway(dst, handler, args, payload)
+        self.ctx.send_oneway(dst, handler, SyncKey::Sequential, args, payload)
+    }
+
+    /// [`RtProc::send`] with a synchronization key.
+    pub fn send_keyed(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<(), AmError> {
+        self.ctx.send_oneway(dst, handler, key, args, payload)
     }
 
     /// Acts as protocol processor for this node until `stop` returns true.
@@ -1077,7 +1172,11 @@ fn build(cfg: &RtConfig, handlers: &HandlerTable) -> (Arc<Cluster>, Vec<Vec<Prod
             table: atomic_words(table_bytes.max(8)),
             recv: (0..compute).map(|_| atomic_words(MAX_PAYLOAD)).collect(),
             parked: AtomicBool::new(false),
-            pp_thread: Mutex::new(None),
+            pp_threads: Mutex::new(Vec::new()),
+            keyed: cfg
+                .discipline
+                .parallel()
+                .then(|| KeyedQueue::new(cfg.discipline, cfg.pdq_window).expect("validated with the configuration")),
         })
         .collect();
     let cores = online_cores();
@@ -1216,8 +1315,8 @@ where
                         if cluster.cfg.pin {
                             pin_to(core);
                         }
-                        if let Ok(mut t) = cluster.node(n).pp_thread.lock() {
-                            *t = Some(std::thread::current());
+                        if let Ok(mut t) = cluster.node(n).pp_threads.lock() {
+                            t.push(std::thread::current());
                         }
                         let ctx = make_ctx(cluster, prods, n, l);
                         ctx.serve(|| {
