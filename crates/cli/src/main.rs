@@ -79,6 +79,14 @@ enum BenchCommand {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Native handler throughput on two threads: PDQ vs a mutex per key vs
+    /// a single dispatcher (fetch&add handlers, 1, 64 and 4096 keys).
+    Pdq {
+        #[arg(long)]
+        quick: bool,
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Simulated messages and events per wall second, one core.
     Sim {
         /// Repetitions; the median is reported.
@@ -459,6 +467,11 @@ fn main_inner() -> Result<()> {
             let row = native_bench::interrupt(quick)?;
             native_bench::print_interrupt(&row);
             write_json(json, &row)
+        }
+        Command::Bench { what: BenchCommand::Pdq { quick, json } } => {
+            let rows = native_bench::pdq(effort(quick))?;
+            native_bench::print_pdq(&rows);
+            write_json(json, &rows)
         }
         Command::Bench { what: BenchCommand::Sim { rounds, requests_per_node, json } } => {
             let rows = bench::sim(rounds, requests_per_node)?;

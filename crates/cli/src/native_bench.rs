@@ -1,6 +1,7 @@
-//! `finegrain bench pingpong | rate | interrupt`: the native runtime against
-//! the hardware floor, a crossbeam channel, Open MPI and UCX, measured side
-//! by side in one run. Peers that are not installed are reported as absent.
+//! `finegrain bench pingpong | rate | interrupt | pdq`: the native runtime
+//! against the hardware floor, a crossbeam channel, Open MPI and UCX, and its
+//! dispatch disciplines against each other, measured side by side in one
+//! run. Peers that are not installed are reported as absent.
 
 use anyhow::{Context, Result};
 use finegrain_rt::bench::{self, Effort};
@@ -227,4 +228,61 @@ pub fn print_interrupt(r: &InterruptRow) {
     println!("  {:<46} {:>8.0} ns", "bare signal, cost to the interrupted thread", r.signal_ns);
     println!("  {:<46} {:>8.0} ns", "runtime path (role, poll, handler, release)", r.runtime_path_ns);
     println!("  {:<46} {:>8.0} ns", "native Oint (signal + path)", r.oint_ns);
+}
+
+/// One row of `finegrain bench pdq` (handlers per second).
+#[derive(Debug, Serialize)]
+pub struct PdqRow {
+    pub keys: u64,
+    pub work_iterations: u32,
+    pub single_ns_per_handler: f64,
+    pub pdq_per_s: f64,
+    pub mutex_per_key_per_s: f64,
+    pub single_dispatcher_per_s: f64,
+    pub rounds: usize,
+}
+
+/// Handler costs of the comparison: a bare fetch&add, and one with a few
+/// hundred nanoseconds of work (a protocol handler's size).
+pub const PDQ_WORK: [u32; 2] = [0, 200];
+pub const PDQ_KEYS: [u64; 3] = [1, 64, 4096];
+
+pub fn pdq(e: Effort) -> Result<Vec<PdqRow>> {
+    let mut rows = Vec::new();
+    for work in PDQ_WORK {
+        for keys in PDQ_KEYS {
+            let r = bench::keyed_dispatch(keys, work, e).map_err(anyhow::Error::msg)?;
+            rows.push(PdqRow {
+                keys,
+                work_iterations: work,
+                single_ns_per_handler: r.single_ns_per_handler,
+                pdq_per_s: r.pdq_per_s,
+                mutex_per_key_per_s: r.lock_per_key_per_s,
+                single_dispatcher_per_s: r.single_per_s,
+                rounds: r.rounds,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+pub fn print_pdq(rows: &[PdqRow]) {
+    println!("fetch&add handler throughput, M handlers/s, median of interleaved rounds");
+    println!("(PDQ and mutex per key: two threads pinned to cores 0 and 1; single dispatcher: one thread)");
+    println!(
+        "{:>6} {:>11} {:>8} {:>14} {:>8} {:>11} {:>11}",
+        "keys", "handler ns", "PDQ", "mutex per key", "single", "PDQ/single", "PDQ/mutex"
+    );
+    for r in rows {
+        println!(
+            "{:>6} {:>11.0} {:>8.2} {:>14.2} {:>8.2} {:>11.2} {:>11.2}",
+            r.keys,
+            r.single_ns_per_handler,
+            r.pdq_per_s / 1e6,
+            r.mutex_per_key_per_s / 1e6,
+            r.single_dispatcher_per_s / 1e6,
+            r.pdq_per_s / r.single_dispatcher_per_s,
+            r.pdq_per_s / r.mutex_per_key_per_s
+        );
+    }
 }

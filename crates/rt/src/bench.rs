@@ -383,3 +383,170 @@ pub fn interrupt_cost(messages: u64, phase_ms: u64) -> Result<InterruptCost, RtE
         interrupts,
     })
 }
+
+/// One configuration of `finegrain bench pdq`: handlers per second on the
+/// node's dispatch path with two serving threads (PDQ, or a lock per key)
+/// and with one thread dispatching serially.
+#[derive(Clone, Copy, Debug)]
+pub struct KeyedRow {
+    pub keys: u64,
+    /// Iterations of dependent arithmetic each handler does besides its
+    /// fetch&add (the handler cost).
+    pub work: u32,
+    /// Median nanoseconds one handler takes on the single dispatcher.
+    pub single_ns_per_handler: f64,
+    pub pdq_per_s: f64,
+    pub lock_per_key_per_s: f64,
+    pub single_per_s: f64,
+    pub rounds: usize,
+}
+
+/// Rings standing for the node's senders.
+const BENCH_SENDERS: usize = 16;
+
+/// The consumers of the bench's rings, shared by the serving threads; only
+/// the keyed queue (under its lock) or the single dispatcher touches them.
+struct BenchInbox(Box<[std::cell::UnsafeCell<crate::ring::Consumer>]>);
+
+// SAFETY: see the type's comment: one thread at a time uses each consumer.
+unsafe impl Sync for BenchInbox {}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Variant {
+    Pdq,
+    LockPerKey,
+    Single,
+}
+
+/// The handler: a fetch&add on the key's word with `work` iterations of
+/// arithmetic between the load and the store, so overlapping handlers of one
+/// key would lose updates (checked after every round).
+fn fetch_add_handler(words: &[CachePadded<AtomicU64>], m: &finegrain_core::Message, work: u32) {
+    let w = &words[m.args.get(0) as usize];
+    let v = w.load(Ordering::Relaxed);
+    let mut x = v | 1;
+    for _ in 0..work {
+        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407));
+    }
+    std::hint::black_box(x);
+    w.store(v + 1, Ordering::Relaxed);
+}
+
+/// Handler throughput of PDQ, a lock per key and a single dispatcher on
+/// `keys` words, rounds interleaved so the three see the same machine.
+pub fn keyed_dispatch(keys: u64, work: u32, effort: Effort) -> Result<KeyedRow, String> {
+    use crate::codec::{push_message, Outgoing};
+    use crate::keyed::{KeyedQueue, Next};
+    use finegrain_core::{Discipline, HandlerId, MsgKind, SyncKey, ThreadId};
+    crate::clock::calibrate();
+    let per_round = effort.per_round.max(BENCH_SENDERS as u64);
+    let per_ring = per_round.div_ceil(BENCH_SENDERS as u64) as usize;
+    let (mut producers, consumers): (Vec<_>, Vec<_>) =
+        (0..BENCH_SENDERS).map(|_| crate::ring::ring((per_ring + 8).next_power_of_two().max(64))).unzip();
+    let peek: Vec<crate::ring::Peeker> = consumers.iter().map(|c| c.peeker()).collect();
+    let inbox = BenchInbox(consumers.into_iter().map(std::cell::UnsafeCell::new).collect());
+    let words: Vec<CachePadded<AtomicU64>> = (0..keys).map(|_| CachePadded::new(AtomicU64::new(0))).collect();
+    let mut fill = |round: u64| {
+        for i in 0..per_round {
+            let word = finegrain_core::mix_seed(round, i, 0x6b) % keys;
+            let m = Outgoing {
+                kind: MsgKind::Request,
+                handler: HandlerId(0),
+                src_node: NodeId(1),
+                src_thread: ThreadId(0),
+                token: 0,
+                key: SyncKey::Key(word),
+                args: &[word],
+                payload: &[],
+            };
+            push_message(&mut producers[i as usize % BENCH_SENDERS], &m).expect("rings hold a round");
+        }
+    };
+    let run_round = |v: Variant| -> f64 {
+        let discipline = if v == Variant::LockPerKey { Discipline::SpinLock } else { Discipline::Pdq };
+        let queue = KeyedQueue::new(discipline, 32).expect("valid window");
+        let handled = AtomicU64::new(0);
+        let threads = if v == Variant::Single { 1 } else { 2 };
+        let barrier = std::sync::Barrier::new(threads + 1);
+        let finish: Vec<AtomicU64> = (0..threads).map(|_| AtomicU64::new(0)).collect();
+        let start = std::thread::scope(|s| {
+            for (t, fin) in finish.iter().enumerate() {
+                let (queue, handled, barrier, inbox, peek, words) = (&queue, &handled, &barrier, &inbox, &peek, &words);
+                s.spawn(move || {
+                    pin(t);
+                    let mut scratch = crate::codec::scratch_message();
+                    barrier.wait();
+                    if v == Variant::Single {
+                        // The serial runtime's drain: rings round-robin, no lock.
+                        let mut i = 0;
+                        while handled.load(Ordering::Relaxed) < per_round {
+                            // SAFETY: the only thread of this round.
+                            let c = unsafe { &mut *inbox.0[i].get() };
+                            if c.try_pop(|r| crate::codec::decode(r, NodeId(0), &mut scratch)).is_some() {
+                                fetch_add_handler(words, &scratch, work);
+                                handled.fetch_add(1, Ordering::Relaxed);
+                            }
+                            i = (i + 1) % BENCH_SENDERS;
+                        }
+                    } else {
+                        let mut last = Next::Idle { changes: u64::MAX, full: false };
+                        let mut done = None;
+                        while handled.load(Ordering::Relaxed) < per_round {
+                            if !last.worth_retrying(queue, || peek.iter().any(|p| p.ready())) {
+                                std::hint::spin_loop();
+                                continue;
+                            }
+                            // SAFETY: the consumers are used only through the queue.
+                            last = unsafe { queue.next(&inbox.0, NodeId(0), done.take()) };
+                            if let Next::Run(e) = last {
+                                let _held = queue.key_lock(e.key);
+                                fetch_add_handler(words, queue.message(e), work);
+                                done = Some(e);
+                                handled.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                        if let Some(e) = done {
+                            queue.complete(e);
+                        }
+                    }
+                    fin.store(Stamp::now().ticks(), Ordering::Relaxed);
+                });
+            }
+            barrier.wait();
+            Stamp::now().ticks()
+        });
+        let end = finish.iter().map(|f| f.load(Ordering::Relaxed)).max().unwrap_or(start);
+        let ns = Stamp::from_ticks(end).since(Stamp::from_ticks(start)).max(1);
+        per_round as f64 * 1e9 / ns as f64
+    };
+    let order = [Variant::Pdq, Variant::LockPerKey, Variant::Single];
+    let mut rates: [Vec<f64>; 3] = Default::default();
+    let mut round = 0u64;
+    let mut expected = 0u64;
+    let warm = (effort.warmup / per_round).max(1);
+    for r in 0..warm + effort.rounds as u64 {
+        for (k, v) in order.iter().enumerate() {
+            fill(round);
+            round += 1;
+            let rate = run_round(*v);
+            expected += per_round;
+            let total: u64 = words.iter().map(|w| w.load(Ordering::Relaxed)).sum();
+            if total != expected {
+                return Err(format!("{} updates lost: handlers of one key overlapped", expected - total));
+            }
+            if r >= warm {
+                rates[k].push(rate);
+            }
+        }
+    }
+    let [pdq, lock, single] = rates.map(median);
+    Ok(KeyedRow {
+        keys,
+        work,
+        single_ns_per_handler: 1e9 / single,
+        pdq_per_s: pdq,
+        lock_per_key_per_s: lock,
+        single_per_s: single,
+        rounds: effort.rounds,
+    })
+}

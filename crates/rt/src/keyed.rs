@@ -2,57 +2,117 @@
 //! protocol-processor threads at once.
 //!
 //! Under the parallel disciplines a node's rings are no longer drained by
-//! one role holder. Instead any serving thread takes a short lock, pulls
-//! messages from the rings into a bounded window of decoded entries (the
-//! device's search window), and takes the next entry it may run:
-//! - **PDQ**: the core [`Pdq`] state machine decides (distinct keys run in
-//!   parallel, one key at a time in arrival order, `Sequential` alone,
-//!   `NoSync` never held back); finishing a handler and taking the next one
-//!   is a single lock acquisition, as writing a dispatch register is;
-//! - **spin-lock** (a lock per key): entries go out in arrival order and the
-//!   handler runs holding its key's mutex, so conflicting handlers wait
-//!   inside the handler instead of in the queue.
+//! one role holder. Serving threads share two short locks:
+//! - the **ingest** lock: one thread at a time pops messages from the rings
+//!   and decodes them into free buffers of a pool (the device filling its
+//!   search window); the others do not wait for it;
+//! - the **dispatch** lock over the queue of decoded entries, which decides
+//!   what may run next:
+//!   - **PDQ**: the core [`Pdq`] state machine (distinct keys run in
+//!     parallel, one key at a time in arrival order, `Sequential` alone,
+//!     `NoSync` never held back); finishing a handler and taking the next
+//!     entry is one acquisition, as writing a dispatch register is;
+//!   - **spin-lock** (a lock per key): entries go out in arrival order and
+//!     the handler runs holding its key's mutex, so conflicting handlers
+//!     wait inside the handler instead of in the queue.
 //!
-//! Handlers run outside the lock. Decoded entries live in a pool of message
-//! buffers that are swapped with the serving thread's own scratch message,
-//! so dispatch never allocates (it may run in interrupt context).
+//! Handlers run outside both locks, reading their entry in place in the
+//! pool; its buffer returns to the free list when the handler finishes.
+//! Decoding happens outside the dispatch lock, so the critical sections that
+//! every handler passes through stay a few tens of nanoseconds. Nothing here
+//! allocates after construction (dispatch may run in interrupt context).
 
 use crate::codec;
 use crate::ring::Consumer;
+use crate::spin::SpinLock;
 use crossbeam_utils::CachePadded;
 use finegrain_core::pdq::Pdq;
 use finegrain_core::{ConfigError, Discipline, Message, NodeId, SyncKey};
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
+
+/// Messages decoded per ingest, at most.
+const INGEST_BATCH: usize = 8;
 
 /// Key locks of the spin-lock discipline: keys share a lock when they are
 /// equal modulo this.
 pub const KEY_LOCKS: usize = 4096;
 
+/// An entry handed to a serving thread: its key and pool buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Entry {
+    pub key: SyncKey,
+    slot: u32,
+}
+
+/// What a serving thread gets from the queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Run this entry ([`KeyedQueue::message`]), then hand it back as `done`.
+    Run(Entry),
+    /// Nothing may run; `changes` is the queue's change count then, and
+    /// `full` says the window was full, so messages waiting in the rings
+    /// cannot help until an entry leaves it.
+    Idle { changes: u64, full: bool },
+}
+
+impl Next {
+    /// Whether looking again could find something, for a thread that got
+    /// this answer: the queue changed since, or (unless the window was full)
+    /// a ring has a message.
+    pub(crate) fn worth_retrying(&self, queue: &KeyedQueue, rings_ready: impl FnOnce() -> bool) -> bool {
+        match *self {
+            Next::Run(_) => true,
+            Next::Idle { changes, full } => queue.changes() != changes || (!full && rings_ready()),
+        }
+    }
+}
+
 /// Decoded entries waiting or in service at one node.
 pub(crate) struct KeyedQueue {
     discipline: Discipline,
-    inner: Mutex<Inner>,
-    /// Entries decoded and not yet taken: lets a thread skip the lock when
-    /// the rings are empty too.
-    queued: AtomicUsize,
+    dispatch: SpinLock<Dispatch>,
+    /// Round-robin start of the next ingest over the rings; holding this
+    /// lock is what entitles a thread to the rings' consumers.
+    ingest: SpinLock<usize>,
+    /// Message buffers. A buffer belongs to the thread that took it from
+    /// the free list (decoding it), then to the queue, then to the thread
+    /// the queue handed it to, until that thread returns it.
+    pool: Box<[UnsafeCell<Message>]>,
+    /// Entries decoded and not yet taken (a hint read without a lock).
+    queued: CachePadded<AtomicUsize>,
+    /// Bumped whenever an entry may have become dispatchable (a key freed,
+    /// entries queued). A thread that found nothing to run at one value
+    /// need not look again until it changes or the rings fill.
+    changes: CachePadded<AtomicU64>,
     locks: Box<[CachePadded<Mutex<()>>]>,
 }
 
-struct Inner {
+// SAFETY: a pool buffer is accessed only by its current owner (see `pool`);
+// ownership passes through the dispatch lock, whose release/acquire orders
+// the previous owner's writes before the next owner's reads.
+unsafe impl Sync for KeyedQueue {}
+
+struct Dispatch {
     pdq: Pdq<u32>,
-    fifo: VecDeque<u32>,
-    /// Message buffers; `free` lists those not holding a queued entry.
-    pool: Vec<Message>,
+    fifo: VecDeque<(SyncKey, u32)>,
     free: Vec<u32>,
-    /// Round-robin start of the next refill over the rings.
-    next_ring: usize,
+}
+
+impl Dispatch {
+    fn take(&mut self, discipline: Discipline) -> Option<Entry> {
+        match discipline {
+            Discipline::Pdq => self.pdq.dispatch().map(|d| Entry { key: d.key, slot: d.item }),
+            _ => self.fifo.pop_front().map(|(key, slot)| Entry { key, slot }),
+        }
+    }
 }
 
 impl KeyedQueue {
-    /// A queue for a parallel discipline searching `window` entries.
+    /// A queue for a parallel discipline whose window holds `window`
+    /// decoded entries (waiting or in service).
     pub(crate) fn new(discipline: Discipline, window: usize) -> Result<KeyedQueue, ConfigError> {
         if !matches!(discipline, Discipline::Pdq | Discipline::SpinLock) {
             return Err(ConfigError::invalid(
@@ -69,107 +129,138 @@ impl KeyedQueue {
         } else {
             Box::default()
         };
-        let inner = Inner {
+        let dispatch = Dispatch {
             pdq: Pdq::new(window),
             fifo: VecDeque::with_capacity(window),
-            pool: (0..window).map(|_| codec::scratch_message()).collect(),
             free: (0..window as u32).rev().collect(),
-            next_ring: 0,
         };
-        Ok(KeyedQueue { discipline, inner: Mutex::new(inner), queued: AtomicUsize::new(0), locks })
+        Ok(KeyedQueue {
+            discipline,
+            dispatch: SpinLock::new(dispatch),
+            ingest: SpinLock::new(0),
+            pool: (0..window).map(|_| UnsafeCell::new(codec::scratch_message())).collect(),
+            queued: CachePadded::new(AtomicUsize::new(0)),
+            changes: CachePadded::new(AtomicU64::new(0)),
+            locks,
+        })
     }
 
-    /// Entries decoded and waiting (a hint: read without the lock).
+    /// Entries decoded and waiting (a hint: read without a lock).
     pub(crate) fn queued(&self) -> usize {
         self.queued.load(Ordering::Relaxed)
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        // A handler panic is caught outside the lock, so poisoning would
-        // only follow a bug in this module; the data stays consistent.
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    /// The change count (see [`Next::Idle`]).
+    pub(crate) fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Acquire)
     }
 
-    /// Finishes the entry with key `done` (if any) and hands the next entry
-    /// this thread may run into `scratch`, refilling the window from the
-    /// rings when nothing queued may run. Returns the entry's key, or None
-    /// when nothing may run now.
+    /// The message of an entry this thread was handed and has not yet
+    /// given back.
+    pub(crate) fn message(&self, e: Entry) -> &Message {
+        // SAFETY: the caller owns the buffer (it was handed `e` and has not
+        // returned it), so nobody writes it meanwhile.
+        unsafe { &*self.pool[e.slot as usize].get() }
+    }
+
+    /// Gives back the entry `done` (if any) and hands out the next entry
+    /// this thread may run, decoding more from the rings when nothing
+    /// queued may run.
     ///
     /// # Safety
-    /// `inbox` must be the consumers of this node's rings, and no thread may
-    /// touch them except through this queue (which does so under its lock).
-    pub(crate) unsafe fn next(
-        &self,
-        inbox: &[UnsafeCell<Consumer>],
-        node: NodeId,
-        done: Option<SyncKey>,
-        scratch: &mut Message,
-    ) -> Option<SyncKey> {
-        let mut g = self.lock();
-        if let Some(key) = done {
-            if self.discipline == Discipline::Pdq {
-                g.pdq.complete(key);
-            }
-        }
+    /// `inbox` must be the consumers of this node's rings, touched by no
+    /// thread except through this queue (which does so under its ingest
+    /// lock).
+    pub(crate) unsafe fn next(&self, inbox: &[UnsafeCell<Consumer>], node: NodeId, mut done: Option<Entry>) -> Next {
         loop {
-            let taken = match self.discipline {
-                Discipline::Pdq => g.pdq.dispatch().map(|d| d.item),
-                _ => g.fifo.pop_front(),
-            };
-            if let Some(slot) = taken {
-                let inner = &mut *g;
-                std::mem::swap(&mut inner.pool[slot as usize], scratch);
-                inner.free.push(slot);
+            let mut d = self.dispatch.lock();
+            if let Some(e) = done.take() {
+                self.finish(&mut d, e);
+            }
+            if let Some(e) = d.take(self.discipline) {
                 self.queued.fetch_sub(1, Ordering::Relaxed);
-                return Some(scratch.key);
+                return Next::Run(e);
             }
-            // SAFETY: forwarded from the caller; the lock is held.
-            if unsafe { !self.refill(&mut g, inbox, node) } {
-                return None;
+            let changes = self.changes.load(Ordering::Relaxed);
+            if d.free.is_empty() {
+                return Next::Idle { changes, full: true };
+            }
+            drop(d);
+            // SAFETY: forwarded from the caller.
+            match unsafe { self.ingest(inbox, node) } {
+                Some(0) | None => return Next::Idle { changes, full: false },
+                Some(_) => {} // look again: something was queued
             }
         }
     }
 
-    /// Finishes an entry without taking another.
-    pub(crate) fn complete(&self, key: SyncKey) {
+    /// Gives an entry back without taking another.
+    pub(crate) fn complete(&self, e: Entry) {
+        let mut d = self.dispatch.lock();
+        self.finish(&mut d, e);
+    }
+
+    fn finish(&self, d: &mut Dispatch, e: Entry) {
         if self.discipline == Discipline::Pdq {
-            self.lock().pdq.complete(key);
+            d.pdq.complete(e.key);
         }
+        d.free.push(e.slot);
+        self.changes.fetch_add(1, Ordering::Release);
     }
 
-    /// Decodes messages from the rings into free buffers, round-robin over
-    /// the rings; true if it queued any.
+    /// Decodes up to a batch of messages from the rings into free buffers
+    /// and queues them, round-robin over the rings. Returns how many, or
+    /// None if another thread is ingesting.
     ///
     /// # Safety
-    /// As for [`KeyedQueue::next`]; the caller holds the lock (`g`).
-    unsafe fn refill(&self, g: &mut Inner, inbox: &[UnsafeCell<Consumer>], node: NodeId) -> bool {
+    /// As for [`KeyedQueue::next`].
+    unsafe fn ingest(&self, inbox: &[UnsafeCell<Consumer>], node: NodeId) -> Option<usize> {
+        let mut next_ring = self.ingest.try_lock()?;
+        let mut slots = [0u32; INGEST_BATCH];
+        let reserved = {
+            let mut d = self.dispatch.lock();
+            let k = d.free.len().min(INGEST_BATCH);
+            for s in slots.iter_mut().take(k) {
+                *s = d.free.pop().expect("counted");
+            }
+            k
+        };
+        let mut keys = [SyncKey::NoSync; INGEST_BATCH];
+        let mut decoded = 0;
         let n = inbox.len();
-        let mut added = 0;
         let mut idle_rings = 0;
-        let mut i = g.next_ring;
-        while idle_rings < n {
-            let Some(&slot) = g.free.last() else { break };
-            // SAFETY: the caller guarantees exclusive use of the consumers
-            // while the lock is held.
-            let consumer = unsafe { &mut *inbox[i].get() };
-            let buffer = &mut g.pool[slot as usize];
+        let mut i = *next_ring;
+        while decoded < reserved && idle_rings < n {
+            // SAFETY: the ingest lock entitles this thread to the consumers;
+            // the reserved buffer is this thread's until it is queued.
+            let (consumer, buffer) = unsafe { (&mut *inbox[i].get(), &mut *self.pool[slots[decoded] as usize].get()) };
             if consumer.ready() && consumer.try_pop(|r| codec::decode(r, node, buffer)).is_some() {
-                g.free.pop();
-                let key = g.pool[slot as usize].key;
-                match self.discipline {
-                    Discipline::Pdq => g.pdq.enqueue(key, slot),
-                    _ => g.fifo.push_back(slot),
-                }
-                added += 1;
+                keys[decoded] = buffer.key;
+                decoded += 1;
                 idle_rings = 0;
             } else {
                 idle_rings += 1;
             }
             i = if i + 1 == n { 0 } else { i + 1 };
         }
-        g.next_ring = i;
-        self.queued.fetch_add(added, Ordering::Relaxed);
-        added > 0
+        *next_ring = i;
+        let mut d = self.dispatch.lock();
+        // Queued while the ingest lock is still held, so entries enter the
+        // queue in the order they left the rings.
+        for (&slot, &key) in slots.iter().zip(&keys).take(decoded) {
+            match self.discipline {
+                Discipline::Pdq => d.pdq.enqueue(key, slot),
+                _ => d.fifo.push_back((key, slot)),
+            }
+        }
+        for &slot in &slots[decoded..reserved] {
+            d.free.push(slot);
+        }
+        if decoded > 0 {
+            self.queued.fetch_add(decoded, Ordering::Relaxed);
+            self.changes.fetch_add(1, Ordering::Release);
+        }
+        Some(decoded)
     }
 
     /// Spin-lock discipline: the lock a handler with `key` must hold.
@@ -201,6 +292,13 @@ mod tests {
         push_message(p, &m).unwrap();
     }
 
+    fn run(n: Next) -> Entry {
+        match n {
+            Next::Run(e) => e,
+            idle => panic!("expected an entry, got {idle:?}"),
+        }
+    }
+
     #[test]
     fn pdq_hands_out_distinct_keys_and_holds_a_busy_one() {
         let (mut p, c) = ring(64);
@@ -209,15 +307,18 @@ mod tests {
             send(&mut p, SyncKey::Key(k), t);
         }
         let q = KeyedQueue::new(Discipline::Pdq, 8).unwrap();
-        let (mut a, mut b) = (codec::scratch_message(), codec::scratch_message());
         // SAFETY: only this test uses the consumer, through the queue.
         unsafe {
-            assert_eq!(q.next(&inbox, NodeId(0), None, &mut a), Some(SyncKey::Key(5)));
-            assert_eq!(a.token, 1);
-            assert_eq!(q.next(&inbox, NodeId(0), None, &mut b), Some(SyncKey::Key(6)), "key 5 is busy");
-            assert_eq!(q.next(&inbox, NodeId(0), Some(SyncKey::Key(6)), &mut b), None);
-            assert_eq!(q.next(&inbox, NodeId(0), Some(SyncKey::Key(5)), &mut a), Some(SyncKey::Key(5)));
-            assert_eq!(a.token, 2, "same key in arrival order");
+            let a = run(q.next(&inbox, NodeId(0), None));
+            assert_eq!((a.key, q.message(a).token), (SyncKey::Key(5), 1));
+            let b = run(q.next(&inbox, NodeId(0), None));
+            assert_eq!(b.key, SyncKey::Key(6), "key 5 is busy");
+            let idle = q.next(&inbox, NodeId(0), Some(b));
+            assert_eq!(idle, Next::Idle { changes: q.changes(), full: false }, "key 5 still busy");
+            assert!(!idle.worth_retrying(&q, || false));
+            let a2 = run(q.next(&inbox, NodeId(0), Some(a)));
+            assert_eq!(q.message(a2).token, 2, "same key in arrival order");
+            q.complete(a2);
         }
         assert_eq!(q.queued(), 0);
     }
@@ -230,17 +331,85 @@ mod tests {
             send(&mut p, SyncKey::Key(1), t);
         }
         let q = KeyedQueue::new(Discipline::Pdq, 4).unwrap();
-        let mut m = codec::scratch_message();
         // SAFETY: as above.
         unsafe {
-            assert!(q.next(&inbox, NodeId(0), None, &mut m).is_some());
+            let e = run(q.next(&inbox, NodeId(0), None));
+            assert_eq!(q.queued(), 3, "four decoded, one taken; six wait in the ring");
+            assert_eq!(q.next(&inbox, NodeId(0), None), Next::Idle { changes: q.changes(), full: true });
+            q.complete(e);
         }
-        assert_eq!(q.queued(), 3, "four decoded, one taken; six wait in the ring");
     }
 
     #[test]
     fn static_partitioning_is_not_native() {
         let e = KeyedQueue::new(Discipline::Static, 8).err().unwrap().to_string();
         assert!(e.contains("simulated only"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod concurrency_tests {
+    use super::*;
+    use crate::codec::{push_message, Outgoing};
+    use crate::ring::ring;
+    use finegrain_core::{HandlerId, MsgKind, ThreadId};
+    use std::sync::atomic::AtomicU64;
+
+    struct Inbox(Box<[UnsafeCell<Consumer>]>);
+    // SAFETY: consumers are used only through the queue.
+    unsafe impl Sync for Inbox {}
+
+    impl Inbox {
+        fn rings(&self) -> &[UnsafeCell<Consumer>] {
+            &self.0
+        }
+    }
+
+    #[test]
+    fn every_entry_is_handed_out_once_across_threads() {
+        const N: u64 = 20_000;
+        let (mut producers, consumers): (Vec<_>, Vec<_>) = (0..4).map(|_| ring(8192)).unzip();
+        for t in 0..N {
+            let m = Outgoing {
+                kind: MsgKind::Request,
+                handler: HandlerId(0),
+                src_node: NodeId(1),
+                src_thread: ThreadId(0),
+                token: t,
+                key: SyncKey::Key(t % 13),
+                args: &[t],
+                payload: &[],
+            };
+            push_message(&mut producers[(t % 4) as usize], &m).unwrap();
+        }
+        let inbox = Inbox(consumers.into_iter().map(UnsafeCell::new).collect());
+        let q = KeyedQueue::new(Discipline::Pdq, 16).unwrap();
+        let seen: Vec<AtomicU64> = (0..N).map(|_| AtomicU64::new(0)).collect();
+        let handled = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    let mut done = None;
+                    while handled.load(Ordering::Relaxed) < N {
+                        // SAFETY: consumers used only through the queue.
+                        match unsafe { q.next(inbox.rings(), NodeId(0), done.take()) } {
+                            Next::Run(e) => {
+                                let t = q.message(e).token;
+                                seen[t as usize].fetch_add(1, Ordering::Relaxed);
+                                handled.fetch_add(1, Ordering::Relaxed);
+                                done = Some(e);
+                            }
+                            Next::Idle { .. } => std::hint::spin_loop(),
+                        }
+                    }
+                    if let Some(e) = done {
+                        q.complete(e);
+                    }
+                });
+            }
+        });
+        let dups: Vec<(u64, u64)> =
+            (0..N).map(|t| (t, seen[t as usize].load(Ordering::Relaxed))).filter(|p| p.1 != 1).take(8).collect();
+        assert!(dups.is_empty(), "tokens not handed out exactly once: {dups:?}");
     }
 }

@@ -14,6 +14,7 @@ pub mod interrupt;
 mod keyed;
 pub mod ring;
 mod runtime;
+mod spin;
 pub mod stats;
 
 pub use config::RtConfig;

@@ -28,7 +28,7 @@ use crate::clock::Stamp;
 use crate::codec::{self, Outgoing, MAX_PAYLOAD};
 use crate::config::RtConfig;
 use crate::interrupt;
-use crate::keyed::KeyedQueue;
+use crate::keyed::{KeyedQueue, Next};
 use crate::ring::{self, Consumer, Peeker, Producer};
 use crate::stats::{RtStats, ThreadStats, ThreadTimes};
 use crossbeam_utils::CachePadded;
@@ -187,6 +187,9 @@ pub(crate) struct ThreadCtx {
     owns_role: bool,
     /// Messages waiting in the overflow queues (skip them when zero).
     spilled: Cell<usize>,
+    /// What the keyed queue answered when this thread last found nothing
+    /// to run there.
+    keyed_idle: Cell<Next>,
     /// Set while the thread runs runtime code that an interrupt must not
     /// re-enter.
     pub(crate) in_runtime: AtomicBool,
@@ -392,25 +395,32 @@ impl ThreadCtx {
             self.flush_spill();
         }
         let node = self.node();
-        // SAFETY: the scratch message is this thread's, and handlers cannot
-        // re-enter dispatch (interrupts run only outside runtime code).
-        let scratch = unsafe { &mut *self.scratch.get() };
+        if !self.keyed_idle.get().worth_retrying(keyed, || node.any_ready()) {
+            return 0; // nothing changed since this thread last found nothing
+        }
         let mut done = None;
         let mut handled = 0;
-        // SAFETY: the consumers are touched only through the keyed queue.
-        while let Some(key) = unsafe { keyed.next(&node.inbox, NodeId(node.id), done.take(), scratch) } {
+        loop {
+            // SAFETY: the consumers are touched only through the keyed queue.
+            let e = match unsafe { keyed.next(&node.inbox, NodeId(node.id), done.take()) } {
+                Next::Run(e) => e,
+                idle => {
+                    self.keyed_idle.set(idle);
+                    break;
+                }
+            };
             {
-                let _held = keyed.key_lock(key);
-                self.handle(scratch);
+                let _held = keyed.key_lock(e.key);
+                self.handle(keyed.message(e));
             }
-            done = Some(key);
+            done = Some(e);
             handled += 1;
             if self.cluster.failed() {
                 break;
             }
         }
-        if let Some(key) = done {
-            keyed.complete(key);
+        if let Some(e) = done {
+            keyed.complete(e);
         }
         handled
     }
@@ -1242,6 +1252,7 @@ fn make_ctx(cluster: &Arc<Cluster>, producers: Vec<Producer>, node: u32, local: 
         next_token: Cell::new(0),
         owns_role,
         spilled: Cell::new(0),
+        keyed_idle: Cell::new(Next::Idle { changes: u64::MAX, full: false }),
         in_runtime: AtomicBool::new(false),
         interruptible: AtomicBool::new(false),
         irq_pending: AtomicBool::new(false),
