@@ -18,6 +18,31 @@
 
 use crate::message::SyncKey;
 use std::collections::{HashSet, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Hashes a key with one multiply (Fibonacci hashing): keys are integers
+/// chosen by the application, the set is probed on every dispatch, and
+/// SipHash's protection against crafted keys buys nothing here.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, k: u64) {
+        self.0 = (self.0 ^ k).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type KeySet = HashSet<u64, BuildHasherDefault<KeyHasher>>;
 
 /// One queued entry.
 #[derive(Clone, Debug)]
@@ -51,7 +76,7 @@ pub struct Pdq<E> {
     window: usize,
     /// Keys with an entry in service (membership only, never iterated, so
     /// the hash order cannot leak into results).
-    busy: HashSet<u64>,
+    busy: KeySet,
     nosync: usize,
     sequential: bool,
     next_seq: u64,
@@ -63,7 +88,7 @@ impl<E> Pdq<E> {
         Pdq {
             queue: VecDeque::new(),
             window: window.max(1),
-            busy: HashSet::new(),
+            busy: KeySet::default(),
             nosync: 0,
             sequential: false,
             next_seq: 0,

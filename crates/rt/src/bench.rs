@@ -436,7 +436,7 @@ fn fetch_add_handler(words: &[CachePadded<AtomicU64>], m: &finegrain_core::Messa
 /// `keys` words, rounds interleaved so the three see the same machine.
 pub fn keyed_dispatch(keys: u64, work: u32, effort: Effort) -> Result<KeyedRow, String> {
     use crate::codec::{push_message, Outgoing};
-    use crate::keyed::{KeyedQueue, Next};
+    use crate::keyed::{Batch, Idle, KeyedQueue};
     use finegrain_core::{Discipline, HandlerId, MsgKind, SyncKey, ThreadId};
     crate::clock::calibrate();
     let per_round = effort.per_round.max(BENCH_SENDERS as u64);
@@ -489,25 +489,27 @@ pub fn keyed_dispatch(keys: u64, work: u32, effort: Effort) -> Result<KeyedRow, 
                             i = (i + 1) % BENCH_SENDERS;
                         }
                     } else {
-                        let mut last = Next::Idle { changes: u64::MAX, full: false };
-                        let mut done = None;
+                        let mut last = Idle::NEVER;
+                        let mut batch = Batch::default();
                         while handled.load(Ordering::Relaxed) < per_round {
                             if !last.worth_retrying(queue, || peek.iter().any(|p| p.ready())) {
                                 std::hint::spin_loop();
                                 continue;
                             }
                             // SAFETY: the consumers are used only through the queue.
-                            last = unsafe { queue.next(&inbox.0, NodeId(0), done.take()) };
-                            if let Next::Run(e) = last {
-                                let _held = queue.key_lock(e.key);
-                                fetch_add_handler(words, queue.message(e), work);
-                                done = Some(e);
-                                handled.fetch_add(1, Ordering::Relaxed);
+                            match unsafe { queue.next(&inbox.0, NodeId(0), &mut batch) } {
+                                Ok(()) => {
+                                    for &e in batch.entries() {
+                                        let _held = queue.key_lock(e.key);
+                                        fetch_add_handler(words, queue.message(e), work);
+                                    }
+                                    handled.fetch_add(batch.entries().len() as u64, Ordering::Relaxed);
+                                    last = Idle::NEVER;
+                                }
+                                Err(idle) => last = idle,
                             }
                         }
-                        if let Some(e) = done {
-                            queue.complete(e);
-                        }
+                        queue.complete(&mut batch);
                     }
                     fin.store(Stamp::now().ticks(), Ordering::Relaxed);
                 });

@@ -40,6 +40,12 @@ const INGEST_BATCH: usize = 8;
 /// equal modulo this.
 pub const KEY_LOCKS: usize = 4096;
 
+/// Entries a thread takes per visit to the dispatch lock, at most: every
+/// visit moves the queue's lines to the visitor's core, which costs about
+/// as much as a small handler, so it pays to take several dispatchable
+/// entries at once (all may be in service together under PDQ's rules).
+pub const BATCH: usize = 4;
+
 /// An entry handed to a serving thread: its key and pool buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Entry {
@@ -47,26 +53,42 @@ pub(crate) struct Entry {
     slot: u32,
 }
 
-/// What a serving thread gets from the queue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Next {
-    /// Run this entry ([`KeyedQueue::message`]), then hand it back as `done`.
-    Run(Entry),
-    /// Nothing may run; `changes` is the queue's change count then, and
-    /// `full` says the window was full, so messages waiting in the rings
-    /// cannot help until an entry leaves it.
-    Idle { changes: u64, full: bool },
+/// The entries a thread holds: taken together, given back together.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Batch {
+    entries: [Entry; BATCH],
+    len: usize,
 }
 
-impl Next {
-    /// Whether looking again could find something, for a thread that got
-    /// this answer: the queue changed since, or (unless the window was full)
-    /// a ring has a message.
+impl Default for Batch {
+    fn default() -> Batch {
+        Batch { entries: [Entry { key: SyncKey::NoSync, slot: 0 }; BATCH], len: 0 }
+    }
+}
+
+impl Batch {
+    pub(crate) fn entries(&self) -> &[Entry] {
+        &self.entries[..self.len]
+    }
+}
+
+/// Nothing could run: the queue's change count then, and whether the
+/// window was (nearly) full, so messages waiting in the rings are not worth
+/// a visit until entries leave it (which changes the count).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Idle {
+    pub changes: u64,
+    pub full: bool,
+}
+
+impl Idle {
+    /// Never idle: the first look always goes to the queue.
+    pub(crate) const NEVER: Idle = Idle { changes: u64::MAX, full: false };
+
+    /// Whether looking again could find something: the queue changed
+    /// since, or (unless the window was full) a ring has a message.
     pub(crate) fn worth_retrying(&self, queue: &KeyedQueue, rings_ready: impl FnOnce() -> bool) -> bool {
-        match *self {
-            Next::Run(_) => true,
-            Next::Idle { changes, full } => queue.changes() != changes || (!full && rings_ready()),
-        }
+        queue.changes() != self.changes || (!self.full && rings_ready())
     }
 }
 
@@ -83,11 +105,15 @@ pub(crate) struct KeyedQueue {
     pool: Box<[UnsafeCell<Message>]>,
     /// Entries decoded and not yet taken (a hint read without a lock).
     queued: CachePadded<AtomicUsize>,
-    /// Bumped whenever an entry may have become dispatchable (a key freed,
-    /// entries queued). A thread that found nothing to run at one value
-    /// need not look again until it changes or the rings fill.
+    /// Bumped when a visit to the queue leaves entries that may run behind
+    /// (a key freed or entries queued that the visitor did not take). A
+    /// thread that found nothing to run at one value need not look again
+    /// until it changes or the rings fill; a thread that finishes a key and
+    /// takes that key's next entry itself leaves the others undisturbed.
     changes: CachePadded<AtomicU64>,
     locks: Box<[CachePadded<Mutex<()>>]>,
+    /// Free buffers that count as room in the window (a batch's worth).
+    roomy: usize,
 }
 
 // SAFETY: a pool buffer is accessed only by its current owner (see `pool`);
@@ -102,6 +128,14 @@ struct Dispatch {
 }
 
 impl Dispatch {
+    /// Whether some queued entry may run now.
+    fn dispatchable(&mut self, discipline: Discipline) -> bool {
+        match discipline {
+            Discipline::Pdq => self.pdq.dispatchable(),
+            _ => !self.fifo.is_empty(),
+        }
+    }
+
     fn take(&mut self, discipline: Discipline) -> Option<Entry> {
         match discipline {
             Discipline::Pdq => self.pdq.dispatch().map(|d| Entry { key: d.key, slot: d.item }),
@@ -142,6 +176,7 @@ impl KeyedQueue {
             queued: CachePadded::new(AtomicUsize::new(0)),
             changes: CachePadded::new(AtomicU64::new(0)),
             locks,
+            roomy: INGEST_BATCH.min(window),
         })
     }
 
@@ -163,41 +198,77 @@ impl KeyedQueue {
         unsafe { &*self.pool[e.slot as usize].get() }
     }
 
-    /// Gives back the entry `done` (if any) and hands out the next entry
-    /// this thread may run, decoding more from the rings when nothing
-    /// queued may run.
+    /// Gives back the entries in `batch`, then fills it with up to
+    /// [`BATCH`] entries this thread may run, decoding more from the rings
+    /// when nothing queued may run. `Err` when nothing may run.
     ///
     /// # Safety
     /// `inbox` must be the consumers of this node's rings, touched by no
     /// thread except through this queue (which does so under its ingest
     /// lock).
-    pub(crate) unsafe fn next(&self, inbox: &[UnsafeCell<Consumer>], node: NodeId, mut done: Option<Entry>) -> Next {
+    pub(crate) unsafe fn next(
+        &self,
+        inbox: &[UnsafeCell<Consumer>],
+        node: NodeId,
+        batch: &mut Batch,
+    ) -> Result<(), Idle> {
         loop {
             let mut d = self.dispatch.lock();
-            if let Some(e) = done.take() {
+            for &e in batch.entries() {
                 self.finish(&mut d, e);
             }
-            if let Some(e) = d.take(self.discipline) {
-                self.queued.fetch_sub(1, Ordering::Relaxed);
-                return Next::Run(e);
+            batch.len = 0;
+            if self.fill(&mut d, batch) {
+                return Ok(());
             }
             let changes = self.changes.load(Ordering::Relaxed);
+            let full = d.free.len() < self.roomy;
             if d.free.is_empty() {
-                return Next::Idle { changes, full: true };
+                return Err(Idle { changes, full });
             }
             drop(d);
             // SAFETY: forwarded from the caller.
-            match unsafe { self.ingest(inbox, node) } {
-                Some(0) | None => return Next::Idle { changes, full: false },
-                Some(_) => {} // look again: something was queued
+            match unsafe { self.ingest(inbox, node, batch) } {
+                Some(0) | None => return Err(Idle { changes, full }),
+                Some(_) if batch.len > 0 => return Ok(()),
+                Some(_) => {} // queued entries another thread blocks: look again
             }
         }
     }
 
-    /// Gives an entry back without taking another.
-    pub(crate) fn complete(&self, e: Entry) {
+    /// Gives back the entries in `batch` without taking others.
+    pub(crate) fn complete(&self, batch: &mut Batch) {
+        if batch.len == 0 {
+            return;
+        }
         let mut d = self.dispatch.lock();
-        self.finish(&mut d, e);
+        for &e in batch.entries() {
+            self.finish(&mut d, e);
+        }
+        batch.len = 0;
+        self.signal_leftovers(&mut d);
+    }
+
+    /// Takes up to a batch of entries that may run into `batch`; true if
+    /// any. The caller holds the dispatch lock (`d`).
+    fn fill(&self, d: &mut Dispatch, batch: &mut Batch) -> bool {
+        while batch.len < BATCH {
+            let Some(e) = d.take(self.discipline) else { break };
+            batch.entries[batch.len] = e;
+            batch.len += 1;
+        }
+        if batch.len > 0 {
+            self.queued.fetch_sub(batch.len, Ordering::Relaxed);
+        }
+        self.signal_leftovers(d);
+        batch.len > 0
+    }
+
+    /// Tells idle threads when something may run that this visitor left.
+    fn signal_leftovers(&self, d: &mut Dispatch) {
+        if d.dispatchable(self.discipline) {
+            self.changes.fetch_add(1, Ordering::Release);
+        }
     }
 
     fn finish(&self, d: &mut Dispatch, e: Entry) {
@@ -205,16 +276,24 @@ impl KeyedQueue {
             d.pdq.complete(e.key);
         }
         d.free.push(e.slot);
-        self.changes.fetch_add(1, Ordering::Release);
+        if d.free.len() == self.roomy {
+            // Room for a batch again: threads that saw the window full may
+            // now decode what waits in the rings. (Not at every free buffer:
+            // one thread finishing entries one by one would otherwise send
+            // the others to decode one message each.)
+            self.changes.fetch_add(1, Ordering::Release);
+        }
     }
 
     /// Decodes up to a batch of messages from the rings into free buffers
-    /// and queues them, round-robin over the rings. Returns how many, or
-    /// None if another thread is ingesting.
+    /// and queues them, round-robin over the rings, then takes what may run
+    /// into the (empty) `batch` in the same visit, so the thread that did
+    /// the work gets it first. Returns how many it queued, or None if
+    /// another thread is ingesting.
     ///
     /// # Safety
     /// As for [`KeyedQueue::next`].
-    unsafe fn ingest(&self, inbox: &[UnsafeCell<Consumer>], node: NodeId) -> Option<usize> {
+    unsafe fn ingest(&self, inbox: &[UnsafeCell<Consumer>], node: NodeId, batch: &mut Batch) -> Option<usize> {
         let mut next_ring = self.ingest.try_lock()?;
         let mut slots = [0u32; INGEST_BATCH];
         let reserved = {
@@ -258,7 +337,7 @@ impl KeyedQueue {
         }
         if decoded > 0 {
             self.queued.fetch_add(decoded, Ordering::Relaxed);
-            self.changes.fetch_add(1, Ordering::Release);
+            self.fill(&mut d, batch);
         }
         Some(decoded)
     }
@@ -292,13 +371,6 @@ mod tests {
         push_message(p, &m).unwrap();
     }
 
-    fn run(n: Next) -> Entry {
-        match n {
-            Next::Run(e) => e,
-            idle => panic!("expected an entry, got {idle:?}"),
-        }
-    }
-
     #[test]
     fn pdq_hands_out_distinct_keys_and_holds_a_busy_one() {
         let (mut p, c) = ring(64);
@@ -307,18 +379,21 @@ mod tests {
             send(&mut p, SyncKey::Key(k), t);
         }
         let q = KeyedQueue::new(Discipline::Pdq, 8).unwrap();
+        let mut a = Batch::default();
+        let mut b = Batch::default();
         // SAFETY: only this test uses the consumer, through the queue.
         unsafe {
-            let a = run(q.next(&inbox, NodeId(0), None));
-            assert_eq!((a.key, q.message(a).token), (SyncKey::Key(5), 1));
-            let b = run(q.next(&inbox, NodeId(0), None));
-            assert_eq!(b.key, SyncKey::Key(6), "key 5 is busy");
-            let idle = q.next(&inbox, NodeId(0), Some(b));
-            assert_eq!(idle, Next::Idle { changes: q.changes(), full: false }, "key 5 still busy");
+            q.next(&inbox, NodeId(0), &mut a).unwrap();
+            let keys: Vec<SyncKey> = a.entries().iter().map(|e| e.key).collect();
+            assert_eq!(keys, [SyncKey::Key(5), SyncKey::Key(6)], "the second key-5 entry waits");
+            assert_eq!(q.message(a.entries()[0]).token, 1);
+            let idle = q.next(&inbox, NodeId(0), &mut b).unwrap_err();
+            assert_eq!(idle.changes, q.changes());
             assert!(!idle.worth_retrying(&q, || false));
-            let a2 = run(q.next(&inbox, NodeId(0), Some(a)));
-            assert_eq!(q.message(a2).token, 2, "same key in arrival order");
-            q.complete(a2);
+            q.next(&inbox, NodeId(0), &mut a).unwrap();
+            assert_eq!(a.entries().len(), 1);
+            assert_eq!(q.message(a.entries()[0]).token, 2, "same key in arrival order");
+            q.complete(&mut a);
         }
         assert_eq!(q.queued(), 0);
     }
@@ -331,12 +406,14 @@ mod tests {
             send(&mut p, SyncKey::Key(1), t);
         }
         let q = KeyedQueue::new(Discipline::Pdq, 4).unwrap();
+        let mut a = Batch::default();
         // SAFETY: as above.
         unsafe {
-            let e = run(q.next(&inbox, NodeId(0), None));
+            q.next(&inbox, NodeId(0), &mut a).unwrap();
             assert_eq!(q.queued(), 3, "four decoded, one taken; six wait in the ring");
-            assert_eq!(q.next(&inbox, NodeId(0), None), Next::Idle { changes: q.changes(), full: true });
-            q.complete(e);
+            let mut b = Batch::default();
+            assert_eq!(q.next(&inbox, NodeId(0), &mut b), Err(Idle { changes: q.changes(), full: true }));
+            q.complete(&mut a);
         }
     }
 
@@ -389,22 +466,21 @@ mod concurrency_tests {
         std::thread::scope(|s| {
             for _ in 0..3 {
                 s.spawn(|| {
-                    let mut done = None;
+                    let mut batch = Batch::default();
                     while handled.load(Ordering::Relaxed) < N {
                         // SAFETY: consumers used only through the queue.
-                        match unsafe { q.next(inbox.rings(), NodeId(0), done.take()) } {
-                            Next::Run(e) => {
-                                let t = q.message(e).token;
-                                seen[t as usize].fetch_add(1, Ordering::Relaxed);
-                                handled.fetch_add(1, Ordering::Relaxed);
-                                done = Some(e);
+                        match unsafe { q.next(inbox.rings(), NodeId(0), &mut batch) } {
+                            Ok(()) => {
+                                for &e in batch.entries() {
+                                    let t = q.message(e).token;
+                                    seen[t as usize].fetch_add(1, Ordering::Relaxed);
+                                    handled.fetch_add(1, Ordering::Relaxed);
+                                }
                             }
-                            Next::Idle { .. } => std::hint::spin_loop(),
+                            Err(_) => std::hint::spin_loop(),
                         }
                     }
-                    if let Some(e) = done {
-                        q.complete(e);
-                    }
+                    q.complete(&mut batch);
                 });
             }
         });

@@ -28,7 +28,7 @@ use crate::clock::Stamp;
 use crate::codec::{self, Outgoing, MAX_PAYLOAD};
 use crate::config::RtConfig;
 use crate::interrupt;
-use crate::keyed::{KeyedQueue, Next};
+use crate::keyed::{Batch, Idle, KeyedQueue};
 use crate::ring::{self, Consumer, Peeker, Producer};
 use crate::stats::{RtStats, ThreadStats, ThreadTimes};
 use crossbeam_utils::CachePadded;
@@ -189,7 +189,7 @@ pub(crate) struct ThreadCtx {
     spilled: Cell<usize>,
     /// What the keyed queue answered when this thread last found nothing
     /// to run there.
-    keyed_idle: Cell<Next>,
+    keyed_idle: Cell<Idle>,
     /// Set while the thread runs runtime code that an interrupt must not
     /// re-enter.
     pub(crate) in_runtime: AtomicBool,
@@ -398,29 +398,27 @@ impl ThreadCtx {
         if !self.keyed_idle.get().worth_retrying(keyed, || node.any_ready()) {
             return 0; // nothing changed since this thread last found nothing
         }
-        let mut done = None;
+        let mut batch = Batch::default();
         let mut handled = 0;
         loop {
             // SAFETY: the consumers are touched only through the keyed queue.
-            let e = match unsafe { keyed.next(&node.inbox, NodeId(node.id), done.take()) } {
-                Next::Run(e) => e,
-                idle => {
+            match unsafe { keyed.next(&node.inbox, NodeId(node.id), &mut batch) } {
+                Ok(()) => {
+                    for &e in batch.entries() {
+                        let _held = keyed.key_lock(e.key);
+                        self.handle(keyed.message(e));
+                        handled += 1;
+                    }
+                    if self.cluster.failed() {
+                        keyed.complete(&mut batch);
+                        break;
+                    }
+                }
+                Err(idle) => {
                     self.keyed_idle.set(idle);
                     break;
                 }
-            };
-            {
-                let _held = keyed.key_lock(e.key);
-                self.handle(keyed.message(e));
             }
-            done = Some(e);
-            handled += 1;
-            if self.cluster.failed() {
-                break;
-            }
-        }
-        if let Some(e) = done {
-            keyed.complete(e);
         }
         handled
     }
@@ -1252,7 +1250,7 @@ fn make_ctx(cluster: &Arc<Cluster>, producers: Vec<Producer>, node: u32, local: 
         next_token: Cell::new(0),
         owns_role,
         spilled: Cell::new(0),
-        keyed_idle: Cell::new(Next::Idle { changes: u64::MAX, full: false }),
+        keyed_idle: Cell::new(Idle::NEVER),
         in_runtime: AtomicBool::new(false),
         interruptible: AtomicBool::new(false),
         irq_pending: AtomicBool::new(false),
