@@ -290,4 +290,16 @@ fn native_benchmarks_print_their_comparison() {
             assert!(r[k].is_null() || r[k].as_f64().unwrap() > 0.0, "{k}");
         }
     }
+    let f = d.join("pdq.json");
+    let out = finegrain(&["bench", "pdq", "--quick", "--json", f.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("PDQ") && text.contains("mutex per key"), "{text}");
+    let rows: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 6, "two handler costs x three key counts");
+    for r in rows {
+        for k in ["pdq_per_s", "mutex_per_key_per_s", "single_dispatcher_per_s"] {
+            assert!(r[k].as_f64().unwrap() > 0.0, "{k}");
+        }
+    }
 }
