@@ -838,6 +838,46 @@ fn throughput_table(grid: &Grid, records: &[RunRecord]) -> String {
     markdown_table(&h, &rows)
 }
 
+/// Per-request cost at the home for embedded and SMP processors: what
+/// makes one kind scale differently from the other.
+fn occupancy_table(grid: &Grid, records: &[RunRecord]) -> String {
+    let v = View { records };
+    let mut rows = Vec::new();
+    for kind in [Kind::Embedded, Kind::Smp].into_iter().filter(|k| grid.kinds.contains(k)) {
+        for &k in &grid.protocol_procs {
+            let Some(r) = v.get(kind, Discipline::Pdq, k, grid.most_keys(), UNIFORM) else { continue };
+            let home = &r.stats.nodes[0];
+            let requests = r.home.requests.max(1) as f64;
+            let handler: u64 = home.procs.iter().map(|p| p.cycles.handler).sum();
+            let migration: u64 = home.procs.iter().map(|p| p.misses.migration).sum();
+            let end = home.last_handler_end.max(1) as f64;
+            rows.push(vec![
+                kind.label().to_string(),
+                k.to_string(),
+                f2(r.throughput()),
+                format!("{:.0}", handler as f64 / requests),
+                format!("{:.1}", r.home.bus_transactions_per_request),
+                format!("{:.2}", home.bus.busy_cycles as f64 / end),
+                format!("{:.1}", home.bus.wait_cycles as f64 / home.bus.transactions.max(1) as f64),
+                format!("{:.2}", migration as f64 / requests),
+            ]);
+        }
+    }
+    markdown_table(
+        &[
+            "kind",
+            "PPs",
+            "requests per us",
+            "PP cycles per request",
+            "bus transactions per request",
+            "bus utilization",
+            "bus wait per transaction",
+            "migration misses per request",
+        ],
+        &rows,
+    )
+}
+
 #[allow(clippy::too_many_arguments)]
 fn render_report(
     exp: &Experiment,
@@ -901,6 +941,8 @@ fn render_report(
         ]);
     }
     s += &markdown_table(&["sequential share", "requests per us", "mean queue delay", "p99 queue delay"], &rows);
+    let _ = writeln!(s, "\n## Where protocol-processor time goes (PDQ, {} uniform keys)\n", grid.most_keys());
+    s += &occupancy_table(grid, records);
     let _ = writeln!(s, "\n## Figures\n");
     for (f, caption) in figures {
         let _ = writeln!(s, "- [{caption}]({f})");
