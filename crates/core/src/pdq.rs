@@ -80,6 +80,10 @@ pub struct Pdq<E> {
     nosync: usize,
     sequential: bool,
     next_seq: u64,
+    /// The last search found nothing and nothing it depends on has changed
+    /// since: protocol processors ask again and again while the queue is
+    /// blocked, and each failed search costs a pass over the window.
+    blocked: bool,
 }
 
 impl<E> Pdq<E> {
@@ -92,6 +96,7 @@ impl<E> Pdq<E> {
             nosync: 0,
             sequential: false,
             next_seq: 0,
+            blocked: false,
         }
     }
 
@@ -102,6 +107,8 @@ impl<E> Pdq<E> {
     pub fn enqueue(&mut self, key: SyncKey, item: E) {
         let seq = self.next_seq;
         self.next_seq += 1;
+        // An entry beyond the window cannot change the search's answer.
+        self.blocked &= self.queue.len() >= self.window;
         self.queue.push_back(Queued { key, seq, item });
     }
 
@@ -126,10 +133,19 @@ impl<E> Pdq<E> {
     /// Position (within the window) of the oldest entry that may be
     /// dispatched now.
     fn find(&mut self) -> Option<usize> {
-        if self.sequential {
+        if self.sequential || self.blocked {
             return None;
         }
+        let found = self.search();
+        self.blocked = found.is_none();
+        found
+    }
+
+    fn search(&self) -> Option<usize> {
         let idle = self.busy.is_empty() && self.nosync == 0;
+        // Runs of one busy key (one hot word, a block's burst of requests)
+        // are skipped without probing the set again.
+        let mut last_busy = None;
         for (i, e) in self.queue.iter().take(self.window).enumerate() {
             match e.key {
                 SyncKey::Sequential => {
@@ -140,8 +156,9 @@ impl<E> Pdq<E> {
                 // An older entry with the same key is either dispatchable
                 // (and found first) or waiting for its key, so a busy check
                 // alone keeps each key's entries in arrival order.
+                SyncKey::Key(k) if last_busy == Some(k) => {}
                 SyncKey::Key(k) if !self.busy.contains(&k) => return Some(i),
-                SyncKey::Key(_) => {}
+                SyncKey::Key(k) => last_busy = Some(k),
             }
         }
         None
@@ -168,6 +185,7 @@ impl<E> Pdq<E> {
 
     /// The handler of a dispatched entry with `key` finished.
     pub fn complete(&mut self, key: SyncKey) {
+        self.blocked = false;
         match key {
             SyncKey::Key(k) => {
                 let was = self.busy.remove(&k);

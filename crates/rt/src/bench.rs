@@ -469,13 +469,18 @@ pub fn keyed_dispatch(keys: u64, work: u32, effort: Effort) -> Result<KeyedRow, 
         let threads = if v == Variant::Single { 1 } else { 2 };
         let barrier = std::sync::Barrier::new(threads + 1);
         let finish: Vec<AtomicU64> = (0..threads).map(|_| AtomicU64::new(0)).collect();
-        let start = std::thread::scope(|s| {
-            for (t, fin) in finish.iter().enumerate() {
+        // Each worker stamps its own start after the barrier: the spawning
+        // thread is not pinned and may be descheduled between the barrier
+        // and its stamp, which would shorten the measured interval.
+        let begin: Vec<AtomicU64> = (0..threads).map(|_| AtomicU64::new(u64::MAX)).collect();
+        std::thread::scope(|s| {
+            for (t, (fin, beg)) in finish.iter().zip(&begin).enumerate() {
                 let (queue, handled, barrier, inbox, peek, words) = (&queue, &handled, &barrier, &inbox, &peek, &words);
                 s.spawn(move || {
                     pin(t);
                     let mut scratch = crate::codec::scratch_message();
                     barrier.wait();
+                    beg.store(Stamp::now().ticks(), Ordering::Relaxed);
                     if v == Variant::Single {
                         // The serial runtime's drain: rings round-robin, no lock.
                         let mut i = 0;
@@ -515,8 +520,8 @@ pub fn keyed_dispatch(keys: u64, work: u32, effort: Effort) -> Result<KeyedRow, 
                 });
             }
             barrier.wait();
-            Stamp::now().ticks()
         });
+        let start = begin.iter().map(|b| b.load(Ordering::Relaxed)).min().unwrap_or(0);
         let end = finish.iter().map(|f| f.load(Ordering::Relaxed)).max().unwrap_or(start);
         let ns = Stamp::from_ticks(end).since(Stamp::from_ticks(start)).max(1);
         per_round as f64 * 1e9 / ns as f64

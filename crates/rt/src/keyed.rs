@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 /// Messages decoded per ingest, at most.
-const INGEST_BATCH: usize = 8;
+const INGEST_BATCH: usize = 16;
 
 /// Key locks of the spin-lock discipline: keys share a lock when they are
 /// equal modulo this.
@@ -44,7 +44,7 @@ pub const KEY_LOCKS: usize = 4096;
 /// visit moves the queue's lines to the visitor's core, which costs about
 /// as much as a small handler, so it pays to take several dispatchable
 /// entries at once (all may be in service together under PDQ's rules).
-pub const BATCH: usize = 4;
+pub const BATCH: usize = 8;
 
 /// An entry handed to a serving thread: its key and pool buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,23 +72,23 @@ impl Batch {
     }
 }
 
-/// Nothing could run: the queue's change count then, and whether the
-/// window was (nearly) full, so messages waiting in the rings are not worth
-/// a visit until entries leave it (which changes the count).
+/// Nothing could run: the queue's change count then.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Idle {
     pub changes: u64,
-    pub full: bool,
 }
 
 impl Idle {
     /// Never idle: the first look always goes to the queue.
-    pub(crate) const NEVER: Idle = Idle { changes: u64::MAX, full: false };
+    pub(crate) const NEVER: Idle = Idle { changes: u64::MAX };
 
-    /// Whether looking again could find something: the queue changed
-    /// since, or (unless the window was full) a ring has a message.
+    /// Whether looking again could find something: the queue left entries
+    /// that may run since, or nobody is serving and a ring has a message.
+    /// (While some thread holds entries it decodes what the rings bring
+    /// when it comes back, and signals what it leaves: a second thread
+    /// decoding meanwhile would only drag the queue's lines between cores.)
     pub(crate) fn worth_retrying(&self, queue: &KeyedQueue, rings_ready: impl FnOnce() -> bool) -> bool {
-        queue.changes() != self.changes || (!self.full && rings_ready())
+        queue.changes() != self.changes || (queue.in_service.load(Ordering::Relaxed) == 0 && rings_ready())
     }
 }
 
@@ -112,8 +112,8 @@ pub(crate) struct KeyedQueue {
     /// takes that key's next entry itself leaves the others undisturbed.
     changes: CachePadded<AtomicU64>,
     locks: Box<[CachePadded<Mutex<()>>]>,
-    /// Free buffers that count as room in the window (a batch's worth).
-    roomy: usize,
+    /// Entries handed out and not yet given back.
+    in_service: CachePadded<AtomicUsize>,
 }
 
 // SAFETY: a pool buffer is accessed only by its current owner (see `pool`);
@@ -176,7 +176,7 @@ impl KeyedQueue {
             queued: CachePadded::new(AtomicUsize::new(0)),
             changes: CachePadded::new(AtomicU64::new(0)),
             locks,
-            roomy: INGEST_BATCH.min(window),
+            in_service: CachePadded::new(AtomicUsize::new(0)),
         })
     }
 
@@ -214,22 +214,27 @@ impl KeyedQueue {
     ) -> Result<(), Idle> {
         loop {
             let mut d = self.dispatch.lock();
+            let returned = batch.len;
             for &e in batch.entries() {
                 self.finish(&mut d, e);
             }
             batch.len = 0;
-            if self.fill(&mut d, batch) {
+            // Counted down after the refill: a thread going straight from
+            // one entry to the next never shows an empty service count, which
+            // would send idle threads to the rings for nothing.
+            let refilled = self.fill(&mut d, batch);
+            self.in_service.fetch_sub(returned, Ordering::Relaxed);
+            if refilled {
                 return Ok(());
             }
             let changes = self.changes.load(Ordering::Relaxed);
-            let full = d.free.len() < self.roomy;
             if d.free.is_empty() {
-                return Err(Idle { changes, full });
+                return Err(Idle { changes });
             }
             drop(d);
             // SAFETY: forwarded from the caller.
             match unsafe { self.ingest(inbox, node, batch) } {
-                Some(0) | None => return Err(Idle { changes, full }),
+                Some(0) | None => return Err(Idle { changes }),
                 Some(_) if batch.len > 0 => return Ok(()),
                 Some(_) => {} // queued entries another thread blocks: look again
             }
@@ -245,6 +250,7 @@ impl KeyedQueue {
         for &e in batch.entries() {
             self.finish(&mut d, e);
         }
+        self.in_service.fetch_sub(batch.len, Ordering::Relaxed);
         batch.len = 0;
         self.signal_leftovers(&mut d);
     }
@@ -259,6 +265,7 @@ impl KeyedQueue {
         }
         if batch.len > 0 {
             self.queued.fetch_sub(batch.len, Ordering::Relaxed);
+            self.in_service.fetch_add(batch.len, Ordering::Relaxed);
         }
         self.signal_leftovers(d);
         batch.len > 0
@@ -276,13 +283,6 @@ impl KeyedQueue {
             d.pdq.complete(e.key);
         }
         d.free.push(e.slot);
-        if d.free.len() == self.roomy {
-            // Room for a batch again: threads that saw the window full may
-            // now decode what waits in the rings. (Not at every free buffer:
-            // one thread finishing entries one by one would otherwise send
-            // the others to decode one message each.)
-            self.changes.fetch_add(1, Ordering::Release);
-        }
     }
 
     /// Decodes up to a batch of messages from the rings into free buffers
@@ -412,7 +412,7 @@ mod tests {
             q.next(&inbox, NodeId(0), &mut a).unwrap();
             assert_eq!(q.queued(), 3, "four decoded, one taken; six wait in the ring");
             let mut b = Batch::default();
-            assert_eq!(q.next(&inbox, NodeId(0), &mut b), Err(Idle { changes: q.changes(), full: true }));
+            assert_eq!(q.next(&inbox, NodeId(0), &mut b), Err(Idle { changes: q.changes() }));
             q.complete(&mut a);
         }
     }
