@@ -57,7 +57,9 @@ pub trait Proc {
         handler: HandlerId,
         args: Args,
         payload: Payload,
-    ) -> impl Future<Output = Result<Message, AmError>>;
+    ) -> impl Future<Output = Result<Message, AmError>> {
+        self.request_keyed(dst, handler, SyncKey::Sequential, args, payload)
+    }
     /// [`Proc::request`] with a synchronization key naming what the handler
     /// touches, so a parallel dispatch queue may run it beside handlers with
     /// other keys. (Replies carry `NoSync`: a reply handler touches only the

@@ -1083,10 +1083,6 @@ impl Proc for RtProc {
 
     fn charge(&self, _cycles: u64) {}
 
-    async fn request(&self, dst: NodeId, handler: HandlerId, args: Args, payload: Payload) -> Result<Message, AmError> {
-        self.request_keyed(dst, handler, SyncKey::Sequential, args, payload).await
-    }
-
     async fn request_keyed(
         &self,
         dst: NodeId,

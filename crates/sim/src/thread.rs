@@ -105,10 +105,6 @@ impl Proc for SimProc {
         self.shared.charged.set(self.shared.charged.get() + cycles);
     }
 
-    async fn request(&self, dst: NodeId, handler: HandlerId, args: Args, payload: Payload) -> Result<Message, AmError> {
-        self.request_keyed(dst, handler, SyncKey::Sequential, args, payload).await
-    }
-
     async fn request_keyed(
         &self,
         dst: NodeId,
