@@ -8,5 +8,6 @@ pub mod figures;
 pub mod native_bench;
 pub mod pdq_study;
 pub mod report;
+pub mod rerun;
 pub mod scheduling;
 pub mod sweep;

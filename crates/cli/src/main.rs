@@ -41,6 +41,16 @@ enum Command {
         #[arg(long)]
         list: bool,
     },
+    /// Regenerate one simulated run from its JSON record (a study's
+    /// runs/<id>.json or `run --json` output) and check its statistics
+    /// come out as recorded.
+    Rerun {
+        /// The run record.
+        record: PathBuf,
+        /// Write the regenerated statistics here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Measure a preset's calibration targets (Lmin) back.
     Calibrate {
         /// Preset name or path to a preset .toml file.
@@ -182,6 +192,36 @@ struct Perf {
     wall_seconds: f64,
     events_per_wall_second: f64,
     messages_per_wall_second: f64,
+}
+
+fn rerun(record: &std::path::Path, json: Option<PathBuf>) -> Result<()> {
+    let r = finegrain::rerun::rerun(record)?;
+    if let Some(path) = json {
+        let text = serde_json::to_string_pretty(&r.stats)?;
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    let c = &r.config;
+    let what = format!(
+        "{}: {} on preset {}, policy {}, {} nodes x {} processors, seed {}",
+        record.display(),
+        r.workload,
+        c.machine.name,
+        c.policy.label(),
+        c.topology.nodes,
+        c.topology.procs_per_node,
+        c.seed
+    );
+    if !r.differences.is_empty() {
+        let shown: Vec<&str> = r.differences.iter().take(5).map(String::as_str).collect();
+        bail!(
+            "{what}: statistics differ from the record in {} of {} values (the record comes from another version, or a run is not deterministic): {}",
+            r.differences.len(),
+            r.fields,
+            shown.join("; ")
+        );
+    }
+    println!("{what}: statistics identical to the record ({} values)", r.fields);
+    Ok(())
 }
 
 fn run(args: RunArgs) -> Result<()> {
@@ -452,6 +492,7 @@ fn main_inner() -> Result<()> {
             println!("report: {} ({:.1} s)", report.display(), t0.elapsed().as_secs_f64());
             Ok(())
         }
+        Command::Rerun { record, json } => rerun(&record, json),
         Command::Calibrate { preset } => calibrate(&preset),
         Command::Bench { what: BenchCommand::Pingpong { quick, json } } => {
             let rows = native_bench::pingpong(effort(quick))?;

@@ -116,6 +116,19 @@ fn runs_are_reproducible_from_their_record() {
     assert_ne!(a["stats"], c["stats"], "another seed, another run");
     assert_eq!(a["config"]["seed"], 7);
     assert_eq!(a["config"]["machine"]["name"], "hpca97", "the record holds the whole machine");
+
+    let rerun = finegrain(&["rerun", d.join("a.json").to_str().unwrap()]);
+    assert!(rerun.status.success(), "{}", String::from_utf8_lossy(&rerun.stderr));
+    assert!(String::from_utf8_lossy(&rerun.stdout).contains("statistics identical to the record"));
+    // A record whose statistics do not match its configuration is caught
+    // and the differing value named.
+    let mut tampered = a.clone();
+    tampered["stats"]["requests"] = serde_json::json!(a["stats"]["requests"].as_u64().unwrap() + 1);
+    let t = d.join("tampered.json");
+    std::fs::write(&t, serde_json::to_string(&tampered).unwrap()).unwrap();
+    assert_one_line_error(&["rerun", t.to_str().unwrap()], &["statistics differ", "stats.requests"]);
+    std::fs::write(&t, "{}").unwrap();
+    assert_one_line_error(&["rerun", t.to_str().unwrap()], &["invalid run record", "config"]);
 }
 
 #[test]
@@ -189,6 +202,11 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
     for n in [1, 2, 3, 4] {
         assert!(claims[n - 1].starts_with(&format!("claim {n}: supported - ")), "{}", claims[n - 1]);
     }
+    // Any run regenerates from its record alone.
+    let record = d.join("runs").join("smp-pdq-k4-keys64-zipf1.json");
+    let rerun = finegrain(&["rerun", record.to_str().unwrap()]);
+    assert!(rerun.status.success(), "{}", String::from_utf8_lossy(&rerun.stderr));
+    assert!(String::from_utf8_lossy(&rerun.stdout).contains("fetch&add on preset hpca99"));
 }
 
 #[test]
@@ -233,6 +251,11 @@ p99_queue_delay_cycles,pp_busy_wait_fraction,seed";
     for n in [1, 2, 3, 4] {
         assert!(claims[n - 1].starts_with(&format!("claim {n}: supported - ")), "{}", claims[n - 1]);
     }
+    // Any run regenerates from its record alone.
+    let record = d.join("runs").join("smp-pdq-k4-keys64-zipf1.json");
+    let rerun = finegrain(&["rerun", record.to_str().unwrap()]);
+    assert!(rerun.status.success(), "{}", String::from_utf8_lossy(&rerun.stderr));
+    assert!(String::from_utf8_lossy(&rerun.stdout).contains("fetch&add on preset hpca99"));
 }
 
 #[test]

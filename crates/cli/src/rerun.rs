@@ -1,0 +1,132 @@
+//! `finegrain rerun RECORD.json`: regenerates one simulated run from the
+//! configuration and seed its record holds, and checks that the
+//! statistics come out as recorded. Works on every record a study writes
+//! (`runs/<id>.json`) and on `finegrain run --json` output.
+
+use anyhow::{bail, Context, Result};
+use finegrain_apps::{fetch_add, fetch_add::FetchAddConfig, micro, micro::MicroConfig};
+use finegrain_sim::{RunStats, SimConfig};
+use serde::Deserialize;
+use serde_json::Value;
+use std::path::Path;
+
+/// The part of a run record that regenerates it; other fields (derived
+/// figures, wall-clock time) are ignored.
+#[derive(Deserialize)]
+struct Record {
+    config: SimConfig,
+    workload: Value,
+    stats: Value,
+}
+
+/// The workloads a record may name, told apart by their fields (both
+/// refuse unknown ones).
+enum Workload {
+    Micro(MicroConfig),
+    FetchAdd(FetchAddConfig),
+}
+
+impl Workload {
+    fn from_value(v: Value) -> Result<Workload> {
+        if let Ok(w) = serde_json::from_value::<FetchAddConfig>(v.clone()) {
+            return Ok(Workload::FetchAdd(w));
+        }
+        match serde_json::from_value::<MicroConfig>(v) {
+            Ok(w) => Ok(Workload::Micro(w)),
+            Err(e) => bail!(
+                "invalid workload in the record: allowed a scheduling microbenchmark or a fetch&add workload ({e})"
+            ),
+        }
+    }
+
+    fn label(&self) -> &'static str {
+        match self {
+            Workload::Micro(_) => "scheduling microbenchmark",
+            Workload::FetchAdd(_) => "fetch&add",
+        }
+    }
+
+    fn simulate(&self, config: &SimConfig) -> Result<RunStats> {
+        Ok(match self {
+            Workload::Micro(w) => micro::simulate(config, w)?.stats,
+            Workload::FetchAdd(w) => fetch_add::simulate(config, w)?.stats,
+        })
+    }
+}
+
+/// A regenerated run: what it was, its new statistics, and where they
+/// differ from the record (empty when identical).
+pub struct Rerun {
+    pub workload: &'static str,
+    pub config: SimConfig,
+    pub stats: RunStats,
+    pub differences: Vec<String>,
+    pub fields: usize,
+}
+
+pub fn rerun(path: &Path) -> Result<Rerun> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let record: Record = serde_json::from_str(&text).with_context(|| {
+        format!("invalid run record {}: expected the JSON a study or `finegrain run --json` writes", path.display())
+    })?;
+    record.config.validate()?;
+    let workload = Workload::from_value(record.workload)?;
+    let stats = workload.simulate(&record.config)?;
+    let now = serde_json::to_value(&stats).context("statistics to JSON")?;
+    let mut differences = Vec::new();
+    diff("stats", &record.stats, &now, &mut differences);
+    Ok(Rerun { workload: workload.label(), config: record.config, stats, differences, fields: leaves(&now) })
+}
+
+/// Appends "path: recorded X, now Y" for every leaf that differs.
+fn diff(at: &str, recorded: &Value, now: &Value, out: &mut Vec<String>) {
+    match (recorded, now) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, va) in a {
+                match b.get(k) {
+                    Some(vb) => diff(&format!("{at}.{k}"), va, vb, out),
+                    None => out.push(format!("{at}.{k}: recorded {va}, now absent")),
+                }
+            }
+            for k in b.keys().filter(|k| !a.contains_key(*k)) {
+                out.push(format!("{at}.{k}: not in the record"));
+            }
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            for (i, (va, vb)) in a.iter().zip(b).enumerate() {
+                diff(&format!("{at}[{i}]"), va, vb, out);
+            }
+        }
+        _ if recorded != now => out.push(format!("{at}: recorded {recorded}, now {now}")),
+        _ => {}
+    }
+}
+
+fn leaves(v: &Value) -> usize {
+    match v {
+        Value::Object(m) => m.values().map(leaves).sum(),
+        Value::Array(a) => a.iter().map(leaves).sum(),
+        _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn diff_names_each_differing_leaf() {
+        let mut out = Vec::new();
+        diff(
+            "stats",
+            &json!({"a": 1, "b": {"c": [1, 2]}, "gone": 0}),
+            &json!({"a": 1, "b": {"c": [1, 3]}, "new": 0}),
+            &mut out,
+        );
+        assert_eq!(
+            out,
+            ["stats.b.c[1]: recorded 2, now 3", "stats.gone: recorded 0, now absent", "stats.new: not in the record"]
+        );
+    }
+}
