@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod experiment;
+pub mod fetch_add_run;
 pub mod figures;
 pub mod native_bench;
 pub mod pdq_study;

@@ -27,6 +27,9 @@ struct Cli {
 enum Command {
     /// Simulate one microbenchmark configuration (flags, or a TOML file).
     Run(RunArgs),
+    /// Simulate one fetch&add configuration (a point of the PDQ study:
+    /// who serves the home's handlers, the dispatch discipline, the keys).
+    FetchAdd(finegrain::fetch_add_run::FetchAddArgs),
     /// Run a study from experiments/ and write results, figures and a report.
     Reproduce {
         /// Experiment name (see --list) or path to a .toml file.
@@ -471,6 +474,7 @@ fn main_inner() -> Result<()> {
     };
     match cli.command {
         Command::Run(args) => run(args),
+        Command::FetchAdd(args) => finegrain::fetch_add_run::run(args),
         Command::Reproduce { experiment: name, quick, out, list } => {
             if list {
                 for (n, _) in experiment::EXPERIMENTS {

@@ -332,31 +332,59 @@ fn workload(exp: &Experiment, grid: &Grid, keys: u64, skew: KeySkew, home_u: f64
     }
 }
 
-/// The simulated machine for a kind: embedded and SMP processors are
-/// added to the compute processors (Fixed); Mult serves on them (Floating).
 fn sim_config(exp: &Experiment, machine: &MachineConfig, s: &RunSpec) -> SimConfig {
-    let nodes = exp.requester_nodes + 1;
-    let (policy, ppn, pp_kind, max_servers) = match s.kind {
-        Kind::Embedded => (
-            Policy::Fixed { protocol_procs: s.protocol_procs },
-            exp.compute_procs + s.protocol_procs,
-            PpKind::Embedded,
-            None,
-        ),
-        Kind::Smp => (
-            Policy::Fixed { protocol_procs: s.protocol_procs },
-            exp.compute_procs + s.protocol_procs,
-            PpKind::Smp,
-            None,
-        ),
-        Kind::Mult => {
-            let limit = s.discipline.parallel().then_some(s.protocol_procs);
-            (Policy::Floating, exp.compute_procs, PpKind::Smp, limit)
+    let point = Point { kind: s.kind, discipline: s.discipline, protocol_procs: s.protocol_procs };
+    point.sim_config(machine, exp.requester_nodes, exp.compute_procs, s.seed)
+}
+
+/// Who serves the home's handlers, and how: one point of the study.
+#[derive(Clone, Copy, Debug)]
+pub struct Point {
+    pub kind: Kind,
+    pub discipline: Discipline,
+    pub protocol_procs: u32,
+}
+
+impl Point {
+    /// A one-line error unless the discipline runs with this kind and
+    /// processor count.
+    pub fn check(&self) -> Result<()> {
+        if self.protocol_procs == 0 {
+            bail!("invalid protocol_procs = 0: allowed 1 or more");
         }
-    };
-    let mut cfg = SimConfig::new(machine.clone(), Topology { nodes, procs_per_node: ppn }, policy, s.seed);
-    cfg.dispatch = Dispatch { discipline: s.discipline, pp_kind, max_servers };
-    cfg
+        if !runs(self.kind, self.discipline, self.protocol_procs) {
+            bail!(
+                "invalid discipline = {} with {} x {}: serial runs with 1 protocol processor, static with embedded or smp ones",
+                self.discipline.label(),
+                self.protocol_procs,
+                self.kind.label()
+            );
+        }
+        Ok(())
+    }
+
+    /// The simulated machine: a home node and `requester_nodes` others,
+    /// each with `compute_procs` compute processors. Embedded and SMP
+    /// protocol processors are added to them (Fixed); Mult serves on them
+    /// (Floating).
+    pub fn sim_config(
+        &self,
+        machine: &MachineConfig,
+        requester_nodes: u32,
+        compute_procs: u32,
+        seed: u64,
+    ) -> SimConfig {
+        let k = self.protocol_procs;
+        let (policy, ppn, pp_kind, max_servers) = match self.kind {
+            Kind::Embedded => (Policy::Fixed { protocol_procs: k }, compute_procs + k, PpKind::Embedded, None),
+            Kind::Smp => (Policy::Fixed { protocol_procs: k }, compute_procs + k, PpKind::Smp, None),
+            Kind::Mult => (Policy::Floating, compute_procs, PpKind::Smp, self.discipline.parallel().then_some(k)),
+        };
+        let topology = Topology { nodes: requester_nodes + 1, procs_per_node: ppn };
+        let mut cfg = SimConfig::new(machine.clone(), topology, policy, seed);
+        cfg.dispatch = Dispatch { discipline: self.discipline, pp_kind, max_servers };
+        cfg
+    }
 }
 
 fn run_one(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) -> Result<RunRecord> {

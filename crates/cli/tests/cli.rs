@@ -132,6 +132,33 @@ fn runs_are_reproducible_from_their_record() {
 }
 
 #[test]
+fn one_fetch_add_point_runs_and_regenerates_from_its_record() {
+    let d = temp_dir("fa");
+    let f = d.join("fa.json");
+    let args = ["fetch-add", "--kind", "smp", "--discipline", "pdq", "--protocol-procs", "2", "--keys", "64"];
+    let out = finegrain(
+        &[&args[..], &["--skew", "zipf:1", "--requests-per-thread", "100", "--json", f.to_str().unwrap()]].concat(),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("2 x smp pdq") && text.contains("requests/us"), "{text}");
+    let rec: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+    assert_eq!(rec["home"]["requests"], 4 * 8 * 100, "every request handled at the home");
+    let rerun = finegrain(&["rerun", f.to_str().unwrap()]);
+    assert!(rerun.status.success(), "{}", String::from_utf8_lossy(&rerun.stderr));
+
+    assert_one_line_error(&["fetch-add", "--kind", "gpu"], &["invalid kind = gpu", "embedded, smp, mult"]);
+    assert_one_line_error(
+        &["fetch-add", "--discipline", "serial", "--protocol-procs", "2"],
+        &["serial", "1 protocol processor"],
+    );
+    assert_one_line_error(&["fetch-add", "--kind", "mult", "--discipline", "static"], &["static", "embedded or smp"]);
+    assert_one_line_error(&["fetch-add", "--keys", "0"], &["invalid keys = 0", "allowed 1..="]);
+    assert_one_line_error(&["fetch-add", "--skew", "zipf"], &["invalid skew", "uniform or zipf:S"]);
+    assert_one_line_error(&["fetch-add", "--home-u", "1.5"], &["invalid home_u = 1.5", "0..=1"]);
+}
+
+#[test]
 fn calibrate_measures_lmin_back() {
     let out = finegrain(&["calibrate", "hpca97"]);
     let text = String::from_utf8_lossy(&out.stdout);

@@ -1,0 +1,189 @@
+//! `finegrain fetch-add`: one point of the PDQ study, simulated alone, from
+//! flags or a TOML file with the same field names.
+
+use crate::pdq_study::{Kind, Point};
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use finegrain_apps::fetch_add::{self, FetchAddConfig, HomeMeasures, KeySkew};
+use finegrain_core::config::parse_toml;
+use finegrain_core::{Discipline, MachineConfig};
+use finegrain_sim::{RunStats, SimConfig};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// One fetch&add run: requesters on other nodes send fetch&add requests
+/// to words at node 0 (the home); the key is the word.
+#[derive(Args, Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FetchAddArgs {
+    /// TOML file with any of the fields below (flags override it).
+    #[arg(long)]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+    /// Machine preset name or path [default: hpca99].
+    #[arg(long)]
+    pub preset: Option<String>,
+    /// Who runs the home's handlers: embedded, smp or mult [default: embedded].
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// serial, pdq, spin-lock or static [default: pdq].
+    #[arg(long)]
+    pub discipline: Option<String>,
+    /// Protocol processors at the home (for mult: most idle processors
+    /// serving at once) [default: 1].
+    #[arg(long)]
+    pub protocol_procs: Option<u32>,
+    /// Distinct words (keys) at the home [default: 4096].
+    #[arg(long)]
+    pub keys: Option<u64>,
+    /// uniform or zipf:S [default: uniform].
+    #[arg(long)]
+    pub skew: Option<String>,
+    /// Nodes besides the home [default: 4].
+    #[arg(long)]
+    pub requester_nodes: Option<u32>,
+    /// Compute processors per node [default: 8].
+    #[arg(long)]
+    pub compute_procs: Option<u32>,
+    /// Handler instructions besides its accesses [default: 150].
+    #[arg(long)]
+    pub handler_cycles: Option<u64>,
+    /// Requests each requester thread sends [default: 1500].
+    #[arg(long)]
+    pub requests_per_thread: Option<u64>,
+    /// Home compute utilization in [0, 1] [default: 0.5].
+    #[arg(long, allow_negative_numbers = true)]
+    pub home_u: Option<f64>,
+    /// Mean home compute burst in cycles [default: 2000].
+    #[arg(long, allow_negative_numbers = true)]
+    pub home_burst_cycles: Option<f64>,
+    /// Mean requester computation before each request [default: 0].
+    #[arg(long, allow_negative_numbers = true)]
+    pub think_cycles: Option<f64>,
+    /// Share of requests with the sequential key, in [0, 1] [default: 0].
+    #[arg(long, allow_negative_numbers = true)]
+    pub sequential_fraction: Option<f64>,
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Write the full run record (configuration, seed, statistics) here.
+    #[arg(long)]
+    #[serde(skip)]
+    pub json: Option<PathBuf>,
+}
+
+impl FetchAddArgs {
+    /// Flags override the file.
+    fn merged(self) -> Result<FetchAddArgs> {
+        let Some(path) = &self.config else { return Ok(self) };
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let f: FetchAddArgs = parse_toml(&path.display().to_string(), &text)?;
+        Ok(FetchAddArgs {
+            config: None,
+            preset: self.preset.or(f.preset),
+            kind: self.kind.or(f.kind),
+            discipline: self.discipline.or(f.discipline),
+            protocol_procs: self.protocol_procs.or(f.protocol_procs),
+            keys: self.keys.or(f.keys),
+            skew: self.skew.or(f.skew),
+            requester_nodes: self.requester_nodes.or(f.requester_nodes),
+            compute_procs: self.compute_procs.or(f.compute_procs),
+            handler_cycles: self.handler_cycles.or(f.handler_cycles),
+            requests_per_thread: self.requests_per_thread.or(f.requests_per_thread),
+            home_u: self.home_u.or(f.home_u),
+            home_burst_cycles: self.home_burst_cycles.or(f.home_burst_cycles),
+            think_cycles: self.think_cycles.or(f.think_cycles),
+            sequential_fraction: self.sequential_fraction.or(f.sequential_fraction),
+            seed: self.seed.or(f.seed),
+            json: self.json,
+        })
+    }
+}
+
+fn parse_kind(s: &str) -> Result<Kind> {
+    match s {
+        "embedded" => Ok(Kind::Embedded),
+        "smp" => Ok(Kind::Smp),
+        "mult" => Ok(Kind::Mult),
+        other => bail!("invalid kind = {other}: allowed embedded, smp, mult"),
+    }
+}
+
+/// The run record: enough to regenerate it (`finegrain rerun`).
+#[derive(Serialize)]
+struct Record<'a> {
+    kind: Kind,
+    config: &'a SimConfig,
+    workload: &'a FetchAddConfig,
+    home: &'a HomeMeasures,
+    stats: &'a RunStats,
+    wall_seconds: f64,
+}
+
+pub fn run(args: FetchAddArgs) -> Result<()> {
+    let a = args.merged()?;
+    let machine = MachineConfig::load(a.preset.as_deref().unwrap_or("hpca99"))?;
+    let point = Point {
+        kind: parse_kind(a.kind.as_deref().unwrap_or("embedded"))?,
+        discipline: Discipline::parse(a.discipline.as_deref().unwrap_or("pdq"))?,
+        protocol_procs: a.protocol_procs.unwrap_or(1),
+    };
+    point.check()?;
+    let requester_nodes = a.requester_nodes.unwrap_or(4);
+    if requester_nodes == 0 {
+        bail!("invalid requester_nodes = 0: allowed 1 or more");
+    }
+    let config = point.sim_config(&machine, requester_nodes, a.compute_procs.unwrap_or(8), a.seed.unwrap_or(1));
+    config.validate()?;
+    let workload = FetchAddConfig {
+        keys: a.keys.unwrap_or(4096),
+        skew: KeySkew::parse(a.skew.as_deref().unwrap_or("uniform")).map_err(anyhow::Error::msg)?,
+        handler_cycles: a.handler_cycles.unwrap_or(150),
+        sequential_fraction: a.sequential_fraction.unwrap_or(0.0),
+        requests_per_thread: a.requests_per_thread.unwrap_or(1500),
+        think_cycles: a.think_cycles.unwrap_or(0.0),
+        home_u: a.home_u.unwrap_or(0.5),
+        home_burst_cycles: a.home_burst_cycles.unwrap_or(2000.0),
+    };
+    let threads = config.policy.compute_procs(config.topology.procs_per_node);
+    workload.validate(&config.machine, threads).map_err(anyhow::Error::msg)?;
+    let t0 = Instant::now();
+    let out = fetch_add::simulate(&config, &workload)?;
+    let wall = t0.elapsed().as_secs_f64();
+    let home = fetch_add::home_measures(&machine, &out);
+    print_summary(&point, &config, &workload, &home);
+    if let Some(path) = a.json {
+        let rec = Record {
+            kind: point.kind,
+            config: &config,
+            workload: &workload,
+            home: &home,
+            stats: &out.stats,
+            wall_seconds: wall,
+        };
+        let text = serde_json::to_string_pretty(&rec)?;
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn print_summary(p: &Point, c: &SimConfig, w: &FetchAddConfig, h: &HomeMeasures) {
+    println!(
+        "preset {}  {} x {} {}  {} keys {}  {} requester nodes x {} threads  seed {}",
+        c.machine.name,
+        p.protocol_procs,
+        p.kind.label(),
+        p.discipline.label(),
+        w.keys,
+        w.skew.label(),
+        c.topology.nodes - 1,
+        c.policy.compute_procs(c.topology.procs_per_node),
+        c.seed
+    );
+    println!("throughput        {:.3} requests/us at the home", h.throughput_msgs_per_us);
+    println!("queue delay       mean {:.0} cycles, p99 {} cycles", h.mean_queue_delay_cycles, h.p99_queue_delay_cycles);
+    println!("busy-wait share   {:.3} of protocol-processor time", h.pp_busy_wait_fraction);
+    println!("home U            {:.3} (target {})", h.home_u, w.home_u);
+    println!("interrupts        {}", h.interrupts);
+    println!("bus transactions  {:.2} per request", h.bus_transactions_per_request);
+}
