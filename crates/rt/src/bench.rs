@@ -464,7 +464,7 @@ pub fn keyed_dispatch(keys: u64, work: u32, effort: Effort) -> Result<KeyedRow, 
     };
     let run_round = |v: Variant| -> f64 {
         let discipline = if v == Variant::LockPerKey { Discipline::SpinLock } else { Discipline::Pdq };
-        let queue = KeyedQueue::new(discipline, 32).expect("valid window");
+        let queue = KeyedQueue::new(discipline, crate::config::DEFAULT_PDQ_WINDOW).expect("valid window");
         let handled = AtomicU64::new(0);
         let threads = if v == Variant::Single { 1 } else { 2 };
         let barrier = std::sync::Barrier::new(threads + 1);

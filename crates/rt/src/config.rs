@@ -38,6 +38,10 @@ pub struct RtConfig {
     pub seed: u64,
 }
 
+/// Parallel disciplines' default window: room for two threads' batches
+/// in service and as many decoded behind them.
+pub const DEFAULT_PDQ_WINDOW: usize = 64;
+
 impl RtConfig {
     /// Defaults for a topology and policy: 256-slot rings, pinning, 1 ns
     /// cycles, 1 MiB segments, spinning protocol processors, interrupts and
@@ -55,7 +59,7 @@ impl RtConfig {
             interrupts: true,
             time_split: true,
             discipline: Discipline::Serial,
-            pdq_window: 32,
+            pdq_window: DEFAULT_PDQ_WINDOW,
             seed: 1,
         }
     }

@@ -44,7 +44,7 @@ pub const KEY_LOCKS: usize = 4096;
 /// visit moves the queue's lines to the visitor's core, which costs about
 /// as much as a small handler, so it pays to take several dispatchable
 /// entries at once (all may be in service together under PDQ's rules).
-pub const BATCH: usize = 8;
+pub const BATCH: usize = 16;
 
 /// An entry handed to a serving thread: its key and pool buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,6 +114,10 @@ pub(crate) struct KeyedQueue {
     locks: Box<[CachePadded<Mutex<()>>]>,
     /// Entries handed out and not yet given back.
     in_service: CachePadded<AtomicUsize>,
+    /// Most entries one visit takes: a quarter of the window (at most
+    /// [`BATCH`]), so one thread cannot take everything decoded and leave
+    /// the others idle.
+    batch_cap: usize,
 }
 
 // SAFETY: a pool buffer is accessed only by its current owner (see `pool`);
@@ -177,6 +181,7 @@ impl KeyedQueue {
             changes: CachePadded::new(AtomicU64::new(0)),
             locks,
             in_service: CachePadded::new(AtomicUsize::new(0)),
+            batch_cap: (window / 4).clamp(1, BATCH),
         })
     }
 
@@ -258,13 +263,13 @@ impl KeyedQueue {
     /// Takes up to a batch of entries that may run into `batch`; true if
     /// any. The caller holds the dispatch lock (`d`).
     fn fill(&self, d: &mut Dispatch, batch: &mut Batch) -> bool {
-        while batch.len < BATCH {
+        while batch.len < self.batch_cap {
             let Some(e) = d.take(self.discipline) else { break };
             batch.entries[batch.len] = e;
             batch.len += 1;
         }
         if self.discipline == Discipline::Pdq {
-            Self::extend_runs(d, batch);
+            self.extend_runs(d, batch);
         }
         if batch.len > 0 {
             self.queued.fetch_sub(batch.len, Ordering::Relaxed);
@@ -278,10 +283,10 @@ impl KeyedQueue {
     /// already holds: the thread runs them after the ones it has, so each
     /// key's handlers still run one at a time in arrival order, and a hot
     /// key costs one queue visit per batch instead of one per handler.
-    fn extend_runs(d: &mut Dispatch, batch: &mut Batch) {
+    fn extend_runs(&self, d: &mut Dispatch, batch: &mut Batch) {
         for i in 0..batch.len {
             let SyncKey::Key(k) = batch.entries[i].key else { continue };
-            while batch.len < BATCH {
+            while batch.len < self.batch_cap {
                 let Some(r) = d.pdq.dispatch_run_of(k) else { break };
                 batch.entries[batch.len] = Entry { key: r.key, slot: r.item };
                 batch.len += 1;
@@ -396,7 +401,7 @@ mod tests {
         for (t, k) in [(1, 5), (2, 5), (3, 6)] {
             send(&mut p, SyncKey::Key(k), t);
         }
-        let q = KeyedQueue::new(Discipline::Pdq, 8).unwrap();
+        let q = KeyedQueue::new(Discipline::Pdq, 16).unwrap();
         let mut a = Batch::default();
         let mut b = Batch::default();
         // SAFETY: only this test uses the consumer, through the queue.
@@ -428,8 +433,8 @@ mod tests {
         // SAFETY: as above.
         unsafe {
             q.next(&inbox, NodeId(0), &mut a).unwrap();
-            assert_eq!(a.entries().len(), 4, "the window's four decoded, all taken as one key's run");
-            assert_eq!(q.queued(), 0, "six wait in the ring");
+            assert_eq!(a.entries().len(), 1, "a visit takes at most a quarter of the window");
+            assert_eq!(q.queued(), 3, "the window's four decoded, one taken; six wait in the ring");
             let mut b = Batch::default();
             assert_eq!(q.next(&inbox, NodeId(0), &mut b), Err(Idle { changes: q.changes() }));
             q.complete(&mut a);
