@@ -43,7 +43,10 @@ impl Hasher for KeyHasher {
 }
 
 /// Keys in service and how many entries of each are handed out (more than
-/// one only for a run taken with [`Pdq::dispatch_run_of`]).
+/// one only for a run taken with [`Pdq::dispatch_batch`]).
+/// Most entries one [`Pdq::dispatch_batch`] call hands out.
+pub const MAX_BATCH: usize = 32;
+
 type KeyHolds = HashMap<u64, u32, BuildHasherDefault<KeyHasher>>;
 
 /// One queued entry.
@@ -86,6 +89,10 @@ pub struct Pdq<E> {
     /// since: protocol processors ask again and again while the queue is
     /// blocked, and each failed search costs a pass over the window.
     blocked: bool,
+    /// The last search (or batch) found an entry that may run, and nothing
+    /// has been taken since: enqueues and completions only add to what may
+    /// run, so the answer stands until the next dispatch.
+    ready: bool,
 }
 
 impl<E> Pdq<E> {
@@ -99,6 +106,7 @@ impl<E> Pdq<E> {
             sequential: false,
             next_seq: 0,
             blocked: false,
+            ready: false,
         }
     }
 
@@ -140,6 +148,7 @@ impl<E> Pdq<E> {
         }
         let found = self.search();
         self.blocked = found.is_none();
+        self.ready = found.is_some();
         found
     }
 
@@ -168,13 +177,14 @@ impl<E> Pdq<E> {
 
     /// Whether some entry may be dispatched now.
     pub fn dispatchable(&mut self) -> bool {
-        self.find().is_some()
+        self.ready || self.find().is_some()
     }
 
     /// Hands out the oldest entry that may run now, marking its key busy.
     pub fn dispatch(&mut self) -> Option<Dispatched<E>> {
         let i = self.find()?;
         let e = self.queue.remove(i).expect("found within the queue");
+        self.ready = false;
         match e.key {
             SyncKey::Key(k) => {
                 self.busy.insert(k, 1);
@@ -185,27 +195,83 @@ impl<E> Pdq<E> {
         Some(Dispatched { key: e.key, seq: e.seq, item: e.item })
     }
 
-    /// For the holder of numbered key `key`: the key's next entry, if it
-    /// lies in the window and no sequential entry comes before it. The
-    /// holder runs it after the entries it holds, so the key's handlers
-    /// still run one at a time in arrival order; taking a run in one visit
-    /// saves a queue visit per handler when one key is hot. Each entry is
-    /// completed on its own.
-    pub fn dispatch_run_of(&mut self, key: u64) -> Option<Dispatched<E>> {
-        if self.sequential || !self.busy.contains_key(&key) {
-            return None;
+    /// Hands out up to `max` entries in one pass over the window, oldest
+    /// first, to one protocol processor that runs them in the order given.
+    /// Each is an entry [`Pdq::dispatch`] would hand out, or the next entry
+    /// of a key taken earlier in the same call (a run: the processor runs
+    /// the key's entries one after another, so they still run one at a time
+    /// in arrival order). Repeated `dispatch` calls would rescan the blocked
+    /// entries at the head of the window each time, and a hot key would cost
+    /// one call per entry. `max` is capped at [`MAX_BATCH`]. Returns how many
+    /// were handed out; each is completed on its own.
+    pub fn dispatch_batch(&mut self, max: usize, mut out: impl FnMut(Dispatched<E>)) -> usize {
+        let max = max.min(MAX_BATCH);
+        if self.sequential || self.blocked || max == 0 {
+            return 0;
         }
-        let i = self
-            .queue
-            .iter()
-            .take(self.window)
-            .take_while(|e| e.key != SyncKey::Sequential)
-            .position(|e| e.key == SyncKey::Key(key))?;
-        let e = self.queue.remove(i).expect("found within the queue");
-        *self.busy.get_mut(&key).expect("held") += 1;
-        // The window now reaches one entry further.
-        self.blocked = false;
-        Some(Dispatched { key: e.key, seq: e.seq, item: e.item })
+        let mut mine = [0u64; MAX_BATCH];
+        let mut held = 0;
+        let mut taken = 0;
+        let mut i = 0;
+        while taken < max && i < self.window.min(self.queue.len()) {
+            let take = match self.queue[i].key {
+                SyncKey::Sequential => {
+                    let alone = i == 0 && taken == 0 && self.busy.is_empty() && self.nosync == 0;
+                    if !alone {
+                        break;
+                    }
+                    self.sequential = true;
+                    true
+                }
+                SyncKey::NoSync => {
+                    self.nosync += 1;
+                    true
+                }
+                SyncKey::Key(k) if mine[..held].contains(&k) => {
+                    *self.busy.get_mut(&k).expect("taken in this call") += 1;
+                    true
+                }
+                SyncKey::Key(k) if !self.busy.contains_key(&k) => {
+                    self.busy.insert(k, 1);
+                    mine[held] = k;
+                    held += 1;
+                    true
+                }
+                SyncKey::Key(_) => false,
+            };
+            if !take {
+                i += 1;
+                continue;
+            }
+            // Removing shifts the window by one, as a dispatch does.
+            let e = self.queue.remove(i).expect("within the queue");
+            out(Dispatched { key: e.key, seq: e.seq, item: e.item });
+            taken += 1;
+            if e.key == SyncKey::Sequential {
+                break;
+            }
+        }
+        // Whether anything is left for another processor: go on from
+        // where the batch stopped (what it passed cannot have become
+        // eligible, since the batch only made keys busier).
+        let more = taken > 0 && !self.sequential && self.eligible_from(i);
+        self.blocked = !more;
+        self.ready = more;
+        taken
+    }
+
+    /// Whether an entry at or after window position `from` may be
+    /// dispatched now (no sequential entry in service).
+    fn eligible_from(&self, from: usize) -> bool {
+        for e in self.queue.iter().take(self.window).skip(from) {
+            match e.key {
+                SyncKey::Sequential => return false,
+                SyncKey::NoSync => return true,
+                SyncKey::Key(k) if !self.busy.contains_key(&k) => return true,
+                SyncKey::Key(_) => {}
+            }
+        }
+        false
     }
 
     /// The handler of a dispatched entry with `key` finished.
@@ -326,8 +392,8 @@ mod tests {
     enum Op {
         Enqueue(SyncKey),
         Dispatch,
-        /// A holder of a numbered key takes that key's next entry as a run.
-        Extend(usize),
+        /// One processor takes up to this many entries in one call.
+        Batch(usize),
         Complete(usize),
     }
 
@@ -337,7 +403,7 @@ mod tests {
             1 => Just(Op::Enqueue(SyncKey::Sequential)),
             1 => Just(Op::Enqueue(SyncKey::NoSync)),
             5 => Just(Op::Dispatch),
-            2 => (0usize..8).prop_map(Op::Extend),
+            2 => (0usize..6).prop_map(Op::Batch),
             4 => (0usize..8).prop_map(Op::Complete),
         ]
     }
@@ -346,15 +412,34 @@ mod tests {
     /// which it runs one after another in this order.
     type Holder = (SyncKey, VecDeque<u64>);
 
-    /// The reference for a run: the key's oldest waiting entry, if it is in
-    /// the window and no sequential entry comes before it.
-    fn next_of(entries: &[(SyncKey, u64)], window: usize, key: u64) -> Option<u64> {
-        entries
-            .iter()
-            .take(window)
-            .take_while(|(k, _)| *k != SyncKey::Sequential)
-            .find(|(k, _)| *k == SyncKey::Key(key))
-            .map(|&(_, id)| id)
+    /// The reference for a batch: the oldest entry in the window that is
+    /// eligible, or is the next entry of a key in `mine` (taken earlier in
+    /// the batch) with no sequential entry before it.
+    fn batch_pick(
+        entries: &[(SyncKey, u64)],
+        window: usize,
+        busy: &[u64],
+        nosync: usize,
+        seq: bool,
+        mine: &[u64],
+    ) -> Option<u64> {
+        if seq {
+            return None;
+        }
+        for (i, (key, id)) in entries.iter().enumerate().take(window) {
+            match key {
+                SyncKey::Key(k) if mine.contains(k) => return Some(*id),
+                SyncKey::Sequential if i == 0 && busy.is_empty() && nosync == 0 => return Some(*id),
+                SyncKey::Sequential => return None,
+                _ => {}
+            }
+            if eligible(&entries[i..=i], 1, busy, nosync, seq) == Some(*id)
+                && !entries[..i].iter().any(|(e, _)| e == key && matches!(key, SyncKey::Key(_)))
+            {
+                return Some(*id);
+            }
+        }
+        None
     }
 
     struct Model {
@@ -366,8 +451,12 @@ mod tests {
     }
 
     impl Model {
-        /// Never two holders of one key; a sequential holder is alone.
-        fn check(&self) {
+        /// Never two holders of one key; a sequential holder is alone; the
+        /// queue says something may run exactly when the reference does.
+        fn check(&mut self) {
+            let (busy, nosync, seq) = self.status();
+            let want = eligible(&self.queued, self.window, &busy, nosync, seq).is_some();
+            assert_eq!(self.q.dispatchable(), want, "dispatchable with {:?} held", self.holders);
             let mut keys: Vec<u64> = self
                 .holders
                 .iter()
@@ -408,16 +497,47 @@ mod tests {
             true
         }
 
-        fn extend(&mut self, i: usize) {
-            let Some(h) = self.holders.len().checked_sub(1).map(|last| i.min(last)) else { return };
-            let SyncKey::Key(k) = self.holders[h].0 else { return };
-            let want = next_of(&self.queued, self.window, k);
-            let got = self.q.dispatch_run_of(k);
-            assert_eq!(got.as_ref().map(|d| d.item), want, "run of key {k}");
-            if let Some(d) = got {
+        /// One processor's batch: distinct keys become holders, and a key's
+        /// further entries join its holder's run.
+        fn batch(&mut self, max: usize) {
+            let mut got = Vec::new();
+            let n = self.q.dispatch_batch(max, |d| got.push(d));
+            assert_eq!(n, got.len());
+            let mut mine: Vec<u64> = Vec::new();
+            for d in got {
+                let (busy, nosync, seq) = self.status();
+                let want = batch_pick(&self.queued, self.window, &busy, nosync, seq, &mine);
+                assert_eq!(Some(d.item), want, "batch entry {} of {max}", mine.len());
                 self.started(d.key, d.item);
-                self.holders[h].1.push_back(d.item);
+                match d.key {
+                    SyncKey::Key(k) if mine.contains(&k) => {
+                        let h = self.holders.iter_mut().find(|(hk, _)| *hk == d.key).expect("holder of a run");
+                        h.1.push_back(d.item);
+                    }
+                    key => {
+                        if let SyncKey::Key(k) = key {
+                            mine.push(k);
+                        }
+                        self.holders.push((key, VecDeque::from([d.item])));
+                    }
+                }
             }
+            if n < max {
+                let (busy, nosync, seq) = self.status();
+                let more = batch_pick(&self.queued, self.window, &busy, nosync, seq, &mine);
+                assert_eq!(more, None, "the batch stopped at {n} of {max} with {more:?} still eligible");
+            }
+        }
+
+        fn status(&self) -> (Vec<u64>, usize, bool) {
+            let busy = self
+                .holders
+                .iter()
+                .filter_map(|(k, _)| if let SyncKey::Key(x) = k { Some(*x) } else { None })
+                .collect();
+            let nosync = self.holders.iter().filter(|(k, _)| *k == SyncKey::NoSync).count();
+            let seq = self.holders.iter().any(|(k, _)| *k == SyncKey::Sequential);
+            (busy, nosync, seq)
         }
 
         /// Holder `i` finishes the first entry of its run.
@@ -439,8 +559,8 @@ mod tests {
         #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
         /// Against the reference, on random interleavings: dispatch hands out
-        /// exactly the first eligible entry and a run exactly the key's next
-        /// one; two processors never hold one key; a sequential entry is
+        /// exactly the first eligible entry, and a batch exactly the entries
+        /// repeated picks would give (runs of its own keys included); two processors never hold one key; a sequential entry is
         /// always alone; same-key entries start in arrival order; nosync is
         /// never refused while eligible; and draining at the end dispatches
         /// everything (no starvation, sequential entries included).
@@ -464,7 +584,7 @@ mod tests {
                     Op::Dispatch => {
                         m.dispatch();
                     }
-                    Op::Extend(i) => m.extend(i),
+                    Op::Batch(max) => m.batch(max),
                     Op::Complete(i) => m.complete(i),
                 }
                 m.check();

@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 /// Messages decoded per ingest, at most.
-const INGEST_BATCH: usize = 16;
+const INGEST_BATCH: usize = 32;
 
 /// Key locks of the spin-lock discipline: keys share a lock when they are
 /// equal modulo this.
@@ -137,13 +137,6 @@ impl Dispatch {
         match discipline {
             Discipline::Pdq => self.pdq.dispatchable(),
             _ => !self.fifo.is_empty(),
-        }
-    }
-
-    fn take(&mut self, discipline: Discipline) -> Option<Entry> {
-        match discipline {
-            Discipline::Pdq => self.pdq.dispatch().map(|d| Entry { key: d.key, slot: d.item }),
-            _ => self.fifo.pop_front().map(|(key, slot)| Entry { key, slot }),
         }
     }
 }
@@ -261,15 +254,26 @@ impl KeyedQueue {
     }
 
     /// Takes up to a batch of entries that may run into `batch`; true if
-    /// any. The caller holds the dispatch lock (`d`).
+    /// any. The caller holds the dispatch lock (`d`). Under PDQ the batch
+    /// may hold runs of one key (see [`Pdq::dispatch_batch`]): the thread
+    /// runs its entries in order, so a key's handlers still run one at a
+    /// time in arrival order, and a hot key costs one visit per batch.
     fn fill(&self, d: &mut Dispatch, batch: &mut Batch) -> bool {
-        while batch.len < self.batch_cap {
-            let Some(e) = d.take(self.discipline) else { break };
-            batch.entries[batch.len] = e;
-            batch.len += 1;
-        }
-        if self.discipline == Discipline::Pdq {
-            self.extend_runs(d, batch);
+        let room = self.batch_cap - batch.len;
+        match self.discipline {
+            Discipline::Pdq => {
+                d.pdq.dispatch_batch(room, |e| {
+                    batch.entries[batch.len] = Entry { key: e.key, slot: e.item };
+                    batch.len += 1;
+                });
+            }
+            _ => {
+                for _ in 0..room {
+                    let Some((key, slot)) = d.fifo.pop_front() else { break };
+                    batch.entries[batch.len] = Entry { key, slot };
+                    batch.len += 1;
+                }
+            }
         }
         if batch.len > 0 {
             self.queued.fetch_sub(batch.len, Ordering::Relaxed);
@@ -277,21 +281,6 @@ impl KeyedQueue {
         }
         self.signal_leftovers(d);
         batch.len > 0
-    }
-
-    /// Fills what room is left with the next entries of keys the batch
-    /// already holds: the thread runs them after the ones it has, so each
-    /// key's handlers still run one at a time in arrival order, and a hot
-    /// key costs one queue visit per batch instead of one per handler.
-    fn extend_runs(&self, d: &mut Dispatch, batch: &mut Batch) {
-        for i in 0..batch.len {
-            let SyncKey::Key(k) = batch.entries[i].key else { continue };
-            while batch.len < self.batch_cap {
-                let Some(r) = d.pdq.dispatch_run_of(k) else { break };
-                batch.entries[batch.len] = Entry { key: r.key, slot: r.item };
-                batch.len += 1;
-            }
-        }
     }
 
     /// Tells idle threads when something may run that this visitor left.
@@ -410,8 +399,8 @@ mod tests {
             let taken: Vec<(SyncKey, u64)> = a.entries().iter().map(|&e| (e.key, q.message(e).token)).collect();
             assert_eq!(
                 taken,
-                [(SyncKey::Key(5), 1), (SyncKey::Key(6), 3), (SyncKey::Key(5), 2)],
-                "distinct keys first, then key 5's next entry runs after its first on the same thread"
+                [(SyncKey::Key(5), 1), (SyncKey::Key(5), 2), (SyncKey::Key(6), 3)],
+                "in arrival order: key 5's second entry runs after its first on the same thread"
             );
             let idle = q.next(&inbox, NodeId(0), &mut b).unwrap_err();
             assert_eq!(idle.changes, q.changes());
