@@ -156,6 +156,18 @@ fn one_fetch_add_point_runs_and_regenerates_from_its_record() {
     assert_one_line_error(&["fetch-add", "--keys", "0"], &["invalid keys = 0", "allowed 1..="]);
     assert_one_line_error(&["fetch-add", "--skew", "zipf"], &["invalid skew", "uniform or zipf:S"]);
     assert_one_line_error(&["fetch-add", "--home-u", "1.5"], &["invalid home_u = 1.5", "0..=1"]);
+
+    // The same point on real threads, every word checked afterwards.
+    let small = ["--requester-nodes", "1", "--compute-procs", "2", "--keys", "8", "--requests-per-thread", "250"];
+    for (kind, discipline) in [("smp", "pdq"), ("mult", "pdq"), ("smp", "spin-lock")] {
+        let args =
+            ["fetch-add", "--platform", "native", "--kind", kind, "--discipline", discipline, "--protocol-procs", "2"];
+        let out = finegrain(&[&args[..], &small[..]].concat());
+        assert!(out.status.success(), "{kind} {discipline}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("requests          500 in"), "{kind} {discipline}");
+    }
+    assert_one_line_error(&["fetch-add", "--platform", "native"], &["invalid kind = embedded", "smp, mult"]);
+    assert_one_line_error(&["fetch-add", "--platform", "gpu"], &["invalid platform = gpu", "sim, native"]);
 }
 
 #[test]
