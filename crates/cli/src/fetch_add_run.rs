@@ -188,17 +188,7 @@ fn run_native(point: &Point, config: &SimConfig, workload: &FetchAddConfig) -> R
     let out = fetch_add::run_native(&rt, &config.machine, workload)?;
     let s = &out.stats;
     let wall_us = s.wall_ns.max(1) as f64 / 1e3;
-    println!(
-        "native  {} x {} {}  {} keys {}  {} requester nodes x {} threads  seed {}",
-        point.protocol_procs,
-        point.kind.label(),
-        point.discipline.label(),
-        workload.keys,
-        workload.skew.label(),
-        config.topology.nodes - 1,
-        config.policy.compute_procs(config.topology.procs_per_node),
-        config.seed
-    );
+    println!("native  {}", describe(point, config, workload));
     println!(
         "requests          {} in {:.0} us ({:.3} per us); every word checked",
         s.requests,
@@ -214,10 +204,10 @@ fn run_native(point: &Point, config: &SimConfig, workload: &FetchAddConfig) -> R
     Ok(())
 }
 
-fn print_summary(p: &Point, c: &SimConfig, w: &FetchAddConfig, h: &HomeMeasures) {
-    println!(
-        "preset {}  {} x {} {}  {} keys {}  {} requester nodes x {} threads  seed {}",
-        c.machine.name,
+/// The point in one line: who serves, the keys, the requesters, the seed.
+fn describe(p: &Point, c: &SimConfig, w: &FetchAddConfig) -> String {
+    format!(
+        "{} x {} {}  {} keys {}  {} requester nodes x {} threads  seed {}",
         p.protocol_procs,
         p.kind.label(),
         p.discipline.label(),
@@ -226,7 +216,11 @@ fn print_summary(p: &Point, c: &SimConfig, w: &FetchAddConfig, h: &HomeMeasures)
         c.topology.nodes - 1,
         c.policy.compute_procs(c.topology.procs_per_node),
         c.seed
-    );
+    )
+}
+
+fn print_summary(p: &Point, c: &SimConfig, w: &FetchAddConfig, h: &HomeMeasures) {
+    println!("preset {}  {}", c.machine.name, describe(p, c, w));
     println!("throughput        {:.3} requests/us at the home", h.throughput_msgs_per_us);
     println!("queue delay       mean {:.0} cycles, p99 {} cycles", h.mean_queue_delay_cycles, h.p99_queue_delay_cycles);
     println!("busy-wait share   {:.3} of protocol-processor time", h.pp_busy_wait_fraction);

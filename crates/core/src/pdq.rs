@@ -481,13 +481,7 @@ mod tests {
         }
 
         fn dispatch(&mut self) -> bool {
-            let busy: Vec<u64> = self
-                .holders
-                .iter()
-                .filter_map(|(k, _)| if let SyncKey::Key(x) = k { Some(*x) } else { None })
-                .collect();
-            let nosync = self.holders.iter().filter(|(k, _)| *k == SyncKey::NoSync).count();
-            let seq = self.holders.iter().any(|(k, _)| *k == SyncKey::Sequential);
+            let (busy, nosync, seq) = self.status();
             let want = eligible(&self.queued, self.window, &busy, nosync, seq);
             let got = self.q.dispatch();
             assert_eq!(got.as_ref().map(|d| d.item), want);
