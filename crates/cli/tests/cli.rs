@@ -242,10 +242,10 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
         assert!(claims[n - 1].starts_with(&format!("claim {n}: supported - ")), "{}", claims[n - 1]);
     }
     // Any run regenerates from its record alone.
-    let record = d.join("runs").join("smp-pdq-k4-keys64-zipf1.json");
+    let record = d.join("runs").join("fetch-fixed-p2-u0.05-oint200-r0.json");
     let rerun = finegrain(&["rerun", record.to_str().unwrap()]);
     assert!(rerun.status.success(), "{}", String::from_utf8_lossy(&rerun.stderr));
-    assert!(String::from_utf8_lossy(&rerun.stdout).contains("fetch&add on preset hpca99"));
+    assert!(String::from_utf8_lossy(&rerun.stdout).contains("scheduling microbenchmark on preset hpca97"));
 }
 
 #[test]
