@@ -240,16 +240,34 @@ pub async fn thread<P: Proc>(
         ),
         KeySkew::Uniform => None,
     };
+    // Counted down however the requests end: the home's threads run until
+    // every requester is done, and a failed requester must not keep them
+    // (and so the run) going forever.
+    let sent = requests(p, cfg, h, shared, zipf.as_ref(), &mut rng).await;
+    shared.requesters_left.fetch_sub(1, Ordering::AcqRel);
+    sent?;
+    Ok(ThreadOutcome { requests: cfg.requests_per_thread })
+}
+
+/// A requester's fetch&add requests, one after another.
+async fn requests<P: Proc>(
+    p: &P,
+    cfg: &FetchAddConfig,
+    h: &FetchAddHandlers,
+    shared: &Shared,
+    zipf: Option<&Zipf<f64>>,
+    rng: &mut ChaCha8Rng,
+) -> Result<(), AmError> {
     let think = (cfg.think_cycles > 0.0).then(|| Exp::new(1.0 / cfg.think_cycles).expect("positive mean"));
     for _ in 0..cfg.requests_per_thread {
         if let Some(think) = &think {
-            let c = think.sample(&mut rng).round() as u64;
+            let c = think.sample(rng).round() as u64;
             if c > 0 {
                 p.work(c).await;
             }
         }
-        let word = match &zipf {
-            Some(z) => (z.sample(&mut rng) as u64).clamp(1, cfg.keys) - 1,
+        let word = match zipf {
+            Some(z) => (z.sample(rng) as u64).clamp(1, cfg.keys) - 1,
             None => rng.gen_range(0..cfg.keys),
         };
         let key = if cfg.sequential_fraction > 0.0 && rng.gen_bool(cfg.sequential_fraction) {
@@ -260,8 +278,7 @@ pub async fn thread<P: Proc>(
         shared.words.sent[word as usize].fetch_add(1, Ordering::Relaxed);
         p.request_keyed(NodeId(0), h.request, key, Args::new(&[word, 1])?, Payload::none()).await?;
     }
-    shared.requesters_left.fetch_sub(1, Ordering::AcqRel);
-    Ok(ThreadOutcome { requests: cfg.requests_per_thread })
+    Ok(())
 }
 
 async fn home_thread<P: Proc>(p: &P, cfg: &FetchAddConfig, shared: &Shared, rng: &mut ChaCha8Rng) {
@@ -365,6 +382,14 @@ pub fn run_native(
     cfg.validate(machine, threads).map_err(invalid)?;
     if rt.topology.nodes < 2 {
         return Err(invalid("fetch&add needs a home node and at least one requester node".into()));
+    }
+    let capacity = rt.protocol_table_bytes() as u64 / machine.protocol.block_bytes as u64;
+    if cfg.keys > capacity {
+        let allowed = format!(
+            "allowed 1..={capacity} on the native runtime (one protocol block per word in its {}-byte protocol table; more compute threads or a larger segment_bytes make room)",
+            rt.protocol_table_bytes()
+        );
+        return Err(finegrain_rt::RtError::Config(ConfigError::invalid("keys", cfg.keys, allowed)));
     }
     let words = Arc::new(Words::new(cfg.keys));
     let (table, h) = handlers(cfg, machine, words.clone()).map_err(finegrain_rt::RtError::Handler)?;

@@ -106,6 +106,28 @@ impl FetchAddArgs {
     }
 }
 
+/// Node sizes in the user's terms (the machine adds the protocol
+/// processors to the compute ones, and the home to the requesters).
+fn check_sizes(p: &Point, requester_nodes: u32, compute_procs: u32) -> Result<()> {
+    if !(1..=4095).contains(&requester_nodes) {
+        bail!("invalid requester_nodes = {requester_nodes}: allowed 1..=4095");
+    }
+    let (most, extra) = match p.kind {
+        Kind::Embedded | Kind::Smp => (64u32.saturating_sub(p.protocol_procs), " with the protocol processors"),
+        Kind::Mult => (64, ""),
+    };
+    if !(1..=most).contains(&compute_procs) {
+        bail!("invalid compute_procs = {compute_procs}: allowed 1..={most} (64 processors per node{extra})");
+    }
+    if p.kind == Kind::Mult && p.protocol_procs > compute_procs {
+        bail!(
+            "invalid protocol_procs = {} for mult: allowed 1..={compute_procs} (idle compute processors serve)",
+            p.protocol_procs
+        );
+    }
+    Ok(())
+}
+
 fn parse_kind(s: &str) -> Result<Kind> {
     match s {
         "embedded" => Ok(Kind::Embedded),
@@ -136,10 +158,18 @@ pub fn run(args: FetchAddArgs) -> Result<()> {
     };
     point.check()?;
     let requester_nodes = a.requester_nodes.unwrap_or(4);
-    if requester_nodes == 0 {
-        bail!("invalid requester_nodes = 0: allowed 1 or more");
+    let compute_procs = a.compute_procs.unwrap_or(8);
+    check_sizes(&point, requester_nodes, compute_procs)?;
+    let native = a.platform.as_deref() == Some("native");
+    if native && a.json.is_some() {
+        bail!("invalid json with platform native: allowed only with platform sim (a native run is not regenerable)");
     }
-    let config = point.sim_config(&machine, requester_nodes, a.compute_procs.unwrap_or(8), a.seed.unwrap_or(1));
+    if native && point.kind == Kind::Mult && a.protocol_procs.is_some() {
+        bail!(
+            "invalid protocol_procs for native mult: the runtime lets every idle compute thread serve (leave it unset)"
+        );
+    }
+    let config = point.sim_config(&machine, requester_nodes, compute_procs, a.seed.unwrap_or(1));
     config.validate()?;
     let workload = FetchAddConfig {
         keys: a.keys.unwrap_or(4096),
@@ -182,6 +212,12 @@ fn run_native(point: &Point, config: &SimConfig, workload: &FetchAddConfig) -> R
             "invalid kind = embedded for platform native: allowed smp, mult (there is no network-interface processor)"
         );
     }
+    let mut point = *point;
+    if point.kind == Kind::Mult {
+        // Natively every idle compute thread may serve at once.
+        point.protocol_procs = config.topology.procs_per_node;
+    }
+    let point = &point;
     let mut rt = finegrain_rt::RtConfig::new(config.topology, config.policy);
     rt.discipline = point.discipline;
     rt.seed = config.seed;

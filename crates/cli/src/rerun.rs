@@ -3,7 +3,7 @@
 //! statistics come out as recorded. Works on every record a study writes
 //! (`runs/<id>.json`) and on `finegrain run --json` output.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use finegrain_apps::{fetch_add, fetch_add::FetchAddConfig, micro, micro::MicroConfig};
 use finegrain_sim::{RunStats, SimConfig};
 use serde::Deserialize;
@@ -19,24 +19,26 @@ struct Record {
     stats: Value,
 }
 
-/// The workloads a record may name, told apart by their fields (both
-/// refuse unknown ones).
+/// The workloads a record may name.
 enum Workload {
     Micro(MicroConfig),
     FetchAdd(FetchAddConfig),
 }
 
 impl Workload {
+    /// Told apart by `keys`, which only fetch&add has, so a bad record
+    /// gets the error of the workload it is meant to be.
     fn from_value(v: Value) -> Result<Workload> {
-        if let Ok(w) = serde_json::from_value::<FetchAddConfig>(v.clone()) {
-            return Ok(Workload::FetchAdd(w));
+        if v.get("keys").is_some() {
+            return serde_json::from_value(v)
+                .map(Workload::FetchAdd)
+                .map_err(|e| anyhow::anyhow!("invalid fetch&add workload in the record: {e}"));
         }
-        match serde_json::from_value::<MicroConfig>(v) {
-            Ok(w) => Ok(Workload::Micro(w)),
-            Err(e) => bail!(
+        serde_json::from_value(v).map(Workload::Micro).map_err(|e| {
+            anyhow::anyhow!(
                 "invalid workload in the record: allowed a scheduling microbenchmark or a fetch&add workload ({e})"
-            ),
-        }
+            )
+        })
     }
 
     fn label(&self) -> &'static str {

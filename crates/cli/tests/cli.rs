@@ -159,15 +159,34 @@ fn one_fetch_add_point_runs_and_regenerates_from_its_record() {
 
     // The same point on real threads, every word checked afterwards.
     let small = ["--requester-nodes", "1", "--compute-procs", "2", "--keys", "8", "--requests-per-thread", "250"];
-    for (kind, discipline) in [("smp", "pdq"), ("mult", "pdq"), ("smp", "spin-lock")] {
-        let args =
-            ["fetch-add", "--platform", "native", "--kind", kind, "--discipline", discipline, "--protocol-procs", "2"];
+    for (kind, discipline, procs) in [("smp", "pdq", "2"), ("mult", "pdq", ""), ("smp", "spin-lock", "2")] {
+        let mut args = vec!["fetch-add", "--platform", "native", "--kind", kind, "--discipline", discipline];
+        if !procs.is_empty() {
+            args.extend(["--protocol-procs", procs]);
+        }
         let out = finegrain(&[&args[..], &small[..]].concat());
         assert!(out.status.success(), "{kind} {discipline}: {}", String::from_utf8_lossy(&out.stderr));
         assert!(String::from_utf8_lossy(&out.stdout).contains("requests          500 in"), "{kind} {discipline}");
     }
     assert_one_line_error(&["fetch-add", "--platform", "native"], &["invalid kind = embedded", "smp, mult"]);
     assert_one_line_error(&["fetch-add", "--platform", "gpu"], &["invalid platform = gpu", "sim, native"]);
+    assert_one_line_error(
+        &["fetch-add", "--platform", "native", "--kind", "mult", "--protocol-procs", "2"],
+        &["invalid protocol_procs for native mult"],
+    );
+    assert_one_line_error(
+        &["fetch-add", "--platform", "native", "--kind", "smp", "--compute-procs", "2", "--keys", "4096"],
+        &["invalid keys = 4096", "on the native runtime"],
+    );
+    assert_one_line_error(&["fetch-add", "--requester-nodes", "4294967295"], &["invalid requester_nodes", "1..=4095"]);
+    assert_one_line_error(
+        &["fetch-add", "--kind", "smp", "--compute-procs", "64"],
+        &["invalid compute_procs = 64", "1..=63"],
+    );
+    assert_one_line_error(
+        &["fetch-add", "--platform", "native", "--kind", "smp", "--json", "x.json"],
+        &["invalid json"],
+    );
 }
 
 #[test]

@@ -42,11 +42,11 @@ impl Hasher for KeyHasher {
     }
 }
 
-/// Keys in service and how many entries of each are handed out (more than
-/// one only for a run taken with [`Pdq::dispatch_batch`]).
 /// Most entries one [`Pdq::dispatch_batch`] call hands out.
 pub const MAX_BATCH: usize = 32;
 
+/// Keys in service and how many entries of each are handed out (more than
+/// one only for a run taken with [`Pdq::dispatch_batch`]).
 type KeyHolds = HashMap<u64, u32, BuildHasherDefault<KeyHasher>>;
 
 /// One queued entry.
@@ -70,6 +70,7 @@ pub struct Dispatched<E> {
 /// Dispatch status of the queue: what is in service.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InService {
+    /// Numbered keys in service (a run of one key's entries counts once).
     pub keyed: usize,
     pub nosync: usize,
     pub sequential: bool,

@@ -111,6 +111,12 @@ impl RtConfig {
     pub fn compute_threads_per_node(&self) -> u32 {
         self.policy.compute_procs(self.topology.procs_per_node)
     }
+
+    /// Bytes of each node's protocol table: one 8-byte entry per 128-byte
+    /// block of every compute thread's segment.
+    pub fn protocol_table_bytes(&self) -> usize {
+        self.compute_threads_per_node() as usize * (self.segment_bytes / 128) * 8
+    }
 }
 
 #[cfg(test)]

@@ -1144,7 +1144,7 @@ fn build(cfg: &RtConfig, handlers: &HandlerTable) -> (Arc<Cluster>, Vec<Vec<Prod
             inbox.push(c);
         }
     }
-    let table_bytes = compute * (cfg.segment_bytes / 128) * 8;
+    let table_bytes = cfg.protocol_table_bytes();
     let node_vec: Vec<Node> = inboxes
         .into_iter()
         .enumerate()
