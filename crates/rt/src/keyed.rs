@@ -72,23 +72,25 @@ impl Batch {
     }
 }
 
-/// Nothing could run: the queue's change count then.
+/// Nothing could run: the queue's change count then, and whether the
+/// window was full (no buffer to decode into).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Idle {
     pub changes: u64,
+    pub full: bool,
 }
 
 impl Idle {
     /// Never idle: the first look always goes to the queue.
-    pub(crate) const NEVER: Idle = Idle { changes: u64::MAX };
+    pub(crate) const NEVER: Idle = Idle { changes: u64::MAX, full: false };
 
     /// Whether looking again could find something: the queue left entries
-    /// that may run since, or nobody is serving and a ring has a message.
-    /// (While some thread holds entries it decodes what the rings bring
-    /// when it comes back, and signals what it leaves: a second thread
-    /// decoding meanwhile would only drag the queue's lines between cores.)
+    /// that may run since, or a ring has a message and there was room to
+    /// decode it. (An idle thread decodes while others run their batches,
+    /// so slow handlers do not leave it waiting; with the window full it
+    /// waits for an entry to finish, which changes the count.)
     pub(crate) fn worth_retrying(&self, queue: &KeyedQueue, rings_ready: impl FnOnce() -> bool) -> bool {
-        queue.changes() != self.changes || (queue.in_service.load(Ordering::Relaxed) == 0 && rings_ready())
+        queue.changes() != self.changes || (!self.full && rings_ready())
     }
 }
 
@@ -112,8 +114,6 @@ pub(crate) struct KeyedQueue {
     /// takes that key's next entry itself leaves the others undisturbed.
     changes: CachePadded<AtomicU64>,
     locks: Box<[CachePadded<Mutex<()>>]>,
-    /// Entries handed out and not yet given back.
-    in_service: CachePadded<AtomicUsize>,
     /// Most entries one visit takes: a quarter of the window (at most
     /// [`BATCH`]), so one thread cannot take everything decoded and leave
     /// the others idle.
@@ -173,7 +173,6 @@ impl KeyedQueue {
             queued: CachePadded::new(AtomicUsize::new(0)),
             changes: CachePadded::new(AtomicU64::new(0)),
             locks,
-            in_service: CachePadded::new(AtomicUsize::new(0)),
             batch_cap: (window / 4).clamp(1, BATCH),
         })
     }
@@ -212,27 +211,22 @@ impl KeyedQueue {
     ) -> Result<(), Idle> {
         loop {
             let mut d = self.dispatch.lock();
-            let returned = batch.len;
             for &e in batch.entries() {
                 self.finish(&mut d, e);
             }
             batch.len = 0;
-            // Counted down after the refill: a thread going straight from
-            // one entry to the next never shows an empty service count, which
-            // would send idle threads to the rings for nothing.
             let refilled = self.fill(&mut d, batch);
-            self.in_service.fetch_sub(returned, Ordering::Relaxed);
             if refilled {
                 return Ok(());
             }
             let changes = self.changes.load(Ordering::Relaxed);
             if d.free.is_empty() {
-                return Err(Idle { changes });
+                return Err(Idle { changes, full: true });
             }
             drop(d);
             // SAFETY: forwarded from the caller.
             match unsafe { self.ingest(inbox, node, batch) } {
-                Some(0) | None => return Err(Idle { changes }),
+                Some(0) | None => return Err(Idle { changes, full: false }),
                 Some(_) if batch.len > 0 => return Ok(()),
                 Some(_) => {} // queued entries another thread blocks: look again
             }
@@ -248,7 +242,6 @@ impl KeyedQueue {
         for &e in batch.entries() {
             self.finish(&mut d, e);
         }
-        self.in_service.fetch_sub(batch.len, Ordering::Relaxed);
         batch.len = 0;
         self.signal_leftovers(&mut d);
     }
@@ -277,7 +270,6 @@ impl KeyedQueue {
         }
         if batch.len > 0 {
             self.queued.fetch_sub(batch.len, Ordering::Relaxed);
-            self.in_service.fetch_add(batch.len, Ordering::Relaxed);
         }
         self.signal_leftovers(d);
         batch.len > 0
@@ -425,7 +417,7 @@ mod tests {
             assert_eq!(a.entries().len(), 1, "a visit takes at most a quarter of the window");
             assert_eq!(q.queued(), 3, "the window's four decoded, one taken; six wait in the ring");
             let mut b = Batch::default();
-            assert_eq!(q.next(&inbox, NodeId(0), &mut b), Err(Idle { changes: q.changes() }));
+            assert_eq!(q.next(&inbox, NodeId(0), &mut b), Err(Idle { changes: q.changes(), full: true }));
             q.complete(&mut a);
         }
     }
