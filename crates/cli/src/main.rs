@@ -546,6 +546,13 @@ fn write_json<T: Serialize>(path: Option<PathBuf>, value: &T) -> Result<()> {
 }
 
 fn main() -> ExitCode {
+    // Output piped into `head` and closed early ends the program quietly,
+    // as for other command-line tools, instead of a panic in `println!`.
+    // SAFETY: restoring the default disposition of SIGPIPE before any
+    // thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     match main_inner() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
