@@ -6,8 +6,11 @@
 //! cores.
 
 use crossbeam_utils::CachePadded;
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicBool, Ordering};
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
+#[cfg(not(loom))]
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Looks at a held lock before yielding the core.
@@ -40,7 +43,7 @@ impl<T> SpinLock<T> {
             // Test before test-and-set: waiters spin on a shared copy of the
             // line instead of stealing it from the holder.
             if !self.locked.load(Ordering::Relaxed)
-                && self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
+                && self.locked.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
             {
                 return SpinGuard { lock: self };
             }
@@ -49,6 +52,8 @@ impl<T> SpinLock<T> {
             // microseconds misses releases that come every few hundred
             // nanoseconds. A long wait means the holder was descheduled.
             spins += 1;
+            #[cfg(loom)]
+            loom::thread::yield_now(); // the model checker explores a spin only if it yields
             if spins.is_multiple_of(YIELD_AFTER) {
                 std::thread::yield_now();
             } else {
@@ -126,5 +131,48 @@ mod tests {
         assert!(lock.try_lock().is_none(), "still held after a failed attempt");
         drop(held);
         assert!(lock.try_lock().is_some());
+    }
+}
+
+/// The lock under the loom model checker: two threads update data the lock
+/// guards (a loom cell, whose accesses loom checks for races), in every
+/// interleaving. A release that did not order the holder's writes before the
+/// next holder's reads shows up as a causality violation.
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use loom::sync::Arc;
+
+    struct Guarded {
+        lock: SpinLock<()>,
+        count: loom::cell::UnsafeCell<u32>,
+    }
+    // SAFETY: `count` is touched only while `lock` is held.
+    unsafe impl Sync for Guarded {}
+    unsafe impl Send for Guarded {}
+
+    fn add(g: &Guarded) {
+        let _held = g.lock.lock();
+        // SAFETY: the lock is held.
+        g.count.with_mut(|c| unsafe { *c += 1 });
+    }
+
+    #[test]
+    fn loom_spin_lock_orders_what_it_guards() {
+        loom::model(|| {
+            let g = Arc::new(Guarded { lock: SpinLock::new(()), count: loom::cell::UnsafeCell::new(0) });
+            let other = g.clone();
+            let t = loom::thread::spawn(move || add(&other));
+            add(&g);
+            if let Some(_held) = g.lock.try_lock() {
+                // Either the other thread is done or has not started.
+                // SAFETY: the lock is held.
+                let n = g.count.with(|c| unsafe { *c });
+                assert!(n == 1 || n == 2, "count {n}");
+            }
+            t.join().unwrap();
+            // SAFETY: the other thread has finished.
+            assert_eq!(g.count.with(|c| unsafe { *c }), 2);
+        });
     }
 }
