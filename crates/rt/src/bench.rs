@@ -36,6 +36,29 @@ impl Effort {
         }
         Ok(())
     }
+
+    /// Times `rounds` rounds of `per_round` round trips; one-way
+    /// nanoseconds (half a round trip) per round.
+    fn one_way_rounds<E>(&self, mut trip: impl FnMut() -> Result<(), E>) -> Result<Vec<f64>, E> {
+        let mut one_way = Vec::with_capacity(self.rounds);
+        for _ in 0..self.rounds {
+            let t0 = Stamp::now();
+            for _ in 0..self.per_round {
+                trip()?;
+            }
+            one_way.push(t0.elapsed_ns() as f64 / self.per_round as f64 / 2.0);
+        }
+        Ok(one_way)
+    }
+
+    /// [`Effort::one_way_rounds`] for a round trip that cannot fail.
+    fn one_way_rounds_infallible(&self, mut trip: impl FnMut()) -> Vec<f64> {
+        let ok: Result<_, std::convert::Infallible> = self.one_way_rounds(|| {
+            trip();
+            Ok(())
+        });
+        ok.unwrap_or_else(|never| match never {})
+    }
 }
 
 pub fn median(mut v: Vec<f64>) -> f64 {
@@ -80,17 +103,13 @@ pub fn finegrain_pingpong(size: usize, effort: Effort) -> Result<f64, RtError> {
                 p.serve(|| stop.load(Ordering::Acquire));
                 return Ok(Vec::new());
             }
-            let mut one_way = Vec::new();
-            let trip = |p: &crate::RtProc| p.request_with(NodeId(1), ping, &[], &payload, |r| r.payload().len());
-            effort.warm_up(|| trip(&p).map(|_| ()))?;
-            for _ in 0..effort.rounds {
-                let t0 = Stamp::now();
-                for _ in 0..effort.per_round {
-                    let n = trip(&p)?;
-                    debug_assert_eq!(n, payload.len());
-                }
-                one_way.push(t0.elapsed_ns() as f64 / effort.per_round as f64 / 2.0);
-            }
+            let trip = || {
+                let n = p.request_with(NodeId(1), ping, &[], &payload, |r| r.payload().len())?;
+                debug_assert_eq!(n, payload.len());
+                Ok::<(), AmError>(())
+            };
+            effort.warm_up(trip)?;
+            let one_way = effort.one_way_rounds(trip)?;
             stop.store(true, Ordering::Release);
             Ok::<_, AmError>(one_way)
         }
@@ -138,14 +157,7 @@ pub fn floor_pingpong(effort: Effort) -> f64 {
             trip();
             Ok::<(), ()>(())
         });
-        let mut one_way = Vec::new();
-        for _ in 0..effort.rounds {
-            let t0 = Stamp::now();
-            for _ in 0..effort.per_round {
-                trip();
-            }
-            one_way.push(t0.elapsed_ns() as f64 / effort.per_round as f64 / 2.0);
-        }
+        let one_way = effort.one_way_rounds_infallible(trip);
         word.store(STOP, Ordering::Release);
         one_way
     })
@@ -191,14 +203,7 @@ pub fn two_line_floor_pingpong(effort: Effort) -> f64 {
             trip();
             Ok::<(), ()>(())
         });
-        let mut one_way = Vec::new();
-        for _ in 0..effort.rounds {
-            let t0 = Stamp::now();
-            for _ in 0..effort.per_round {
-                trip();
-            }
-            one_way.push(t0.elapsed_ns() as f64 / effort.per_round as f64 / 2.0);
-        }
+        let one_way = effort.one_way_rounds_infallible(trip);
         there.store(STOP, Ordering::Release);
         one_way
     })
@@ -228,18 +233,11 @@ pub fn crossbeam_pingpong(size: usize, effort: Effort) -> f64 {
             to_b.send(std::mem::take(&mut buf)).expect("ping");
             buf = from_b.recv().expect("pong");
         };
+        // A fixed warm-up count: the partner answers exactly `total` pings.
         for _ in 0..effort.warmup {
             trip();
         }
-        let mut one_way = Vec::new();
-        for _ in 0..effort.rounds {
-            let t0 = Stamp::now();
-            for _ in 0..effort.per_round {
-                trip();
-            }
-            one_way.push(t0.elapsed_ns() as f64 / effort.per_round as f64 / 2.0);
-        }
-        one_way
+        effort.one_way_rounds_infallible(trip)
     })
     .join()
     .expect("measuring thread");
