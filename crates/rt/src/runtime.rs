@@ -525,6 +525,46 @@ impl ThreadCtx {
         f: impl FnOnce(&Completion) -> R,
     ) -> Result<R, AmError> {
         let cl = &self.cluster;
+        self.check_send(dst, handler, key, payload)?;
+        let token = self.new_token();
+        self.enter();
+        self.poll_on_send();
+        self.stats.count_request();
+        self.send(dst.0, &self.request_from_here(handler, token, key, args, payload));
+        let c = &self.node().completions[self.local as usize];
+        self.wait_for(c, token);
+        self.exit();
+        if cl.failed() {
+            return Err(AmError::Aborted("a handler failed".into()));
+        }
+        Ok(f(c))
+    }
+
+    /// A request from this thread (token 0: one-way, nothing waits for it).
+    fn request_from_here<'a>(
+        &self,
+        handler: HandlerId,
+        token: u64,
+        key: SyncKey,
+        args: &'a [u64],
+        payload: &'a [u8],
+    ) -> Outgoing<'a> {
+        Outgoing {
+            kind: MsgKind::Request,
+            handler,
+            src_node: NodeId(self.node),
+            src_thread: ThreadId(self.local),
+            token,
+            key,
+            args,
+            payload,
+        }
+    }
+
+    /// What every send checks first: the node and handler exist, the
+    /// payload fits, and the key can be honoured.
+    fn check_send(&self, dst: NodeId, handler: HandlerId, key: SyncKey, payload: &[u8]) -> Result<(), AmError> {
+        let cl = &self.cluster;
         if dst.0 >= cl.cfg.topology.nodes {
             return Err(AmError::NoSuchNode { node: dst.0, nodes: cl.cfg.topology.nodes });
         }
@@ -535,31 +575,7 @@ impl ThreadCtx {
                 payload.len()
             )));
         }
-        self.check_key(key)?;
-        let token = self.new_token();
-        self.enter();
-        self.poll_on_send();
-        self.stats.count_request();
-        self.send(
-            dst.0,
-            &Outgoing {
-                kind: MsgKind::Request,
-                handler,
-                src_node: NodeId(self.node),
-                src_thread: ThreadId(self.local),
-                token,
-                key,
-                args,
-                payload,
-            },
-        );
-        let c = &self.node().completions[self.local as usize];
-        self.wait_for(c, token);
-        self.exit();
-        if cl.failed() {
-            return Err(AmError::Aborted("a handler failed".into()));
-        }
-        Ok(f(c))
+        self.check_key(key)
     }
 
     /// Under a lock per key nothing can make a handler run alone.
@@ -585,28 +601,9 @@ impl ThreadCtx {
         args: &[u64],
         payload: &[u8],
     ) -> Result<(), AmError> {
-        self.check_key(key)?;
+        self.check_send(dst, handler, key, payload)?;
         let cl = &self.cluster;
-        if dst.0 >= cl.cfg.topology.nodes {
-            return Err(AmError::NoSuchNode { node: dst.0, nodes: cl.cfg.topology.nodes });
-        }
-        cl.handlers.info(handler)?;
-        if payload.len() > MAX_PAYLOAD {
-            return Err(AmError::Aborted(format!(
-                "payload of {} bytes: the native runtime carries at most {MAX_PAYLOAD}",
-                payload.len()
-            )));
-        }
-        let m = Outgoing {
-            kind: MsgKind::Request,
-            handler,
-            src_node: NodeId(self.node),
-            src_thread: ThreadId(self.local),
-            token: 0,
-            key,
-            args,
-            payload,
-        };
+        let m = self.request_from_here(handler, 0, key, args, payload);
         self.enter();
         let mut spins = 0;
         loop {
