@@ -248,6 +248,36 @@ struct NativeRecord<'a> {
     stats: &'a finegrain_rt::RtStats,
 }
 
+/// The microbenchmark a run asks for: the mean compute time comes from
+/// `compute_cycles`, or from `u` and the platform's measured Lmin (which it
+/// returns, to be reported).
+fn micro_workload(
+    a: &RunArgs,
+    protocol: Protocol,
+    lmin: impl FnOnce() -> Result<f64>,
+) -> Result<(MicroConfig, Option<f64>)> {
+    let (mean, lmin) = match (a.u, a.compute_cycles) {
+        (Some(_), Some(_)) => bail!("invalid u and compute_cycles: give one of them, not both"),
+        (Some(u), None) => {
+            if !(u > 0.0 && u < 1.0) {
+                bail!("invalid u = {u}: allowed a value strictly between 0 and 1");
+            }
+            let l = lmin()?;
+            (u / (1.0 - u) * l, Some(l))
+        }
+        (None, Some(c)) => (c, None),
+        (None, None) => (0.0, None),
+    };
+    let workload = MicroConfig {
+        protocol,
+        mean_compute_cycles: mean,
+        requests_per_node: a.requests_per_node.unwrap_or(10_000),
+        single_requester: false,
+    };
+    workload.validate().map_err(anyhow::Error::msg)?;
+    Ok((workload, lmin))
+}
+
 fn run_native(a: RunArgs) -> Result<()> {
     if a.oint.is_some() {
         bail!("invalid oint for platform native: the native interrupt cost is what the machine gives (see finegrain bench interrupt)");
@@ -263,25 +293,7 @@ fn run_native(a: RunArgs) -> Result<()> {
     if topology.nodes < 2 {
         bail!("invalid nodes = {}: allowed 2 or more (requests go to another node)", topology.nodes);
     }
-    let (mean, lmin) = match (a.u, a.compute_cycles) {
-        (Some(_), Some(_)) => bail!("invalid u and compute_cycles: give one of them, not both"),
-        (Some(u), None) => {
-            if !(u > 0.0 && u < 1.0) {
-                bail!("invalid u = {u}: allowed a value strictly between 0 and 1");
-            }
-            let l = micro::measure_lmin_native(&rt, &machine, protocol)?;
-            (u / (1.0 - u) * l, Some(l))
-        }
-        (None, Some(c)) => (c, None),
-        (None, None) => (0.0, None),
-    };
-    let workload = MicroConfig {
-        protocol,
-        mean_compute_cycles: mean,
-        requests_per_node: a.requests_per_node.unwrap_or(10_000),
-        single_requester: false,
-    };
-    workload.validate().map_err(anyhow::Error::msg)?;
+    let (workload, lmin) = micro_workload(&a, protocol, || Ok(micro::measure_lmin_native(&rt, &machine, protocol)?))?;
     let out = micro::run_native(&rt, &machine, &workload)?;
     let s = &out.stats;
     let compute: Vec<&finegrain_rt::ThreadTimes> = s.threads.iter().filter(|t| t.role == "compute").collect();
@@ -296,7 +308,7 @@ fn run_native(a: RunArgs) -> Result<()> {
         rt.seed
     );
     if let Some(l) = lmin {
-        println!("Lmin {l:.0} ns (Fixed, idle cluster); mean compute {mean:.0} ns");
+        println!("Lmin {l:.0} ns (Fixed, idle cluster); mean compute {:.0} ns", workload.mean_compute_cycles);
     }
     println!("wall time        {:.3} ms", s.wall_ns as f64 / 1e6);
     println!("measured U       {measured_u:.3}");
@@ -353,25 +365,9 @@ fn run_sim(a: RunArgs) -> Result<()> {
     if topology.nodes < 2 {
         bail!("invalid nodes = {}: allowed 2 or more (requests go to another node)", topology.nodes);
     }
-    let (mean, lmin) = match (a.u, a.compute_cycles) {
-        (Some(_), Some(_)) => bail!("invalid u and compute_cycles: give one of them, not both"),
-        (Some(u), None) => {
-            if !(u > 0.0 && u < 1.0) {
-                bail!("invalid u = {u}: allowed a value strictly between 0 and 1");
-            }
-            let l = micro::measure_lmin(&config.machine, protocol, config.seed)?;
-            (u / (1.0 - u) * l, Some(l))
-        }
-        (None, Some(c)) => (c, None),
-        (None, None) => (0.0, None),
-    };
-    let workload = MicroConfig {
-        protocol,
-        mean_compute_cycles: mean,
-        requests_per_node: a.requests_per_node.unwrap_or(10_000),
-        single_requester: false,
-    };
-    workload.validate().map_err(anyhow::Error::msg)?;
+    let (workload, lmin) =
+        micro_workload(&a, protocol, || Ok(micro::measure_lmin(&config.machine, protocol, config.seed)?))?;
+    let mean = workload.mean_compute_cycles;
     let t0 = Instant::now();
     let out = micro::simulate(&config, &workload)?;
     let wall = t0.elapsed().as_secs_f64().max(1e-9);
