@@ -54,3 +54,25 @@ pub fn reproduce(name: &str, quick: bool, out: &Path) -> Result<std::path::PathB
         other => bail!("invalid study = {other} in {}: allowed scheduling-micro, pdq-micro", src.origin),
     }
 }
+
+/// Writes what every study writes before its figures and report into `out`:
+/// `runs/<id>.json` per record (its whole configuration, seed and
+/// statistics), `results.csv` and a copy of the experiment file. Creates
+/// `figures/` for what follows.
+pub fn write_records<R: serde::Serialize>(
+    out: &Path,
+    src: &Source,
+    records: &[R],
+    id: impl Fn(&R) -> &str,
+    csv: &str,
+) -> Result<()> {
+    std::fs::create_dir_all(out.join("runs")).with_context(|| format!("creating {}", out.display()))?;
+    std::fs::create_dir_all(out.join("figures"))?;
+    for r in records {
+        let path = out.join("runs").join(format!("{}.json", id(r)));
+        std::fs::write(&path, serde_json::to_string_pretty(r)? + "\n")?;
+    }
+    std::fs::write(out.join("results.csv"), csv)?;
+    std::fs::write(out.join("experiment.toml"), &src.text)?;
+    Ok(())
+}

@@ -196,14 +196,7 @@ pub fn reproduce(src: &Source, quick: bool, out: &Path) -> Result<PathBuf> {
     let mode = if quick { "quick" } else { "full" };
     let mut records = sweep::run_all(&specs, &format!("{} ({mode})", exp.name), |s| run_one(&exp, &machine, grid, s))?;
     derive(&mut records);
-    std::fs::create_dir_all(out.join("runs")).with_context(|| format!("creating {}", out.display()))?;
-    std::fs::create_dir_all(out.join("figures"))?;
-    for r in &records {
-        let path = out.join("runs").join(format!("{}.json", r.id));
-        std::fs::write(&path, serde_json::to_string_pretty(r)? + "\n")?;
-    }
-    std::fs::write(out.join("results.csv"), csv(&records))?;
-    std::fs::write(out.join("experiment.toml"), &src.text)?;
+    crate::experiment::write_records(out, src, &records, |r| &r.id, &csv(&records))?;
     let figures = draw_figures(out, grid, &records)?;
     let verdicts = evaluate(grid, &records);
     let report = render_report(&exp, src, mode, grid, &machine, &lmin, &records, &verdicts, &figures, started);
