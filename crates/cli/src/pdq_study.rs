@@ -734,6 +734,15 @@ fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Result<Vec<(S
     let keys = grid.most_keys();
     let zipf = skewed(records);
     let mut figs = Vec::new();
+    // Draws one chart into figures/<file> and lists it for the report.
+    let mut draw = |file: &str, title: String, axes: (&str, &str), series: Vec<Series>| -> Result<()> {
+        let name = format!("figures/{file}");
+        let chart = Chart { title: &title, x_label: axes.0, y_label: axes.1, series, reference_y: None };
+        line_chart(&out.join(&name), &chart)?;
+        figs.push((name, title));
+        Ok(())
+    };
+    const THROUGHPUT: (&str, &str) = ("protocol processors", "requests per us");
     let ks = |f: &dyn Fn(u32) -> Option<f64>| -> Vec<(f64, f64)> {
         grid.protocol_procs.iter().filter_map(|&k| f(k).map(|y| (k as f64, y))).collect()
     };
@@ -745,19 +754,8 @@ fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Result<Vec<(S
                 .map(|&d| Series { name: d.label().into(), points: ks(&|k| v.tput(kind, d, k, keys, skew)) })
                 .filter(|s| !s.points.is_empty())
                 .collect();
-            let name = format!("figures/throughput-{}-{tag}.svg", kind.label());
             let title = format!("{}: fetch&add throughput, {keys} {skew} keys", kind.system());
-            line_chart(
-                &out.join(&name),
-                &Chart {
-                    title: &title,
-                    x_label: "protocol processors",
-                    y_label: "requests per us",
-                    series,
-                    reference_y: None,
-                },
-            )?;
-            figs.push((name, title));
+            draw(&format!("throughput-{}-{tag}.svg", kind.label()), title, THROUGHPUT, series)?;
         }
     }
     let series = grid
@@ -768,13 +766,8 @@ fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Result<Vec<(S
             points: ks(&|k| v.tput(Kind::Embedded, Discipline::Pdq, k, keys, UNIFORM)),
         })
         .collect();
-    let name = "figures/pdq-keys-embedded.svg".to_string();
     let title = "Hurricane (embedded) PDQ: throughput by distinct keys (uniform)".to_string();
-    line_chart(
-        &out.join(&name),
-        &Chart { title: &title, x_label: "protocol processors", y_label: "requests per us", series, reference_y: None },
-    )?;
-    figs.push((name, title));
+    draw("pdq-keys-embedded.svg", title, THROUGHPUT, series)?;
     let series = grid
         .kinds
         .iter()
@@ -789,37 +782,16 @@ fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Result<Vec<(S
                 .collect(),
         })
         .collect();
-    let name = "figures/spin-busy-wait.svg".to_string();
     let title = "Spin-locks at 4 protocol processors: busy-wait share by key count (uniform)".to_string();
-    line_chart(
-        &out.join(&name),
-        &Chart {
-            title: &title,
-            x_label: "log2(keys)",
-            y_label: "busy-wait / protocol time",
-            series,
-            reference_y: None,
-        },
-    )?;
-    figs.push((name, title));
+    draw("spin-busy-wait.svg", title, ("log2(keys)", "busy-wait / protocol time"), series)?;
     let mut mult = v.sweep(Sweep::MultHomeU);
     mult.sort_by(|a, b| a.home.home_u.total_cmp(&b.home.home_u));
     let points: Vec<(f64, f64)> =
         mult.iter().map(|r| (r.home.home_u, r.home.interrupts as f64 / r.home.requests.max(1) as f64)).collect();
     if !points.is_empty() {
-        let name = "figures/mult-interrupts.svg".to_string();
         let title = "Hurricane-1 Mult: interrupts per request by the home's compute utilization".to_string();
-        line_chart(
-            &out.join(&name),
-            &Chart {
-                title: &title,
-                x_label: "home compute utilization (measured)",
-                y_label: "interrupts per request",
-                series: vec![Series { name: format!("PDQ, {} servers", grid.mult_sweep_procs), points }],
-                reference_y: None,
-            },
-        )?;
-        figs.push((name, title));
+        let series = vec![Series { name: format!("PDQ, {} servers", grid.mult_sweep_procs), points }];
+        draw("mult-interrupts.svg", title, ("home compute utilization (measured)", "interrupts per request"), series)?;
     }
     Ok(figs)
 }
