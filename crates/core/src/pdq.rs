@@ -147,18 +147,20 @@ impl<E> Pdq<E> {
         if self.sequential || self.blocked {
             return None;
         }
-        let found = self.search();
+        let found = self.search(0);
         self.blocked = found.is_none();
         self.ready = found.is_some();
         found
     }
 
-    fn search(&self) -> Option<usize> {
+    /// Position of the oldest entry at or after window position `from`
+    /// that may be dispatched now.
+    fn search(&self, from: usize) -> Option<usize> {
         let idle = self.busy.is_empty() && self.nosync == 0;
         // Runs of one busy key (one hot word, a block's burst of requests)
         // are skipped without probing the set again.
         let mut last_busy = None;
-        for (i, e) in self.queue.iter().take(self.window).enumerate() {
+        for (i, e) in self.queue.iter().take(self.window).enumerate().skip(from) {
             match e.key {
                 SyncKey::Sequential => {
                     // Alone, and only once everything older has gone.
@@ -255,24 +257,10 @@ impl<E> Pdq<E> {
         // Whether anything is left for another processor: go on from
         // where the batch stopped (what it passed cannot have become
         // eligible, since the batch only made keys busier).
-        let more = taken > 0 && !self.sequential && self.eligible_from(i);
+        let more = taken > 0 && !self.sequential && self.search(i).is_some();
         self.blocked = !more;
         self.ready = more;
         taken
-    }
-
-    /// Whether an entry at or after window position `from` may be
-    /// dispatched now (no sequential entry in service).
-    fn eligible_from(&self, from: usize) -> bool {
-        for e in self.queue.iter().take(self.window).skip(from) {
-            match e.key {
-                SyncKey::Sequential => return false,
-                SyncKey::NoSync => return true,
-                SyncKey::Key(k) if !self.busy.contains_key(&k) => return true,
-                SyncKey::Key(_) => {}
-            }
-        }
-        false
     }
 
     /// The handler of a dispatched entry with `key` finished.
