@@ -51,13 +51,23 @@ impl Effort {
         Ok(one_way)
     }
 
-    /// [`Effort::one_way_rounds`] for a round trip that cannot fail.
-    fn one_way_rounds_infallible(&self, mut trip: impl FnMut()) -> Vec<f64> {
-        let ok: Result<_, std::convert::Infallible> = self.one_way_rounds(|| {
+    /// Warms up, then [`Effort::one_way_rounds`], for a round trip that
+    /// cannot fail.
+    fn warm_one_way(&self, mut trip: impl FnMut()) -> Vec<f64> {
+        let _ = self.warm_up(|| {
             trip();
-            Ok(())
+            Ok::<(), ()>(())
         });
-        ok.unwrap_or_else(|never| match never {})
+        self.one_way_rounds_plain(trip)
+    }
+
+    /// [`Effort::one_way_rounds`] for a round trip that cannot fail.
+    fn one_way_rounds_plain(&self, mut trip: impl FnMut()) -> Vec<f64> {
+        let rounds = self.one_way_rounds(|| {
+            trip();
+            Ok::<(), std::convert::Infallible>(())
+        });
+        rounds.unwrap_or_else(|never| match never {})
     }
 }
 
@@ -146,18 +156,14 @@ pub fn floor_pingpong(effort: Effort) -> f64 {
     let one_way = std::thread::spawn(move || {
         pin(0);
         let mut next = 0u64;
-        let mut trip = || {
+        let trip = || {
             word.store(next + 1, Ordering::Release);
             while word.load(Ordering::Acquire) != next + 2 {
                 std::hint::spin_loop();
             }
             next += 2;
         };
-        let _ = effort.warm_up(|| {
-            trip();
-            Ok::<(), ()>(())
-        });
-        let one_way = effort.one_way_rounds_infallible(trip);
+        let one_way = effort.warm_one_way(trip);
         word.store(STOP, Ordering::Release);
         one_way
     })
@@ -192,18 +198,14 @@ pub fn two_line_floor_pingpong(effort: Effort) -> f64 {
     let one_way = std::thread::spawn(move || {
         pin(0);
         let mut next = 0u64;
-        let mut trip = || {
+        let trip = || {
             next += 1;
             there.store(next, Ordering::Release);
             while back.load(Ordering::Acquire) != next {
                 std::hint::spin_loop();
             }
         };
-        let _ = effort.warm_up(|| {
-            trip();
-            Ok::<(), ()>(())
-        });
-        let one_way = effort.one_way_rounds_infallible(trip);
+        let one_way = effort.warm_one_way(trip);
         there.store(STOP, Ordering::Release);
         one_way
     })
@@ -237,7 +239,7 @@ pub fn crossbeam_pingpong(size: usize, effort: Effort) -> f64 {
         for _ in 0..effort.warmup {
             trip();
         }
-        effort.one_way_rounds_infallible(trip)
+        effort.one_way_rounds_plain(trip)
     })
     .join()
     .expect("measuring thread");
