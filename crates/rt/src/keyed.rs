@@ -28,10 +28,47 @@ use crate::spin::SpinLock;
 use crossbeam_utils::CachePadded;
 use finegrain_core::pdq::Pdq;
 use finegrain_core::{ConfigError, Discipline, Message, NodeId, SyncKey};
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
+#[cfg(not(loom))]
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
+
+/// A pool buffer. Under the loom model checker its accesses are tracked, so
+/// a hand-off of a buffer that the locks failed to order shows up as a race.
+#[cfg(not(loom))]
+type BufferCell = UnsafeCell<Message>;
+#[cfg(loom)]
+type BufferCell = loom::cell::UnsafeCell<Message>;
+
+/// Reads a buffer.
+///
+/// # Safety
+/// The caller owns the buffer (see [`KeyedQueue::pool`]).
+unsafe fn buffer(cell: &BufferCell) -> &Message {
+    #[cfg(not(loom))]
+    // SAFETY: forwarded from the caller.
+    return unsafe { &*cell.get() };
+    #[cfg(loom)]
+    // SAFETY: forwarded from the caller.
+    return cell.with(|p| unsafe { &*p });
+}
+
+/// Writes a buffer.
+///
+/// # Safety
+/// As for [`buffer`].
+#[allow(clippy::mut_from_ref)] // ownership, not the borrow, makes it unique
+unsafe fn buffer_mut(cell: &BufferCell) -> &mut Message {
+    #[cfg(not(loom))]
+    // SAFETY: forwarded from the caller.
+    return unsafe { &mut *cell.get() };
+    #[cfg(loom)]
+    // SAFETY: forwarded from the caller.
+    return cell.with_mut(|p| unsafe { &mut *p });
+}
 
 /// Messages decoded per ingest, at most.
 const INGEST_BATCH: usize = 32;
@@ -104,7 +141,7 @@ pub(crate) struct KeyedQueue {
     /// Message buffers. A buffer belongs to the thread that took it from
     /// the free list (decoding it), then to the queue, then to the thread
     /// the queue handed it to, until that thread returns it.
-    pool: Box<[UnsafeCell<Message>]>,
+    pool: Box<[BufferCell]>,
     /// Entries decoded and not yet taken (a hint read without a lock).
     queued: CachePadded<AtomicUsize>,
     /// Bumped when a visit to the queue leaves entries that may run behind
@@ -169,7 +206,7 @@ impl KeyedQueue {
             discipline,
             dispatch: SpinLock::new(dispatch),
             ingest: SpinLock::new(0),
-            pool: (0..window).map(|_| UnsafeCell::new(codec::scratch_message())).collect(),
+            pool: (0..window).map(|_| BufferCell::new(codec::scratch_message())).collect(),
             queued: CachePadded::new(AtomicUsize::new(0)),
             changes: CachePadded::new(AtomicU64::new(0)),
             locks,
@@ -184,7 +221,13 @@ impl KeyedQueue {
 
     /// The change count (see [`Next::Idle`]).
     pub(crate) fn changes(&self) -> u64 {
-        self.changes.load(Ordering::Acquire)
+        // Under loom a plain load may return a stale count every time a
+        // waiter retries, so its wait would never end in the model; a
+        // read-modify-write always sees the latest.
+        #[cfg(loom)]
+        return self.changes.fetch_add(0, Ordering::Acquire);
+        #[cfg(not(loom))]
+        return self.changes.load(Ordering::Acquire);
     }
 
     /// The message of an entry this thread was handed and has not yet
@@ -192,7 +235,7 @@ impl KeyedQueue {
     pub(crate) fn message(&self, e: Entry) -> &Message {
         // SAFETY: the caller owns the buffer (it was handed `e` and has not
         // returned it), so nobody writes it meanwhile.
-        unsafe { &*self.pool[e.slot as usize].get() }
+        unsafe { buffer(&self.pool[e.slot as usize]) }
     }
 
     /// Gives back the entries in `batch`, then fills it with up to
@@ -316,7 +359,7 @@ impl KeyedQueue {
         while decoded < reserved && idle_rings < n {
             // SAFETY: the ingest lock entitles this thread to the consumers;
             // the reserved buffer is this thread's until it is queued.
-            let (consumer, buffer) = unsafe { (&mut *inbox[i].get(), &mut *self.pool[slots[decoded] as usize].get()) };
+            let (consumer, buffer) = unsafe { (&mut *inbox[i].get(), buffer_mut(&self.pool[slots[decoded] as usize])) };
             if consumer.ready() && consumer.try_pop(|r| codec::decode(r, node, buffer)).is_some() {
                 keys[decoded] = buffer.key;
                 decoded += 1;
@@ -492,5 +535,150 @@ mod concurrency_tests {
         let dups: Vec<(u64, u64)> =
             (0..N).map(|t| (t, seen[t as usize].load(Ordering::Relaxed))).filter(|p| p.1 != 1).take(8).collect();
         assert!(dups.is_empty(), "tokens not handed out exactly once: {dups:?}");
+    }
+}
+
+/// The queue under the loom model checker: two serving threads take four
+/// messages through `next`, in every interleaving of their lock and atomic
+/// operations (up to a preemption bound). One serves until everything is
+/// handled, waiting as the runtime's poll loop does (it looks again only
+/// when `Idle::worth_retrying` says so); the other, like a Floating thread
+/// going back to its computation, leaves through `complete` after one
+/// handler. Checked: each message handed out once; never two of a key in
+/// service; a sequential entry alone; a key's messages in arrival order;
+/// through loom-tracked pool buffers, that a buffer's decoding is ordered
+/// before its handler reads it and that read before the buffer is reused;
+/// and that the staying thread is always told about entries the leaver
+/// left runnable (else it waits forever and loom reports the model stuck).
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::codec::{push_message, Outgoing};
+    use crate::ring::ring;
+    use finegrain_core::{HandlerId, MsgKind, ThreadId};
+    use loom::sync::atomic::AtomicU64;
+    use loom::sync::Arc;
+
+    /// In arrival order (the token is the index). The sequential entry
+    /// first: when it finishes, three entries become runnable at once.
+    const MESSAGES: [SyncKey; 4] = [SyncKey::Sequential, SyncKey::Key(1), SyncKey::Key(1), SyncKey::Key(2)];
+
+    /// Bit of `running` set while the sequential handler runs.
+    const ALONE: u64 = 1 << 32;
+
+    struct Shared {
+        queue: KeyedQueue,
+        inbox: Box<[UnsafeCell<Consumer>]>,
+        peek: crate::ring::Peeker,
+        handled: AtomicU64,
+        /// Per token: times handed out.
+        seen: [AtomicU64; 4],
+        /// Handlers in service (low half) and whether one is sequential.
+        running: AtomicU64,
+        /// Per key: in service; tokens handled so far.
+        key_busy: [AtomicU64; 3],
+        key_done: [AtomicU64; 3],
+    }
+    // SAFETY: the consumers are used only through the queue.
+    unsafe impl Sync for Shared {}
+    unsafe impl Send for Shared {}
+
+    /// Runs entry `e`, checking PDQ's rules with read-modify-writes (which
+    /// are totally ordered per location, so a violation cannot hide).
+    fn run(e: Entry, s: &Shared) {
+        let token = s.queue.message(e).token;
+        assert_eq!(e.key, MESSAGES[token as usize], "entry and buffer disagree");
+        s.seen[token as usize].fetch_add(1, Ordering::Relaxed);
+        if e.key == SyncKey::Sequential {
+            assert_eq!(s.running.fetch_add(ALONE + 1, Ordering::Relaxed), 0, "sequential entry not alone");
+            s.running.fetch_sub(ALONE + 1, Ordering::Relaxed);
+        } else {
+            let SyncKey::Key(k) = e.key else { unreachable!() };
+            let k = k as usize;
+            assert_eq!(s.running.fetch_add(1, Ordering::Relaxed) & ALONE, 0, "ran beside the sequential entry");
+            assert_eq!(s.key_busy[k].fetch_add(1, Ordering::Relaxed), 0, "two handlers of key {k} in service");
+            let nth = s.key_done[k].fetch_add(1, Ordering::Relaxed) as usize;
+            let expected = (0..MESSAGES.len()).filter(|&i| MESSAGES[i] == e.key).nth(nth);
+            assert_eq!(expected, Some(token as usize), "key {k} out of arrival order");
+            s.key_busy[k].fetch_sub(1, Ordering::Relaxed);
+            s.running.fetch_sub(1, Ordering::Relaxed);
+        }
+        s.handled.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Serves as the runtime's poll loop does until `quota` handlers have
+    /// run here or everything is handled, then gives its batch back.
+    fn serve(s: &Shared, quota: usize) {
+        let mut batch = Batch::default();
+        let mut idle = Idle::NEVER;
+        let mut mine = 0;
+        // A read-modify-write sees the latest count (a plain load may keep
+        // returning a stale one in the model).
+        'serving: while s.handled.fetch_add(0, Ordering::Relaxed) < MESSAGES.len() as u64 {
+            if idle.worth_retrying(&s.queue, || s.peek.ready()) {
+                loop {
+                    // SAFETY: the consumers are used only through the queue.
+                    match unsafe { s.queue.next(&s.inbox, NodeId(0), &mut batch) } {
+                        Ok(()) => {
+                            for &e in batch.entries() {
+                                run(e, s);
+                                mine += 1;
+                            }
+                            if mine >= quota {
+                                break 'serving;
+                            }
+                        }
+                        Err(i) => break idle = i,
+                    }
+                }
+            }
+            loom::thread::yield_now();
+        }
+        s.queue.complete(&mut batch);
+    }
+
+    #[test]
+    fn loom_keyed_queue_hands_each_entry_once_in_order_and_wakes_waiters() {
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(2);
+        model.max_branches = 20_000;
+        model.check(|| {
+            let (mut p, c) = ring(8);
+            for (token, &key) in MESSAGES.iter().enumerate() {
+                let token = token as u64;
+                let m = Outgoing {
+                    kind: MsgKind::Request,
+                    handler: HandlerId(0),
+                    src_node: NodeId(1),
+                    src_thread: ThreadId(0),
+                    token,
+                    key,
+                    args: &[token],
+                    payload: &[],
+                };
+                push_message(&mut p, &m).unwrap();
+            }
+            // A window of 4: a visit takes one entry, so entries change hands
+            // as often as possible, and the window is full at first.
+            let s = Arc::new(Shared {
+                queue: KeyedQueue::new(Discipline::Pdq, 4).unwrap(),
+                peek: c.peeker(),
+                inbox: Box::new([UnsafeCell::new(c)]),
+                handled: AtomicU64::new(0),
+                seen: Default::default(),
+                running: AtomicU64::new(0),
+                key_busy: Default::default(),
+                key_done: Default::default(),
+            });
+            let leaver = s.clone();
+            let t = loom::thread::spawn(move || serve(&leaver, 1));
+            serve(&s, usize::MAX);
+            t.join().unwrap();
+            for (token, n) in s.seen.iter().enumerate() {
+                let n = n.load(Ordering::Relaxed);
+                assert_eq!(n, 1, "token {token} handed out {n} times");
+            }
+            drop(p);
+        });
     }
 }

@@ -42,7 +42,7 @@ impl<T> SpinLock<T> {
         loop {
             // Test before test-and-set: waiters spin on a shared copy of the
             // line instead of stealing it from the holder.
-            if !self.locked.load(Ordering::Relaxed)
+            if self.looks_free()
                 && self.locked.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
             {
                 return SpinGuard { lock: self };
@@ -64,9 +64,21 @@ impl<T> SpinLock<T> {
 }
 
 impl<T> SpinLock<T> {
+    /// The plain load of test-and-test-and-set. Under the loom model
+    /// checker a relaxed load may return a stale value every time it is
+    /// retried, so a spin on it would never end in the model; there the
+    /// compare-exchange alone (which always sees the latest value) decides.
+    #[inline]
+    fn looks_free(&self) -> bool {
+        #[cfg(loom)]
+        return true;
+        #[cfg(not(loom))]
+        return !self.locked.load(Ordering::Relaxed);
+    }
+
     /// The lock if it is free now.
     pub(crate) fn try_lock(&self) -> Option<SpinGuard<'_, T>> {
-        let free = !self.locked.load(Ordering::Relaxed)
+        let free = self.looks_free()
             && self.locked.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok();
         // Not `then_some`: building a guard we do not own would release the
         // lock when it is dropped.
