@@ -82,9 +82,8 @@ impl Bus {
     }
 
     fn forget_before(&mut self, now: u64) {
-        while self.head < self.busy.len() && self.busy[self.head].1 <= now {
-            self.head += 1;
-        }
+        // Ends are sorted: the expired prefix is found by bisection.
+        self.head += self.busy[self.head..].partition_point(|iv| iv.1 <= now);
         if self.head >= 32 && self.head * 2 >= self.busy.len() {
             self.busy.drain(..self.head);
             self.head = 0;

@@ -142,7 +142,8 @@ impl AddressMap {
 
     /// The line a tag in a set stands for.
     fn line_of(&self, tag: u16, set: usize) -> u32 {
-        tag as u32 * self.sets + (set as u32 % self.sets)
+        // `set` may lie in the second bank (see `Cache::tags`).
+        tag as u32 * self.sets + self.set(set as u32)
     }
 
     /// Every protocol line a dedicated protocol processor keeps warm.
@@ -204,8 +205,11 @@ impl AddressMap {
         if len == 0 || offset + len as u64 > size_bytes {
             return Err(format!("access of {len} bytes at offset {offset} is outside the {name} ({size_bytes} bytes)"));
         }
-        let first = base + (offset / lb) as u32;
-        let last = base + ((offset + len as u64 - 1) / lb) as u32;
+        // Line sizes are powers of two (the preset checks), so the line of
+        // a byte is a shift, not a division.
+        let shift = lb.trailing_zeros();
+        let first = base + (offset >> shift) as u32;
+        let last = base + ((offset + len as u64 - 1) >> shift) as u32;
         Ok((first, last - first + 1))
     }
 }
@@ -309,6 +313,8 @@ pub struct NodeMemory {
     effects: Effects,
     sets: u32,
     pub misses: Vec<MissStats>,
+    /// Scratch for the sets a compute burst touches.
+    picks: Vec<u32>,
 }
 
 impl NodeMemory {
@@ -341,6 +347,7 @@ impl NodeMemory {
             effects: m.effects,
             sets,
             misses: mem_misses,
+            picks: Vec::new(),
             map,
         };
         // Several dedicated processors hold the protocol's lines as clean
@@ -631,8 +638,9 @@ impl NodeMemory {
         let mut stall = 0;
         for (kind, n) in [(ABSENT, accesses), (SHARED_OWN, accesses * write_fraction)] {
             let p_touch = 1.0 - (-n / self.sets as f64).exp();
-            let picks = self.pick_sets(proc, kind, p_touch, newer_than, rng);
-            for set in picks {
+            let mut picks = std::mem::take(&mut self.picks);
+            self.pick_sets(proc, kind, p_touch, newer_than, rng, &mut picks);
+            for &set in &picks {
                 let line = self.map.segment_line(own, set);
                 let held = self.caches[proc].tags[set as usize];
                 let (present, shared) = (held & TAG_MASK == own as u16, held & SHARED != 0);
@@ -646,28 +654,41 @@ impl NodeMemory {
                 let kind = if write { Access::Write } else { Access::Read };
                 stall += self.access(now, t + stall, proc, line, kind).0;
             }
+            self.picks = picks;
         }
         (stall, self.caches[proc].foreign.epoch)
     }
 
     /// Draws the sets of list `kind` a burst touches (each with probability
-    /// `p`), distinct, optionally only among those newer than an epoch.
-    fn pick_sets(&self, proc: usize, kind: usize, p: f64, newer_than: Option<u32>, rng: &mut ChaCha8Rng) -> Vec<u32> {
+    /// `p`), distinct, optionally only among those newer than an epoch, into
+    /// `out` (a buffer kept across bursts: this runs once per compute burst).
+    fn pick_sets(
+        &self,
+        proc: usize,
+        kind: usize,
+        p: f64,
+        newer_than: Option<u32>,
+        rng: &mut ChaCha8Rng,
+        out: &mut Vec<u32>,
+    ) {
+        out.clear();
         let list = &self.caches[proc].foreign.lists[kind];
         match newer_than {
             None => {
                 let touched = binomial(list.len() as u64, p, rng) as usize;
-                distinct_indices(list.len(), touched, rng).into_iter().map(|i| list[i].0).collect()
+                distinct_indices(list.len(), touched, rng, out);
+                for s in out.iter_mut() {
+                    *s = list[*s as usize].0;
+                }
             }
             Some(mark) => {
-                let mut fresh: Vec<u32> = list.iter().filter(|(_, e)| *e > mark).map(|(s, _)| *s).collect();
-                let touched = binomial(fresh.len() as u64, p, rng) as usize;
+                out.extend(list.iter().filter(|(_, e)| *e > mark).map(|(s, _)| *s));
+                let touched = binomial(out.len() as u64, p, rng) as usize;
                 for i in 0..touched {
-                    let j = rng.gen_range(i..fresh.len());
-                    fresh.swap(i, j);
+                    let j = rng.gen_range(i..out.len());
+                    out.swap(i, j);
                 }
-                fresh.truncate(touched);
-                fresh
+                out.truncate(touched);
             }
         }
     }
@@ -679,27 +700,25 @@ impl NodeMemory {
     }
 }
 
-/// `k` distinct indices below `len`, uniformly: rejection while few are
-/// wanted (the usual case), a partial shuffle otherwise.
-fn distinct_indices(len: usize, k: usize, rng: &mut ChaCha8Rng) -> Vec<usize> {
+/// `k` distinct indices below `len`, uniformly, appended to `out` (empty):
+/// rejection while few are wanted (the usual case), a partial shuffle
+/// otherwise.
+fn distinct_indices(len: usize, k: usize, rng: &mut ChaCha8Rng, out: &mut Vec<u32>) {
     let k = k.min(len);
     if k * 4 <= len {
-        let mut out: Vec<usize> = Vec::with_capacity(k);
         while out.len() < k {
             let i = rng.gen_range(0..len);
-            if !out.contains(&i) {
-                out.push(i);
+            if !out.contains(&(i as u32)) {
+                out.push(i as u32);
             }
         }
-        out
     } else {
-        let mut all: Vec<usize> = (0..len).collect();
+        out.extend(0..len as u32);
         for i in 0..k {
             let j = rng.gen_range(i..len);
-            all.swap(i, j);
+            out.swap(i, j);
         }
-        all.truncate(k);
-        all
+        out.truncate(k);
     }
 }
 
