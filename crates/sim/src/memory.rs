@@ -406,6 +406,20 @@ impl NodeMemory {
         if self.exempt(proc, class) {
             return (self.hit_cycles, Outcome::Hit);
         }
+        self.access_classed(now, t, proc, line, class, kind)
+    }
+
+    /// [`NodeMemory::access`] of a line whose class is known and not exempt.
+    #[inline]
+    fn access_classed(
+        &mut self,
+        now: u64,
+        t: u64,
+        proc: usize,
+        line: u32,
+        class: LineClass,
+        kind: Access,
+    ) -> (u64, Outcome) {
         let set = self.set_in_bank(line, class) as usize;
         let write = kind == Access::Write;
         let tag = self.map.tag(line);
@@ -519,7 +533,7 @@ impl NodeMemory {
                 spent += self.hit_cycles;
                 continue;
             }
-            let (lat, out) = self.access(now, t + spent, proc, line, kind);
+            let (lat, out) = self.access_classed(now, t + spent, proc, line, class, kind);
             spent += lat;
             if out != Outcome::Hit {
                 missed += lat;
@@ -543,25 +557,29 @@ impl NodeMemory {
 
     fn invalidate_others(&mut self, proc: usize, set: usize, line: u32) {
         let tag = self.map.tag(line);
-        for q in 0..self.caches.len() {
-            if q != proc && self.caches[q].tags[set] & TAG_MASK == tag {
-                let c = &mut self.caches[q];
+        let code = self.map.is_code(line) as u32;
+        let sets = self.sets;
+        for (q, c) in self.caches.iter_mut().enumerate() {
+            if q != proc && c.tags[set] & TAG_MASK == tag {
                 c.tags[set] = INVALID;
-                if self.map.is_code(line) {
-                    c.code_missing += 1;
-                }
-                Self::track_foreign(c, set, self.sets);
+                c.code_missing += code;
+                Self::track_foreign(c, set, sets);
             }
         }
     }
 
-    /// Keeps the foreign-set list of a compute cache in step with its tags.
-    #[inline]
+    /// Keeps the foreign-set list of a compute cache in step with its tags
+    /// (protocol processors' caches and the second bank have none).
+    #[inline(always)]
     fn track_foreign(c: &mut Cache, set: usize, sets: u32) {
-        let Some(own) = c.own_thread else { return };
-        if set >= sets as usize {
-            return;
+        if let Some(own) = c.own_thread {
+            if set < sets as usize {
+                Self::track_own_set(c, set, own);
+            }
         }
+    }
+
+    fn track_own_set(c: &mut Cache, set: usize, own: u32) {
         // A thread's segment line in set s has tag == the thread's number;
         // the set is the thread's own only if it may write it without a
         // bus transaction (Modified or Exclusive).
