@@ -76,3 +76,39 @@ pub fn write_records<R: serde::Serialize>(
     std::fs::write(out.join("experiment.toml"), &src.text)?;
     Ok(())
 }
+
+/// One of the model's indirect effects (`[effects]` of a preset), switched
+/// off in a study's sensitivity runs: the claim-deciding points are run
+/// again without it, so a report can show which mechanism decides a claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EffectOff {
+    CacheInterference,
+    Migration,
+    DataPlacement,
+}
+
+impl EffectOff {
+    pub fn apply(self, effects: &mut finegrain_core::config::Effects) {
+        match self {
+            EffectOff::CacheInterference => effects.cache_interference = false,
+            EffectOff::Migration => effects.migration = false,
+            EffectOff::DataPlacement => effects.data_placement = false,
+        }
+    }
+
+    /// The `[effects]` field's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            EffectOff::CacheInterference => "cache_interference",
+            EffectOff::Migration => "migration",
+            EffectOff::DataPlacement => "data_placement",
+        }
+    }
+}
+
+impl std::fmt::Display for EffectOff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -4,7 +4,7 @@
 //! processors, with the verdicts on the five claims of issue 4
 //! (spec/pdq.md) computed from the measured data.
 
-use crate::experiment::Source;
+use crate::experiment::{EffectOff, Source};
 use crate::figures::{line_chart, Chart, Series};
 use crate::report::{markdown_table, Check, Verdict};
 use crate::sweep;
@@ -83,6 +83,10 @@ pub struct Grid {
     /// processors are sometimes all computing.
     pub mult_think_cycles: f64,
     pub sequential_fractions: Vec<f64>,
+    /// Effects switched off, one at a time, in extra runs of claim 5's SMP
+    /// and embedded scaling points; the report gives the gains without each.
+    #[serde(default)]
+    pub sensitivity: Vec<EffectOff>,
 }
 
 impl Grid {
@@ -168,6 +172,8 @@ pub enum Sweep {
     MultHomeU,
     /// PDQ with a share of sequential requests.
     Sequential,
+    /// Claim 5's scaling points with one effect of the model off.
+    Sensitivity,
 }
 
 #[derive(Clone, Debug)]
@@ -182,6 +188,7 @@ struct RunSpec {
     sequential_fraction: f64,
     think_cycles: f64,
     seed: u64,
+    effect_off: Option<EffectOff>,
 }
 
 impl RunSpec {
@@ -198,6 +205,9 @@ impl RunSpec {
             Sweep::Main => {}
             Sweep::MultHomeU => id += &format!("-homeu{:.2}", self.home_u),
             Sweep::Sequential => id += &format!("-seq{:.3}", self.sequential_fraction),
+            Sweep::Sensitivity => {
+                id += &format!("-no-{}", self.effect_off.map_or("effect", |e| e.name()).replace('_', "-"))
+            }
         }
         id
     }
@@ -218,6 +228,10 @@ pub struct RunRecord {
     pub sequential_fraction: f64,
     pub think_cycles: f64,
     pub seed: u64,
+    /// Set in sensitivity runs: the effect switched off (`config` holds the
+    /// machine as run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effect_off: Option<EffectOff>,
     pub config: SimConfig,
     pub workload: FetchAddConfig,
     pub home: HomeMeasures,
@@ -280,6 +294,7 @@ fn plan(exp: &Experiment, grid: &Grid) -> Vec<RunSpec> {
         sequential_fraction: 0.0,
         think_cycles: 0.0,
         seed,
+        effect_off: None,
     };
     for &kind in &grid.kinds {
         for &discipline in &grid.disciplines {
@@ -308,6 +323,16 @@ fn plan(exp: &Experiment, grid: &Grid) -> Vec<RunSpec> {
         s.sweep = Sweep::Sequential;
         s.sequential_fraction = f;
         specs.push(s);
+    }
+    for &effect in &grid.sensitivity {
+        for kind in [Kind::Embedded, Kind::Smp].into_iter().filter(|k| grid.kinds.contains(k)) {
+            for k in [1, 4] {
+                let mut s = main(kind, Discipline::Pdq, k, most, KeySkew::Uniform);
+                s.sweep = Sweep::Sensitivity;
+                s.effect_off = Some(effect);
+                specs.push(s);
+            }
+        }
     }
     specs
 }
@@ -381,6 +406,11 @@ impl Point {
 }
 
 fn run_one(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) -> Result<RunRecord> {
+    let mut machine = machine.clone();
+    if let Some(e) = s.effect_off {
+        e.apply(&mut machine.effects);
+    }
+    let machine = &machine;
     let config = sim_config(exp, machine, s);
     let work = FetchAddConfig {
         think_cycles: s.think_cycles,
@@ -402,6 +432,7 @@ fn run_one(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) 
         sequential_fraction: s.sequential_fraction,
         think_cycles: s.think_cycles,
         seed: s.seed,
+        effect_off: s.effect_off,
         home: fetch_add::home_measures(machine, &out),
         config,
         workload: work,
@@ -413,7 +444,7 @@ fn run_one(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) 
 const CSV_HEADER: &str = "discipline,pp_kind,protocol_procs,keys,skew,throughput_msgs_per_us,\
 mean_queue_delay_cycles,p99_queue_delay_cycles,pp_busy_wait_fraction,seed,sweep,target_home_u,home_u,\
 sequential_fraction,interrupts,interrupts_per_request,bus_transactions_per_request,mean_request_latency_cycles,\
-requests,sim_cycles,events,wall_seconds,record";
+requests,sim_cycles,events,wall_seconds,record,effect_off";
 
 fn csv(records: &[RunRecord]) -> String {
     let mut s = String::from(CSV_HEADER);
@@ -423,7 +454,7 @@ fn csv(records: &[RunRecord]) -> String {
         let sweep = serde_json::to_value(r.sweep).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{:.4},{:.1},{},{:.4},{},{},{},{:.4},{},{},{:.5},{:.3},{:.1},{},{},{},{:.3},runs/{}.json",
+            "{},{},{},{},{},{:.4},{:.1},{},{:.4},{},{},{},{:.4},{},{},{:.5},{:.3},{:.1},{},{},{},{:.3},runs/{}.json,{}",
             r.discipline.label(),
             r.kind.label(),
             r.protocol_procs,
@@ -446,7 +477,8 @@ fn csv(records: &[RunRecord]) -> String {
             r.stats.sim_cycles,
             r.stats.events,
             r.wall_seconds,
-            r.id
+            r.id,
+            r.effect_off.map(|e| e.to_string()).unwrap_or_default()
         );
     }
     s
@@ -833,6 +865,47 @@ fn throughput_table(grid: &Grid, records: &[RunRecord]) -> String {
 
 /// Per-request cost at the home for embedded and SMP processors: what
 /// makes one kind scale differently from the other.
+/// Claim 5's SMP-scaling check on the sensitivity runs: one line per effect
+/// switched off.
+fn sensitivity_lines(grid: &Grid, records: &[RunRecord]) -> Vec<String> {
+    let keys = grid.most_keys();
+    grid.sensitivity
+        .iter()
+        .map(|&e| {
+            let run = |kind: Kind, k: u32| {
+                records.iter().find(|r| {
+                    r.sweep == Sweep::Sensitivity
+                        && r.effect_off == Some(e)
+                        && r.kind == kind
+                        && r.protocol_procs == k
+                        && r.keys == keys
+                })
+            };
+            let t = |kind, k| run(kind, k).map(RunRecord::throughput);
+            match (t(Kind::Smp, 1), t(Kind::Smp, 4), t(Kind::Embedded, 1), t(Kind::Embedded, 4)) {
+                (Some(s1), Some(s4), Some(e1), Some(e4)) => {
+                    let migration = run(Kind::Smp, 4).map_or(0.0, |r| {
+                        let home = &r.stats.nodes[0];
+                        home.procs.iter().map(|p| p.misses.migration).sum::<u64>() as f64 / r.home.requests.max(1) as f64
+                    });
+                    format!(
+                        "- without {e}: gain 1->4 smp {}x vs embedded {}x ({}); smp/embedded msgs/us at 1: {}/{}, at 4: {}/{}; \
+                         smp migration misses per request at 4: {migration:.2}",
+                        f2(s4 / s1),
+                        f2(e4 / e1),
+                        if s4 / s1 >= e4 / e1 { "the scaling part would hold" } else { "still below embedded" },
+                        f2(s1),
+                        f2(e1),
+                        f2(s4),
+                        f2(e4)
+                    )
+                }
+                _ => format!("- without {e}: missing smp or embedded PDQ runs at 1 and 4 processors"),
+            }
+        })
+        .collect()
+}
+
 fn occupancy_table(grid: &Grid, records: &[RunRecord]) -> String {
     let v = View { records };
     let mut rows = Vec::new();
@@ -907,6 +980,20 @@ fn render_report(
     let _ = writeln!(s, "## Claims\n");
     for v in verdicts {
         let _ = writeln!(s, "{}\n", v.line());
+    }
+    let sensitivity = sensitivity_lines(grid, records);
+    if !sensitivity.is_empty() {
+        let _ = writeln!(
+            s,
+            "## Sensitivity of claim 5's SMP scaling\n\nSMP and embedded PDQ ({} uniform keys) at 1 and 4 protocol \
+             processors, run again with one effect of the model switched off, to show which mechanism decides \
+             the gain. These runs (`runs/*-no-<effect>.json`) are not used for the verdicts above.\n",
+            grid.most_keys()
+        );
+        for line in sensitivity {
+            let _ = writeln!(s, "{line}");
+        }
+        let _ = writeln!(s);
     }
     let _ = writeln!(s, "## Throughput at the home (requests per us; spin-lock busy-wait share in brackets)\n");
     s += &throughput_table(grid, records);

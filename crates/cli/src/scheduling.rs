@@ -2,7 +2,7 @@
 //! microbenchmarks of Falsafi & Wood (HPCA 1997), with the verdicts on the
 //! five claims of spec/scheduling.md computed from the measured data.
 
-use crate::experiment::Source;
+use crate::experiment::{EffectOff, Source};
 use crate::figures::{line_chart, Chart, Series};
 use crate::report::{markdown_table, Check, Verdict};
 use crate::sweep;
@@ -42,6 +42,11 @@ pub struct Grid {
     pub requests_per_node: u64,
     pub cost_performance_u: Vec<f64>,
     pub replicates: u32,
+    /// Effects switched off, one at a time, in extra runs of claim 5's
+    /// points (cost-performance at low Oint); the report gives the claim's
+    /// verdict without each.
+    #[serde(default)]
+    pub sensitivity: Vec<EffectOff>,
 }
 
 impl Grid {
@@ -101,12 +106,16 @@ struct RunSpec {
     replicate: u32,
     seed: u64,
     lmin: f64,
+    /// A sensitivity run: this effect is off (the compute time stays the
+    /// baseline's, so only the mechanism changes).
+    effect_off: Option<EffectOff>,
 }
 
 impl RunSpec {
     fn id(&self) -> String {
         format!(
-            "{}-{}-p{}-u{:.2}-oint{}-r{}",
+            "{}{}-{}-p{}-u{:.2}-oint{}-r{}",
+            self.effect_off.map(|e| format!("no-{}-", e.name().replace('_', "-"))).unwrap_or_default(),
             self.protocol,
             self.policy.label().replace(':', ""),
             self.procs_per_node,
@@ -136,6 +145,10 @@ pub struct RunRecord {
     pub seed: u64,
     pub lmin_cycles: f64,
     pub mean_compute_cycles: f64,
+    /// Set in sensitivity runs: the effect switched off (`config` holds the
+    /// machine as run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effect_off: Option<EffectOff>,
     pub config: SimConfig,
     pub workload: MicroConfig,
     pub stats: RunStats,
@@ -197,9 +210,12 @@ pub fn reproduce(src: &Source, quick: bool, out: &Path) -> Result<PathBuf> {
     let mut records = sweep::run_all(&specs, &format!("{} ({mode})", exp.name), |s| run_one(&exp, &machine, grid, s))?;
     derive(&mut records);
     crate::experiment::write_records(out, src, &records, |r| &r.id, &csv(&records))?;
-    let figures = draw_figures(out, grid, &records)?;
-    let verdicts = evaluate(grid, &records);
-    let report = render_report(&exp, src, mode, grid, &machine, &lmin, &records, &verdicts, &figures, started);
+    let baseline = with_effect_off(&records, None);
+    let figures = draw_figures(out, grid, &baseline)?;
+    let verdicts = evaluate(grid, &baseline);
+    let sensitivity = sensitivity(grid, &records);
+    let report =
+        render_report(&exp, src, mode, grid, &machine, &lmin, &records, &verdicts, &sensitivity, &figures, started);
     let report_path = out.join("report.md");
     std::fs::write(&report_path, report)?;
     Ok(report_path)
@@ -215,12 +231,7 @@ fn plan(exp: &Experiment, grid: &Grid, lmin: &BTreeMap<Protocol, f64>) -> Vec<Ru
             for &oint in &grid.oint_cycles {
                 for &target_u in &grid.target_u {
                     for &ppn in &grid.procs_per_node {
-                        let policies: Vec<Policy> = if ppn == 1 {
-                            vec![Policy::Single]
-                        } else {
-                            vec![Policy::Fixed { protocol_procs: 1 }, Policy::Floating]
-                        };
-                        for policy in policies {
+                        for policy in policies(ppn) {
                             specs.push(RunSpec {
                                 protocol,
                                 policy,
@@ -230,6 +241,27 @@ fn plan(exp: &Experiment, grid: &Grid, lmin: &BTreeMap<Protocol, f64>) -> Vec<Ru
                                 replicate,
                                 seed,
                                 lmin: lmin[&protocol],
+                                effect_off: None,
+                            });
+                        }
+                    }
+                }
+            }
+            let (lo, _) = oint_range(grid);
+            for &effect in &grid.sensitivity {
+                for &target_u in &grid.cost_performance_u {
+                    for &ppn in &grid.procs_per_node {
+                        for policy in policies(ppn) {
+                            specs.push(RunSpec {
+                                protocol,
+                                policy,
+                                procs_per_node: ppn,
+                                target_u,
+                                oint: lo,
+                                replicate,
+                                seed,
+                                lmin: lmin[&protocol],
+                                effect_off: Some(effect),
                             });
                         }
                     }
@@ -240,9 +272,21 @@ fn plan(exp: &Experiment, grid: &Grid, lmin: &BTreeMap<Protocol, f64>) -> Vec<Ru
     specs
 }
 
+/// Single on a uniprocessor node, else Fixed (one dedicated PP) and Floating.
+fn policies(ppn: u32) -> Vec<Policy> {
+    if ppn == 1 {
+        vec![Policy::Single]
+    } else {
+        vec![Policy::Fixed { protocol_procs: 1 }, Policy::Floating]
+    }
+}
+
 fn run_one(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) -> Result<RunRecord> {
     let mut m = machine.clone();
     m.interrupt.overhead_cycles = s.oint;
+    if let Some(e) = s.effect_off {
+        e.apply(&mut m.effects);
+    }
     let config = SimConfig::new(m, Topology { nodes: exp.nodes, procs_per_node: s.procs_per_node }, s.policy, s.seed);
     let workload = MicroConfig {
         protocol: s.protocol,
@@ -267,6 +311,7 @@ fn run_one(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) 
         seed: s.seed,
         lmin_cycles: s.lmin,
         mean_compute_cycles: s.mean_compute(),
+        effect_off: s.effect_off,
         perf: Perf {
             wall_seconds: wall,
             events_per_wall_second: stats.events as f64 / wall,
@@ -280,10 +325,10 @@ fn run_one(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) 
 }
 
 /// Key of the configuration a run is compared against.
-type Key = (Protocol, u64, u64, u32, String, u32);
+type Key = (Option<EffectOff>, Protocol, u64, u64, u32, String, u32);
 
 fn key(r: &RunRecord, policy: &str, ppn: u32) -> Key {
-    (r.protocol, r.oint_cycles, (r.target_u * 1e6).round() as u64, r.replicate, policy.to_string(), ppn)
+    (r.effect_off, r.protocol, r.oint_cycles, (r.target_u * 1e6).round() as u64, r.replicate, policy.to_string(), ppn)
 }
 
 fn derive(records: &mut [RunRecord]) {
@@ -302,7 +347,7 @@ const CSV_HEADER: &str =
     "protocol,policy,procs_per_node,compute_procs,target_u,measured_u,oint_cycles,seed,sim_cycles,\
 time_norm_fixed,cost_performance,requests,interrupts,pp_occupancy,events,wall_seconds,replicate,lmin_cycles,\
 mean_compute_cycles,messages,mean_request_latency_cycles,migration_misses,placement_misses,interference_misses,\
-role_cycles,messages_per_wall_second,record";
+role_cycles,messages_per_wall_second,record,effect_off";
 
 fn csv(records: &[RunRecord]) -> String {
     let opt = |v: Option<f64>| v.map(|x| format!("{x:.4}")).unwrap_or_default();
@@ -312,7 +357,7 @@ fn csv(records: &[RunRecord]) -> String {
         let st = &r.stats;
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{:.4},{},{},{},{},{},{},{},{:.4},{},{:.4},{},{:.1},{:.1},{},{:.1},{},{},{},{},{:.0},runs/{}.json",
+            "{},{},{},{},{},{:.4},{},{},{},{},{},{},{},{:.4},{},{:.4},{},{:.1},{:.1},{},{:.1},{},{},{},{},{:.0},runs/{}.json,{}",
             r.protocol,
             r.policy,
             r.procs_per_node,
@@ -339,7 +384,8 @@ fn csv(records: &[RunRecord]) -> String {
             st.misses.interference,
             st.cycles.role,
             r.perf.messages_per_wall_second,
-            r.id
+            r.id,
+            r.effect_off.map(|e| e.to_string()).unwrap_or_default()
         );
     }
     s
@@ -423,6 +469,23 @@ fn floating_over_fixed(v: &View, protocol: Protocol, ppn: u32, u: f64, oint: u64
 
 fn f2(x: f64) -> String {
     format!("{x:.2}")
+}
+
+/// The runs with `effect` off (None: the baseline runs).
+fn with_effect_off(records: &[RunRecord], effect: Option<EffectOff>) -> Vec<RunRecord> {
+    records.iter().filter(|r| r.effect_off == effect).cloned().collect()
+}
+
+/// Claim 5's verdict on the runs with each sensitivity effect off.
+fn sensitivity(grid: &Grid, records: &[RunRecord]) -> Vec<(EffectOff, Verdict)> {
+    let (lo, _) = oint_range(grid);
+    grid.sensitivity
+        .iter()
+        .map(|&e| {
+            let runs = with_effect_off(records, Some(e));
+            (e, claim5(&View { records: &runs }, grid, lo))
+        })
+        .collect()
 }
 
 /// Computes the verdict on each claim from the measured runs.
@@ -804,6 +867,7 @@ fn render_report(
     lmin: &BTreeMap<Protocol, f64>,
     records: &[RunRecord],
     verdicts: &[Verdict],
+    sensitivity: &[(EffectOff, Verdict)],
     figures: &[(String, String)],
     started: Instant,
 ) -> String {
@@ -825,6 +889,19 @@ fn render_report(
     let _ = writeln!(s, "## Claims\n");
     for v in verdicts {
         let _ = writeln!(s, "{}\n", v.line());
+    }
+    if !sensitivity.is_empty() {
+        let _ = writeln!(
+            s,
+            "## Sensitivity of claim 5\n\nClaim 5's points (cost-performance at low Oint) run again with one effect \
+             of the model switched off and the same compute times, to show which mechanism decides the verdict. \
+             These runs are in `runs/no-<effect>-*.json` and are not used for the verdicts above.\n"
+        );
+        for (e, v) in sensitivity {
+            let verdict = if v.supported { "supported" } else { "not supported" };
+            let _ = writeln!(s, "- without {e}: {verdict} - {}", v.evidence);
+        }
+        let _ = writeln!(s);
     }
     let _ = writeln!(s, "## Calibration\n");
     let mut rows = Vec::new();

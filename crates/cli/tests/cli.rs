@@ -250,6 +250,12 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
     // add it here.
     check_claims(&d, "spec/scheduling.md", &[1, 2, 3, 4]);
     check_rerun(&d, "fetch-fixed-p2-u0.05-oint200-r0.json", "scheduling microbenchmark on preset hpca97");
+    check_sensitivity(
+        &d,
+        "## Sensitivity of claim 5",
+        &["migration", "data_placement", "cache_interference"],
+        ("no-migration-fetch-floating-p2-u0.30-oint200-r0.json", "migration"),
+    );
 }
 
 #[test]
@@ -284,6 +290,12 @@ p99_queue_delay_cycles,pp_busy_wait_fraction,seed";
     // the model changes.
     check_claims(&d, "issue 4", &[1, 2, 3, 4]);
     check_rerun(&d, "smp-pdq-k4-keys64-zipf1.json", "fetch&add on preset hpca99");
+    check_sensitivity(
+        &d,
+        "## Sensitivity of claim 5's SMP scaling",
+        &["migration", "cache_interference"],
+        ("smp-pdq-k4-keys4096-uniform-no-migration.json", "migration"),
+    );
 }
 
 /// A study's report has one decided verdict, with its numbers, per claim,
@@ -301,6 +313,21 @@ fn check_claims(d: &Path, spec: &str, supported: &[usize]) {
     for &n in supported {
         assert!(claims[n - 1].starts_with(&format!("claim {n}: supported - ")), "{}", claims[n - 1]);
     }
+}
+
+/// A study's sensitivity section has a line per effect switched off, and a
+/// sensitivity run records the effect and ran without it (and reruns).
+fn check_sensitivity(d: &Path, heading: &str, effects: &[&str], (record, effect): (&str, &str)) {
+    let report = std::fs::read_to_string(d.join("report.md")).unwrap();
+    let section = report.split(heading).nth(1).unwrap_or_else(|| panic!("no {heading} in {report}"));
+    for e in effects {
+        assert!(section.lines().any(|l| l.starts_with(&format!("- without {e}: "))), "no line for {e}: {section}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("runs").join(record)).unwrap()).unwrap();
+    assert_eq!(json["effect_off"], effect);
+    assert_eq!(json["config"]["machine"]["effects"][effect], false, "{record} ran with {effect} on");
+    check_rerun(d, record, "identical");
 }
 
 /// Any run of a study regenerates from its record alone.
