@@ -429,7 +429,12 @@ impl NodeMemory {
                 self.caches[proc].tags[set] = tag | DIRTY; // E or M: silent
             } else if write {
                 self.invalidate_others(proc, set, line);
-                self.install(proc, set, tag | DIRTY);
+                // The same line stays: code residency is unchanged, so the
+                // state bits change in place.
+                let sets = self.sets;
+                let c = &mut self.caches[proc];
+                c.tags[set] = tag | DIRTY;
+                Self::track_foreign(c, set, sets);
                 let p = &self.bus_params;
                 let (occ, lat) = (p.upgrade_occupancy, p.upgrade_latency);
                 let start = self.bus.reserve(now, t, occ);
