@@ -223,48 +223,38 @@ pub fn reproduce(src: &Source, quick: bool, out: &Path) -> Result<PathBuf> {
 
 fn plan(exp: &Experiment, grid: &Grid, lmin: &BTreeMap<Protocol, f64>) -> Vec<RunSpec> {
     let mut specs = Vec::new();
+    let (lo, _) = oint_range(grid);
     for replicate in 0..grid.replicates {
         // Every configuration of a replicate shares its seed (common random
         // numbers), so ratios between policies are not blurred by noise.
         let seed = mix_seed(exp.seed, replicate as u64, 0x5c4e);
         for &protocol in &grid.protocols {
-            for &oint in &grid.oint_cycles {
-                for &target_u in &grid.target_u {
-                    for &ppn in &grid.procs_per_node {
-                        for policy in policies(ppn) {
-                            specs.push(RunSpec {
-                                protocol,
-                                policy,
-                                procs_per_node: ppn,
-                                target_u,
-                                oint,
-                                replicate,
-                                seed,
-                                lmin: lmin[&protocol],
-                                effect_off: None,
-                            });
-                        }
+            // Every policy at each processor count, for a U and an Oint.
+            let mut point = |target_u: f64, oint: u64, effect_off: Option<EffectOff>| {
+                for &ppn in &grid.procs_per_node {
+                    for policy in policies(ppn) {
+                        specs.push(RunSpec {
+                            protocol,
+                            policy,
+                            procs_per_node: ppn,
+                            target_u,
+                            oint,
+                            replicate,
+                            seed,
+                            lmin: lmin[&protocol],
+                            effect_off,
+                        });
                     }
                 }
+            };
+            for &oint in &grid.oint_cycles {
+                for &target_u in &grid.target_u {
+                    point(target_u, oint, None);
+                }
             }
-            let (lo, _) = oint_range(grid);
             for &effect in &grid.sensitivity {
                 for &target_u in &grid.cost_performance_u {
-                    for &ppn in &grid.procs_per_node {
-                        for policy in policies(ppn) {
-                            specs.push(RunSpec {
-                                protocol,
-                                policy,
-                                procs_per_node: ppn,
-                                target_u,
-                                oint: lo,
-                                replicate,
-                                seed,
-                                lmin: lmin[&protocol],
-                                effect_off: Some(effect),
-                            });
-                        }
-                    }
+                    point(target_u, lo, Some(effect));
                 }
             }
         }

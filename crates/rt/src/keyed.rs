@@ -404,7 +404,8 @@ mod tests {
     use crate::ring::ring;
     use finegrain_core::{HandlerId, MsgKind, ThreadId};
 
-    fn send(p: &mut crate::ring::Producer, key: SyncKey, token: u64) {
+    /// Queues a request with `key` whose token and only argument is `token`.
+    pub(super) fn send(p: &mut crate::ring::Producer, key: SyncKey, token: u64) {
         let m = Outgoing {
             kind: MsgKind::Request,
             handler: HandlerId(0),
@@ -552,10 +553,9 @@ mod concurrency_tests {
 /// left runnable (else it waits forever and loom reports the model stuck).
 #[cfg(all(test, loom))]
 mod loom_tests {
+    use super::tests::send;
     use super::*;
-    use crate::codec::{push_message, Outgoing};
     use crate::ring::ring;
-    use finegrain_core::{HandlerId, MsgKind, ThreadId};
     use loom::sync::atomic::AtomicU64;
     use loom::sync::Arc;
 
@@ -645,18 +645,7 @@ mod loom_tests {
         model.check(|| {
             let (mut p, c) = ring(8);
             for (token, &key) in MESSAGES.iter().enumerate() {
-                let token = token as u64;
-                let m = Outgoing {
-                    kind: MsgKind::Request,
-                    handler: HandlerId(0),
-                    src_node: NodeId(1),
-                    src_thread: ThreadId(0),
-                    token,
-                    key,
-                    args: &[token],
-                    payload: &[],
-                };
-                push_message(&mut p, &m).unwrap();
+                send(&mut p, key, token as u64);
             }
             // A window of 4: a visit takes one entry, so entries change hands
             // as often as possible, and the window is full at first.
