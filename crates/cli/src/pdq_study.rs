@@ -580,12 +580,18 @@ fn claim2(v: &View, grid: &Grid) -> Verdict {
             ),
         ));
     }
+    // By construction PDQ holds an entry whose key is busy in the queue, so
+    // no handler waits for another; the spin-lock discipline's waiting
+    // inside handlers is what this counts (it is charged to busy_wait).
     let pdq: Vec<&RunRecord> =
         v.records.iter().filter(|r| r.sweep == Sweep::Main && r.discipline == Discipline::Pdq).collect();
     let spin = pdq.iter().map(|r| r.home.pp_busy_wait_fraction).fold(0.0, f64::max);
     checks.push(Check::new(
         !pdq.is_empty() && spin == 0.0,
-        format!("largest PDQ busy-wait fraction over {} runs = {spin:.4}", pdq.len()),
+        format!(
+            "largest PDQ busy-wait fraction over {} runs = {spin:.4} (blocked entries wait in the queue, not in handlers)",
+            pdq.len()
+        ),
     ));
     Verdict::from_checks(2, &checks)
 }
@@ -712,10 +718,13 @@ fn claim4(v: &View, grid: &Grid, zipf: &str) -> Verdict {
     Verdict::from_checks(
         4,
         &[
-            Check::new(uniform >= 0.9, format!("{} (need >= 0.90)", texts[0])),
+            // Comes close: within 10% either way.
+            Check::new((0.9..=1.1).contains(&uniform), format!("{} (need 0.90-1.10)", texts[0])),
+            // Clearly behind PDQ, and by more than under uniform keys (so
+            // the gap is load imbalance, not a difference both skews share).
             Check::new(
-                skewed <= uniform - 0.10,
-                format!("{} (need <= uniform - 0.10 = {})", texts[1], f2(uniform - 0.10)),
+                skewed <= 0.90 && skewed <= uniform - 0.10,
+                format!("{} (need <= 0.90 and <= uniform - 0.10 = {})", texts[1], f2(uniform - 0.10)),
             ),
         ],
     )
