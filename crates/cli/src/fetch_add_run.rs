@@ -36,7 +36,8 @@ pub struct FetchAddArgs {
     #[arg(long)]
     pub discipline: Option<String>,
     /// Protocol processors at the home (for mult: most idle processors
-    /// serving at once) [default: 1].
+    /// serving at once; natively, unset lets every idle thread serve)
+    /// [default: 1].
     #[arg(long)]
     pub protocol_procs: Option<u32>,
     /// Distinct words (keys) at the home [default: 4096].
@@ -164,11 +165,6 @@ pub fn run(args: FetchAddArgs) -> Result<()> {
     if native && a.json.is_some() {
         bail!("invalid json with platform native: allowed only with platform sim (a native run is not regenerable)");
     }
-    if native && point.kind == Kind::Mult && a.protocol_procs.is_some() {
-        bail!(
-            "invalid protocol_procs for native mult: the runtime lets every idle compute thread serve (leave it unset)"
-        );
-    }
     let config = point.sim_config(&machine, requester_nodes, compute_procs, a.seed.unwrap_or(1));
     config.validate()?;
     let workload = FetchAddConfig {
@@ -185,7 +181,9 @@ pub fn run(args: FetchAddArgs) -> Result<()> {
     workload.validate(&config.machine, threads).map_err(anyhow::Error::msg)?;
     match a.platform.as_deref().unwrap_or("sim") {
         "sim" => simulate(&point, &config, &workload, a.json),
-        "native" => run_native(&point, &config, &workload),
+        // Natively, mult without --protocol-procs lets every idle compute
+        // thread serve at once.
+        "native" => run_native(&point, &config, &workload, a.protocol_procs.is_some()),
         other => bail!("invalid platform = {other}: allowed sim, native"),
     }
 }
@@ -206,21 +204,27 @@ fn simulate(point: &Point, config: &SimConfig, workload: &FetchAddConfig, json: 
 
 /// The same point on real threads: Fixed(k) protocol threads for smp,
 /// Floating for mult; every word is checked afterwards.
-fn run_native(point: &Point, config: &SimConfig, workload: &FetchAddConfig) -> Result<()> {
+fn run_native(point: &Point, config: &SimConfig, workload: &FetchAddConfig, limited: bool) -> Result<()> {
     if point.kind == Kind::Embedded {
         bail!(
             "invalid kind = embedded for platform native: allowed smp, mult (there is no network-interface processor)"
         );
     }
     let mut point = *point;
-    if point.kind == Kind::Mult {
-        // Natively every idle compute thread may serve at once.
-        point.protocol_procs = config.topology.procs_per_node;
-    }
-    let point = &point;
     let mut rt = finegrain_rt::RtConfig::new(config.topology, config.policy);
     rt.discipline = point.discipline;
     rt.seed = config.seed;
+    if point.kind == Kind::Mult {
+        // At most --protocol-procs idle threads serve at once, as in the
+        // simulator; without it, every idle thread may.
+        if limited && point.discipline.parallel() {
+            rt.max_servers = Some(point.protocol_procs);
+        } else {
+            point.protocol_procs = config.topology.procs_per_node;
+        }
+    }
+    rt.validate()?;
+    let point = &point;
     let out = fetch_add::run_native(&rt, &config.machine, workload)?;
     let s = &out.stats;
     let wall_us = s.wall_ns.max(1) as f64 / 1e3;

@@ -159,7 +159,9 @@ fn one_fetch_add_point_runs_and_regenerates_from_its_record() {
 
     // The same point on real threads, every word checked afterwards.
     let small = ["--requester-nodes", "1", "--compute-procs", "2", "--keys", "8", "--requests-per-thread", "250"];
-    for (kind, discipline, procs) in [("smp", "pdq", "2"), ("mult", "pdq", ""), ("smp", "spin-lock", "2")] {
+    for (kind, discipline, procs) in
+        [("smp", "pdq", "2"), ("mult", "pdq", ""), ("mult", "pdq", "1"), ("smp", "spin-lock", "2")]
+    {
         let mut args = vec!["fetch-add", "--platform", "native", "--kind", kind, "--discipline", discipline];
         if !procs.is_empty() {
             args.extend(["--protocol-procs", procs]);
@@ -171,8 +173,8 @@ fn one_fetch_add_point_runs_and_regenerates_from_its_record() {
     assert_one_line_error(&["fetch-add", "--platform", "native"], &["invalid kind = embedded", "smp, mult"]);
     assert_one_line_error(&["fetch-add", "--platform", "gpu"], &["invalid platform = gpu", "sim, native"]);
     assert_one_line_error(
-        &["fetch-add", "--platform", "native", "--kind", "mult", "--protocol-procs", "2"],
-        &["invalid protocol_procs for native mult"],
+        &["fetch-add", "--platform", "native", "--kind", "mult", "--compute-procs", "2", "--protocol-procs", "3"],
+        &["invalid protocol_procs = 3 for mult", "1..=2"],
     );
     assert_one_line_error(
         &["fetch-add", "--platform", "native", "--kind", "smp", "--compute-procs", "2", "--keys", "4096"],

@@ -35,6 +35,10 @@ pub struct RtConfig {
     /// Parallel disciplines: messages decoded from the rings at a time (the
     /// dispatch search window).
     pub pdq_window: usize,
+    /// Floating under a parallel discipline: at most this many threads of a
+    /// node serve at once (Hurricane-1 Mult's K). None: every idle thread
+    /// may.
+    pub max_servers: Option<u32>,
     pub seed: u64,
 }
 
@@ -60,6 +64,7 @@ impl RtConfig {
             time_split: true,
             discipline: Discipline::Serial,
             pdq_window: DEFAULT_PDQ_WINDOW,
+            max_servers: None,
             seed: 1,
         }
     }
@@ -90,6 +95,22 @@ impl RtConfig {
                     "discipline",
                     self.discipline.label(),
                     "policy single has one thread per node: use serial (or fixed:K / floating for parallel dispatch)",
+                ));
+            }
+        }
+        if let Some(m) = self.max_servers {
+            if !(self.discipline.parallel() && self.policy == Policy::Floating) {
+                return Err(ConfigError::invalid(
+                    "max_servers",
+                    m,
+                    "only floating under a parallel discipline (pdq, spin-lock) has a server limit; leave it unset",
+                ));
+            }
+            if m == 0 || m > self.topology.procs_per_node {
+                return Err(ConfigError::invalid(
+                    "max_servers",
+                    m,
+                    format!("allowed 1..={} (the threads of a node)", self.topology.procs_per_node),
                 ));
             }
         }
@@ -135,5 +156,12 @@ mod tests {
         assert!(c.validate().unwrap_err().to_string().contains("supports eager and handoff"));
         let c = RtConfig::new(Topology { nodes: 2, procs_per_node: 1 }, Policy::Fixed { protocol_procs: 1 });
         assert!(c.validate().unwrap_err().to_string().contains("leaves no compute processor"));
+        let mut c = RtConfig::new(t, Policy::Floating);
+        c.max_servers = Some(1);
+        assert!(c.validate().unwrap_err().to_string().contains("only floating under a parallel discipline"));
+        c.discipline = Discipline::Pdq;
+        assert!(c.validate().is_ok());
+        c.max_servers = Some(3);
+        assert!(c.validate().unwrap_err().to_string().starts_with("invalid max_servers = 3: allowed 1..=2"));
     }
 }

@@ -124,6 +124,20 @@ struct Node {
     pp_threads: Mutex<Vec<std::thread::Thread>>,
     /// Parallel disciplines: the node's dispatch (None: serial).
     keyed: Option<KeyedQueue>,
+    /// Threads serving the keyed queue now (counted only under a server
+    /// limit, see `RtConfig::max_servers`).
+    servers: CachePadded<AtomicU32>,
+}
+
+/// A serving place taken under a server limit; given back when dropped.
+struct ServerSlot<'a>(Option<&'a AtomicU32>);
+
+impl Drop for ServerSlot<'_> {
+    fn drop(&mut self) {
+        if let Some(servers) = self.0 {
+            servers.fetch_sub(1, Ordering::Release);
+        }
+    }
 }
 
 // SAFETY: `inbox` and `next_ring` are touched only by the thread holding
@@ -148,6 +162,22 @@ pub struct Cluster {
 }
 
 impl Node {
+    /// One of at most `limit` serving places (every thread may serve
+    /// without a limit), or None if all are taken.
+    fn claim_server(&self, limit: Option<u32>) -> Option<ServerSlot<'_>> {
+        let Some(limit) = limit else { return Some(ServerSlot(None)) };
+        let mut now = self.servers.load(Ordering::Relaxed);
+        loop {
+            if now >= limit {
+                return None;
+            }
+            match self.servers.compare_exchange_weak(now, now + 1, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return Some(ServerSlot(Some(&self.servers))),
+                Err(seen) => now = seen,
+            }
+        }
+    }
+
     fn try_take_role(&self) -> bool {
         !self.role.load(Ordering::Relaxed)
             && self.role.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
@@ -398,6 +428,9 @@ impl ThreadCtx {
         if !self.keyed_idle.get().worth_retrying(keyed, || node.any_ready()) {
             return 0; // nothing changed since this thread last found nothing
         }
+        // Floating: idle threads serve, but no more than the limit at once.
+        let limit = (self.cluster.cfg.policy == Policy::Floating).then_some(self.cluster.cfg.max_servers).flatten();
+        let Some(_slot) = node.claim_server(limit) else { return 0 };
         let mut batch = Batch::default();
         let mut handled = 0;
         loop {
@@ -1178,6 +1211,7 @@ fn build(cfg: &RtConfig, handlers: &HandlerTable) -> (Arc<Cluster>, Vec<Vec<Prod
                 .discipline
                 .parallel()
                 .then(|| KeyedQueue::new(cfg.discipline, cfg.pdq_window).expect("validated with the configuration")),
+            servers: CachePadded::new(AtomicU32::new(0)),
         })
         .collect();
     let cores = online_cores();

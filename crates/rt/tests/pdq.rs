@@ -144,10 +144,23 @@ async fn sender(
 }
 
 fn stress(policy: Policy, ppn: u32, discipline: Discipline, keys: u64, n: u64) -> Arc<Vec<Checker>> {
+    stress_limited(policy, ppn, discipline, keys, n, None)
+}
+
+/// `stress` with a limit on a Floating node's serving threads.
+fn stress_limited(
+    policy: Policy,
+    ppn: u32,
+    discipline: Discipline,
+    keys: u64,
+    n: u64,
+    max_servers: Option<u32>,
+) -> Arc<Vec<Checker>> {
     assert!(keys as usize <= KEYS);
     let nodes = 2;
     let mut cfg = RtConfig::new(Topology { nodes, procs_per_node: ppn }, policy);
     cfg.discipline = discipline;
+    cfg.max_servers = max_servers;
     cfg.segment_bytes = 1 << 16;
     cfg.pdq_window = 16;
     let senders = (nodes * ppn) as usize;
@@ -190,6 +203,15 @@ fn pdq_on_idle_compute_threads_keeps_every_promise() {
     stress(Policy::Floating, 3, Discipline::Pdq, 24, 2000);
     // Few keys: entries wait for their key far more often.
     stress(Policy::Floating, 3, Discipline::Pdq, 3, 2000);
+}
+
+#[test]
+fn a_server_limit_caps_how_many_idle_threads_serve_at_once() {
+    // Many keys, so nothing but the limit keeps handlers from overlapping.
+    let c = stress_limited(Policy::Floating, 4, Discipline::Pdq, 24, 3000, Some(1));
+    assert_eq!(most_at_once(&c), 1, "one serving thread at a time");
+    let c = stress_limited(Policy::Floating, 4, Discipline::Pdq, 24, 3000, Some(2));
+    assert!(most_at_once(&c) <= 2, "{} handlers at once under a limit of 2", most_at_once(&c));
 }
 
 #[test]
