@@ -394,6 +394,33 @@ pub struct Dispatch {
     pub max_servers: Option<u32>,
 }
 
+/// Checks a limit on how many idle Floating processors serve at once: only
+/// Floating under a parallel discipline has one, and it lies in
+/// 1..=`procs_per_node`. The simulator and the native runtime share it.
+pub fn check_max_servers(
+    max_servers: Option<u32>,
+    discipline: Discipline,
+    policy: Policy,
+    procs_per_node: u32,
+) -> Result<(), ConfigError> {
+    let Some(m) = max_servers else { return Ok(()) };
+    if !(discipline.parallel() && policy == Policy::Floating) {
+        return Err(ConfigError::invalid(
+            "max_servers",
+            m,
+            "only floating under a parallel discipline (pdq, spin-lock) has a server limit; leave it unset",
+        ));
+    }
+    if m == 0 || m > procs_per_node {
+        return Err(ConfigError::invalid(
+            "max_servers",
+            m,
+            format!("allowed 1..={procs_per_node} (the processors of a node)"),
+        ));
+    }
+    Ok(())
+}
+
 impl Default for Dispatch {
     fn default() -> Dispatch {
         Dispatch { discipline: Discipline::Serial, pp_kind: PpKind::Smp, max_servers: None }

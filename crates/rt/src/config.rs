@@ -98,22 +98,12 @@ impl RtConfig {
                 ));
             }
         }
-        if let Some(m) = self.max_servers {
-            if !(self.discipline.parallel() && self.policy == Policy::Floating) {
-                return Err(ConfigError::invalid(
-                    "max_servers",
-                    m,
-                    "only floating under a parallel discipline (pdq, spin-lock) has a server limit; leave it unset",
-                ));
-            }
-            if m == 0 || m > self.topology.procs_per_node {
-                return Err(ConfigError::invalid(
-                    "max_servers",
-                    m,
-                    format!("allowed 1..={} (the threads of a node)", self.topology.procs_per_node),
-                ));
-            }
-        }
+        finegrain_core::config::check_max_servers(
+            self.max_servers,
+            self.discipline,
+            self.policy,
+            self.topology.procs_per_node,
+        )?;
         if self.relinquish == Relinquish::Adaptive {
             return Err(ConfigError::invalid(
                 "relinquish",

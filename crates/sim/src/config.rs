@@ -49,22 +49,12 @@ impl SimConfig {
                 "embedded protocol processors are dedicated: use policy fixed:K (K = embedded processors per node)",
             ));
         }
-        if let Some(m) = d.max_servers {
-            if !(d.discipline.parallel() && self.policy == Policy::Floating) {
-                return Err(ConfigError::invalid(
-                    "max_servers",
-                    m,
-                    "only floating under a parallel discipline (pdq, spin-lock) has a server limit; leave it unset",
-                ));
-            }
-            if m == 0 || m > self.topology.procs_per_node {
-                return Err(ConfigError::invalid(
-                    "max_servers",
-                    m,
-                    format!("allowed 1..={} (the processors of a node)", self.topology.procs_per_node),
-                ));
-            }
-        }
+        finegrain_core::config::check_max_servers(
+            d.max_servers,
+            d.discipline,
+            self.policy,
+            self.topology.procs_per_node,
+        )?;
         if d.discipline == Discipline::Static && self.policy.compute_procs_handle() {
             return Err(ConfigError::invalid(
                 "discipline",
