@@ -36,8 +36,7 @@ pub struct FetchAddArgs {
     #[arg(long)]
     pub discipline: Option<String>,
     /// Protocol processors at the home (for mult: most idle processors
-    /// serving at once; natively, unset lets every idle thread serve)
-    /// [default: 1].
+    /// serving at once) [default: 1].
     #[arg(long)]
     pub protocol_procs: Option<u32>,
     /// Distinct words (keys) at the home [default: 4096].
@@ -181,9 +180,7 @@ pub fn run(args: FetchAddArgs) -> Result<()> {
     workload.validate(&config.machine, threads).map_err(anyhow::Error::msg)?;
     match a.platform.as_deref().unwrap_or("sim") {
         "sim" => simulate(&point, &config, &workload, a.json),
-        // Natively, mult without --protocol-procs lets every idle compute
-        // thread serve at once.
-        "native" => run_native(&point, &config, &workload, a.protocol_procs.is_some()),
+        "native" => run_native(&point, &config, &workload),
         other => bail!("invalid platform = {other}: allowed sim, native"),
     }
 }
@@ -204,27 +201,18 @@ fn simulate(point: &Point, config: &SimConfig, workload: &FetchAddConfig, json: 
 
 /// The same point on real threads: Fixed(k) protocol threads for smp,
 /// Floating for mult; every word is checked afterwards.
-fn run_native(point: &Point, config: &SimConfig, workload: &FetchAddConfig, limited: bool) -> Result<()> {
+fn run_native(point: &Point, config: &SimConfig, workload: &FetchAddConfig) -> Result<()> {
     if point.kind == Kind::Embedded {
         bail!(
             "invalid kind = embedded for platform native: allowed smp, mult (there is no network-interface processor)"
         );
     }
-    let mut point = *point;
     let mut rt = finegrain_rt::RtConfig::new(config.topology, config.policy);
     rt.discipline = point.discipline;
     rt.seed = config.seed;
-    if point.kind == Kind::Mult {
-        // At most --protocol-procs idle threads serve at once, as in the
-        // simulator; without it, every idle thread may.
-        if limited && point.discipline.parallel() {
-            rt.max_servers = Some(point.protocol_procs);
-        } else {
-            point.protocol_procs = config.topology.procs_per_node;
-        }
-    }
+    // Mult: at most K idle threads serve at once, as in the simulator.
+    rt.max_servers = config.dispatch.max_servers;
     rt.validate()?;
-    let point = &point;
     let out = fetch_add::run_native(&rt, &config.machine, workload)?;
     let s = &out.stats;
     let wall_us = s.wall_ns.max(1) as f64 / 1e3;

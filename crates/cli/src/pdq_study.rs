@@ -872,8 +872,6 @@ fn throughput_table(grid: &Grid, records: &[RunRecord]) -> String {
     markdown_table(&h, &rows)
 }
 
-/// Per-request cost at the home for embedded and SMP processors: what
-/// makes one kind scale differently from the other.
 /// Claim 5's SMP-scaling check on the sensitivity runs: one line per effect
 /// switched off.
 fn sensitivity_lines(grid: &Grid, records: &[RunRecord]) -> Vec<String> {
@@ -915,6 +913,8 @@ fn sensitivity_lines(grid: &Grid, records: &[RunRecord]) -> Vec<String> {
         .collect()
 }
 
+/// Per-request cost at the home for embedded and SMP processors: what
+/// makes one kind scale differently from the other.
 fn occupancy_table(grid: &Grid, records: &[RunRecord]) -> String {
     let v = View { records };
     let mut rows = Vec::new();
@@ -996,7 +996,7 @@ fn render_report(
             s,
             "## Sensitivity of claim 5's SMP scaling\n\nSMP and embedded PDQ ({} uniform keys) at 1 and 4 protocol \
              processors, run again with one effect of the model switched off, to show which mechanism decides \
-             the gain. These runs (`runs/*-no-<effect>.json`) are not used for the verdicts above.\n",
+             the gain. These runs (`runs/*-no-<effect>.json`, the effect's name with dashes) are not used for the verdicts above.\n",
             grid.most_keys()
         );
         for line in sensitivity {

@@ -210,9 +210,10 @@ pub fn reproduce(src: &Source, quick: bool, out: &Path) -> Result<PathBuf> {
     let mut records = sweep::run_all(&specs, &format!("{} ({mode})", exp.name), |s| run_one(&exp, &machine, grid, s))?;
     derive(&mut records);
     crate::experiment::write_records(out, src, &records, |r| &r.id, &csv(&records))?;
-    let baseline = with_effect_off(&records, None);
-    let figures = draw_figures(out, grid, &baseline)?;
-    let verdicts = evaluate(grid, &baseline);
+    // Figures and verdicts read the baseline runs (their views skip the
+    // sensitivity runs).
+    let figures = draw_figures(out, grid, &records)?;
+    let verdicts = evaluate(grid, &records);
     let sensitivity = sensitivity(grid, &records);
     let report =
         render_report(&exp, src, mode, grid, &machine, &lmin, &records, &verdicts, &sensitivity, &figures, started);
@@ -381,9 +382,11 @@ fn csv(records: &[RunRecord]) -> String {
     s
 }
 
-/// Mean over replicates of a metric for one configuration.
+/// Mean over replicates of a metric for one configuration, among the runs
+/// with one effect setting (None: the baseline).
 struct View<'a> {
     records: &'a [RunRecord],
+    effect: Option<EffectOff>,
 }
 
 impl View<'_> {
@@ -391,7 +394,8 @@ impl View<'_> {
         self.records
             .iter()
             .filter(|r| {
-                r.protocol == protocol
+                r.effect_off == self.effect
+                    && r.protocol == protocol
                     && r.policy == policy
                     && r.procs_per_node == ppn
                     && (r.target_u - u).abs() < 1e-9
@@ -461,26 +465,15 @@ fn f2(x: f64) -> String {
     format!("{x:.2}")
 }
 
-/// The runs with `effect` off (None: the baseline runs).
-fn with_effect_off(records: &[RunRecord], effect: Option<EffectOff>) -> Vec<RunRecord> {
-    records.iter().filter(|r| r.effect_off == effect).cloned().collect()
-}
-
 /// Claim 5's verdict on the runs with each sensitivity effect off.
 fn sensitivity(grid: &Grid, records: &[RunRecord]) -> Vec<(EffectOff, Verdict)> {
     let (lo, _) = oint_range(grid);
-    grid.sensitivity
-        .iter()
-        .map(|&e| {
-            let runs = with_effect_off(records, Some(e));
-            (e, claim5(&View { records: &runs }, grid, lo))
-        })
-        .collect()
+    grid.sensitivity.iter().map(|&e| (e, claim5(&View { records, effect: Some(e) }, grid, lo))).collect()
 }
 
 /// Computes the verdict on each claim from the measured runs.
 pub fn evaluate(grid: &Grid, records: &[RunRecord]) -> Vec<Verdict> {
-    let v = View { records };
+    let v = View { records, effect: None };
     let us = sorted_u(grid);
     let (lo, hi) = oint_range(grid);
     vec![
@@ -761,7 +754,7 @@ fn claim5(v: &View, grid: &Grid, lo: u64) -> Verdict {
 }
 
 fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Result<Vec<(String, String)>> {
-    let v = View { records };
+    let v = View { records, effect: None };
     let us = sorted_u(grid);
     let (lo, hi) = oint_range(grid);
     let mut figs = Vec::new();
@@ -888,7 +881,7 @@ fn render_report(
             s,
             "## Sensitivity of claim 5\n\nClaim 5's points (cost-performance at low Oint) run again with one effect \
              of the model switched off and the same compute times, to show which mechanism decides the verdict. \
-             These runs are in `runs/no-<effect>-*.json` and are not used for the verdicts above.\n"
+             These runs are in `runs/no-<effect>-*.json` (the effect's name with dashes) and are not used for the verdicts above.\n"
         );
         for (e, v) in sensitivity {
             let verdict = if v.supported { "supported" } else { "not supported" };
@@ -912,8 +905,7 @@ fn render_report(
     }
     s += &markdown_table(&["protocol", "Lmin (cycles)", "Lmin (us)", "target (us)"], &rows);
     // The table shows the baseline runs, as the verdicts use them.
-    let baseline = with_effect_off(records, None);
-    let v = View { records: &baseline };
+    let v = View { records, effect: None };
     let (lo, hi) = oint_range(grid);
     let _ = writeln!(s, "\n## Time normalized to Fixed (2 processors)\n");
     let mut rows = Vec::new();

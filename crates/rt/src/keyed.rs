@@ -547,8 +547,10 @@ mod concurrency_tests {
 /// going back to its computation, leaves through `complete` after one
 /// handler. Checked: each message handed out once; never two of a key in
 /// service; a sequential entry alone; a key's messages in arrival order;
-/// through loom-tracked pool buffers, that a buffer's decoding is ordered
-/// before its handler reads it and that read before the buffer is reused;
+/// through loom-tracked pool buffers (an access is recorded when the
+/// buffer is taken for decoding or for its handler), that the taking for
+/// decoding is ordered before the taking for the handler, and that before
+/// the buffer is taken again;
 /// and that the staying thread is always told about entries the leaver
 /// left runnable (else it waits forever and loom reports the model stuck).
 #[cfg(all(test, loom))]

@@ -80,6 +80,8 @@ impl AddressMap {
     pub fn new(m: &MachineConfig) -> AddressMap {
         let sets = m.cache_lines() as u32;
         let line_bytes = m.cache.line_bytes;
+        // `lines` finds a byte's line by shifting (the preset checks this).
+        debug_assert!(line_bytes.is_power_of_two());
         let base = MAX_THREADS * sets;
         let table_bytes_per_thread = m.blocks_per_segment() * m.protocol.table_entry_bytes as u64;
         let table_lines_per_thread = table_bytes_per_thread.div_ceil(line_bytes as u64) as u32;
@@ -528,6 +530,8 @@ impl NodeMemory {
         {
             return (self.hit_cycles * count as u64, 0);
         }
+        // Misses take the class of the range's first line.
+        debug_assert_eq!(self.map.class(first + count - 1), class, "a line range crosses a region");
         let write = kind == Access::Write;
         let mut spent = 0;
         let mut missed = 0;
