@@ -55,6 +55,13 @@ pub fn reproduce(name: &str, quick: bool, out: &Path) -> Result<std::path::PathB
     }
 }
 
+/// Writes `value` as pretty JSON to `path` (every record and result file the
+/// command line writes).
+pub fn write_json<T: serde::Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
+    std::fs::write(path, serde_json::to_string_pretty(value)? + "\n")
+        .with_context(|| format!("writing {}", path.display()))
+}
+
 /// Writes what every study writes before its figures and report into `out`:
 /// `runs/<id>.json` per record (its whole configuration, seed and
 /// statistics), `results.csv` and a copy of the experiment file. Creates
@@ -69,8 +76,7 @@ pub fn write_records<R: serde::Serialize>(
     std::fs::create_dir_all(out.join("runs")).with_context(|| format!("creating {}", out.display()))?;
     std::fs::create_dir_all(out.join("figures"))?;
     for r in records {
-        let path = out.join("runs").join(format!("{}.json", id(r)));
-        std::fs::write(&path, serde_json::to_string_pretty(r)? + "\n")?;
+        write_json(&out.join("runs").join(format!("{}.json", id(r))), r)?;
     }
     std::fs::write(out.join("results.csv"), csv)?;
     std::fs::write(out.join("experiment.toml"), &src.text)?;
@@ -95,6 +101,11 @@ impl EffectOff {
             EffectOff::Migration => effects.migration = false,
             EffectOff::DataPlacement => effects.data_placement = false,
         }
+    }
+
+    /// How a sensitivity run's id names it: `no-` and the effect, dashed.
+    pub fn run_label(self) -> String {
+        format!("no-{}", self.name().replace('_', "-"))
     }
 
     /// The `[effects]` field's name.

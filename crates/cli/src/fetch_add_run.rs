@@ -193,8 +193,7 @@ fn simulate(point: &Point, config: &SimConfig, workload: &FetchAddConfig, json: 
     print_summary(point, config, workload, &home);
     if let Some(path) = json {
         let rec = Record { kind: point.kind, config, workload, home: &home, stats: &out.stats, wall_seconds: wall };
-        let text = serde_json::to_string_pretty(&rec)?;
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        crate::experiment::write_json(&path, &rec)?;
     }
     Ok(())
 }

@@ -199,10 +199,7 @@ struct Perf {
 
 fn rerun(record: &std::path::Path, json: Option<PathBuf>) -> Result<()> {
     let r = finegrain::rerun::rerun(record)?;
-    if let Some(path) = json {
-        let text = serde_json::to_string_pretty(&r.stats)?;
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    }
+    write_json(json, &r.stats)?;
     let c = &r.config;
     let what = format!(
         "{}: {} on preset {}, policy {}, {} nodes x {} processors, seed {}",
@@ -346,8 +343,7 @@ fn run_native(a: RunArgs) -> Result<()> {
             measured_u,
             stats: s,
         };
-        std::fs::write(&path, serde_json::to_string_pretty(&rec)? + "\n")
-            .with_context(|| format!("writing {}", path.display()))?;
+        experiment::write_json(&path, &rec)?;
     }
     Ok(())
 }
@@ -419,8 +415,7 @@ fn run_sim(a: RunArgs) -> Result<()> {
                 messages_per_wall_second: s.messages as f64 / wall,
             },
         };
-        std::fs::write(&path, serde_json::to_string_pretty(&rec)? + "\n")
-            .with_context(|| format!("writing {}", path.display()))?;
+        experiment::write_json(&path, &rec)?;
     }
     Ok(())
 }
@@ -517,10 +512,7 @@ fn main_inner() -> Result<()> {
         Command::Bench { what: BenchCommand::Sim { rounds, requests_per_node, json } } => {
             let rows = bench::sim(rounds, requests_per_node)?;
             bench::print_sim(&rows);
-            if let Some(path) = json {
-                std::fs::write(&path, serde_json::to_string_pretty(&rows)? + "\n")?;
-            }
-            Ok(())
+            write_json(json, &rows)
         }
     }
 }
@@ -533,12 +525,9 @@ fn effort(quick: bool) -> finegrain_rt::bench::Effort {
     }
 }
 
+/// Writes `value` to the `--json` file, if one was given.
 fn write_json<T: Serialize>(path: Option<PathBuf>, value: &T) -> Result<()> {
-    if let Some(path) = path {
-        std::fs::write(&path, serde_json::to_string_pretty(value)? + "\n")
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    Ok(())
+    path.map_or(Ok(()), |p| experiment::write_json(&p, value))
 }
 
 fn main() -> ExitCode {

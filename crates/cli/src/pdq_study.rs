@@ -206,7 +206,7 @@ impl RunSpec {
             Sweep::MultHomeU => id += &format!("-homeu{:.2}", self.home_u),
             Sweep::Sequential => id += &format!("-seq{:.3}", self.sequential_fraction),
             Sweep::Sensitivity => {
-                id += &format!("-no-{}", self.effect_off.map_or("effect", |e| e.name()).replace('_', "-"))
+                id += &format!("-{}", self.effect_off.map_or_else(|| "no-effect".into(), EffectOff::run_label))
             }
         }
         id
@@ -244,6 +244,12 @@ pub struct RunRecord {
 impl RunRecord {
     fn throughput(&self) -> f64 {
         self.home.throughput_msgs_per_us
+    }
+
+    /// Protocol state that moved cache to cache at the home, per request.
+    fn migration_per_request(&self) -> f64 {
+        let migration: u64 = self.stats.nodes[0].procs.iter().map(|p| p.misses.migration).sum();
+        migration as f64 / self.home.requests.max(1) as f64
     }
 }
 
@@ -891,10 +897,7 @@ fn sensitivity_lines(grid: &Grid, records: &[RunRecord]) -> Vec<String> {
             let t = |kind, k| run(kind, k).map(RunRecord::throughput);
             match (t(Kind::Smp, 1), t(Kind::Smp, 4), t(Kind::Embedded, 1), t(Kind::Embedded, 4)) {
                 (Some(s1), Some(s4), Some(e1), Some(e4)) => {
-                    let migration = run(Kind::Smp, 4).map_or(0.0, |r| {
-                        let home = &r.stats.nodes[0];
-                        home.procs.iter().map(|p| p.misses.migration).sum::<u64>() as f64 / r.home.requests.max(1) as f64
-                    });
+                    let migration = run(Kind::Smp, 4).map_or(0.0, RunRecord::migration_per_request);
                     format!(
                         "- without {e}: gain 1->4 smp {}x vs embedded {}x ({}); smp/embedded msgs/us at 1: {}/{}, at 4: {}/{}; \
                          smp migration misses per request at 4: {migration:.2}",
@@ -924,7 +927,6 @@ fn occupancy_table(grid: &Grid, records: &[RunRecord]) -> String {
             let home = &r.stats.nodes[0];
             let requests = r.home.requests.max(1) as f64;
             let handler: u64 = home.procs.iter().map(|p| p.cycles.handler).sum();
-            let migration: u64 = home.procs.iter().map(|p| p.misses.migration).sum();
             let end = home.last_handler_end.max(1) as f64;
             rows.push(vec![
                 kind.label().to_string(),
@@ -934,7 +936,7 @@ fn occupancy_table(grid: &Grid, records: &[RunRecord]) -> String {
                 format!("{:.1}", r.home.bus_transactions_per_request),
                 format!("{:.2}", home.bus.busy_cycles as f64 / end),
                 format!("{:.1}", home.bus.wait_cycles as f64 / home.bus.transactions.max(1) as f64),
-                format!("{:.2}", migration as f64 / requests),
+                format!("{:.2}", r.migration_per_request()),
             ]);
         }
     }

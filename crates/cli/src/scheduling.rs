@@ -115,7 +115,7 @@ impl RunSpec {
     fn id(&self) -> String {
         format!(
             "{}{}-{}-p{}-u{:.2}-oint{}-r{}",
-            self.effect_off.map(|e| format!("no-{}-", e.name().replace('_', "-"))).unwrap_or_default(),
+            self.effect_off.map(|e| e.run_label() + "-").unwrap_or_default(),
             self.protocol,
             self.policy.label().replace(':', ""),
             self.procs_per_node,
