@@ -428,9 +428,9 @@ impl ThreadCtx {
         if !self.keyed_idle.get().worth_retrying(keyed, || node.any_ready()) {
             return 0; // nothing changed since this thread last found nothing
         }
-        // Floating: idle threads serve, but no more than the limit at once.
-        let limit = (self.cluster.cfg.policy == Policy::Floating).then_some(self.cluster.cfg.max_servers).flatten();
-        let Some(_slot) = node.claim_server(limit) else { return 0 };
+        // Floating: idle threads serve, but no more than the limit at once
+        // (the configuration allows a limit only there).
+        let Some(_slot) = node.claim_server(self.cluster.cfg.max_servers) else { return 0 };
         let mut batch = Batch::default();
         let mut handled = 0;
         loop {

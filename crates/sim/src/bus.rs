@@ -31,27 +31,20 @@ impl Bus {
         if occupancy == 0 {
             return t;
         }
-        // Common case: nothing is reserved at or after `t`.
-        let live = self.busy.len() - self.head;
-        match self.busy.last_mut() {
-            Some(last) if last.1 == t => {
-                last.1 = t + occupancy;
-                t
-            }
-            Some(last) if last.1 < t && live <= 64 => {
-                self.busy.push((t, t + occupancy));
-                t
-            }
-            None => {
-                self.busy.push((t, t + occupancy));
-                t
-            }
-            _ => self.reserve_slow(now, t, occupancy),
+        // Common case: nothing is reserved after `t`.
+        if self.clear_from(t) {
+            self.push_after(now, t, t + occupancy);
+            return t;
         }
+        self.reserve_slow(now, t, occupancy)
     }
 
-    /// Finds the earliest gap when reservations lie at or after `t` (or the
-    /// calendar needs pruning).
+    /// Whether nothing is reserved after cycle `t`.
+    fn clear_from(&self, t: u64) -> bool {
+        self.busy.last().is_none_or(|last| last.1 <= t)
+    }
+
+    /// Finds the earliest gap when reservations lie after `t`.
     #[cold]
     #[inline(never)]
     fn reserve_slow(&mut self, now: u64, t: u64, occupancy: u64) -> u64 {
@@ -74,8 +67,7 @@ impl Bus {
     /// each starts when the previous one has completed (`latency` after it
     /// got the bus). Returns when the last completes.
     pub fn reserve_train(&mut self, now: u64, t: u64, count: u64, occupancy: u64, latency: u64) -> u64 {
-        let clear = self.busy.last().is_none_or(|last| last.1 <= t);
-        if count == 0 || occupancy == 0 || !clear {
+        if count == 0 || occupancy == 0 || !self.clear_from(t) {
             let mut done = t;
             for _ in 0..count {
                 done = self.reserve(now, done, occupancy) + latency;
