@@ -19,6 +19,8 @@ pub enum AmError {
     ReplyFromReplyHandler { handler: String },
     #[error("handler '{handler}' sent a second reply; a request handler may send at most one reply")]
     SecondReply { handler: String },
+    #[error("handler '{handler}' replied to a one-way message; only a message sent as a request gets a reply")]
+    ReplyToOneWay { handler: String },
     #[error("an active message carries at most 4 argument words, {given} given")]
     TooManyArgs { given: usize },
     #[error("unknown handler id {id}: the table has {len} handlers")]
@@ -154,6 +156,11 @@ impl<'a> ReplyGuard<'a> {
 
     pub fn replied(&self) -> bool {
         self.replied
+    }
+
+    /// The name of the handler this guard watches.
+    pub fn handler(&self) -> &str {
+        self.handler
     }
 }
 

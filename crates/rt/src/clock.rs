@@ -50,7 +50,9 @@ impl Stamp {
 
     /// The stamp `ns` nanoseconds after this one.
     pub fn plus_ns(self, ns: f64) -> Stamp {
-        Stamp(self.0 + (ns * rate()) as u64)
+        // Saturates: a deadline past the end of time is never reached,
+        // which is what `work(u64::MAX)` asks for.
+        Stamp(self.0.saturating_add((ns * rate()) as u64))
     }
 
     /// The raw tick value (to carry a time stamp in a message).

@@ -254,10 +254,7 @@ impl KeyedQueue {
     ) -> Result<(), Idle> {
         loop {
             let mut d = self.dispatch.lock();
-            for &e in batch.entries() {
-                self.finish(&mut d, e);
-            }
-            batch.len = 0;
+            self.give_back(&mut d, batch);
             let refilled = self.fill(&mut d, batch);
             if refilled {
                 return Ok(());
@@ -282,11 +279,24 @@ impl KeyedQueue {
             return;
         }
         let mut d = self.dispatch.lock();
+        self.give_back(&mut d, batch);
+        self.signal_leftovers(&mut d);
+    }
+
+    /// Finishes the entries in `batch` and empties it. Threads that found
+    /// the window full wait for the change count alone (see
+    /// [`Idle::worth_retrying`]), so freeing the first buffers of a full
+    /// window bumps it: a message may be waiting in the rings for room,
+    /// and nothing else would tell them.
+    fn give_back(&self, d: &mut Dispatch, batch: &mut Batch) {
+        let was_full = d.free.is_empty();
         for &e in batch.entries() {
-            self.finish(&mut d, e);
+            self.finish(d, e);
+        }
+        if was_full && batch.len > 0 {
+            self.changes.fetch_add(1, Ordering::Release);
         }
         batch.len = 0;
-        self.signal_leftovers(&mut d);
     }
 
     /// Takes up to a batch of entries that may run into `batch`; true if
@@ -463,6 +473,35 @@ mod tests {
             let mut b = Batch::default();
             assert_eq!(q.next(&inbox, NodeId(0), &mut b), Err(Idle { changes: q.changes(), full: true }));
             q.complete(&mut a);
+        }
+    }
+
+    #[test]
+    fn freeing_room_in_a_full_window_wakes_threads_that_found_it_full() {
+        let (mut p, c) = ring(64);
+        let inbox = [UnsafeCell::new(c)];
+        for t in 1..=4 {
+            send(&mut p, SyncKey::Key(1), t);
+        }
+        let q = KeyedQueue::new(Discipline::Pdq, 4).unwrap();
+        let (mut a, mut w) = (Batch::default(), Batch::default());
+        // SAFETY: as above.
+        unsafe {
+            q.next(&inbox, NodeId(0), &mut a).unwrap();
+            let idle = q.next(&inbox, NodeId(0), &mut w).unwrap_err();
+            assert!(idle.full, "four entries of one key fill the window");
+            // The holder runs the key's other entries itself: no entry is
+            // ever left for the waiter, and then it leaves.
+            for _ in 0..3 {
+                q.next(&inbox, NodeId(0), &mut a).unwrap();
+            }
+            assert!(q.next(&inbox, NodeId(0), &mut a).is_err());
+            send(&mut p, SyncKey::NoSync, 99);
+            let peek = (*inbox[0].get()).peeker();
+            assert!(idle.worth_retrying(&q, || peek.ready()), "the window has room and a message waits");
+            q.next(&inbox, NodeId(0), &mut w).unwrap();
+            assert_eq!(q.message(w.entries()[0]).token, 99);
+            q.complete(&mut w);
         }
     }
 

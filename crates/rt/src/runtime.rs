@@ -42,7 +42,7 @@ use std::cell::{Cell, UnsafeCell};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::rc::Rc;
-use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use thiserror::Error;
@@ -109,6 +109,10 @@ struct Node {
     role: CachePadded<AtomicBool>,
     computing: CachePadded<AtomicU32>,
     waiting: CachePadded<AtomicU32>,
+    /// Compute threads whose application has not returned yet: only these
+    /// can still come to wait, so hand-off keeps the role only while a peer
+    /// is among them.
+    running: CachePadded<AtomicU32>,
     /// An interrupt was raised and not yet taken.
     irq_raised: CachePadded<AtomicBool>,
     irq_next: AtomicU32,
@@ -119,8 +123,9 @@ struct Node {
     segments: Box<[Box<[AtomicU64]>]>,
     table: Box<[AtomicU64]>,
     recv: Box<[Box<[AtomicU64]>]>,
-    /// Fixed: parked protocol threads to wake.
-    parked: AtomicBool,
+    /// Fixed: protocol threads parked now (each counts itself while parked,
+    /// so one thread's wake-up cannot hide another that still sleeps).
+    parked: AtomicU32,
     pp_threads: Mutex<Vec<std::thread::Thread>>,
     /// Parallel disciplines: the node's dispatch (None: serial).
     keyed: Option<KeyedQueue>,
@@ -156,6 +161,8 @@ pub struct Cluster {
     /// Padded so one node's hot fields never share a line with another's.
     nodes: Box<[CachePadded<Node>]>,
     ppn: u32,
+    /// The run is aborted (a handler failed, or an application returned an
+    /// error): every thread stops at once, whatever is still queued.
     shutdown: AtomicBool,
     failure: Failure,
     oversubscribed: bool,
@@ -226,6 +233,10 @@ pub(crate) struct ThreadCtx {
     /// Set while the thread is inside `work` (the only place interrupts run).
     pub(crate) interruptible: AtomicBool,
     pub(crate) irq_pending: AtomicBool,
+    /// `spilled` is not zero. A reply sent from an interrupt may spill; the
+    /// `work` loop, which must not touch the cells, watches this instead
+    /// and sends it on without waiting for the work to end.
+    spill_waiting: AtomicBool,
     stats: ThreadStats,
 }
 
@@ -285,7 +296,7 @@ impl ThreadCtx {
 
     /// Spin politely: when threads outnumber cores, give the core away.
     fn relax(&self, spins: &mut u32) {
-        *spins += 1;
+        *spins = spins.wrapping_add(1);
         if self.cluster.oversubscribed && (*spins).is_multiple_of(64) {
             std::thread::yield_now();
         } else {
@@ -295,10 +306,14 @@ impl ThreadCtx {
 
     fn enter(&self) {
         self.in_runtime.store(true, Ordering::Relaxed);
+        // The interrupt handler runs on this thread: keep the runtime code's
+        // plain accesses (outbox, scratch) after the flag is up.
+        compiler_fence(Ordering::SeqCst);
     }
 
     /// Leaves runtime code; an interrupt that arrived meanwhile is served now.
     fn exit(&self) {
+        compiler_fence(Ordering::SeqCst);
         self.in_runtime.store(false, Ordering::Relaxed);
         if self.irq_pending.load(Ordering::Relaxed) {
             self.irq_pending.store(false, Ordering::Relaxed);
@@ -323,6 +338,7 @@ impl ThreadCtx {
             let meta = codec::encode(m, &mut out.words);
             out.spill[d].push_back((meta, out.words.clone()));
             self.spilled.set(self.spilled.get() + 1);
+            self.spill_waiting.store(true, Ordering::Relaxed);
             self.stats.count_spilled();
         }
         self.stats.count_sent();
@@ -346,7 +362,11 @@ impl ThreadCtx {
                 self.after_send(d as u32);
             }
         }
-        self.spilled.get() == 0
+        let empty = self.spilled.get() == 0;
+        if empty {
+            self.spill_waiting.store(false, Ordering::Relaxed);
+        }
+        empty
     }
 
     /// Notifies the destination: wakes a parked Fixed protocol thread, or
@@ -354,10 +374,14 @@ impl ThreadCtx {
     fn after_send(&self, dst: u32) {
         let node = self.cluster.node(dst);
         match self.cluster.cfg.policy {
-            Policy::Fixed { .. } if node.parked.load(Ordering::Relaxed) => {
-                node.parked.store(false, Ordering::Relaxed);
-                if let Ok(threads) = node.pp_threads.lock() {
-                    threads.iter().for_each(std::thread::Thread::unpark);
+            Policy::Fixed { .. } if self.cluster.cfg.park_after_polls.is_some() => {
+                // Pairs with the parking thread's count-then-check: either
+                // we see it counted, or it sees our message.
+                fence(Ordering::SeqCst);
+                if node.parked.load(Ordering::Relaxed) > 0 {
+                    if let Ok(threads) = node.pp_threads.lock() {
+                        threads.iter().for_each(std::thread::Thread::unpark);
+                    }
                 }
             }
             Policy::Floating if self.cluster.cfg.interrupts => {
@@ -558,7 +582,7 @@ impl ThreadCtx {
         f: impl FnOnce(&Completion) -> R,
     ) -> Result<R, AmError> {
         let cl = &self.cluster;
-        self.check_send(dst, handler, key, payload)?;
+        self.check_send(dst, handler, key, args, payload)?;
         let token = self.new_token();
         self.enter();
         self.poll_on_send();
@@ -595,13 +619,25 @@ impl ThreadCtx {
     }
 
     /// What every send checks first: the node and handler exist, the
-    /// payload fits, and the key can be honoured.
-    fn check_send(&self, dst: NodeId, handler: HandlerId, key: SyncKey, payload: &[u8]) -> Result<(), AmError> {
+    /// arguments and payload fit, and the key can be honoured.
+    fn check_send(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<(), AmError> {
         let cl = &self.cluster;
         if dst.0 >= cl.cfg.topology.nodes {
             return Err(AmError::NoSuchNode { node: dst.0, nodes: cl.cfg.topology.nodes });
         }
         cl.handlers.info(handler)?;
+        // The header has room for MAX_ARGS words' count; more would spill
+        // into the kind and key bits.
+        if args.len() > MAX_ARGS {
+            return Err(AmError::TooManyArgs { given: args.len() });
+        }
         if payload.len() > MAX_PAYLOAD {
             return Err(AmError::Aborted(format!(
                 "payload of {} bytes: the native runtime carries at most {MAX_PAYLOAD}",
@@ -634,7 +670,7 @@ impl ThreadCtx {
         args: &[u64],
         payload: &[u8],
     ) -> Result<(), AmError> {
-        self.check_send(dst, handler, key, payload)?;
+        self.check_send(dst, handler, key, args, payload)?;
         let cl = &self.cluster;
         let m = self.request_from_here(handler, 0, key, args, payload);
         self.enter();
@@ -733,8 +769,11 @@ impl ThreadCtx {
                 return;
             }
             if done && handled == 0 {
+                // Hand-off keeps the role for a peer that may still come to
+                // wait; once every peer's application has returned, none
+                // will, and keeping it would spin here for ever.
                 let keep = self.cluster.cfg.relinquish == Relinquish::Handoff
-                    && node.compute_threads > 1
+                    && node.running.load(Ordering::Acquire) > 1
                     && node.waiting.load(Ordering::Relaxed) <= 1
                     && !self.cluster.shutdown.load(Ordering::Relaxed);
                 if !keep {
@@ -778,6 +817,9 @@ impl ThreadCtx {
         let rng = unsafe { &mut *self.rng.get() };
         let mut acc = 0u64;
         loop {
+            if floating {
+                self.catch_up_in_work();
+            }
             self.stats.count_work_chunk();
             for _ in 0..64 {
                 let i = rng.gen_range(0..seg.len());
@@ -807,6 +849,23 @@ impl ThreadCtx {
             self.enter();
             self.exit();
         }
+    }
+
+    /// Inside `work` under Floating: does what an interrupt could not. A
+    /// signal that came before the thread became interruptible was only
+    /// marked pending, and a reply sent from an interrupt may have found
+    /// its ring full; either would otherwise wait for the work to end.
+    fn catch_up_in_work(&self) {
+        compiler_fence(Ordering::SeqCst);
+        if !self.irq_pending.load(Ordering::Relaxed) && !self.spill_waiting.load(Ordering::Relaxed) {
+            return;
+        }
+        self.interruptible.store(false, Ordering::Relaxed);
+        compiler_fence(Ordering::SeqCst);
+        self.enter();
+        self.flush_spill();
+        self.exit(); // serves a pending interrupt
+        self.interruptible.store(true, Ordering::Release);
     }
 
     /// Serves the node as protocol processor until `stop` says so (used by
@@ -843,18 +902,19 @@ impl ThreadCtx {
                 empty = 0;
                 continue;
             }
-            empty += 1;
+            empty = empty.wrapping_add(1);
             if holding && floating && empty.is_multiple_of(64) {
                 self.release_role();
                 holding = false;
             }
             match park_after {
                 Some(limit) if fixed && empty >= limit => {
-                    node.parked.store(true, Ordering::SeqCst);
+                    node.parked.fetch_add(1, Ordering::SeqCst);
+                    fence(Ordering::SeqCst);
                     if !node.work_waiting() {
                         std::thread::park_timeout(std::time::Duration::from_millis(1));
                     }
-                    node.parked.store(false, Ordering::Relaxed);
+                    node.parked.fetch_sub(1, Ordering::Relaxed);
                     empty = 0;
                 }
                 _ => self.relax(&mut spins),
@@ -904,7 +964,8 @@ impl ThreadCtx {
     fn touch(&self, region: Region, offset: u64, len: u32, kind: Access) -> Result<(), String> {
         let words = self.region(region).ok_or_else(|| format!("{region:?} does not exist on this node"))?;
         let first = (offset / 8) as usize;
-        let last = ((offset + len as u64).div_ceil(8)) as usize;
+        let end = offset.saturating_add(len as u64);
+        let last = usize::try_from(end.div_ceil(8)).unwrap_or(usize::MAX);
         if len == 0 || last > words.len() {
             return Err(format!(
                 "access of {len} bytes at offset {offset} is outside {region:?} ({} bytes)",
@@ -958,10 +1019,16 @@ impl HandlerCtx for RtHandlerCtx<'_> {
 
     fn reply_bytes(&mut self, handler: HandlerId, args: Args, data: &[u8]) -> Result<(), AmError> {
         self.guard.admit_reply()?;
+        let m = self.msg;
+        // Token 0 marks a one-way message: no thread waits for a reply, so
+        // completing one would write a completion slot its owner may be
+        // reading.
+        if m.token == 0 {
+            return Err(AmError::ReplyToOneWay { handler: self.guard.handler().to_string() });
+        }
         if data.len() > MAX_PAYLOAD {
             return Err(AmError::Aborted(format!("reply payload of {} bytes exceeds {MAX_PAYLOAD}", data.len())));
         }
-        let m = self.msg;
         self.thread.send(
             m.src_node.0,
             &Outgoing {
@@ -1160,6 +1227,18 @@ fn atomic_words(bytes: usize) -> Box<[AtomicU64]> {
     (0..bytes.div_ceil(8)).map(|_| AtomicU64::new(0)).collect()
 }
 
+/// Whether a serving thread of node `n` may stop: the run failed, or every
+/// application has returned and nothing waits at the node. Once every
+/// application has returned, each request has its reply, so only one-way
+/// messages can still be on their way, and their handlers send nothing: a
+/// node whose rings and queue are empty stays empty. (`finished` is read
+/// first: its acquire makes every message sent before the last application
+/// returned visible to the check that follows.)
+fn all_done(cluster: &Cluster, n: u32, finished: &AtomicU32, total_compute: u32) -> bool {
+    cluster.shutdown.load(Ordering::Acquire)
+        || (finished.load(Ordering::Acquire) == total_compute && !cluster.node(n).work_waiting())
+}
+
 fn build(cfg: &RtConfig, handlers: &HandlerTable) -> (Arc<Cluster>, Vec<Vec<Producer>>) {
     let nodes = cfg.topology.nodes as usize;
     let ppn = cfg.topology.procs_per_node as usize;
@@ -1186,6 +1265,7 @@ fn build(cfg: &RtConfig, handlers: &HandlerTable) -> (Arc<Cluster>, Vec<Vec<Prod
             role: CachePadded::new(AtomicBool::new(false)),
             computing: CachePadded::new(AtomicU32::new(0)),
             waiting: CachePadded::new(AtomicU32::new(0)),
+            running: CachePadded::new(AtomicU32::new(compute as u32)),
             irq_raised: CachePadded::new(AtomicBool::new(false)),
             irq_next: AtomicU32::new(0),
             compute_threads: compute as u32,
@@ -1205,7 +1285,7 @@ fn build(cfg: &RtConfig, handlers: &HandlerTable) -> (Arc<Cluster>, Vec<Vec<Prod
             segments: (0..compute).map(|_| atomic_words(cfg.segment_bytes)).collect(),
             table: atomic_words(table_bytes.max(8)),
             recv: (0..compute).map(|_| atomic_words(MAX_PAYLOAD)).collect(),
-            parked: AtomicBool::new(false),
+            parked: AtomicU32::new(0),
             pp_threads: Mutex::new(Vec::new()),
             keyed: cfg
                 .discipline
@@ -1281,6 +1361,7 @@ fn make_ctx(cluster: &Arc<Cluster>, producers: Vec<Producer>, node: u32, local: 
         in_runtime: AtomicBool::new(false),
         interruptible: AtomicBool::new(false),
         irq_pending: AtomicBool::new(false),
+        spill_waiting: AtomicBool::new(false),
         stats: ThreadStats::new(cluster.cfg.time_split),
     })
 }
@@ -1327,12 +1408,10 @@ where
                         let proc = RtProc { ctx: ctx.clone() };
                         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| block_on(spawn(proc))));
                         // Stay available as PP for the others once done.
+                        cluster.node(n).running.fetch_sub(1, Ordering::AcqRel);
                         finished.fetch_add(1, Ordering::AcqRel);
                         if cluster.cfg.policy.compute_procs_handle() {
-                            ctx.serve(|| {
-                                finished.load(Ordering::Acquire) == total_compute
-                                    || cluster.shutdown.load(Ordering::Acquire)
-                            });
+                            ctx.serve(|| all_done(cluster, n, finished, total_compute));
                         }
                         drop(registration);
                         let times = ctx.stats.times(n, l, true);
@@ -1355,17 +1434,15 @@ where
                             t.push(std::thread::current());
                         }
                         let ctx = make_ctx(cluster, prods, n, l);
-                        ctx.serve(|| {
-                            finished.load(Ordering::Acquire) == total_compute
-                                || cluster.shutdown.load(Ordering::Acquire)
-                        });
+                        ctx.serve(|| all_done(cluster, n, finished, total_compute));
                         ctx.stats.times(n, l, false)
                     }));
                 }
             }
         }
+        // Protocol threads stop by themselves once every application has
+        // returned and their node is drained (see `all_done`).
         let mut out: Vec<_> = compute_handles.into_iter().map(|h| h.join().expect("compute thread joins")).collect();
-        cluster.shutdown.store(true, Ordering::Release);
         for h in pp_handles {
             let times = h.join().expect("protocol thread joins");
             out.push((u32::MAX, 0, Err(RtError::Setup(String::new())), times));

@@ -1,7 +1,7 @@
 //! The native runtime runs Proc programs correctly under every policy.
 
 use finegrain_core::{
-    AmError, Args, HandlerId, HandlerInfo, HandlerTable, Message, NodeId, Payload, Policy, Proc, Topology,
+    AmError, Args, HandlerId, HandlerInfo, HandlerTable, Message, NodeId, Payload, Policy, Proc, Relinquish, Topology,
 };
 use finegrain_rt::{run, RtConfig};
 
@@ -225,4 +225,108 @@ fn fixed_protocol_threads_may_park_between_messages() {
     // woken by the next sender.
     let out = run(&cfg, &table, |p| pinger(p, request, 100, 50_000)).unwrap();
     assert_eq!(out.stats.messages, 2 * 2 * 100);
+}
+
+/// Runs `f` on a thread of its own; false if it has not finished after
+/// `secs` seconds (a hang fails the test instead of blocking the suite).
+/// A panic in `f` is raised again here.
+fn finishes_within(secs: u64, f: impl FnOnce() + Send + 'static) -> bool {
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+    });
+    match finished.recv_timeout(std::time::Duration::from_secs(secs)) {
+        Ok(Ok(())) => true,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn hand_off_gives_the_role_up_once_no_peer_can_come_to_wait() {
+    // The node's other thread returns at once; the last requester's reply
+    // then arrives with nobody left to hand the role to.
+    for relinquish in [Relinquish::Handoff, Relinquish::Eager] {
+        let finished = finishes_within(60, move || {
+            let (table, request) = echo_table();
+            let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 2 }, Policy::Floating);
+            cfg.segment_bytes = 1 << 14;
+            cfg.relinquish = relinquish;
+            let out = run(&cfg, &table, |p| async move {
+                if (p.node().0, p.thread().0) != (0, 0) {
+                    return Ok(0);
+                }
+                p.work(200_000).await;
+                pinger(p, request, 5, 0).await
+            })
+            .unwrap();
+            assert_eq!(out.stats.requests, 5);
+        });
+        assert!(finished, "{relinquish:?}: the run did not finish within 60 s");
+    }
+}
+
+#[test]
+fn more_arguments_than_a_message_carries_are_refused() {
+    // Eight words used to overflow the header's count into its kind bit: the
+    // request arrived as a reply and its sender waited for ever.
+    let finished = finishes_within(60, || {
+        let (table, request) = echo_table();
+        let cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 1 }, Policy::Single);
+        let out = run(&cfg, &table, |p| async move {
+            let peer = NodeId((p.node().0 + 1) % 2);
+            let refused = p.request_with(peer, request, &[1, 2, 3, 4, 5, 6, 7, 8], &[], |_| ()).unwrap_err();
+            assert_eq!(p.send(peer, request, &[0; 5], &[]).unwrap_err(), AmError::TooManyArgs { given: 5 });
+            Ok(refused)
+        })
+        .unwrap();
+        assert!(out.results.iter().all(|e| *e == AmError::TooManyArgs { given: 8 }), "{:?}", out.results);
+        assert_eq!(out.stats.messages, 0, "nothing was sent");
+    });
+    assert!(finished, "the run did not finish within 60 s");
+}
+
+#[test]
+fn a_reply_to_a_one_way_message_is_an_error() {
+    let (table, request) = echo_table();
+    let cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 1 }, Policy::Single);
+    let e = run(&cfg, &table, |p| async move {
+        if p.node().0 == 0 {
+            p.send(NodeId(1), request, &[1], &[])?;
+        }
+        Ok(())
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("handler 'echo' replied to a one-way message"), "{e}");
+}
+
+#[test]
+fn one_way_messages_sent_just_before_returning_are_all_handled() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    for (policy, ppn) in [(Policy::Single, 1), (Policy::Fixed { protocol_procs: 1 }, 2), (Policy::Floating, 2)] {
+        let handled = Arc::new(AtomicU64::new(0));
+        let mut t = HandlerTable::new();
+        let count = Arc::clone(&handled);
+        let note = t
+            .register(info("note"), move |_, _| {
+                count.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            })
+            .unwrap();
+        let mut cfg = RtConfig::new(Topology { nodes: 3, procs_per_node: ppn }, policy);
+        cfg.segment_bytes = 1 << 14;
+        let per_thread = 200;
+        let out = run(&cfg, &t, |p| async move {
+            for i in 0..per_thread {
+                p.send(NodeId((p.node().0 + 1 + i as u32 % 2) % 3), note, &[i], &[])?;
+            }
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{policy:?}: {e}"));
+        let sent = out.results.len() as u64 * per_thread;
+        assert_eq!(handled.load(Ordering::Relaxed), sent, "{policy:?}: every one-way message was handled");
+        assert_eq!(out.stats.handlers, sent, "{policy:?}");
+    }
 }
