@@ -449,12 +449,26 @@ impl ThreadCtx {
             self.flush_spill();
         }
         let node = self.node();
-        if !self.keyed_idle.get().worth_retrying(keyed, || node.any_ready()) {
-            return 0; // nothing changed since this thread last found nothing
+        let mut handled = 0;
+        // A thread turned away by the server limit (an interrupted one,
+        // say) leaves what it came for to the servers, so a server looks
+        // at the rings once more after giving its place up.
+        for _ in 0..2 {
+            if self.cluster.failed() || !self.keyed_idle.get().worth_retrying(keyed, || node.any_ready()) {
+                break;
+            }
+            // Floating: idle threads serve, but no more than the limit at
+            // once (the configuration allows a limit only there).
+            let Some(_slot) = node.claim_server(self.cluster.cfg.max_servers) else { break };
+            handled += self.serve_keyed_batches(keyed);
         }
-        // Floating: idle threads serve, but no more than the limit at once
-        // (the configuration allows a limit only there).
-        let Some(_slot) = node.claim_server(self.cluster.cfg.max_servers) else { return 0 };
+        handled
+    }
+
+    /// Runs batches from the keyed queue until it has nothing for this
+    /// thread; returns how many handlers ran.
+    fn serve_keyed_batches(&self, keyed: &KeyedQueue) -> u64 {
+        let node = self.node();
         let mut batch = Batch::default();
         let mut handled = 0;
         loop {
@@ -468,16 +482,15 @@ impl ThreadCtx {
                     }
                     if self.cluster.failed() {
                         keyed.complete(&mut batch);
-                        break;
+                        return handled;
                     }
                 }
                 Err(idle) => {
                     self.keyed_idle.set(idle);
-                    break;
+                    return handled;
                 }
             }
         }
-        handled
     }
 
     /// Runs one handler and completes a reply's waiting thread.
