@@ -129,3 +129,47 @@ fn native_fetch_add_loses_no_update_under_parallel_dispatch() {
         assert_eq!(out.results.iter().map(|r| r.requests).sum::<u64>(), 2 * compute * 300, "{policy:?} {d:?}");
     }
 }
+
+/// Runs `f` on a thread of its own; false if it has not returned after
+/// `secs` seconds (a livelock fails the test instead of blocking the suite).
+fn returns_within(secs: u64, f: impl FnOnce() + Send + 'static) -> bool {
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)));
+    });
+    match finished.recv_timeout(std::time::Duration::from_secs(secs)) {
+        Ok(Ok(())) => true,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn mult_serves_even_when_every_idle_period_is_shorter_than_taking_the_role() {
+    // Idle compute processors whose threads wake again while they take the
+    // role used to leave for their own work, each because another was
+    // serving, so no message was ever handled. One-cycle bursts, and
+    // near-free interrupts, make every idle period that short.
+    let quick_wakeups = move |interrupt_cycles: u64, home_u: f64, burst: f64, discipline: Discipline| {
+        move || {
+            let mut cfg = sim(Policy::Floating, 4, discipline, PpKind::Smp, Some(4));
+            cfg.machine.interrupt.overhead_cycles = interrupt_cycles;
+            let w = FetchAddConfig {
+                requests_per_thread: 2,
+                home_u,
+                home_burst_cycles: burst,
+                ..workload(2, KeySkew::Uniform)
+            };
+            let out = fetch_add::simulate(&cfg, &w).unwrap();
+            assert_eq!(fetch_add::home_measures(&cfg.machine, &out).requests, 2 * 4 * 2);
+        }
+    };
+    for (interrupt_cycles, home_u, burst, discipline) in
+        [(200, 0.0, 1.0, Discipline::SpinLock), (200, 0.0, 2.0, Discipline::Pdq), (1, 0.5, 1000.0, Discipline::Pdq)]
+    {
+        assert!(
+            returns_within(60, quick_wakeups(interrupt_cycles, home_u, burst, discipline)),
+            "Oint {interrupt_cycles}, home U {home_u}, bursts of {burst} cycles, {discipline:?}: the run did not end"
+        );
+    }
+}

@@ -572,6 +572,19 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
     }
 
+    /// Parallel disciplines: whether another of the node's servers will go
+    /// on serving, one with no work of its own to return to. Servers that
+    /// will leave as soon as they can do not count: if every server left
+    /// for its own work while messages wait whenever another was serving,
+    /// servers whose threads keep waking up (short idle periods, cheap
+    /// interrupts) could take turns leaving for ever and no message would
+    /// be handled.
+    fn another_server_stays(&self, p: usize) -> bool {
+        let (first, count) = (self.nodes[self.procs[p].node].first_proc, self.nodes[self.procs[p].node].procs);
+        (first..first + count)
+            .any(|q| q != p && self.procs[q].holds_role && (self.procs[q].dedicated || !self.has_own_work(q)))
+    }
+
     /// Whether a message waits that a serving processor could take now.
     fn work_waiting(&mut self, n: usize) -> bool {
         if self.parallel {
@@ -585,8 +598,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     fn act_as_pp(&mut self, p: usize) {
         let n = self.procs[p].node;
         let server = self.procs[p].server;
-        if self.parallel && self.nodes[n].servers > 1 && !self.procs[p].dedicated && self.has_own_work(p) {
-            // Others keep serving: its own work comes first.
+        if self.parallel && !self.procs[p].dedicated && self.has_own_work(p) && self.another_server_stays(p) {
+            // Another keeps serving: its own work comes first.
             return self.start_release(p);
         }
         if let Some(slot) = self.nodes[n].rx.take(server) {
@@ -635,7 +648,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
         let n = pr.node;
         if self.parallel && self.nodes[n].servers > 1 {
-            return true; // the node keeps serving without it
+            return true; // nothing it could take waits, and others serve
         }
         let (first, count) = (self.nodes[n].first_proc, self.nodes[n].procs);
         let peers = (first..first + count).filter(|&q| q != p);
