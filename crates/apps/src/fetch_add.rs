@@ -21,6 +21,7 @@
 //! an update. Every run checks each word against the number of requests the
 //! requesters sent for it.
 
+use finegrain_core::config::{MAX_CYCLES, MAX_REQUESTS};
 use finegrain_core::{
     Access, AmError, Args, ConfigError, HandlerId, HandlerInfo, HandlerTable, MachineConfig, Message, NodeId, Payload,
     Proc, Region, Reply, SyncKey,
@@ -121,17 +122,23 @@ impl FetchAddConfig {
         if !(0.0..=1.0).contains(&self.sequential_fraction) {
             return Err(format!("invalid sequential_fraction = {}: allowed 0..=1", self.sequential_fraction));
         }
-        if !(self.think_cycles.is_finite() && self.think_cycles >= 0.0) {
-            return Err(format!("invalid think_cycles = {}: allowed a finite number >= 0", self.think_cycles));
+        if !(self.think_cycles >= 0.0 && self.think_cycles <= MAX_CYCLES as f64) {
+            return Err(format!("invalid think_cycles = {:?}: allowed 0..={MAX_CYCLES}", self.think_cycles));
         }
-        if self.requests_per_thread == 0 {
-            return Err("invalid requests_per_thread = 0: allowed a positive integer".into());
+        if self.handler_cycles > MAX_CYCLES {
+            return Err(format!("invalid handler_cycles = {}: allowed 0..={MAX_CYCLES}", self.handler_cycles));
+        }
+        if !(1..=MAX_REQUESTS).contains(&self.requests_per_thread) {
+            return Err(format!(
+                "invalid requests_per_thread = {}: allowed 1..={MAX_REQUESTS}",
+                self.requests_per_thread
+            ));
         }
         if !(0.0..=1.0).contains(&self.home_u) {
             return Err(format!("invalid home_u = {}: allowed 0..=1", self.home_u));
         }
-        if !(self.home_burst_cycles.is_finite() && self.home_burst_cycles >= 1.0) {
-            return Err(format!("invalid home_burst_cycles = {}: allowed a number >= 1", self.home_burst_cycles));
+        if !(self.home_burst_cycles >= 1.0 && self.home_burst_cycles <= MAX_CYCLES as f64) {
+            return Err(format!("invalid home_burst_cycles = {:?}: allowed 1..={MAX_CYCLES}", self.home_burst_cycles));
         }
         Ok(())
     }
@@ -299,14 +306,9 @@ async fn home_thread<P: Proc>(p: &P, cfg: &FetchAddConfig, shared: &Shared, rng:
 /// Runs fetch&add in the simulator and checks every word afterwards.
 pub fn simulate(sim: &SimConfig, cfg: &FetchAddConfig) -> Result<SimOutput<ThreadOutcome>, SimError> {
     let threads = sim.policy.compute_procs(sim.topology.procs_per_node);
-    let invalid = |e: String| SimError::Config(ConfigError::invalid("fetch-add", "config", e));
+    let invalid = |e: String| SimError::Config(ConfigError::Workload(e));
     cfg.validate(&sim.machine, threads).map_err(invalid)?;
-    if sim.topology.nodes < 2 {
-        return Err(invalid(format!(
-            "{} node(s): fetch&add needs a home node and at least one requester node",
-            sim.topology.nodes
-        )));
-    }
+    crate::micro::two_nodes_at_least(sim.topology.nodes).map_err(invalid)?;
     let words = Arc::new(Words::new(cfg.keys));
     let (table, h) = handlers(cfg, &sim.machine, words.clone()).map_err(SimError::Handler)?;
     let shared = Shared { words: words.clone(), requesters_left: AtomicU64::new(requester_threads(sim)) };
@@ -378,15 +380,13 @@ pub fn run_native(
     cfg: &FetchAddConfig,
 ) -> Result<finegrain_rt::RtOutput<ThreadOutcome>, finegrain_rt::RtError> {
     let threads = rt.compute_threads_per_node();
-    let invalid = |e: String| finegrain_rt::RtError::Config(ConfigError::invalid("fetch-add", "config", e));
+    let invalid = |e: String| finegrain_rt::RtError::Config(ConfigError::Workload(e));
     cfg.validate(machine, threads).map_err(invalid)?;
-    if rt.topology.nodes < 2 {
-        return Err(invalid("fetch&add needs a home node and at least one requester node".into()));
-    }
+    crate::micro::two_nodes_at_least(rt.topology.nodes).map_err(invalid)?;
     let capacity = rt.protocol_table_bytes() as u64 / machine.protocol.block_bytes as u64;
     if cfg.keys > capacity {
         let allowed = format!(
-            "allowed 1..={capacity} on the native runtime (one protocol block per word in its {}-byte protocol table; more compute threads or a larger segment_bytes make room)",
+            "allowed 1..={capacity} on the native runtime (one protocol block per word in its {}-byte protocol table; more compute threads, or a preset with a larger cache.size_bytes, make room: each thread's segment is as large as its cache)",
             rt.protocol_table_bytes()
         );
         return Err(finegrain_rt::RtError::Config(ConfigError::invalid("keys", cfg.keys, allowed)));

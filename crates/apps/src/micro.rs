@@ -13,6 +13,7 @@
 //! The number of requests per node is fixed and split across the node's
 //! compute threads, so adding compute processors divides the work.
 
+use finegrain_core::config::{MAX_CYCLES, MAX_REQUESTS};
 use finegrain_core::{
     Access, AmError, Args, ConfigError, HandlerId, HandlerInfo, HandlerTable, MachineConfig, Message, NodeId, Payload,
     Policy, Proc, Region, Reply, ThreadId, Topology,
@@ -83,14 +84,14 @@ pub struct MicroConfig {
 
 impl MicroConfig {
     pub fn validate(&self) -> Result<(), String> {
-        if !(self.mean_compute_cycles.is_finite() && self.mean_compute_cycles >= 0.0) {
+        if !(self.mean_compute_cycles >= 0.0 && self.mean_compute_cycles <= MAX_CYCLES as f64) {
             return Err(format!(
-                "invalid mean_compute_cycles = {}: allowed a finite number >= 0",
+                "invalid mean_compute_cycles = {:?}: allowed 0..={MAX_CYCLES}",
                 self.mean_compute_cycles
             ));
         }
-        if self.requests_per_node == 0 {
-            return Err("invalid requests_per_node = 0: allowed a positive integer".into());
+        if !(1..=MAX_REQUESTS).contains(&self.requests_per_node) {
+            return Err(format!("invalid requests_per_node = {}: allowed 1..={MAX_REQUESTS}", self.requests_per_node));
         }
         Ok(())
     }
@@ -191,9 +192,18 @@ pub async fn thread<P: Proc>(p: &P, cfg: &MicroConfig, h: &MicroHandlers) -> Res
     Ok(iterations)
 }
 
+/// Requests go to another node, so a run needs two nodes.
+pub fn two_nodes_at_least(nodes: u32) -> Result<(), String> {
+    if nodes < 2 {
+        return Err(format!("invalid nodes = {nodes}: allowed 2 or more (requests go to another node)"));
+    }
+    Ok(())
+}
+
 /// Runs the microbenchmark in the simulator.
 pub fn simulate(sim: &SimConfig, cfg: &MicroConfig) -> Result<SimOutput<u64>, SimError> {
-    cfg.validate().map_err(|e| SimError::Config(ConfigError::invalid("micro", "config", e)))?;
+    cfg.validate().map_err(|e| SimError::Config(ConfigError::Workload(e)))?;
+    two_nodes_at_least(sim.topology.nodes).map_err(|e| SimError::Config(ConfigError::Workload(e)))?;
     let (table, h) = handlers(cfg.protocol, &sim.machine).map_err(SimError::Handler)?;
     finegrain_sim::simulate(sim, &table, |p| {
         let (cfg, h) = (cfg.clone(), h.clone());
@@ -224,7 +234,7 @@ pub fn run_native(
     machine: &MachineConfig,
     cfg: &MicroConfig,
 ) -> Result<finegrain_rt::RtOutput<u64>, finegrain_rt::RtError> {
-    cfg.validate().map_err(|e| finegrain_rt::RtError::Config(ConfigError::invalid("micro", "config", e)))?;
+    cfg.validate().map_err(|e| finegrain_rt::RtError::Config(ConfigError::Workload(e)))?;
     let (table, h) = handlers(cfg.protocol, machine).map_err(finegrain_rt::RtError::Handler)?;
     finegrain_rt::run(rt, &table, |p| {
         let (cfg, h) = (cfg.clone(), h.clone());

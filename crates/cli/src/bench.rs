@@ -42,6 +42,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// Benchmarks the fetch-block and null microbenchmarks on 2 nodes x 2
 /// processors under Fixed and Floating.
 pub fn sim(rounds: u32, requests_per_node: u64) -> Result<Vec<SimBenchRow>> {
+    if rounds == 0 {
+        anyhow::bail!("invalid rounds = 0: allowed a positive integer (the median of that many runs is reported)");
+    }
     let machine = MachineConfig::load("hpca97")?;
     let target_u = 0.5;
     let mut rows = Vec::new();
@@ -57,7 +60,7 @@ pub fn sim(rounds: u32, requests_per_node: u64) -> Result<Vec<SimBenchRow>> {
             };
             let mut walls = Vec::new();
             let (mut messages, mut events) = (0, 0);
-            for _ in 0..rounds.max(1) {
+            for _ in 0..rounds {
                 let t0 = Instant::now();
                 let out = micro::simulate(&cfg, &work)?;
                 walls.push(t0.elapsed().as_secs_f64());
@@ -72,7 +75,7 @@ pub fn sim(rounds: u32, requests_per_node: u64) -> Result<Vec<SimBenchRow>> {
                 procs_per_node: 2,
                 target_u,
                 requests_per_node,
-                rounds: rounds.max(1),
+                rounds,
                 messages_per_run: messages,
                 events_per_run: events,
                 median_wall_seconds: wall,

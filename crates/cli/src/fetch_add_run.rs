@@ -9,7 +9,7 @@ use finegrain_core::config::parse_toml;
 use finegrain_core::{Discipline, MachineConfig};
 use finegrain_sim::{RunStats, SimConfig};
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// One fetch&add run: requesters on other nodes send fetch&add requests
@@ -77,12 +77,24 @@ pub struct FetchAddArgs {
     pub json: Option<PathBuf>,
 }
 
+/// A preset file named by a relative path inside a config file is found
+/// next to the config file, not in the current directory.
+pub fn preset_beside(config: &Path, preset: Option<String>) -> Option<String> {
+    match (preset, config.parent()) {
+        (Some(p), Some(dir)) if p.ends_with(".toml") && Path::new(&p).is_relative() => {
+            Some(dir.join(p).display().to_string())
+        }
+        (p, _) => p,
+    }
+}
+
 impl FetchAddArgs {
     /// Flags override the file.
     fn merged(self) -> Result<FetchAddArgs> {
         let Some(path) = &self.config else { return Ok(self) };
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let f: FetchAddArgs = parse_toml(&path.display().to_string(), &text)?;
+        let mut f: FetchAddArgs = parse_toml(&path.display().to_string(), &text)?;
+        f.preset = preset_beside(path, f.preset);
         Ok(FetchAddArgs {
             config: None,
             platform: self.platform.or(f.platform),
@@ -116,6 +128,13 @@ fn check_sizes(p: &Point, requester_nodes: u32, compute_procs: u32) -> Result<()
         Kind::Embedded | Kind::Smp => (64u32.saturating_sub(p.protocol_procs), " with the protocol processors"),
         Kind::Mult => (64, ""),
     };
+    if most == 0 {
+        bail!(
+            "invalid protocol_procs = {}: allowed 1..=63 for {} (a node has at most 64 processors, one at least computes)",
+            p.protocol_procs,
+            p.kind.label()
+        );
+    }
     if !(1..=most).contains(&compute_procs) {
         bail!("invalid compute_procs = {compute_procs}: allowed 1..={most} (64 processors per node{extra})");
     }

@@ -2,7 +2,7 @@
 //! benchmark. A thin shell over the finegrain crates.
 
 use anyhow::{bail, Context, Result};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use finegrain::{bench, experiment, native_bench};
 use finegrain_apps::micro::{self, MicroConfig, Protocol};
 use finegrain_core::{MachineConfig, Policy, Topology};
@@ -121,34 +121,42 @@ struct RunArgs {
     #[arg(long)]
     #[serde(skip)]
     config: Option<PathBuf>,
-    /// sim (the simulated machine of the preset) or native (real threads).
+    /// sim (the simulated machine of the preset) or native (real threads)
+    /// [default: sim].
     #[arg(long)]
     platform: Option<String>,
-    /// Machine preset name or path.
+    /// Machine preset name or path [default: hpca97].
     #[arg(long)]
     preset: Option<String>,
-    /// single, fixed, fixed:K, floating.
+    /// single, fixed, fixed:K, floating [default: fixed].
     #[arg(long)]
     policy: Option<String>,
+    /// Nodes, 2..=4096 [default: 2].
     #[arg(long)]
     nodes: Option<u32>,
+    /// Processors per node, 1..=64 [default: 2].
     #[arg(long)]
     procs_per_node: Option<u32>,
-    /// null or fetch.
+    /// null or fetch [default: null].
     #[arg(long)]
     protocol: Option<String>,
     /// Target compute utilization U in (0, 1); sets the mean compute time
-    /// from the measured Lmin.
+    /// from the measured Lmin. Without it or --compute-cycles, threads do
+    /// not compute between requests (U = 0).
     #[arg(long, allow_negative_numbers = true)]
     u: Option<f64>,
-    /// Mean compute cycles between requests (instead of --u).
+    /// Mean compute cycles between requests (instead of --u), at most 1e9
+    /// [default: 0].
     #[arg(long, allow_negative_numbers = true)]
     compute_cycles: Option<f64>,
+    /// Requests each node makes, split over its compute threads
+    /// [default: 10000].
     #[arg(long)]
     requests_per_node: Option<u64>,
     /// Interrupt overhead in cycles (overrides the preset).
     #[arg(long)]
     oint: Option<u64>,
+    /// Seed of every random choice [default: 1].
     #[arg(long)]
     seed: Option<u64>,
     /// Write the full run record (configuration, seed, statistics) here.
@@ -162,7 +170,8 @@ impl RunArgs {
     fn merged(self) -> Result<RunArgs> {
         let Some(path) = &self.config else { return Ok(self) };
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let file: RunArgs = finegrain_core::config::parse_toml(&path.display().to_string(), &text)?;
+        let mut file: RunArgs = finegrain_core::config::parse_toml(&path.display().to_string(), &text)?;
+        file.preset = finegrain::fetch_add_run::preset_beside(path, file.preset);
         Ok(RunArgs {
             config: None,
             platform: self.platform.or(file.platform),
@@ -287,9 +296,7 @@ fn run_native(a: RunArgs) -> Result<()> {
     rt.seed = a.seed.unwrap_or(1);
     rt.segment_bytes = machine.segment_bytes() as usize;
     rt.validate()?;
-    if topology.nodes < 2 {
-        bail!("invalid nodes = {}: allowed 2 or more (requests go to another node)", topology.nodes);
-    }
+    micro::two_nodes_at_least(topology.nodes).map_err(anyhow::Error::msg)?;
     let (workload, lmin) = micro_workload(&a, protocol, || Ok(micro::measure_lmin_native(&rt, &machine, protocol)?))?;
     let out = micro::run_native(&rt, &machine, &workload)?;
     let s = &out.stats;
@@ -351,6 +358,9 @@ fn run_native(a: RunArgs) -> Result<()> {
 fn run_sim(a: RunArgs) -> Result<()> {
     let mut machine = MachineConfig::load(a.preset.as_deref().unwrap_or("hpca97"))?;
     if let Some(o) = a.oint {
+        if o > finegrain_core::config::MAX_CYCLES {
+            bail!("invalid oint = {o}: allowed at most {} cycles", finegrain_core::config::MAX_CYCLES);
+        }
         machine.interrupt.overhead_cycles = o;
     }
     let policy = Policy::parse(a.policy.as_deref().unwrap_or("fixed"))?;
@@ -358,9 +368,7 @@ fn run_sim(a: RunArgs) -> Result<()> {
     let protocol = Protocol::parse(a.protocol.as_deref().unwrap_or("null")).map_err(anyhow::Error::msg)?;
     let config = SimConfig::new(machine, topology, policy, a.seed.unwrap_or(1));
     config.validate()?;
-    if topology.nodes < 2 {
-        bail!("invalid nodes = {}: allowed 2 or more (requests go to another node)", topology.nodes);
-    }
+    micro::two_nodes_at_least(topology.nodes).map_err(anyhow::Error::msg)?;
     let (workload, lmin) =
         micro_workload(&a, protocol, || Ok(micro::measure_lmin(&config.machine, protocol, config.seed)?))?;
     let mean = workload.mean_compute_cycles;
@@ -452,22 +460,58 @@ fn calibrate(preset: &str) -> Result<()> {
     Ok(())
 }
 
+/// clap's error as one line: the problem and what it names (the lines
+/// before the usage), or for a missing subcommand the ones there are.
+fn one_line_usage_error(e: &clap::Error) -> String {
+    if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        return missing_subcommand(&std::env::args().skip(1).collect::<Vec<_>>());
+    }
+    let rendered = e.render().to_string();
+    let words: Vec<&str> = rendered
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .map(|l| l.trim().trim_start_matches("error: "))
+        .filter(|l| !l.is_empty())
+        .collect();
+    if words.is_empty() {
+        "invalid arguments".into()
+    } else {
+        words.join(" ")
+    }
+}
+
+/// Names the subcommands that the command line `args` (without the program
+/// name) stops short of choosing between.
+fn missing_subcommand(args: &[String]) -> String {
+    let mut cmd = Cli::command();
+    let mut path = vec!["finegrain".to_string()];
+    for a in args {
+        match cmd.find_subcommand(a) {
+            Some(sub) => {
+                path.push(a.clone());
+                cmd = sub.clone();
+            }
+            None => break,
+        }
+    }
+    let names: Vec<&str> = cmd.get_subcommands().map(|c| c.get_name()).filter(|n| *n != "help").collect();
+    format!("`{}` needs a subcommand: one of {}", path.join(" "), names.join(", "))
+}
+
 fn main_inner() -> Result<()> {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => e.exit(), // --help, --version
-        Err(e) => {
-            // clap's first line names the problem; keep errors to one line.
-            let rendered = e.render().to_string();
-            let first = rendered.lines().next().unwrap_or("invalid arguments").trim_start_matches("error: ");
-            bail!("{first} (see finegrain --help)");
-        }
+        Err(e) => bail!("{} (see finegrain --help)", one_line_usage_error(&e)),
     };
     match cli.command {
         Command::Run(args) => run(args),
         Command::FetchAdd(args) => finegrain::fetch_add_run::run(args),
         Command::Reproduce { experiment: name, quick, out, list } => {
             if list {
+                if let Some(name) = name {
+                    bail!("--list takes no experiment name (got '{name}'): it lists them all");
+                }
                 for (n, _) in experiment::EXPERIMENTS {
                     let src = experiment::find(n)?;
                     let (_, title) = experiment::header(&src)?;

@@ -72,6 +72,12 @@ pub fn rerun(path: &Path) -> Result<Rerun> {
         format!("invalid run record {}: expected the JSON a study or `finegrain run --json` writes", path.display())
     })?;
     record.config.validate()?;
+    if !record.stats.get("sim_cycles").is_some_and(Value::is_u64) {
+        anyhow::bail!(
+            "invalid run record {}: its stats are not a run's statistics (no sim_cycles), so nothing could be compared",
+            path.display()
+        );
+    }
     let workload = Workload::from_value(record.workload)?;
     let stats = workload.simulate(&record.config)?;
     let now = serde_json::to_value(&stats).context("statistics to JSON")?;

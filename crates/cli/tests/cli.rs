@@ -409,3 +409,88 @@ fn native_benchmarks_print_their_comparison() {
         }
     }
 }
+
+#[test]
+fn missing_subcommands_and_arguments_are_named() {
+    assert_one_line_error(&[], &["`finegrain` needs a subcommand", "run, fetch-add, reproduce"]);
+    assert_one_line_error(&["bench"], &["`finegrain bench` needs a subcommand", "pingpong", "sim"]);
+    assert_one_line_error(&["rerun"], &["required arguments were not provided", "<RECORD>"]);
+    assert_one_line_error(&["reproduce", "scheduling-micro", "--list"], &["--list takes no experiment name"]);
+    assert_one_line_error(&["bench", "sim", "--rounds", "0"], &["invalid rounds = 0"]);
+    assert_one_line_error(&["run", "--policy", "FIXED"], &["invalid policy = FIXED"]);
+}
+
+#[test]
+fn sizes_beyond_what_a_run_can_finish_are_refused() {
+    for (args, needle) in [
+        (vec!["run", "--requests-per-node", "18446744073709551615"], "requests_per_node = 18446744073709551615"),
+        (vec!["run", "--compute-cycles", "1e300"], "mean_compute_cycles = 1e300: allowed 0..=1000000000"),
+        (vec!["run", "--oint", "18446744073709551615"], "invalid oint = 18446744073709551615"),
+        (vec!["fetch-add", "--think-cycles", "1e300"], "think_cycles = 1e300"),
+        (vec!["fetch-add", "--handler-cycles", "1000000001"], "handler_cycles = 1000000001"),
+        (vec!["fetch-add", "--home-burst-cycles", "1e300"], "home_burst_cycles = 1e300"),
+        (vec!["fetch-add", "--protocol-procs", "64"], "protocol_procs = 64: allowed 1..=63"),
+        (vec!["bench", "sim", "--requests-per-node", "0"], "invalid requests_per_node = 0"),
+    ] {
+        assert_one_line_error(&args, &[needle]);
+    }
+}
+
+#[test]
+fn preset_costs_and_sizes_are_bounded() {
+    let d = temp_dir("preset-bounds");
+    let base = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../presets/hpca99.toml")).unwrap();
+    for (line, value, needle) in [
+        ("memory_latency", "4294967295", "bus.memory_latency = 4294967295: allowed at most 1000000000 cycles"),
+        (
+            "table_entry_bytes",
+            "4294967295",
+            "protocol.table_entry_bytes = 4294967295: allowed at most cache.size_bytes",
+        ),
+    ] {
+        let text: String = base
+            .lines()
+            .map(|l| if l.starts_with(&format!("{line} =")) { format!("{line} = {value}\n") } else { format!("{l}\n") })
+            .collect();
+        let p = d.join(format!("{line}.toml"));
+        std::fs::write(&p, text).unwrap();
+        assert_one_line_error(&["fetch-add", "--preset", p.to_str().unwrap()], &[needle]);
+    }
+    let cal = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../presets/hpca97.toml"))
+        .unwrap()
+        .replace("lmin_null_us = 3.0", "lmin_null_us = -3");
+    let p = d.join("calibration.toml");
+    std::fs::write(&p, cal).unwrap();
+    assert_one_line_error(&["calibrate", p.to_str().unwrap()], &["calibration.lmin_null_us = -3.0"]);
+}
+
+#[test]
+fn a_preset_named_in_a_config_file_is_found_beside_it() {
+    let d = temp_dir("config-preset");
+    let preset = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../presets/hpca97.toml")).unwrap();
+    std::fs::write(d.join("mine.toml"), preset).unwrap();
+    std::fs::write(d.join("run.toml"), "preset = \"mine.toml\"\nrequests_per_node = 20\n").unwrap();
+    // Run from elsewhere: the relative path is the config file's.
+    let out = Command::new(env!("CARGO_BIN_EXE_finegrain"))
+        .args(["run", "--config", d.join("run.toml").to_str().unwrap()])
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn rerun_refuses_records_it_cannot_compare_or_run() {
+    let d = temp_dir("rerun-bad");
+    let record = run_json(&d, "good.json", "3");
+    let mut no_stats = record.clone();
+    no_stats["stats"] = serde_json::Value::Null;
+    let p = d.join("no-stats.json");
+    std::fs::write(&p, no_stats.to_string()).unwrap();
+    assert_one_line_error(&["rerun", p.to_str().unwrap()], &["its stats are not a run's statistics"]);
+    let mut one_node = record;
+    one_node["config"]["topology"]["nodes"] = 1.into();
+    let p = d.join("one-node.json");
+    std::fs::write(&p, one_node.to_string()).unwrap();
+    assert_one_line_error(&["rerun", p.to_str().unwrap()], &["invalid nodes = 1: allowed 2 or more"]);
+}

@@ -20,6 +20,9 @@ pub enum ConfigError {
     UnknownPreset { name: String, allowed: String },
     #[error("malformed TOML in {origin}: {message}")]
     Toml { origin: String, message: String },
+    /// A workload's own check, which names the field itself.
+    #[error("{0}")]
+    Workload(String),
 }
 
 impl ConfigError {
@@ -72,8 +75,8 @@ impl Policy {
     /// Parses the command-line spelling: `single`, `fixed`, `fixed:K`,
     /// `floating`.
     pub fn parse(s: &str) -> Result<Policy, ConfigError> {
-        let lower = s.to_ascii_lowercase();
-        match lower.as_str() {
+        // Names are lower case, as every other name on the command line.
+        match s {
             "single" => Ok(Policy::Single),
             "floating" => Ok(Policy::Floating),
             "fixed" => Ok(Policy::Fixed { protocol_procs: 1 }),
@@ -510,6 +513,7 @@ impl MachineConfig {
     /// Rejects parameters the models cannot interpret.
     pub fn validate(&self) -> Result<(), ConfigError> {
         positive("processor.mhz", self.processor.mhz as u64)?;
+        self.check_magnitudes()?;
         let c = &self.cache;
         if !c.line_bytes.is_power_of_two() || !(8..=4096).contains(&c.line_bytes) {
             return Err(ConfigError::invalid(
@@ -561,6 +565,17 @@ impl MachineConfig {
                     "allowed a fraction in (0, 1)",
                 ));
             }
+            for (field, target) in
+                [("calibration.lmin_null_us", cal.lmin_null_us), ("calibration.lmin_fetch_us", cal.lmin_fetch_us)]
+            {
+                if !(target > 0.0 && target <= 1e6) {
+                    return Err(ConfigError::invalid(
+                        field,
+                        format!("{target:?}"),
+                        "allowed a time in microseconds in (0, 1e6]",
+                    ));
+                }
+            }
         }
         Ok(())
     }
@@ -586,6 +601,60 @@ impl MachineConfig {
 
     pub fn us_to_cycles(&self, us: f64) -> f64 {
         us * self.processor.mhz as f64
+    }
+}
+
+/// The most cycles any single cost or duration may take (5 s at 200 MHz):
+/// beyond it a run could not finish, and sums of costs could overflow the
+/// 64-bit clock.
+pub const MAX_CYCLES: u64 = 1_000_000_000;
+
+/// The most requests a run may make (at a million simulated messages per
+/// second, half an hour).
+pub const MAX_REQUESTS: u64 = 1_000_000_000;
+
+impl MachineConfig {
+    /// Every cost in cycles is at most [`MAX_CYCLES`], and every size in
+    /// the protocol section at most the cache. Walks the serialized preset,
+    /// so a field added later is covered by its name alone.
+    fn check_magnitudes(&self) -> Result<(), ConfigError> {
+        let tree = toml::Value::try_from(self).map_err(|_| {
+            ConfigError::invalid(
+                "preset",
+                self.name.as_str(),
+                format!("a value is beyond 2^63; costs are allowed at most {MAX_CYCLES} cycles"),
+            )
+        })?;
+        let mut fields = Vec::new();
+        flatten("", &tree, &mut fields);
+        for (field, v) in fields {
+            let cost = ["_cycles", "_latency", "_occupancy", "_per_word"].iter().any(|s| field.ends_with(s));
+            if cost && v > MAX_CYCLES as i64 {
+                return Err(ConfigError::invalid(&field, v, format!("allowed at most {MAX_CYCLES} cycles")));
+            }
+            if field.starts_with("protocol.") && field.ends_with("_bytes") && v as u64 > self.cache.size_bytes {
+                return Err(ConfigError::invalid(
+                    &field,
+                    v,
+                    format!("allowed at most cache.size_bytes ({})", self.cache.size_bytes),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The integer leaves of `v` with their dotted names.
+fn flatten(prefix: &str, v: &toml::Value, out: &mut Vec<(String, i64)>) {
+    match v {
+        toml::Value::Table(t) => {
+            for (k, child) in t {
+                let name = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                flatten(&name, child, out);
+            }
+        }
+        toml::Value::Integer(i) => out.push((prefix.to_string(), *i)),
+        _ => {}
     }
 }
 
