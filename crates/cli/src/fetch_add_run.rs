@@ -77,6 +77,15 @@ pub struct FetchAddArgs {
     pub json: Option<PathBuf>,
 }
 
+/// Fails now, before a run, if the record could not be written to `path`
+/// afterwards. (The file is created empty; the run fills it.)
+pub fn check_writable(path: Option<&Path>) -> Result<()> {
+    if let Some(p) = path {
+        std::fs::File::create(p).with_context(|| format!("cannot write the record to {}", p.display()))?;
+    }
+    Ok(())
+}
+
 /// A preset file named by a relative path inside a config file is found
 /// next to the config file, not in the current directory.
 pub fn preset_beside(config: &Path, preset: Option<String>) -> Option<String> {
@@ -197,6 +206,7 @@ pub fn run(args: FetchAddArgs) -> Result<()> {
     };
     let threads = config.policy.compute_procs(config.topology.procs_per_node);
     workload.validate(&config.machine, threads).map_err(anyhow::Error::msg)?;
+    check_writable(a.json.as_deref())?;
     match a.platform.as_deref().unwrap_or("sim") {
         "sim" => simulate(&point, &config, &workload, a.json),
         "native" => run_native(&point, &config, &workload),

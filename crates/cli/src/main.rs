@@ -235,6 +235,7 @@ fn rerun(record: &std::path::Path, json: Option<PathBuf>) -> Result<()> {
 
 fn run(args: RunArgs) -> Result<()> {
     let a = args.merged()?;
+    finegrain::fetch_add_run::check_writable(a.json.as_deref())?;
     match a.platform.as_deref().unwrap_or("sim") {
         "sim" => run_sim(a),
         "native" => run_native(a),

@@ -431,6 +431,8 @@ fn sizes_beyond_what_a_run_can_finish_are_refused() {
         (vec!["fetch-add", "--home-burst-cycles", "1e300"], "home_burst_cycles = 1e300"),
         (vec!["fetch-add", "--protocol-procs", "64"], "protocol_procs = 64: allowed 1..=63"),
         (vec!["bench", "sim", "--requests-per-node", "0"], "invalid requests_per_node = 0"),
+        (vec!["run", "--json", "/nonexistent-dir/run.json"], "cannot write the record to /nonexistent-dir/run.json"),
+        (vec!["fetch-add", "--json", "/nonexistent-dir/f.json"], "cannot write the record to /nonexistent-dir/f.json"),
     ] {
         assert_one_line_error(&args, &[needle]);
     }
