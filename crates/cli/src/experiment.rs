@@ -62,10 +62,40 @@ pub fn write_json<T: serde::Serialize + ?Sized>(path: &Path, value: &T) -> Resul
         .with_context(|| format!("writing {}", path.display()))
 }
 
+/// Creates the output directory `out` with its `runs/` and `figures/` and
+/// checks that files can be written in each, before a study spends time on
+/// its runs.
+pub fn prepare_out(out: &Path) -> Result<()> {
+    for dir in [out.to_path_buf(), out.join("runs"), out.join("figures")] {
+        std::fs::create_dir_all(&dir).with_context(|| format!("cannot create output directory {}", dir.display()))?;
+        let probe = dir.join(format!(".finegrain-write-check-{}", std::process::id()));
+        std::fs::write(&probe, b"").with_context(|| format!("cannot write in output directory {}", dir.display()))?;
+        std::fs::remove_file(&probe).with_context(|| format!("removing {}", probe.display()))?;
+    }
+    Ok(())
+}
+
+/// Removes the run records (`*.json` files) a previous study left in
+/// `runs/`, the tool's own directory, so it holds only the records of
+/// `results.csv`. Nothing else there is touched.
+fn remove_old_records(runs: &Path) -> Result<()> {
+    let entries = std::fs::read_dir(runs).with_context(|| format!("reading {}", runs.display()))?;
+    for entry in entries {
+        let entry = entry.with_context(|| format!("reading {}", runs.display()))?;
+        let path = entry.path();
+        let is_file = entry.file_type().with_context(|| format!("reading {}", path.display()))?.is_file();
+        if is_file && path.extension().is_some_and(|e| e == "json") {
+            std::fs::remove_file(&path).with_context(|| format!("removing old record {}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
 /// Writes what every study writes before its figures and report into `out`:
 /// `runs/<id>.json` per record (its whole configuration, seed and
-/// statistics), `results.csv` and a copy of the experiment file. Creates
-/// `figures/` for what follows.
+/// statistics; records of earlier studies in `runs/` are removed first),
+/// `results.csv` and a copy of the experiment file. Creates `figures/` for
+/// what follows.
 pub fn write_records<R: serde::Serialize>(
     out: &Path,
     src: &Source,
@@ -73,13 +103,57 @@ pub fn write_records<R: serde::Serialize>(
     id: impl Fn(&R) -> &str,
     csv: &str,
 ) -> Result<()> {
-    std::fs::create_dir_all(out.join("runs")).with_context(|| format!("creating {}", out.display()))?;
-    std::fs::create_dir_all(out.join("figures"))?;
+    prepare_out(out)?;
+    let runs = out.join("runs");
+    remove_old_records(&runs)?;
     for r in records {
-        write_json(&out.join("runs").join(format!("{}.json", id(r))), r)?;
+        write_json(&runs.join(format!("{}.json", id(r))), r)?;
     }
-    std::fs::write(out.join("results.csv"), csv)?;
-    std::fs::write(out.join("experiment.toml"), &src.text)?;
+    let results = out.join("results.csv");
+    std::fs::write(&results, csv).with_context(|| format!("writing {}", results.display()))?;
+    let copy = out.join("experiment.toml");
+    std::fs::write(&copy, &src.text).with_context(|| format!("writing {}", copy.display()))?;
+    Ok(())
+}
+
+/// Largest cycle count (handler, interrupt, think, burst and compute
+/// times) and request count per node or thread an experiment may ask for:
+/// the simulator's own limits, checked here before any run.
+pub use finegrain_core::config::{MAX_CYCLES, MAX_REQUESTS};
+
+/// A number as an error message shows it: short, even when huge or tiny.
+pub fn shown(x: f64) -> String {
+    if x != 0.0 && x.is_finite() && !(1e-6..1e15).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
+/// A one-line error naming the list field `field` when two of its values
+/// are the same; `name` gives a value as run ids and tables name it.
+pub fn check_distinct<T>(field: &str, values: &[T], name: impl Fn(&T) -> String) -> Result<()> {
+    let names: Vec<String> = values.iter().map(&name).collect();
+    repeated(field, &names, &names, "")
+}
+
+/// [`check_distinct`] for numbers that run ids name to `decimals` decimals:
+/// values equal to that many decimals are the same.
+pub fn check_distinct_decimals(field: &str, values: &[f64], decimals: usize) -> Result<()> {
+    let written: Vec<String> = values.iter().map(|&x| shown(x)).collect();
+    // + 0.0 makes -0.0 the same as 0.0.
+    let names: Vec<String> = values.iter().map(|&x| format!("{:.*}", decimals, x + 0.0)).collect();
+    repeated(field, &written, &names, &format!(" (run ids name values to {decimals} decimals)"))
+}
+
+fn repeated(field: &str, written: &[String], names: &[String], note: &str) -> Result<()> {
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(dup) = names.iter().find(|n| !seen.insert(n.as_str())) {
+        bail!(
+            "invalid {field} = [{}]: {dup} is listed more than once{note}; allowed distinct values",
+            written.join(", ")
+        );
+    }
     Ok(())
 }
 

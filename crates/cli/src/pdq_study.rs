@@ -4,7 +4,7 @@
 //! processors, with the verdicts on the five claims of issue 4
 //! (spec/pdq.md) computed from the measured data.
 
-use crate::experiment::{EffectOff, Source};
+use crate::experiment::{check_distinct, check_distinct_decimals, shown, EffectOff, Source, MAX_CYCLES, MAX_REQUESTS};
 use crate::figures::{line_chart, Chart, Series};
 use crate::report::{markdown_table, Check, Verdict};
 use crate::sweep;
@@ -90,8 +90,19 @@ pub struct Grid {
 }
 
 impl Grid {
+    /// The claims need 1 and 4 protocol processors, one key and more keys
+    /// than 4 processors, embedded and smp processors, every discipline and
+    /// at least two home utilizations in the Mult sweep; no list repeats a
+    /// value (runs would share an id).
     fn validate(&self, table: &str, compute_procs: u32) -> Result<()> {
         let field = |f: &str| format!("{table}.{f}");
+        if let Some(k) = self.protocol_procs.iter().find(|&&k| k == 0 || k > compute_procs) {
+            bail!(
+                "invalid {} = {k}: allowed 1..={compute_procs} (mult serves on at most the node's compute processors)",
+                field("protocol_procs")
+            );
+        }
+        check_distinct(&field("protocol_procs"), &self.protocol_procs, u32::to_string)?;
         for need in [1, 4] {
             if !self.protocol_procs.contains(&need) {
                 bail!(
@@ -101,33 +112,66 @@ impl Grid {
                 );
             }
         }
-        if let Some(k) = self.protocol_procs.iter().find(|&&k| k == 0 || k > compute_procs) {
+        check_distinct(&field("keys"), &self.keys, u64::to_string)?;
+        if !self.keys.contains(&1) || !self.keys.iter().any(|&keys| keys > 4) {
             bail!(
-                "invalid {} = {k}: allowed 1..={compute_procs} (mult serves on at most the node's compute processors)",
-                field("protocol_procs")
+                "invalid {} = {:?}: must contain 1 and a count above 4 (claim 2 uses one key, claim 4 more keys than \
+                 4 processors)",
+                field("keys"),
+                self.keys
             );
         }
-        if !self.keys.contains(&1) || self.keys.len() < 2 {
-            bail!("invalid {} = {:?}: must contain 1 and at least one larger count", field("keys"), self.keys);
+        check_distinct(&field("kinds"), &self.kinds, |k| k.label().to_string())?;
+        if !(self.kinds.contains(&Kind::Embedded) && self.kinds.contains(&Kind::Smp)) {
+            bail!(
+                "invalid {} = [{}]: must contain embedded and smp (claims 1, 4 and 5 measure them), mult is optional",
+                field("kinds"),
+                self.kinds.iter().map(|k| k.label()).collect::<Vec<_>>().join(", ")
+            );
         }
-        if self.kinds.is_empty() || self.disciplines.is_empty() {
-            bail!("invalid {}: kinds and disciplines must not be empty", table);
+        check_distinct(&field("disciplines"), &self.disciplines, |d| d.label().to_string())?;
+        let all = [Discipline::Serial, Discipline::Pdq, Discipline::SpinLock, Discipline::Static];
+        if !all.iter().all(|d| self.disciplines.contains(d)) {
+            bail!(
+                "invalid {} = [{}]: must contain serial, pdq, spin-lock and static (the claims compare PDQ with each)",
+                field("disciplines"),
+                self.disciplines.iter().map(|d| d.label()).collect::<Vec<_>>().join(", ")
+            );
         }
-        if self.requests_per_thread == 0 {
-            bail!("invalid {} = 0: allowed a positive integer", field("requests_per_thread"));
+        if self.requests_per_thread == 0 || self.requests_per_thread > MAX_REQUESTS {
+            bail!(
+                "invalid {} = {}: allowed 1..={MAX_REQUESTS}",
+                field("requests_per_thread"),
+                self.requests_per_thread
+            );
         }
         if let Some(u) = self.mult_home_u.iter().find(|u| !(0.0..=1.0).contains(*u)) {
-            bail!("invalid {} = {u}: allowed 0..=1", field("mult_home_u"));
+            bail!("invalid {} = {}: allowed 0..=1", field("mult_home_u"), shown(*u));
         }
-        if !(self.mult_think_cycles.is_finite() && self.mult_think_cycles >= 0.0) {
-            bail!("invalid {} = {}: allowed a finite number >= 0", field("mult_think_cycles"), self.mult_think_cycles);
+        check_distinct_decimals(&field("mult_home_u"), &self.mult_home_u, 2)?;
+        if self.mult_home_u.len() < 2 {
+            bail!(
+                "invalid {} = {:?}: allowed at least 2 values in 0..=1 (claim 5 follows Mult's interrupts as the \
+                 home's utilization falls)",
+                field("mult_home_u"),
+                self.mult_home_u
+            );
+        }
+        if !(self.mult_think_cycles.is_finite() && (0.0..=MAX_CYCLES as f64).contains(&self.mult_think_cycles)) {
+            bail!(
+                "invalid {} = {}: allowed a number in 0..={MAX_CYCLES} cycles",
+                field("mult_think_cycles"),
+                shown(self.mult_think_cycles)
+            );
         }
         if self.mult_sweep_procs == 0 || self.mult_sweep_procs > compute_procs {
             bail!("invalid {} = {}: allowed 1..={compute_procs}", field("mult_sweep_procs"), self.mult_sweep_procs);
         }
         if let Some(f) = self.sequential_fractions.iter().find(|f| !(0.0..=1.0).contains(*f)) {
-            bail!("invalid {} = {f}: allowed 0..=1", field("sequential_fractions"));
+            bail!("invalid {} = {}: allowed 0..=1", field("sequential_fractions"), shown(*f));
         }
+        check_distinct_decimals(&field("sequential_fractions"), &self.sequential_fractions, 3)?;
+        check_distinct(&field("sensitivity"), &self.sensitivity, EffectOff::to_string)?;
         Ok(())
     }
 
@@ -136,25 +180,61 @@ impl Grid {
     }
 }
 
+/// Most nodes the simulator runs (the home and the requesters).
+const MAX_NODES: u32 = 4096;
+/// Zipf exponents the study takes: below, keys are as good as uniform;
+/// above, every request goes to word 0 anyway.
+const ZIPF_EXPONENTS: std::ops::RangeInclusive<f64> = 0.01..=100.0;
+
 pub fn load(src: &Source) -> Result<Experiment> {
-    let e: Experiment = parse_toml(&src.origin, &src.text)?;
+    let mut e: Experiment = parse_toml(&src.origin, &src.text)?;
     if e.study != "pdq-micro" {
         bail!("invalid study = {} in {}: expected pdq-micro", e.study, src.origin);
     }
-    if e.requester_nodes == 0 {
-        bail!("invalid requester_nodes = 0: allowed 1 or more");
+    if e.requester_nodes == 0 || e.requester_nodes > MAX_NODES - 1 {
+        bail!("invalid requester_nodes = {}: allowed 1..={}", e.requester_nodes, MAX_NODES - 1);
     }
     if e.compute_procs == 0 || e.compute_procs > 32 {
         bail!("invalid compute_procs = {}: allowed 1..=32", e.compute_procs);
     }
-    if !(e.zipf_exponent.is_finite() && e.zipf_exponent > 0.0) {
-        bail!("invalid zipf_exponent = {}: allowed a finite number > 0", e.zipf_exponent);
+    if e.handler_cycles > MAX_CYCLES {
+        bail!("invalid handler_cycles = {}: allowed 0..={MAX_CYCLES} cycles", e.handler_cycles);
+    }
+    if !(e.home_burst_cycles.is_finite() && (1.0..=MAX_CYCLES as f64).contains(&e.home_burst_cycles)) {
+        bail!(
+            "invalid home_burst_cycles = {}: allowed a number in 1..={MAX_CYCLES} cycles",
+            shown(e.home_burst_cycles)
+        );
+    }
+    // Run ids name the skew by its exponent, written out in full.
+    if !ZIPF_EXPONENTS.contains(&e.zipf_exponent) {
+        bail!(
+            "invalid zipf_exponent = {}: allowed {}..={}",
+            shown(e.zipf_exponent),
+            ZIPF_EXPONENTS.start(),
+            ZIPF_EXPONENTS.end()
+        );
     }
     e.full.validate("full", e.compute_procs)?;
     e.quick.validate("quick", e.compute_procs)?;
     let machine = MachineConfig::load(&e.preset)?;
     if machine.pdq.is_none() {
         bail!("invalid preset = {}: the study needs a machine with a [pdq] section (for example hpca99)", e.preset);
+    }
+    let capacity = fetch_add::key_capacity(&machine, e.compute_procs);
+    for (table, grid) in [("full", &e.full), ("quick", &e.quick)] {
+        if let Some(keys) = grid.keys.iter().find(|&&keys| keys == 0 || keys > capacity) {
+            bail!(
+                "invalid {table}.keys = {keys}: allowed 1..={capacity} (one protocol block per word in the home's \
+                 protocol table)"
+            );
+        }
+    }
+    // Claims 1 and 3 read throughput and busy-wait along processor and key
+    // counts in list order.
+    for grid in [&mut e.full, &mut e.quick] {
+        grid.protocol_procs.sort();
+        grid.keys.sort();
     }
     // Every workload point must be valid before hours are spent on others.
     let probe = workload(&e, &e.full, e.full.most_keys(), KeySkew::Uniform, e.home_u, 0.0);
@@ -257,6 +337,7 @@ impl RunRecord {
 /// report.md into `out`. Returns the report's path.
 pub fn reproduce(src: &Source, quick: bool, out: &Path) -> Result<PathBuf> {
     let exp = load(src)?;
+    crate::experiment::prepare_out(out)?;
     let grid = if quick { &exp.quick } else { &exp.full };
     let machine = MachineConfig::load(&exp.preset)?;
     let started = Instant::now();
@@ -575,9 +656,13 @@ fn claim2(v: &View, grid: &Grid) -> Verdict {
             .filter_map(|&k| v.tput(kind, Discipline::Pdq, k, 1, UNIFORM))
             .map(|t| t / serial)
             .collect();
+        if ratios.is_empty() {
+            checks.push(Check::missing(&format!("{} PDQ with one key", kind.label())));
+            continue;
+        }
         let worst = ratios.iter().map(|r| (r - 1.0).abs()).fold(0.0, f64::max);
         checks.push(Check::new(
-            !ratios.is_empty() && worst <= 0.10,
+            worst <= 0.10,
             format!(
                 "{}: PDQ/serial with 1 key at {} processors = {}",
                 kind.label(),
@@ -591,14 +676,18 @@ fn claim2(v: &View, grid: &Grid) -> Verdict {
     // inside handlers is what this counts (it is charged to busy_wait).
     let pdq: Vec<&RunRecord> =
         v.records.iter().filter(|r| r.sweep == Sweep::Main && r.discipline == Discipline::Pdq).collect();
-    let spin = pdq.iter().map(|r| r.home.pp_busy_wait_fraction).fold(0.0, f64::max);
-    checks.push(Check::new(
-        !pdq.is_empty() && spin == 0.0,
-        format!(
-            "largest PDQ busy-wait fraction over {} runs = {spin:.4} (blocked entries wait in the queue, not in handlers)",
-            pdq.len()
-        ),
-    ));
+    if pdq.is_empty() {
+        checks.push(Check::missing("PDQ runs"));
+    } else {
+        let spin = pdq.iter().map(|r| r.home.pp_busy_wait_fraction).fold(0.0, f64::max);
+        checks.push(Check::new(
+            spin == 0.0,
+            format!(
+                "largest PDQ busy-wait fraction over {} runs = {spin:.4} (blocked entries wait in the queue, not in handlers)",
+                pdq.len()
+            ),
+        ));
+    }
     Verdict::from_checks(2, &checks)
 }
 
@@ -629,49 +718,55 @@ fn claim3(v: &View, grid: &Grid, zipf: &str) -> Verdict {
             }
         }
     }
-    let (wr, wat) = worst.unwrap_or((f64::NAN, "-".into()));
-    checks.push(Check::new(
-        total > 0 && worse == total,
-        format!(
-            "spin-lock below PDQ in {worse} of {total} configurations with 2+ processors (closest: {} at {wat})",
-            f2(wr)
-        ),
-    ));
+    match worst {
+        Some((wr, wat)) => checks.push(Check::new(
+            worse == total,
+            format!(
+                "spin-lock below PDQ in {worse} of {total} configurations with 2+ processors (closest: {} at {wat})",
+                f2(wr)
+            ),
+        )),
+        None => checks.push(Check::missing("spin-lock and PDQ at 2+ processors")),
+    }
     // Contention: fewer keys at a fixed count, more processors at one key.
     for &kind in &grid.kinds {
         let k = 4;
         let bw: Vec<Option<f64>> =
             grid.keys.iter().map(|&keys| v.busy_wait(kind, Discipline::SpinLock, k, keys, UNIFORM)).collect();
         let vals: Vec<f64> = bw.iter().flatten().copied().collect();
-        let falls = vals.len() == grid.keys.len()
-            && vals.windows(2).all(|w| w[0] >= w[1])
-            && vals[0] > *vals.last().unwrap_or(&0.0);
-        checks.push(Check::new(
-            falls,
-            format!(
-                "{} busy-wait at {k} processors by keys {}: {}",
-                kind.label(),
-                grid.keys.iter().map(u64::to_string).collect::<Vec<_>>().join("/"),
-                vals.iter().map(|&x| f2(x)).collect::<Vec<_>>().join("/")
-            ),
-        ));
+        if vals.len() == grid.keys.len() {
+            let falls = vals.windows(2).all(|w| w[0] >= w[1]) && vals[0] > *vals.last().unwrap_or(&0.0);
+            checks.push(Check::new(
+                falls,
+                format!(
+                    "{} busy-wait at {k} processors by keys {}: {}",
+                    kind.label(),
+                    grid.keys.iter().map(u64::to_string).collect::<Vec<_>>().join("/"),
+                    vals.iter().map(|&x| f2(x)).collect::<Vec<_>>().join("/")
+                ),
+            ));
+        } else {
+            checks.push(Check::missing(&format!("{} spin-lock at {k} processors for every key count", kind.label())));
+        }
         let by_k: Vec<f64> = grid
             .protocol_procs
             .iter()
             .filter_map(|&k| v.busy_wait(kind, Discipline::SpinLock, k, 1, UNIFORM))
             .collect();
-        let grows = by_k.len() == grid.protocol_procs.len()
-            && by_k.windows(2).all(|w| w[1] >= w[0])
-            && by_k[by_k.len() - 1] > by_k[0];
-        checks.push(Check::new(
-            grows,
-            format!(
-                "{} busy-wait with 1 key by processors {}: {}",
-                kind.label(),
-                grid.protocol_procs.iter().map(u32::to_string).collect::<Vec<_>>().join("/"),
-                by_k.iter().map(|&x| f2(x)).collect::<Vec<_>>().join("/")
-            ),
-        ));
+        if by_k.len() == grid.protocol_procs.len() {
+            let grows = by_k.windows(2).all(|w| w[1] >= w[0]) && by_k[by_k.len() - 1] > by_k[0];
+            checks.push(Check::new(
+                grows,
+                format!(
+                    "{} busy-wait with 1 key by processors {}: {}",
+                    kind.label(),
+                    grid.protocol_procs.iter().map(u32::to_string).collect::<Vec<_>>().join("/"),
+                    by_k.iter().map(|&x| f2(x)).collect::<Vec<_>>().join("/")
+                ),
+            ));
+        } else {
+            checks.push(Check::missing(&format!("{} spin-lock with 1 key at every processor count", kind.label())));
+        }
     }
     Verdict::from_checks(3, &checks)
 }
@@ -745,8 +840,11 @@ fn claim5(v: &View, grid: &Grid) -> Verdict {
     let t = |kind, k| v.tput(kind, Discipline::Pdq, k, keys, UNIFORM);
     let pairs: Vec<(u32, f64, f64)> =
         grid.protocol_procs.iter().filter_map(|&k| Some((k, t(Kind::Smp, k)?, t(Kind::Embedded, k)?))).collect();
+    if pairs.is_empty() {
+        return Verdict::from_checks(5, &[Check::missing("smp and embedded PDQ at equal processor counts")]);
+    }
     checks.push(Check::new(
-        !pairs.is_empty() && pairs.iter().all(|(_, s, e)| s < e),
+        pairs.iter().all(|(_, s, e)| s < e),
         format!(
             "PDQ, {keys} uniform keys, smp/embedded msgs/us by processors: {}",
             pairs.iter().map(|(k, s, e)| format!("{k}: {}/{}", f2(*s), f2(*e))).collect::<Vec<_>>().join(", ")
@@ -763,7 +861,11 @@ fn claim5(v: &View, grid: &Grid) -> Verdict {
     mult.sort_by(|a, b| b.target_home_u.total_cmp(&a.target_home_u));
     let rate = |r: &RunRecord| r.home.interrupts as f64 / r.home.requests.max(1) as f64;
     let rates: Vec<f64> = mult.iter().map(|r| rate(r)).collect();
-    let falls = rates.len() >= 2 && rates.windows(2).all(|w| w[1] <= w[0]) && rates[rates.len() - 1] < rates[0];
+    if rates.len() < 2 {
+        checks.push(Check::missing("mult at two or more home utilizations"));
+        return Verdict::from_checks(5, &checks);
+    }
+    let falls = rates.windows(2).all(|w| w[1] <= w[0]) && rates[rates.len() - 1] < rates[0];
     checks.push(Check::new(
         falls,
         format!(

@@ -6,31 +6,46 @@ use std::fmt::Write;
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Verdict {
     pub claim: u32,
+    /// False when data a check needs is missing: the claim is neither
+    /// supported nor refuted.
+    pub decided: bool,
     pub supported: bool,
-    /// The numbers that decide it.
+    /// The numbers that decide it (or, undecided, what is missing).
     pub evidence: String,
 }
 
 impl Verdict {
-    /// Builds a verdict from sub-checks: supported when all hold.
+    /// Builds a verdict from sub-checks: supported when all hold, not
+    /// decided when one lacks its data (or there is nothing to check).
     pub fn from_checks(claim: u32, checks: &[Check]) -> Verdict {
-        let supported = !checks.is_empty() && checks.iter().all(|c| c.holds);
+        if checks.is_empty() {
+            return Verdict { claim, decided: false, supported: false, evidence: "nothing to check".into() };
+        }
+        let missing: Vec<&str> = checks.iter().filter(|c| c.missing).map(|c| c.text.as_str()).collect();
+        if !missing.is_empty() {
+            return Verdict { claim, decided: false, supported: false, evidence: missing.join("; ") };
+        }
+        let supported = checks.iter().all(|c| c.holds);
         let evidence = checks
             .iter()
             .map(|c| format!("{}{}", if c.holds { "" } else { "FAILS: " }, c.text))
             .collect::<Vec<_>>()
             .join("; ");
-        Verdict { claim, supported, evidence }
+        Verdict { claim, decided: true, supported, evidence }
     }
 
-    /// `claim N: supported|not supported - <numbers>`
+    /// `supported`, `not supported` or `not decided`.
+    pub fn status(&self) -> &'static str {
+        match (self.decided, self.supported) {
+            (false, _) => "not decided",
+            (true, true) => "supported",
+            (true, false) => "not supported",
+        }
+    }
+
+    /// `claim N: supported|not supported|not decided - <numbers>`
     pub fn line(&self) -> String {
-        format!(
-            "claim {}: {} - {}",
-            self.claim,
-            if self.supported { "supported" } else { "not supported" },
-            self.evidence
-        )
+        format!("claim {}: {} - {}", self.claim, self.status(), self.evidence)
     }
 }
 
@@ -38,17 +53,19 @@ impl Verdict {
 #[derive(Clone, Debug)]
 pub struct Check {
     pub holds: bool,
+    /// The data the check needs is missing: it decides nothing.
+    pub missing: bool,
     pub text: String,
 }
 
 impl Check {
     pub fn new(holds: bool, text: impl Into<String>) -> Check {
-        Check { holds, text: text.into() }
+        Check { holds, missing: false, text: text.into() }
     }
 
     /// A check that cannot be evaluated because a data point is missing.
     pub fn missing(what: &str) -> Check {
-        Check { holds: false, text: format!("no data for {what}") }
+        Check { holds: false, missing: true, text: format!("no data for {what}") }
     }
 }
 
@@ -73,6 +90,11 @@ mod tests {
         assert_eq!(v.line(), "claim 3: not supported - a=1; FAILS: b=2");
         let v = Verdict::from_checks(1, &[Check::new(true, "a=1")]);
         assert_eq!(v.line(), "claim 1: supported - a=1");
-        assert!(!Verdict::from_checks(2, &[]).supported);
+        let v = Verdict::from_checks(2, &[]);
+        assert!(!v.supported && !v.decided);
+        assert_eq!(v.line(), "claim 2: not decided - nothing to check");
+        let v = Verdict::from_checks(4, &[Check::new(false, "a=1"), Check::missing("fetch at U=0.5")]);
+        assert!(!v.decided);
+        assert_eq!(v.line(), "claim 4: not decided - no data for fetch at U=0.5");
     }
 }

@@ -2,7 +2,7 @@
 //! microbenchmarks of Falsafi & Wood (HPCA 1997), with the verdicts on the
 //! five claims of spec/scheduling.md computed from the measured data.
 
-use crate::experiment::{EffectOff, Source};
+use crate::experiment::{check_distinct, check_distinct_decimals, shown, EffectOff, Source, MAX_CYCLES, MAX_REQUESTS};
 use crate::figures::{line_chart, Chart, Series};
 use crate::report::{markdown_table, Check, Verdict};
 use crate::sweep;
@@ -50,50 +50,82 @@ pub struct Grid {
 }
 
 impl Grid {
-    /// The claims need Single (1), the two-processor node (2), a low and a
-    /// high Oint, and cost-performance points that were simulated.
+    /// The claims need null and fetch, Single (1), the two-processor node
+    /// (2) and two more counts, U values on both sides of claim 2's
+    /// thresholds, a low and a high Oint, and cost-performance points that
+    /// were simulated; no list repeats a value (runs would share an id).
     fn validate(&self, table: &str) -> Result<()> {
         let field = |f: &str| format!("{table}.{f}");
-        if self.protocols.is_empty() {
-            bail!("invalid {} = []: allowed a non-empty list of null, fetch", field("protocols"));
-        }
-        if !self.procs_per_node.contains(&1) || !self.procs_per_node.contains(&2) {
+        check_distinct(&field("protocols"), &self.protocols, Protocol::to_string)?;
+        if !(self.protocols.contains(&Protocol::Null) && self.protocols.contains(&Protocol::Fetch)) {
             bail!(
-                "invalid {} = {:?}: must contain 1 (Single) and 2 (the Fixed baseline), values 1..=64",
-                field("procs_per_node"),
-                self.procs_per_node
+                "invalid {} = [{}]: must contain null and fetch (the claims compare them)",
+                field("protocols"),
+                self.protocols.iter().map(Protocol::to_string).collect::<Vec<_>>().join(", ")
             );
         }
         if let Some(p) = self.procs_per_node.iter().find(|&&p| p == 0 || p > 64) {
             bail!("invalid {} = {p}: allowed 1..=64", field("procs_per_node"));
         }
-        if let Some(u) = self.target_u.iter().find(|u| !(**u > 0.0 && **u < 1.0)) {
-            bail!("invalid {} = {u}: allowed values strictly between 0 and 1", field("target_u"));
-        }
-        if self.target_u.len() < 3 {
-            bail!("invalid {} = {:?}: allowed at least 3 values", field("target_u"), self.target_u);
-        }
-        let distinct: std::collections::BTreeSet<_> = self.oint_cycles.iter().collect();
-        if distinct.len() < 2 {
+        check_distinct(&field("procs_per_node"), &self.procs_per_node, u32::to_string)?;
+        let larger = self.procs_per_node.iter().filter(|&&p| p > 2).count();
+        if !self.procs_per_node.contains(&1) || !self.procs_per_node.contains(&2) || larger < 2 {
             bail!(
-                "invalid {} = {:?}: allowed at least two distinct values (a low and a high interrupt overhead)",
+                "invalid {} = {:?}: must contain 1 (Single), 2 (the Fixed baseline) and at least two larger counts \
+                 (claim 4 follows Floating/Fixed as processors grow), values 1..=64",
+                field("procs_per_node"),
+                self.procs_per_node
+            );
+        }
+        if let Some(u) = self.target_u.iter().find(|u| !(**u > 0.0 && **u < 1.0)) {
+            bail!("invalid {} = {}: allowed values strictly between 0 and 1", field("target_u"), shown(*u));
+        }
+        check_distinct_decimals(&field("target_u"), &self.target_u, 2)?;
+        if self.target_u.len() < 3
+            || !self.target_u.iter().any(|&u| u >= 0.5)
+            || !self.target_u.iter().any(|&u| u <= 0.7)
+        {
+            bail!(
+                "invalid {} = {:?}: allowed at least 3 values, one >= 0.5 and one <= 0.7 (claim 2 looks at both)",
+                field("target_u"),
+                self.target_u
+            );
+        }
+        if let Some(o) = self.oint_cycles.iter().find(|&&o| o > MAX_CYCLES) {
+            bail!("invalid {} = {o}: allowed 0..={MAX_CYCLES} cycles", field("oint_cycles"));
+        }
+        check_distinct(&field("oint_cycles"), &self.oint_cycles, u64::to_string)?;
+        if self.oint_cycles.len() < 2 {
+            bail!(
+                "invalid {} = {:?}: allowed at least two values (a low and a high interrupt overhead)",
                 field("oint_cycles"),
                 self.oint_cycles
             );
         }
+        if self.requests_per_node == 0 || self.requests_per_node > MAX_REQUESTS {
+            bail!("invalid {} = {}: allowed 1..={MAX_REQUESTS}", field("requests_per_node"), self.requests_per_node);
+        }
         if let Some(u) = self.cost_performance_u.iter().find(|u| !self.target_u.iter().any(|t| (*t - **u).abs() < 1e-9))
         {
-            bail!("invalid {} = {u}: allowed only values listed in target_u", field("cost_performance_u"));
+            bail!("invalid {} = {}: allowed only values listed in target_u", field("cost_performance_u"), shown(*u));
         }
-        if self.requests_per_node == 0 {
-            bail!("invalid {} = 0: allowed a positive integer", field("requests_per_node"));
+        check_distinct_decimals(&field("cost_performance_u"), &self.cost_performance_u, 2)?;
+        if self.cost_performance_u.is_empty() {
+            bail!(
+                "invalid {} = []: allowed a non-empty list of values listed in target_u (claim 5 and figure 6 need one)",
+                field("cost_performance_u")
+            );
         }
-        if self.replicates == 0 {
-            bail!("invalid {} = 0: allowed a positive integer", field("replicates"));
+        if self.replicates == 0 || self.replicates > MAX_REPLICATES {
+            bail!("invalid {} = {}: allowed 1..={MAX_REPLICATES}", field("replicates"), self.replicates);
         }
+        check_distinct(&field("sensitivity"), &self.sensitivity, EffectOff::to_string)?;
         Ok(())
     }
 }
+
+/// Most replicates of every point a sweep may ask for.
+const MAX_REPLICATES: u32 = 1000;
 
 /// One point of the sweep.
 #[derive(Clone, Debug)]
@@ -184,8 +216,8 @@ pub fn load(src: &Source) -> Result<Experiment> {
     if e.study != "scheduling-micro" {
         bail!("invalid study = {} in {}: expected scheduling-micro", e.study, src.origin);
     }
-    if e.nodes < 2 {
-        bail!("invalid nodes = {}: allowed 2 or more (requests go to another node)", e.nodes);
+    if e.nodes < 2 || e.nodes > 4096 {
+        bail!("invalid nodes = {}: allowed 2..=4096 (requests go to another node)", e.nodes);
     }
     e.full.validate("full")?;
     e.quick.validate("quick")?;
@@ -205,6 +237,10 @@ pub fn reproduce(src: &Source, quick: bool, out: &Path) -> Result<PathBuf> {
         let l = micro::measure_lmin(&machine, p, exp.seed).with_context(|| format!("measuring Lmin for {p}"))?;
         lmin.insert(p, l);
     }
+    for (table, g) in [("full", &exp.full), ("quick", &exp.quick)] {
+        check_compute_times(table, g, &lmin)?;
+    }
+    crate::experiment::prepare_out(out)?;
     let specs = plan(&exp, grid, &lmin);
     let mode = if quick { "quick" } else { "full" };
     let mut records = sweep::run_all(&specs, &format!("{} ({mode})", exp.name), |s| run_one(&exp, &machine, grid, s))?;
@@ -220,6 +256,25 @@ pub fn reproduce(src: &Source, quick: bool, out: &Path) -> Result<PathBuf> {
     let report_path = out.join("report.md");
     std::fs::write(&report_path, report)?;
     Ok(report_path)
+}
+
+/// The mean compute time U / (1 - U) x Lmin of every U is at most
+/// [`MAX_CYCLES`] (known once Lmin is measured, before any run).
+fn check_compute_times(table: &str, grid: &Grid, lmin: &BTreeMap<Protocol, f64>) -> Result<()> {
+    for (p, &l) in lmin {
+        for &u in &grid.target_u {
+            let compute = u / (1.0 - u) * l;
+            if compute > MAX_CYCLES as f64 {
+                bail!(
+                    "invalid {table}.target_u = {}: the mean compute time U / (1 - U) x Lmin ({p}: {l:.0} cycles) \
+                     is {} cycles, allowed at most {MAX_CYCLES}",
+                    shown(u),
+                    shown(compute.round())
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 fn plan(exp: &Experiment, grid: &Grid, lmin: &BTreeMap<Protocol, f64>) -> Vec<RunSpec> {
@@ -557,11 +612,15 @@ fn claim2(v: &View, us: &[f64], lo: u64, hi: u64) -> Verdict {
         None => checks.push(Check::missing("Floating null high Oint")),
     }
     let irq: Vec<f64> = us.iter().filter(|&&u| u <= 0.7).filter_map(|&u| v.irq_rate(p, "floating", 2, u, hi)).collect();
-    let max_irq = irq.iter().copied().fold(0.0, f64::max);
-    checks.push(Check::new(
-        !irq.is_empty() && max_irq <= 0.05,
-        format!("high Oint: at most {} interrupts/request for U<=0.7 (processors alternate as PP)", f2(max_irq)),
-    ));
+    if irq.is_empty() {
+        checks.push(Check::missing("Floating null interrupts at high Oint and U<=0.7"));
+    } else {
+        let max_irq = irq.iter().copied().fold(0.0, f64::max);
+        checks.push(Check::new(
+            max_irq <= 0.05,
+            format!("high Oint: at most {} interrupts/request for U<=0.7 (processors alternate as PP)", f2(max_irq)),
+        ));
+    }
     let mig_float = v.migration_rate(p, "floating", 2, u_max, hi);
     let mig_fixed = v.migration_rate(p, "fixed", 2, u_max, hi);
     match (mig_float, mig_fixed) {
@@ -574,15 +633,19 @@ fn claim2(v: &View, us: &[f64], lo: u64, hi: u64) -> Verdict {
     // Low Oint: both compute, clearly faster at higher U.
     let low: Vec<(f64, f64)> =
         high_us.iter().filter_map(|&u| v.norm(p, "floating", 2, u, lo).map(|x| (u, x))).collect();
-    let worst = low.iter().map(|x| x.1).fold(0.0, f64::max);
-    checks.push(Check::new(
-        !low.is_empty() && worst <= 0.8,
-        format!(
-            "low Oint: Floating/Fixed <= {} for U>=0.5 ({})",
-            f2(worst),
-            low.iter().map(|(u, x)| format!("U={u}: {}", f2(*x))).collect::<Vec<_>>().join(", ")
-        ),
-    ));
+    if low.is_empty() {
+        checks.push(Check::missing("Floating null at low Oint and U>=0.5"));
+    } else {
+        let worst = low.iter().map(|x| x.1).fold(0.0, f64::max);
+        checks.push(Check::new(
+            worst <= 0.8,
+            format!(
+                "low Oint: Floating/Fixed <= {} for U>=0.5 ({})",
+                f2(worst),
+                low.iter().map(|(u, x)| format!("U={u}: {}", f2(*x))).collect::<Vec<_>>().join(", ")
+            ),
+        ));
+    }
     match (v.norm(p, "floating", 2, u_max, lo), v.norm(p, "floating", 2, u_max, hi)) {
         (Some(a), Some(b)) => {
             checks.push(Check::new(b > a + 0.1, format!("at U={u_max} low Oint {} vs high Oint {}", f2(a), f2(b))))
@@ -608,48 +671,55 @@ fn claim3(v: &View, us: &[f64], lo: u64, hi: u64) -> Verdict {
             }
         }
     }
-    let violations: Vec<_> = less.iter().filter(|(_, _, n, f)| f >= n).collect();
-    let mean_n = less.iter().map(|x| x.2).sum::<f64>() / less.len().max(1) as f64;
-    let mean_f = less.iter().map(|x| x.3).sum::<f64>() / less.len().max(1) as f64;
-    checks.push(Check::new(
-        !less.is_empty() && violations.is_empty(),
-        format!(
-            "Single/Fixed averages {} for fetch vs {} for null ({} of {} points where fetch is not lower)",
-            f2(mean_f),
-            f2(mean_n),
-            violations.len(),
-            less.len()
-        ),
-    ));
+    if less.is_empty() {
+        checks.push(Check::missing("Single null and fetch at the same U and Oint"));
+    } else {
+        let violations: Vec<_> = less.iter().filter(|(_, _, n, f)| f >= n).collect();
+        let mean_n = less.iter().map(|x| x.2).sum::<f64>() / less.len() as f64;
+        let mean_f = less.iter().map(|x| x.3).sum::<f64>() / less.len() as f64;
+        checks.push(Check::new(
+            violations.is_empty(),
+            format!(
+                "Single/Fixed averages {} for fetch vs {} for null ({} of {} points where fetch is not lower)",
+                f2(mean_f),
+                f2(mean_n),
+                violations.len(),
+                less.len()
+            ),
+        ));
+    }
     // Fixed wins only when Oint >> Lmin. The spec calls "several thousand
     // cycles" high (Lmin is 1600 for fetch-block), so the grid's lowest Oint
     // is the "not >>" case and its highest the ">>" one.
     let low_oint: Vec<f64> = us.iter().filter_map(|&u| single(Protocol::Fetch, u, lo)).collect();
     let high_oint: Vec<f64> = us.iter().filter_map(|&u| single(Protocol::Fetch, u, hi)).collect();
-    let max_lo = low_oint.iter().copied().fold(0.0, f64::max);
-    let min_hi = high_oint.iter().copied().fold(f64::MAX, f64::min);
-    checks.push(Check::new(
-        !low_oint.is_empty() && max_lo <= 1.05 && min_hi > 1.1,
-        format!(
-            "Single/Fixed at most {} with Oint {lo} (Fixed never clearly wins) but at least {} with Oint {hi}",
-            f2(max_lo),
-            f2(min_hi)
-        ),
-    ));
+    if low_oint.is_empty() || high_oint.is_empty() {
+        checks.push(Check::missing("fetch Single at the low and the high Oint"));
+    } else {
+        let max_lo = low_oint.iter().copied().fold(f64::MIN, f64::max);
+        let min_hi = high_oint.iter().copied().fold(f64::MAX, f64::min);
+        checks.push(Check::new(
+            max_lo <= 1.05 && min_hi > 1.1,
+            format!(
+                "Single/Fixed at most {} with Oint {lo} (Fixed never clearly wins) but at least {} with Oint {hi}",
+                f2(max_lo),
+                f2(min_hi)
+            ),
+        ));
+    }
     let u_min = us[0];
     match single(Protocol::Fetch, u_min, lo) {
         Some(x) => checks
             .push(Check::new(x < 1.0, format!("communication-bound (U={u_min}), low Oint: Single/Fixed {}", f2(x)))),
         None => checks.push(Check::missing("fetch Single at the lowest U")),
     }
-    let fl: Vec<f64> = [lo, hi].iter().filter_map(|&o| v.norm(Protocol::Fetch, "floating", 2, u_min, o)).collect();
-    checks.push(Check::new(
-        fl.len() == 2 && fl.iter().all(|&x| x < 1.0),
-        format!(
-            "Floating/Fixed on 2 processors at U={u_min}: {}",
-            fl.iter().map(|x| f2(*x)).collect::<Vec<_>>().join(" (low Oint), ") + " (high Oint)"
-        ),
-    ));
+    match (v.norm(Protocol::Fetch, "floating", 2, u_min, lo), v.norm(Protocol::Fetch, "floating", 2, u_min, hi)) {
+        (Some(a), Some(b)) => checks.push(Check::new(
+            a < 1.0 && b < 1.0,
+            format!("Floating/Fixed on 2 processors at U={u_min}: {} (low Oint), {} (high Oint)", f2(a), f2(b)),
+        )),
+        _ => checks.push(Check::missing("fetch Floating on 2 processors at the lowest U")),
+    }
     Verdict::from_checks(3, &checks)
 }
 
@@ -884,8 +954,7 @@ fn render_report(
              These runs are in `runs/no-<effect>-*.json` (the effect's name with dashes) and are not used for the verdicts above.\n"
         );
         for (e, v) in sensitivity {
-            let verdict = if v.supported { "supported" } else { "not supported" };
-            let _ = writeln!(s, "- without {e}: {verdict} - {}", v.evidence);
+            let _ = writeln!(s, "- without {e}: {} - {}", v.status(), v.evidence);
         }
         let _ = writeln!(s);
     }

@@ -1,0 +1,297 @@
+//! Experiment files for `finegrain reproduce`: bad values get one clear
+//! line naming the field before any run starts, every accepted file decides
+//! the claims, and an output directory holds only the study it was last
+//! used for.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Longest a command may take here: validation errors come back at once,
+/// the smallest grids run in seconds. A command past it is killed (a run
+/// that does not end fails the test instead of hanging it).
+const TIME_LIMIT: Duration = Duration::from_secs(120);
+
+struct Outcome {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    elapsed: Duration,
+}
+
+/// Runs `finegrain args`, its output in files under `dir`.
+fn finegrain(dir: &Path, args: &[&str]) -> Outcome {
+    let (out_path, err_path) = (dir.join("stdout.txt"), dir.join("stderr.txt"));
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_finegrain"))
+        .args(args)
+        .stdout(Stdio::from(std::fs::File::create(&out_path).unwrap()))
+        .stderr(Stdio::from(std::fs::File::create(&err_path).unwrap()))
+        .spawn()
+        .expect("binary runs");
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > TIME_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("finegrain {args:?} still runs after {TIME_LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Outcome {
+        code: status.code(),
+        stdout: std::fs::read_to_string(out_path).unwrap(),
+        stderr: std::fs::read_to_string(err_path).unwrap(),
+        elapsed: started.elapsed(),
+    }
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("finegrain-experiments-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The smallest `[quick]` grids that decide every claim.
+const SCHEDULING_QUICK: &str = r#"
+protocols = ["null", "fetch"]
+procs_per_node = [1, 2, 3, 4]
+target_u = [0.1, 0.5, 0.9]
+oint_cycles = [200, 2000]
+requests_per_node = 40
+cost_performance_u = [0.5]
+replicates = 1
+"#;
+const PDQ_QUICK: &str = r#"
+protocol_procs = [1, 4]
+keys = [1, 8]
+kinds = ["embedded", "smp"]
+disciplines = ["serial", "pdq", "spin-lock", "static"]
+requests_per_thread = 20
+mult_home_u = [0.9, 0.1]
+mult_sweep_procs = 4
+mult_think_cycles = 2000
+sequential_fractions = [0.0]
+"#;
+
+/// Writes a shipped experiment with the smallest `[quick]` grid and `edits`
+/// applied to `dir/<name>.toml`: each edit is a key (`quick.keys`,
+/// `zipf_exponent`) and a TOML value.
+fn experiment(dir: &Path, study: &str, name: &str, edits: &[(&str, &str)]) -> PathBuf {
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../experiments/{study}.toml"));
+    let mut table: toml::Table = std::fs::read_to_string(shipped).unwrap().parse().unwrap();
+    let quick = if study == "pdq-micro" {
+        table.insert("requester_nodes".into(), 1.into());
+        PDQ_QUICK
+    } else {
+        SCHEDULING_QUICK
+    };
+    table.insert("quick".into(), toml::Value::Table(quick.parse().unwrap()));
+    for (key, value) in edits {
+        let value = format!("v = {value}").parse::<toml::Table>().unwrap().remove("v").unwrap();
+        match key.split_once('.') {
+            Some((t, k)) => table[t].as_table_mut().unwrap().insert(k.into(), value),
+            None => table.insert(key.to_string(), value),
+        };
+    }
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, toml::to_string(&table).unwrap()).unwrap();
+    path
+}
+
+/// `reproduce --quick` of the experiment with `edits` fails at once with
+/// exit code 2 and one line on stderr containing every `needle`.
+fn assert_rejected(study: &str, edits: &[(&str, &str)], needles: &[&str]) {
+    static CASE: AtomicUsize = AtomicUsize::new(0);
+    let d = temp_dir(&format!("{study}-{}", CASE.fetch_add(1, Ordering::Relaxed)));
+    let file = experiment(&d, study, "variant", edits);
+    let out = d.join("out");
+    let o = finegrain(&d, &["reproduce", file.to_str().unwrap(), "--quick", "--out", out.to_str().unwrap()]);
+    let err = o.stderr.trim_end();
+    assert_eq!(o.code, Some(2), "{edits:?} was accepted: {}{err}", o.stdout);
+    assert_eq!(err.lines().count(), 1, "{edits:?} printed more than one line: {err}");
+    assert!(err.starts_with("error: invalid "), "{edits:?}: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{edits:?}: '{err}' lacks '{n}'");
+    }
+    assert!(!out.exists(), "{edits:?}: output written for a rejected experiment");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_value_listed_twice_in_any_list_field_is_rejected() {
+    let scheduling = [
+        ("quick.protocols", r#"["null", "fetch", "null"]"#, "null"),
+        ("quick.procs_per_node", "[1, 2, 2, 3, 4]", "2"),
+        ("quick.target_u", "[0.1, 0.5, 0.9, 0.5]", "0.50"),
+        // Run ids name U to two decimals: these two would share records.
+        ("quick.target_u", "[0.1, 0.5, 0.501, 0.9]", "0.50"),
+        ("quick.oint_cycles", "[200, 2000, 200]", "200"),
+        ("quick.cost_performance_u", "[0.5, 0.5]", "0.50"),
+        ("quick.sensitivity", r#"["migration", "migration"]"#, "migration"),
+        ("full.procs_per_node", "[1, 2, 3, 4, 4]", "4"),
+    ];
+    for (field, value, dup) in scheduling {
+        let name = field.trim_start_matches("quick.").trim_start_matches("full.");
+        assert_rejected(
+            "scheduling-micro",
+            &[(field, value)],
+            &[&format!("invalid {field} = ["), &format!(": {dup} is listed more than once"), "distinct", name],
+        );
+    }
+    let pdq = [
+        ("quick.protocol_procs", "[1, 4, 4]", "4"),
+        ("quick.keys", "[1, 8, 8]", "8"),
+        ("quick.kinds", r#"["embedded", "smp", "smp"]"#, "smp"),
+        ("quick.disciplines", r#"["serial", "pdq", "spin-lock", "static", "pdq"]"#, "pdq"),
+        ("quick.mult_home_u", "[0.9, 0.1, 0.1]", "0.10"),
+        ("quick.sequential_fractions", "[0.0, 0.05, 0.05]", "0.050"),
+        ("quick.sensitivity", r#"["cache_interference", "cache_interference"]"#, "cache_interference"),
+        ("full.kinds", r#"["embedded", "smp", "mult", "mult"]"#, "mult"),
+    ];
+    for (field, value, dup) in pdq {
+        assert_rejected(
+            "pdq-micro",
+            &[(field, value)],
+            &[&format!("invalid {field} = ["), &format!(": {dup} is listed")],
+        );
+    }
+}
+
+#[test]
+fn an_experiment_that_cannot_decide_the_claims_is_rejected() {
+    for (field, value, needles) in [
+        ("quick.protocols", r#"["null"]"#, &["quick.protocols = [null]", "must contain null and fetch"][..]),
+        ("quick.protocols", r#"["fetch"]"#, &["must contain null and fetch"][..]),
+        ("quick.cost_performance_u", "[]", &["quick.cost_performance_u = []", "non-empty"][..]),
+        ("quick.procs_per_node", "[1, 2, 4]", &["quick.procs_per_node = [1, 2, 4]", "two larger counts"][..]),
+        ("quick.target_u", "[0.1, 0.2, 0.3]", &["quick.target_u = [0.1, 0.2, 0.3]", "one >= 0.5"][..]),
+        ("quick.target_u", "[0.8, 0.9, 0.95]", &["quick.target_u", "one <= 0.7"][..]),
+        ("quick.oint_cycles", "[200]", &["quick.oint_cycles = [200]", "at least two values"][..]),
+    ] {
+        assert_rejected("scheduling-micro", &[(field, value)], needles);
+    }
+    for (field, value, needles) in [
+        ("quick.kinds", r#"["smp", "mult"]"#, &["quick.kinds = [smp, mult]", "must contain embedded and smp"][..]),
+        ("quick.kinds", r#"["embedded", "mult"]"#, &["quick.kinds", "must contain embedded and smp"][..]),
+        ("quick.kinds", "[]", &["quick.kinds = []", "must contain embedded and smp"][..]),
+        (
+            "quick.disciplines",
+            r#"["serial"]"#,
+            &["quick.disciplines = [serial]", "must contain serial, pdq, spin-lock and static"][..],
+        ),
+        ("quick.keys", "[1, 4]", &["quick.keys = [1, 4]", "a count above 4"][..]),
+        ("quick.keys", "[0, 1, 8]", &["quick.keys = 0", "allowed 1..="][..]),
+        ("quick.mult_home_u", "[0.5]", &["quick.mult_home_u = [0.5]", "at least 2 values"][..]),
+    ] {
+        assert_rejected("pdq-micro", &[(field, value)], needles);
+    }
+}
+
+#[test]
+fn huge_cycle_and_request_counts_are_rejected() {
+    for (field, value, needles) in [
+        (
+            "quick.oint_cycles",
+            "[200, 9223372036854775807]",
+            &["quick.oint_cycles = 9223372036854775807", "allowed 0..=1000000000"][..],
+        ),
+        ("quick.requests_per_node", "1000000001", &["quick.requests_per_node = 1000000001", "1..=1000000000"][..]),
+        ("quick.replicates", "4000000000", &["quick.replicates = 4000000000", "allowed 1..="][..]),
+        ("nodes", "100000", &["nodes = 100000", "allowed 2..=4096"][..]),
+        // Known once Lmin is measured, still before any run.
+        (
+            "quick.target_u",
+            "[0.1, 0.5, 0.9, 0.9999999]",
+            &["quick.target_u = 0.9999999", "mean compute time", "allowed at most 1000000000"][..],
+        ),
+    ] {
+        assert_rejected("scheduling-micro", &[(field, value)], needles);
+    }
+    for (field, value, needles) in [
+        ("handler_cycles", "9223372036854775807", &["handler_cycles = 9223372036854775807", "0..=1000000000"][..]),
+        ("home_burst_cycles", "1e300", &["home_burst_cycles = 1e300", "1..=1000000000"][..]),
+        ("quick.mult_think_cycles", "1e300", &["quick.mult_think_cycles = 1e300", "0..=1000000000"][..]),
+        ("quick.requests_per_thread", "1000000001", &["quick.requests_per_thread = 1000000001", "1..=1000000000"][..]),
+        ("requester_nodes", "100000", &["requester_nodes = 100000", "allowed 1..=4095"][..]),
+        // The skew's exponent names run records: no 300-digit file names.
+        ("zipf_exponent", "1e300", &["zipf_exponent = 1e300", "allowed 0.01..=100"][..]),
+        ("zipf_exponent", "1e-300", &["zipf_exponent = 1e-300", "allowed 0.01..=100"][..]),
+    ] {
+        assert_rejected("pdq-micro", &[(field, value)], needles);
+    }
+}
+
+#[test]
+fn an_output_directory_that_cannot_be_made_fails_before_any_run() {
+    let d = temp_dir("bad-out");
+    let file = d.join("a-file");
+    std::fs::write(&file, "not a directory").unwrap();
+    let mut outs = vec![file.join("out")];
+    if Path::new("/proc/self").exists() {
+        outs.push(PathBuf::from(format!("/proc/finegrain-{}", std::process::id())));
+    }
+    for out in outs {
+        // The shipped quick study: its runs take many seconds.
+        let o = finegrain(&d, &["reproduce", "scheduling-micro", "--quick", "--out", out.to_str().unwrap()]);
+        let err = o.stderr.trim_end();
+        assert_eq!(o.code, Some(2), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("error: cannot create output directory "), "{err}");
+        assert!(err.contains(out.to_str().unwrap()), "{err}");
+        assert!(o.elapsed < Duration::from_secs(5), "failed only after {:?}: {err}", o.elapsed);
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Record files in `runs/`.
+fn records(out: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(out.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// The runs results.csv lists, as record file names.
+fn csv_records(out: &Path) -> Vec<String> {
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "record").expect("a record column");
+    let mut names: Vec<String> =
+        csv.lines().skip(1).map(|l| l.split(',').nth(col).unwrap().trim_start_matches("runs/").to_string()).collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_reused_output_directory_holds_only_the_last_studys_records() {
+    let d = temp_dir("reuse");
+    let out = d.join("out");
+    std::fs::create_dir_all(out.join("runs")).unwrap();
+    std::fs::write(out.join("runs").join("stale-run.json"), "{}").unwrap();
+    std::fs::write(out.join("runs").join("notes.txt"), "mine").unwrap();
+    std::fs::write(out.join("keep.json"), "{}").unwrap();
+    for study in ["scheduling-micro", "pdq-micro"] {
+        let file = experiment(&d, study, study, &[]);
+        let o = finegrain(&d, &["reproduce", file.to_str().unwrap(), "--quick", "--out", out.to_str().unwrap()]);
+        assert_eq!(o.code, Some(0), "{study}: {}", o.stderr);
+        assert_eq!(records(&out), csv_records(&out), "{study}: runs/ holds exactly the records of results.csv");
+        // Every accepted experiment decides each claim.
+        let claims: Vec<&str> = o.stdout.lines().filter(|l| l.starts_with("claim ")).collect();
+        assert_eq!(claims.len(), 5, "{study}: {}", o.stdout);
+        for line in claims {
+            assert!(line.contains(": supported - ") || line.contains(": not supported - "), "{study}: {line}");
+        }
+    }
+    assert!(records(&out).iter().all(|r| !r.starts_with("null-") && !r.starts_with("fetch-")), "scheduling runs left");
+    assert_eq!(std::fs::read_to_string(out.join("runs").join("notes.txt")).unwrap(), "mine");
+    assert!(out.join("keep.json").exists(), "a file outside runs/ was removed");
+    let _ = std::fs::remove_dir_all(&d);
+}
