@@ -720,7 +720,8 @@ mod tests {
 
     #[test]
     fn policy_spellings() {
-        assert_eq!(Policy::parse("Fixed").unwrap(), Policy::Fixed { protocol_procs: 1 });
+        assert_eq!(Policy::parse("fixed").unwrap(), Policy::Fixed { protocol_procs: 1 });
+        assert!(Policy::parse("Fixed").is_err(), "names are lower case, like every other name");
         assert_eq!(Policy::parse("fixed:3").unwrap(), Policy::Fixed { protocol_procs: 3 });
         assert_eq!(Policy::parse("floating").unwrap(), Policy::Floating);
         let e = Policy::parse("round-robin").unwrap_err().to_string();
