@@ -26,9 +26,12 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Simulate one microbenchmark configuration (flags, or a TOML file).
+    // `--nodes -1` is a bad value, not an unknown flag.
+    #[command(allow_negative_numbers = true)]
     Run(RunArgs),
     /// Simulate one fetch&add configuration (a point of the PDQ study:
     /// who serves the home's handlers, the dispatch discipline, the keys).
+    #[command(allow_negative_numbers = true)]
     FetchAdd(finegrain::fetch_add_run::FetchAddArgs),
     /// Run a study from experiments/ and write results, figures and a report.
     Reproduce {

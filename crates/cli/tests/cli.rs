@@ -418,6 +418,7 @@ fn missing_subcommands_and_arguments_are_named() {
     assert_one_line_error(&["reproduce", "scheduling-micro", "--list"], &["--list takes no experiment name"]);
     assert_one_line_error(&["bench", "sim", "--rounds", "0"], &["invalid rounds = 0"]);
     assert_one_line_error(&["run", "--policy", "FIXED"], &["invalid policy = FIXED"]);
+    assert_one_line_error(&["run", "--nodes", "-1"], &["invalid value '-1' for '--nodes <NODES>'"]);
 }
 
 #[test]
