@@ -75,17 +75,17 @@ pub fn prepare_out(out: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Removes the run records (`*.json` files) a previous study left in
-/// `runs/`, the tool's own directory, so it holds only the records of
-/// `results.csv`. Nothing else there is touched.
-fn remove_old_records(runs: &Path) -> Result<()> {
-    let entries = std::fs::read_dir(runs).with_context(|| format!("reading {}", runs.display()))?;
+/// Removes the files with extension `ext` a previous study left in `dir`
+/// (`runs/*.json`, `figures/*.svg`: the tool's own directories), so they
+/// hold only what this study writes. Nothing else there is touched.
+fn remove_old_outputs(dir: &Path, ext: &str) -> Result<()> {
+    let entries = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
     for entry in entries {
-        let entry = entry.with_context(|| format!("reading {}", runs.display()))?;
+        let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
         let path = entry.path();
         let is_file = entry.file_type().with_context(|| format!("reading {}", path.display()))?.is_file();
-        if is_file && path.extension().is_some_and(|e| e == "json") {
-            std::fs::remove_file(&path).with_context(|| format!("removing old record {}", path.display()))?;
+        if is_file && path.extension().is_some_and(|e| e == ext) {
+            std::fs::remove_file(&path).with_context(|| format!("removing old output {}", path.display()))?;
         }
     }
     Ok(())
@@ -93,7 +93,8 @@ fn remove_old_records(runs: &Path) -> Result<()> {
 
 /// Writes what every study writes before its figures and report into `out`:
 /// `runs/<id>.json` per record (its whole configuration, seed and
-/// statistics; records of earlier studies in `runs/` are removed first),
+/// statistics; records and figures of earlier studies in `runs/` and
+/// `figures/` are removed first),
 /// `results.csv` and a copy of the experiment file. Creates `figures/` for
 /// what follows.
 pub fn write_records<R: serde::Serialize>(
@@ -105,7 +106,8 @@ pub fn write_records<R: serde::Serialize>(
 ) -> Result<()> {
     prepare_out(out)?;
     let runs = out.join("runs");
-    remove_old_records(&runs)?;
+    remove_old_outputs(&runs, "json")?;
+    remove_old_outputs(&out.join("figures"), "svg")?;
     for r in records {
         write_json(&runs.join(format!("{}.json", id(r))), r)?;
     }

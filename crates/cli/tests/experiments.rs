@@ -278,6 +278,8 @@ fn a_reused_output_directory_holds_only_the_last_studys_records() {
     std::fs::write(out.join("runs").join("stale-run.json"), "{}").unwrap();
     std::fs::write(out.join("runs").join("notes.txt"), "mine").unwrap();
     std::fs::write(out.join("keep.json"), "{}").unwrap();
+    std::fs::create_dir_all(out.join("figures")).unwrap();
+    std::fs::write(out.join("figures").join("notes.txt"), "mine").unwrap();
     for study in ["scheduling-micro", "pdq-micro"] {
         let file = experiment(&d, study, study, &[]);
         let o = finegrain(&d, &["reproduce", file.to_str().unwrap(), "--quick", "--out", out.to_str().unwrap()]);
@@ -293,5 +295,11 @@ fn a_reused_output_directory_holds_only_the_last_studys_records() {
     assert!(records(&out).iter().all(|r| !r.starts_with("null-") && !r.starts_with("fetch-")), "scheduling runs left");
     assert_eq!(std::fs::read_to_string(out.join("runs").join("notes.txt")).unwrap(), "mine");
     assert!(out.join("keep.json").exists(), "a file outside runs/ was removed");
+    let figures: Vec<String> = std::fs::read_dir(out.join("figures"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(figures.iter().all(|f| !f.starts_with("fig3-")), "the scheduling study's figures were left: {figures:?}");
+    assert!(figures.iter().any(|f| f == "notes.txt"), "a file that is not a figure was removed: {figures:?}");
     let _ = std::fs::remove_dir_all(&d);
 }
