@@ -34,7 +34,7 @@
 
 use crate::runtime::ThreadCtx;
 use std::cell::Cell;
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
 thread_local! {
     static CURRENT: Cell<Option<*const ThreadCtx>> = const { Cell::new(None) };
@@ -59,25 +59,52 @@ extern "C" fn on_signal(_sig: libc::c_int) {
     }
 }
 
-/// Installs the signal handler (once per process).
-pub fn install() -> Result<(), String> {
-    static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
-    INSTALLED
-        .get_or_init(|| {
-            // SAFETY: a zeroed sigaction is a valid starting value; we set a
-            // plain handler with an empty mask and SA_RESTART.
-            unsafe {
-                let mut sa: libc::sigaction = std::mem::zeroed();
-                sa.sa_sigaction = on_signal as *const () as usize;
-                sa.sa_flags = libc::SA_RESTART;
-                libc::sigemptyset(&mut sa.sa_mask);
-                if libc::sigaction(signal_number(), &sa, std::ptr::null_mut()) != 0 {
-                    return Err(format!("sigaction failed: {}", std::io::Error::last_os_error()));
+/// Runs using interrupts now, and the signal's disposition before the
+/// first of them installed the handler.
+static INSTALLS: Mutex<(usize, Option<libc::sigaction>)> = Mutex::new((0, None));
+
+/// The interrupt signal's handler, installed while a run that uses it is
+/// alive: the first such run installs it, the last one to end puts back
+/// whatever the process had before (an application may use the signal).
+pub struct Installed(());
+
+/// Installs the signal handler for the life of the returned guard.
+pub fn install() -> Result<Installed, String> {
+    let mut state = INSTALLS.lock().unwrap_or_else(|p| p.into_inner());
+    if state.0 == 0 {
+        // SAFETY: a zeroed sigaction is a valid starting value; we set a
+        // plain handler with an empty mask and SA_RESTART, and keep the
+        // previous action to restore.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal_number(), &sa, &mut old) != 0 {
+                return Err(format!("sigaction failed: {}", std::io::Error::last_os_error()));
+            }
+            state.1 = Some(old);
+        }
+    }
+    state.0 += 1;
+    Ok(Installed(()))
+}
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        let mut state = INSTALLS.lock().unwrap_or_else(|p| p.into_inner());
+        state.0 -= 1;
+        if state.0 == 0 {
+            if let Some(old) = state.1.take() {
+                // SAFETY: restores the action sigaction returned; the run's
+                // threads are joined, so no interrupt of it is pending.
+                unsafe {
+                    libc::sigaction(signal_number(), &old, std::ptr::null_mut());
                 }
             }
-            Ok(())
-        })
-        .clone()
+        }
+    }
 }
 
 /// The calling thread's pthread id, as a number.

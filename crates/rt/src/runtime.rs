@@ -1389,9 +1389,12 @@ where
 {
     cfg.validate()?;
     crate::clock::calibrate();
-    if cfg.policy == Policy::Floating && cfg.interrupts {
-        interrupt::install().map_err(RtError::Setup)?;
-    }
+    // Held until every thread of the run is joined.
+    let _handler = if cfg.policy == Policy::Floating && cfg.interrupts {
+        Some(interrupt::install().map_err(RtError::Setup)?)
+    } else {
+        None
+    };
     let (cluster, producers) = build(cfg, handlers);
     let ppn = cfg.topology.procs_per_node;
     let compute = cfg.compute_threads_per_node();
