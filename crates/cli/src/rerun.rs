@@ -30,9 +30,14 @@ impl Workload {
     /// gets the error of the workload it is meant to be.
     fn from_value(v: Value) -> Result<Workload> {
         if v.get("keys").is_some() {
-            return serde_json::from_value(v)
-                .map(Workload::FetchAdd)
-                .map_err(|e| anyhow::anyhow!("invalid fetch&add workload in the record: {e}"));
+            return serde_json::from_value(v).map(Workload::FetchAdd).map_err(|e| {
+                // serde names the Rust type; say what the record should hold.
+                let e = e.to_string().replace(
+                    "internally tagged enum KeySkew",
+                    "skew {\"kind\": \"uniform\"} or {\"kind\": \"zipf\", \"exponent\": S}",
+                );
+                anyhow::anyhow!("invalid fetch&add workload in the record: {e}")
+            });
         }
         serde_json::from_value(v).map(Workload::Micro).map_err(|e| {
             anyhow::anyhow!(
