@@ -62,6 +62,26 @@ pub fn write_json<T: serde::Serialize + ?Sized>(path: &Path, value: &T) -> Resul
         .with_context(|| format!("writing {}", path.display()))
 }
 
+/// Fails now, before a run, if the record could not be written to `path`
+/// afterwards. (The file is created empty; the run fills it.)
+pub fn check_writable(path: Option<&Path>) -> Result<()> {
+    if let Some(p) = path {
+        std::fs::File::create(p).with_context(|| format!("cannot write the record to {}", p.display()))?;
+    }
+    Ok(())
+}
+
+/// A preset file named by a relative path inside a config file is found
+/// next to the config file, not in the current directory.
+pub fn preset_beside(config: &Path, preset: Option<String>) -> Option<String> {
+    match (preset, config.parent()) {
+        (Some(p), Some(dir)) if p.ends_with(".toml") && Path::new(&p).is_relative() => {
+            Some(dir.join(p).display().to_string())
+        }
+        (p, _) => p,
+    }
+}
+
 /// Creates the output directory `out` with its `runs/` and `figures/` and
 /// checks that files can be written in each, before a study spends time on
 /// its runs.

@@ -1,6 +1,7 @@
 //! `finegrain fetch-add`: one point of the PDQ study, simulated alone, from
 //! flags or a TOML file with the same field names.
 
+use crate::experiment;
 use crate::pdq_study::{Kind, Point};
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -9,7 +10,7 @@ use finegrain_core::config::parse_toml;
 use finegrain_core::{Discipline, MachineConfig};
 use finegrain_sim::{RunStats, SimConfig};
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 /// One fetch&add run: requesters on other nodes send fetch&add requests
@@ -77,33 +78,13 @@ pub struct FetchAddArgs {
     pub json: Option<PathBuf>,
 }
 
-/// Fails now, before a run, if the record could not be written to `path`
-/// afterwards. (The file is created empty; the run fills it.)
-pub fn check_writable(path: Option<&Path>) -> Result<()> {
-    if let Some(p) = path {
-        std::fs::File::create(p).with_context(|| format!("cannot write the record to {}", p.display()))?;
-    }
-    Ok(())
-}
-
-/// A preset file named by a relative path inside a config file is found
-/// next to the config file, not in the current directory.
-pub fn preset_beside(config: &Path, preset: Option<String>) -> Option<String> {
-    match (preset, config.parent()) {
-        (Some(p), Some(dir)) if p.ends_with(".toml") && Path::new(&p).is_relative() => {
-            Some(dir.join(p).display().to_string())
-        }
-        (p, _) => p,
-    }
-}
-
 impl FetchAddArgs {
     /// Flags override the file.
     fn merged(self) -> Result<FetchAddArgs> {
         let Some(path) = &self.config else { return Ok(self) };
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
         let mut f: FetchAddArgs = parse_toml(&path.display().to_string(), &text)?;
-        f.preset = preset_beside(path, f.preset);
+        f.preset = experiment::preset_beside(path, f.preset);
         Ok(FetchAddArgs {
             config: None,
             platform: self.platform.or(f.platform),
@@ -130,9 +111,7 @@ impl FetchAddArgs {
 /// Node sizes in the user's terms (the machine adds the protocol
 /// processors to the compute ones, and the home to the requesters).
 fn check_sizes(p: &Point, requester_nodes: u32, compute_procs: u32) -> Result<()> {
-    if !(1..=4095).contains(&requester_nodes) {
-        bail!("invalid requester_nodes = {requester_nodes}: allowed 1..=4095");
-    }
+    crate::pdq_study::check_requester_nodes(requester_nodes)?;
     let (most, extra) = match p.kind {
         Kind::Embedded | Kind::Smp => (64u32.saturating_sub(p.protocol_procs), " with the protocol processors"),
         Kind::Mult => (64, ""),
@@ -206,7 +185,7 @@ pub fn run(args: FetchAddArgs) -> Result<()> {
     };
     let threads = config.policy.compute_procs(config.topology.procs_per_node);
     workload.validate(&config.machine, threads).map_err(anyhow::Error::msg)?;
-    check_writable(a.json.as_deref())?;
+    experiment::check_writable(a.json.as_deref())?;
     match a.platform.as_deref().unwrap_or("sim") {
         "sim" => simulate(&point, &config, &workload, a.json),
         "native" => run_native(&point, &config, &workload),
@@ -222,7 +201,7 @@ fn simulate(point: &Point, config: &SimConfig, workload: &FetchAddConfig, json: 
     print_summary(point, config, workload, &home);
     if let Some(path) = json {
         let rec = Record { kind: point.kind, config, workload, home: &home, stats: &out.stats, wall_seconds: wall };
-        crate::experiment::write_json(&path, &rec)?;
+        experiment::write_json(&path, &rec)?;
     }
     Ok(())
 }

@@ -174,7 +174,7 @@ impl RunArgs {
         let Some(path) = &self.config else { return Ok(self) };
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
         let mut file: RunArgs = finegrain_core::config::parse_toml(&path.display().to_string(), &text)?;
-        file.preset = finegrain::fetch_add_run::preset_beside(path, file.preset);
+        file.preset = experiment::preset_beside(path, file.preset);
         Ok(RunArgs {
             config: None,
             platform: self.platform.or(file.platform),
@@ -238,7 +238,7 @@ fn rerun(record: &std::path::Path, json: Option<PathBuf>) -> Result<()> {
 
 fn run(args: RunArgs) -> Result<()> {
     let a = args.merged()?;
-    finegrain::fetch_add_run::check_writable(a.json.as_deref())?;
+    experiment::check_writable(a.json.as_deref())?;
     match a.platform.as_deref().unwrap_or("sim") {
         "sim" => run_sim(a),
         "native" => run_native(a),

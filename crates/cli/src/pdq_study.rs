@@ -180,8 +180,15 @@ impl Grid {
     }
 }
 
-/// Most nodes the simulator runs (the home and the requesters).
-const MAX_NODES: u32 = 4096;
+/// Requesters besides the home: the machine's nodes but one.
+pub fn check_requester_nodes(n: u32) -> Result<()> {
+    let most = finegrain_core::config::MAX_NODES - 1;
+    if !(1..=most).contains(&n) {
+        bail!("invalid requester_nodes = {n}: allowed 1..={most}");
+    }
+    Ok(())
+}
+
 /// Zipf exponents the study takes: below, keys are as good as uniform;
 /// above, every request goes to word 0 anyway.
 const ZIPF_EXPONENTS: std::ops::RangeInclusive<f64> = 0.01..=100.0;
@@ -191,9 +198,7 @@ pub fn load(src: &Source) -> Result<Experiment> {
     if e.study != "pdq-micro" {
         bail!("invalid study = {} in {}: expected pdq-micro", e.study, src.origin);
     }
-    if e.requester_nodes == 0 || e.requester_nodes > MAX_NODES - 1 {
-        bail!("invalid requester_nodes = {}: allowed 1..={}", e.requester_nodes, MAX_NODES - 1);
-    }
+    check_requester_nodes(e.requester_nodes)?;
     if e.compute_procs == 0 || e.compute_procs > 32 {
         bail!("invalid compute_procs = {}: allowed 1..=32", e.compute_procs);
     }

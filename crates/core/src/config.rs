@@ -129,8 +129,8 @@ pub struct Topology {
 impl Topology {
     /// Checks the topology against the policy.
     pub fn validate(&self, policy: &Policy) -> Result<(), ConfigError> {
-        if self.nodes == 0 || self.nodes > 4096 {
-            return Err(ConfigError::invalid("nodes", self.nodes, "allowed 1..=4096"));
+        if self.nodes == 0 || self.nodes > MAX_NODES {
+            return Err(ConfigError::invalid("nodes", self.nodes, format!("allowed 1..={MAX_NODES}")));
         }
         if self.procs_per_node == 0 || self.procs_per_node > 64 {
             return Err(ConfigError::invalid("procs_per_node", self.procs_per_node, "allowed 1..=64"));
@@ -603,6 +603,9 @@ impl MachineConfig {
         us * self.processor.mhz as f64
     }
 }
+
+/// The most nodes a machine may have.
+pub const MAX_NODES: u32 = 4096;
 
 /// The most cycles any single cost or duration may take (5 s at 200 MHz):
 /// beyond it a run could not finish, and sums of costs could overflow the

@@ -29,11 +29,17 @@ pub struct Args {
 }
 
 impl Args {
-    /// Builds an argument block; at most [`MAX_ARGS`] words.
-    pub fn new(words: &[u64]) -> Result<Args, crate::AmError> {
+    /// Whether `words` fit one message's arguments (at most [`MAX_ARGS`]).
+    pub fn check_len(words: &[u64]) -> Result<(), crate::AmError> {
         if words.len() > MAX_ARGS {
             return Err(crate::AmError::TooManyArgs { given: words.len() });
         }
+        Ok(())
+    }
+
+    /// Builds an argument block; at most [`MAX_ARGS`] words.
+    pub fn new(words: &[u64]) -> Result<Args, crate::AmError> {
+        Args::check_len(words)?;
         let mut a = Args::default();
         a.words[..words.len()].copy_from_slice(words);
         a.len = words.len() as u8;

@@ -648,9 +648,7 @@ impl ThreadCtx {
         cl.handlers.info(handler)?;
         // The header has room for MAX_ARGS words' count; more would spill
         // into the kind and key bits.
-        if args.len() > MAX_ARGS {
-            return Err(AmError::TooManyArgs { given: args.len() });
-        }
+        Args::check_len(args)?;
         if payload.len() > MAX_PAYLOAD {
             return Err(AmError::Aborted(format!(
                 "payload of {} bytes: the native runtime carries at most {MAX_PAYLOAD}",

@@ -448,8 +448,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// Parallel disciplines: servers keeping on for want of a successor
     /// reconsider (a processor became idle, or another started serving).
     fn wake_holders(&mut self, n: usize, except: usize) {
-        let (first, count) = (self.nodes[n].first_proc, self.nodes[n].procs);
-        for q in first..first + count {
+        for q in self.procs_of(n) {
             if q != except && self.idle_server(q) && self.has_own_work(q) {
                 self.wake(q);
             }
@@ -572,6 +571,12 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
     }
 
+    /// The global indices of node `n`'s processors.
+    fn procs_of(&self, n: usize) -> std::ops::Range<usize> {
+        let node = &self.nodes[n];
+        node.first_proc..node.first_proc + node.procs
+    }
+
     /// Parallel disciplines: whether another of the node's servers will go
     /// on serving, one with no work of its own to return to. Servers that
     /// will leave as soon as they can do not count: if every server left
@@ -580,8 +585,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// interrupts) could take turns leaving for ever and no message would
     /// be handled.
     fn another_server_stays(&self, p: usize) -> bool {
-        let (first, count) = (self.nodes[self.procs[p].node].first_proc, self.nodes[self.procs[p].node].procs);
-        (first..first + count)
+        self.procs_of(self.procs[p].node)
             .any(|q| q != p && self.procs[q].holds_role && (self.procs[q].dedicated || !self.has_own_work(q)))
     }
 
@@ -650,8 +654,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         if self.parallel && self.nodes[n].servers > 1 {
             return true; // nothing it could take waits, and others serve
         }
-        let (first, count) = (self.nodes[n].first_proc, self.nodes[n].procs);
-        let peers = (first..first + count).filter(|&q| q != p);
+        let peers = self.procs_of(n).filter(|&q| q != p);
         if peers.clone().any(|q| self.can_act(q)) {
             return true; // hand-off: the node keeps a protocol processor
         }
@@ -760,11 +763,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// key completed, a server left): wake one server that can take it,
     /// let an idle processor start serving, or interrupt.
     fn kick(&mut self, n: usize) {
-        let (first, count) = (self.nodes[n].first_proc, self.nodes[n].procs);
         let partitions = self.nodes[n].rx.partitions();
         if partitions > 0 {
             // Static partitioning: each queue has its own (dedicated) server.
-            for p in first..first + count {
+            for p in self.procs_of(n) {
                 if self.idle_server(p) && self.nodes[n].rx.ready_for(self.procs[p].server) {
                     self.wake(p);
                 }
@@ -859,8 +861,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         if self.parallel {
             return self.kick(n);
         }
-        let (first, count) = (self.nodes[n].first_proc, self.nodes[n].procs);
-        if let Some(p) = (first..first + count).find(|&p| self.can_act(p)) {
+        if let Some(p) = self.procs_of(n).find(|&p| self.can_act(p)) {
             self.wake(p);
         } else {
             self.check_interrupt(n);
