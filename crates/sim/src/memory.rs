@@ -664,9 +664,9 @@ impl NodeMemory {
         let accesses = work as f64 / interval as f64;
         let mut stall = 0;
         for (kind, n) in [(ABSENT, accesses), (SHARED_OWN, accesses * write_fraction)] {
-            let p_touch = 1.0 - (-n / self.sets as f64).exp();
+            let touch = Touch::after(n, self.sets);
             let mut picks = std::mem::take(&mut self.picks);
-            self.pick_sets(proc, kind, p_touch, newer_than, rng, &mut picks);
+            self.pick_sets(proc, kind, touch, newer_than, rng, &mut picks);
             for &set in &picks {
                 let line = self.map.segment_line(own, set);
                 let held = self.caches[proc].tags[set as usize];
@@ -687,13 +687,13 @@ impl NodeMemory {
     }
 
     /// Draws the sets of list `kind` a burst touches (each with probability
-    /// `p`), distinct, optionally only among those newer than an epoch, into
+    /// `touch.p`), distinct, optionally only among those newer than an epoch, into
     /// `out` (a buffer kept across bursts: this runs once per compute burst).
     fn pick_sets(
         &self,
         proc: usize,
         kind: usize,
-        p: f64,
+        touch: Touch,
         newer_than: Option<u32>,
         rng: &mut ChaCha8Rng,
         out: &mut Vec<u32>,
@@ -702,7 +702,7 @@ impl NodeMemory {
         let list = &self.caches[proc].foreign.lists[kind];
         match newer_than {
             None => {
-                let touched = binomial(list.len() as u64, p, rng) as usize;
+                let touched = binomial(list.len() as u64, touch, rng) as usize;
                 distinct_indices(list.len(), touched, rng, out);
                 for s in out.iter_mut() {
                     *s = list[*s as usize].0;
@@ -710,7 +710,7 @@ impl NodeMemory {
             }
             Some(mark) => {
                 out.extend(list.iter().filter(|(_, e)| *e > mark).map(|(s, _)| *s));
-                let touched = binomial(out.len() as u64, p, rng) as usize;
+                let touched = binomial(out.len() as u64, touch, rng) as usize;
                 for i in 0..touched {
                     let j = rng.gen_range(i..out.len());
                     out.swap(i, j);
@@ -749,16 +749,34 @@ fn distinct_indices(len: usize, k: usize, rng: &mut ChaCha8Rng, out: &mut Vec<u3
     }
 }
 
-/// Draws from Binomial(n, p). Compute bursts touch few foreign sets, so the
-/// mean is usually small: inversion from k = 0 then needs about `mean`
-/// cheap steps, much less than a general sampler's setup.
-fn binomial(n: u64, p: f64, rng: &mut ChaCha8Rng) -> u64 {
+/// The chance that a burst of `n` uniformly random accesses over `sets`
+/// sets touches a given one: p = 1 - exp(-n / sets). Its complement's
+/// logarithm is kept too, so that q^k is one `exp` rather than a `powf`
+/// (this runs twice per compute burst).
+#[derive(Clone, Copy, Debug)]
+struct Touch {
+    p: f64,
+    ln_q: f64,
+}
+
+impl Touch {
+    fn after(n: f64, sets: u32) -> Touch {
+        let ln_q = -n / sets as f64;
+        Touch { p: 1.0 - ln_q.exp(), ln_q }
+    }
+}
+
+/// Draws from Binomial(n, touch.p). Compute bursts touch few foreign sets,
+/// so the mean is usually small: inversion from k = 0 then needs about
+/// `mean` cheap steps, much less than a general sampler's setup.
+fn binomial(n: u64, touch: Touch, rng: &mut ChaCha8Rng) -> u64 {
+    let p = touch.p;
     let mean = n as f64 * p;
     if mean > 40.0 || p > 0.5 {
         return Binomial::new(n, p).map(|d| d.sample(rng)).unwrap_or(0);
     }
     let q = 1.0 - p;
-    let mut pmf = q.powf(n as f64);
+    let mut pmf = (n as f64 * touch.ln_q).exp();
     let mut cdf = pmf;
     let u: f64 = rng.gen();
     let mut k = 0;
@@ -783,7 +801,7 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         for (n, p) in [(40u64, 0.01), (200, 0.02), (1000, 0.3), (5, 0.9)] {
             let draws = 20_000;
-            let sum: u64 = (0..draws).map(|_| binomial(n, p, &mut rng)).sum();
+            let sum: u64 = (0..draws).map(|_| binomial(n, Touch { p, ln_q: (-p).ln_1p() }, &mut rng)).sum();
             let mean = sum as f64 / draws as f64;
             let expect = n as f64 * p;
             assert!((mean - expect).abs() < 0.05 * expect + 0.02, "n={n} p={p}: {mean} vs {expect}");
