@@ -66,6 +66,7 @@ static INSTALLS: Mutex<(usize, Option<libc::sigaction>)> = Mutex::new((0, None))
 /// The interrupt signal's handler, installed while a run that uses it is
 /// alive: the first such run installs it, the last one to end puts back
 /// whatever the process had before (an application may use the signal).
+#[must_use = "the handler is uninstalled when the guard is dropped"]
 pub struct Installed(());
 
 /// Installs the signal handler for the life of the returned guard.
@@ -129,7 +130,9 @@ pub fn raise(thread: u64) {
 pub fn bare_signal_cost(signals: u64) -> Result<f64, String> {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::Arc;
-    install()?;
+    // Held to the end: with no handler the signal's default action would
+    // end the process.
+    let _installed = install()?;
     let spin = |iters: u64| {
         let t0 = crate::clock::Stamp::now();
         let mut x = 0u64;
