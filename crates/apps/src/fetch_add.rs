@@ -19,7 +19,8 @@
 //! The handler really adds: it reads the word, adds, and writes it back as
 //! two separate steps, so two handlers of one key running at once would lose
 //! an update. Every run checks each word against the number of requests the
-//! requesters sent for it.
+//! requesters sent for it; a simulated run also checks the handlers' times,
+//! since the simulator runs each handler's code in one step.
 
 use finegrain_core::config::{MAX_CYCLES, MAX_REQUESTS};
 use finegrain_core::{
@@ -108,6 +109,15 @@ pub struct FetchAddConfig {
 impl FetchAddConfig {
     pub fn validate(&self, machine: &MachineConfig, threads_per_node: u32) -> Result<(), String> {
         let capacity = key_capacity(machine, threads_per_node);
+        if capacity == 0 {
+            return Err(format!(
+                "invalid preset {}: its home protocol table ({threads_per_node} threads x {} blocks x {}-byte entries) holds no {}-byte word block; allowed presets with room for at least one",
+                machine.name,
+                machine.blocks_per_segment(),
+                machine.protocol.table_entry_bytes,
+                machine.protocol.block_bytes
+            ));
+        }
         if self.keys == 0 || self.keys > capacity {
             return Err(format!(
                 "invalid keys = {}: allowed 1..={capacity} (one protocol block per word in the home's protocol table)",
@@ -139,6 +149,15 @@ impl FetchAddConfig {
         }
         if !(self.home_burst_cycles >= 1.0 && self.home_burst_cycles <= MAX_CYCLES as f64) {
             return Err(format!("invalid home_burst_cycles = {:?}: allowed 1..={MAX_CYCLES}", self.home_burst_cycles));
+        }
+        // The home's mean idle period, burst (1 - U) / U, is a cost like any
+        // other: at most MAX_CYCLES.
+        let lowest_u = self.home_burst_cycles / (self.home_burst_cycles + MAX_CYCLES as f64);
+        if self.home_u > 0.0 && self.home_u < lowest_u {
+            return Err(format!(
+                "invalid home_u = {:?}: allowed 0 (the home does not compute) or {lowest_u:.3e}..=1 (with home_burst_cycles = {} a lower U idles more than {MAX_CYCLES} cycles between bursts)",
+                self.home_u, self.home_burst_cycles
+            ));
         }
         Ok(())
     }
@@ -312,13 +331,22 @@ pub fn simulate(sim: &SimConfig, cfg: &FetchAddConfig) -> Result<SimOutput<Threa
     let words = Arc::new(Words::new(cfg.keys));
     let (table, h) = handlers(cfg, &sim.machine, words.clone()).map_err(SimError::Handler)?;
     let shared = Shared { words: words.clone(), requesters_left: AtomicU64::new(requester_threads(sim)) };
-    let out = finegrain_sim::simulate(sim, &table, |p| {
+    // The trace shows what the words cannot: the simulator runs a handler's
+    // load and store in one step, so only the handlers' times reveal two
+    // of one key running at once.
+    let traced = SimConfig { trace_handlers: true, ..sim.clone() };
+    let mut out = finegrain_sim::simulate(&traced, &table, |p| {
         let (cfg, h, shared) = (cfg.clone(), h.clone(), &shared);
         async move { thread(&p, &cfg, &h, shared).await }
     })?;
-    words
-        .check()
-        .map_err(|e| SimError::Handler(AmError::HandlerFailed { handler: "fetch_add_request".into(), reason: e }))?;
+    let failed = |reason| SimError::Handler(AmError::HandlerFailed { handler: "fetch_add_request".into(), reason });
+    words.check().map_err(failed)?;
+    if let Some(conflict) = finegrain_sim::stats::key_conflict(&out.stats.handler_spans) {
+        return Err(failed(conflict));
+    }
+    if !sim.trace_handlers {
+        out.stats.handler_spans = Vec::new();
+    }
     Ok(out)
 }
 

@@ -156,6 +156,7 @@ fn one_fetch_add_point_runs_and_regenerates_from_its_record() {
     assert_one_line_error(&["fetch-add", "--keys", "0"], &["invalid keys = 0", "allowed 1..="]);
     assert_one_line_error(&["fetch-add", "--skew", "zipf"], &["invalid skew", "uniform or zipf:S"]);
     assert_one_line_error(&["fetch-add", "--home-u", "1.5"], &["invalid home_u = 1.5", "0..=1"]);
+    assert_one_line_error(&["fetch-add", "--home-u", "1e-300"], &["invalid home_u = 1e-300", "2.000e-6..=1"]);
 
     // The same point on real threads, every word checked afterwards.
     let small = ["--requester-nodes", "1", "--compute-procs", "2", "--keys", "8", "--requests-per-thread", "250"];
@@ -432,6 +433,10 @@ fn sizes_beyond_what_a_run_can_finish_are_refused() {
         (vec!["fetch-add", "--home-burst-cycles", "1e300"], "home_burst_cycles = 1e300"),
         (vec!["fetch-add", "--protocol-procs", "64"], "protocol_procs = 64: allowed 1..=63"),
         (vec!["bench", "sim", "--requests-per-node", "0"], "invalid requests_per_node = 0"),
+        (
+            vec!["run", "--nodes", "4096", "--procs-per-node", "64", "--policy", "floating"],
+            "invalid topology = 4096 nodes x 64 processors: at most 16 GiB of simulated caches",
+        ),
         (vec!["run", "--json", "/nonexistent-dir/run.json"], "cannot write the record to /nonexistent-dir/run.json"),
         (vec!["fetch-add", "--json", "/nonexistent-dir/f.json"], "cannot write the record to /nonexistent-dir/f.json"),
     ] {
@@ -443,19 +448,32 @@ fn sizes_beyond_what_a_run_can_finish_are_refused() {
 fn preset_costs_and_sizes_are_bounded() {
     let d = temp_dir("preset-bounds");
     let base = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../presets/hpca99.toml")).unwrap();
-    for (line, value, needle) in [
-        ("memory_latency", "4294967295", "bus.memory_latency = 4294967295: allowed at most 1000000000 cycles"),
+    for (i, (edits, needle)) in [
         (
-            "table_entry_bytes",
-            "4294967295",
+            &[("memory_latency = 60", "memory_latency = 4294967295")][..],
+            "bus.memory_latency = 4294967295: allowed at most 1000000000 cycles",
+        ),
+        (
+            &[("table_entry_bytes = 8", "table_entry_bytes = 4294967295")][..],
             "protocol.table_entry_bytes = 4294967295: allowed at most cache.size_bytes",
         ),
-    ] {
-        let text: String = base
-            .lines()
-            .map(|l| if l.starts_with(&format!("{line} =")) { format!("{line} = {value}\n") } else { format!("{l}\n") })
-            .collect();
-        let p = d.join(format!("{line}.toml"));
+        // Counts that multiply costs are bounded too.
+        (&[("header_words = 2", "header_words = 4294967295")][..], "ni.header_words = 4294967295: allowed at most 64"),
+        // A cache whose lines overflow the simulator's memory layout.
+        (
+            &[("size_bytes = 1048576", "size_bytes = 1073741824"), ("line_bytes = 64", "line_bytes = 8")][..],
+            "invalid cache = 1073741824 bytes in 8-byte lines",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut text = base.clone();
+        for (from, to) in edits {
+            assert!(text.contains(from), "hpca99 has no line {from}");
+            text = text.replace(from, to);
+        }
+        let p = d.join(format!("preset{i}.toml"));
         std::fs::write(&p, text).unwrap();
         assert_one_line_error(&["fetch-add", "--preset", p.to_str().unwrap()], &[needle]);
     }

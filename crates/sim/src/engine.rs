@@ -21,13 +21,13 @@ use crate::bus::Bus;
 use crate::config::SimConfig;
 use crate::dispatch::{KeyLocks, NodeQueue};
 use crate::event::{EventKind, EventQueue};
-use crate::memory::{AddressMap, NodeMemory, WordTransfer};
+use crate::memory::{host_bytes_per_cache, AddressMap, NodeMemory, WordTransfer, HOST_CACHE_BYTES_LIMIT};
 use crate::stats::{BusStats, DelayStats, HandlerSpan, LatencyStats, NodeStats, ProcStats, RunStats};
 use crate::thread::{mix_seed, Op, OpResult, SimProc, ThreadShared};
 use crate::SimError;
 use finegrain_core::{
-    Access, AmError, Discipline, HandlerCtx, HandlerId, HandlerTable, Message, MsgKind, NodeId, Policy, PpKind, Region,
-    Relinquish, Reply, ReplyGuard, SyncKey, ThreadId,
+    Access, AmError, ConfigError, Discipline, HandlerCtx, HandlerId, HandlerTable, Message, MsgKind, NodeId, Policy,
+    PpKind, Region, Relinquish, Reply, ReplyGuard, SyncKey, ThreadId,
 };
 use hdrhistogram::Histogram;
 use rand::SeedableRng;
@@ -37,6 +37,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
+
+/// Simulated time may not pass this cycle (about 730 years at 200 MHz):
+/// well below where u64 arithmetic on times could wrap.
+pub const CLOCK_LIMIT: u64 = 1 << 62;
 
 /// Accounting category of a processor's current activity or idle state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -233,7 +237,24 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let m = &cfg.machine;
         let ppn = cfg.topology.procs_per_node as usize;
         let compute = cfg.policy.compute_procs(cfg.topology.procs_per_node) as usize;
-        let mut map = AddressMap::new(m);
+        let code_pieces =
+            std::iter::once(m.protocol.dispatch_code_bytes).chain(handlers.infos().map(|(_, i)| i.code_bytes));
+        let code_lines = code_pieces.map(|b| AddressMap::code_lines_of(m.cache.line_bytes, b)).sum();
+        let mut map = AddressMap::new(m, code_lines)?;
+        let caches = cfg.topology.nodes as u64 * ppn as u64;
+        let need = caches.saturating_mul(host_bytes_per_cache(m));
+        if need > HOST_CACHE_BYTES_LIMIT {
+            return Err(SimError::Config(ConfigError::invalid(
+                "topology",
+                format!("{} nodes x {ppn} processors", cfg.topology.nodes),
+                format!(
+                    "at most {} GiB of simulated caches; {caches} caches of {} sets need {:.1} GiB (use fewer nodes or processors, or a smaller cache)",
+                    HOST_CACHE_BYTES_LIMIT >> 30,
+                    m.cache_lines(),
+                    need as f64 / (1u64 << 30) as f64
+                ),
+            )));
+        }
         let code = CodeLayout {
             dispatch: map.alloc_code(m.protocol.dispatch_code_bytes),
             handlers: handlers.infos().map(|(_, info)| map.alloc_code(info.code_bytes)).collect(),
@@ -422,7 +443,20 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         pr.stall_until = now + stall;
         pr.after = after;
         let gen = pr.gen;
-        self.queue.push(now + duration, EventKind::ProcWake { proc: p as u32, gen });
+        let end = self.deadline(duration);
+        self.queue.push(end, EventKind::ProcWake { proc: p as u32, gen });
+    }
+
+    /// The cycle `duration` from now. Durations come from the application
+    /// (work, idle, charged cycles), so one that would take the clock past
+    /// [`CLOCK_LIMIT`] ends the run with an error instead of wrapping it.
+    fn deadline(&mut self, duration: u64) -> u64 {
+        let end = self.now.saturating_add(duration);
+        if end > CLOCK_LIMIT {
+            self.fail(SimError::ClockLimit { now: self.now, duration });
+            return CLOCK_LIMIT;
+        }
+        end
     }
 
     fn go_idle(&mut self, p: usize, cat: Cat) {
@@ -1318,9 +1352,11 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                             self.nodes[n].mem.access_lines(self.now, self.now, local, first, count, kind);
                         self.start_busy(p, Cat::Compute, lat, missed, After::ThreadOpDone);
                     }
+                    // `Proc::access` has no result to report this in.
                     Err(reason) => {
-                        let e = AmError::Aborted(format!("thread access rejected: {reason}"));
-                        self.reject_op(t, e)
+                        let th = &self.threads[t];
+                        let error = AmError::Aborted(format!("thread access rejected: {reason}"));
+                        self.fail(SimError::App { node: th.shared.node.0, thread: th.local, error })
                     }
                 }
             }
@@ -1330,7 +1366,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     return self.run_thread(t);
                 }
                 self.threads[t].state = ThreadState::Paused;
-                self.queue.push(self.now + cycles, EventKind::IdleEnd { thread: t as u32 });
+                let end = self.deadline(cycles);
+                self.queue.push(end, EventKind::IdleEnd { thread: t as u32 });
                 self.decide(p);
             }
             Op::Poll => {
@@ -1371,7 +1408,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let (stall, sampled) =
             self.nodes[n].mem.compute_misses(self.now, self.now, local, work, interval, writes, resumed, &mut pr.rng);
         self.procs[p].compute = Some(ComputeSegment { start: self.now, work, stall, sampled });
-        self.start_busy(p, Cat::Compute, stall + work, stall, After::Nothing);
+        self.start_busy(p, Cat::Compute, stall.saturating_add(work), stall, After::Nothing);
         // A computing processor is a possible interrupt target.
         self.check_interrupt(n);
     }
@@ -1546,7 +1583,13 @@ impl HandlerCtx for SimHandlerCtx<'_, '_> {
     }
 
     fn charge(&mut self, cycles: u64) {
-        self.t += cycles;
+        match self.t.checked_add(cycles).filter(|&t| t <= CLOCK_LIMIT) {
+            Some(t) => self.t = t,
+            None => {
+                let e = SimError::ClockLimit { now: self.t, duration: cycles };
+                self.error.get_or_insert(e.to_string());
+            }
+        }
     }
 }
 

@@ -19,6 +19,7 @@
 use crate::bus::Bus;
 use crate::stats::MissStats;
 use finegrain_core::config::{BusParams, Effects, MachineConfig};
+use finegrain_core::ConfigError;
 use finegrain_core::{Access, Region};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -69,7 +70,11 @@ pub struct AddressMap {
     state_lines: u32,
     flags: u32,
     recv: u32,
+    /// End of the message-data regions (flags and receive buffers).
+    data_end: u32,
     code: u32,
+    /// Lines reserved for code: what `new` was told the code needs.
+    code_capacity: u32,
     table: u32,
     table_lines_per_thread: u32,
     key_locks: u32,
@@ -77,30 +82,67 @@ pub struct AddressMap {
 }
 
 impl AddressMap {
-    pub fn new(m: &MachineConfig) -> AddressMap {
-        let sets = m.cache_lines() as u32;
+    /// Lays out a node's memory for the preset's cache and `code_bytes` of
+    /// protocol code (each piece rounded up to whole lines), or says why
+    /// its lines would not fit the map's 32-bit line numbers and 14-bit
+    /// tags. Each region starts at its own set offset within a cache-sized
+    /// stretch, or right after the previous region when a small cache
+    /// leaves the stretch too short for it.
+    pub fn new(m: &MachineConfig, code_lines: u64) -> Result<AddressMap, ConfigError> {
         let line_bytes = m.cache.line_bytes;
         // `lines` finds a byte's line by shifting (the preset checks this).
         debug_assert!(line_bytes.is_power_of_two());
-        let base = MAX_THREADS * sets;
-        let table_bytes_per_thread = m.blocks_per_segment() * m.protocol.table_entry_bytes as u64;
-        let table_lines_per_thread = table_bytes_per_thread.div_ceil(line_bytes as u64) as u32;
-        let table = base + 4 * sets + sets / 4;
-        AddressMap {
+        let s = m.cache_lines();
+        let table_bytes_per_thread = m.blocks_per_segment().saturating_mul(m.protocol.table_entry_bytes as u64);
+        let table_lines_per_thread = table_bytes_per_thread.div_ceil(line_bytes as u64);
+        let state_lines = (m.protocol.dispatch_state_bytes as u64).div_ceil(line_bytes as u64);
+        let threads = MAX_THREADS as u64;
+        let base = threads * s;
+        let lock = base + s * 3 / 4;
+        let state = lock + 1;
+        let flags = (base + s + s * 5 / 8).max(state + state_lines);
+        let recv = (base + 2 * s + s / 2).max(flags + threads);
+        let data_end = recv + threads * RECV_LINES as u64;
+        let code = (base + 3 * s + s / 8).max(data_end);
+        let table = (base + 4 * s + s / 4).max(code.saturating_add(code_lines));
+        let key_locks = table.saturating_add(threads.saturating_mul(table_lines_per_thread)).saturating_add(s * 3 / 8);
+        let end = key_locks.saturating_add(KEY_LOCK_LINES as u64);
+        if end > u32::MAX as u64 || end / s >= TAG_MASK as u64 {
+            return Err(ConfigError::invalid(
+                "cache",
+                format!(
+                    "{} bytes in {line_bytes}-byte lines with {}-byte protocol table entries",
+                    m.cache.size_bytes, m.protocol.table_entry_bytes
+                ),
+                format!(
+                    "a memory layout of at most 2^32 lines and {} per set; this one needs {end} lines over {s} sets (use larger or fewer lines, or smaller table entries)",
+                    TAG_MASK - 1
+                ),
+            ));
+        }
+        let sets = s as u32;
+        Ok(AddressMap {
             sets,
             sets_log2: sets.is_power_of_two().then(|| sets.trailing_zeros()),
             line_bytes,
-            lock: base + sets * 3 / 4,
-            state: base + sets * 3 / 4 + 1,
-            state_lines: m.protocol.dispatch_state_bytes.div_ceil(line_bytes),
-            flags: base + sets + sets * 5 / 8,
-            recv: base + 2 * sets + sets / 2,
-            code: base + 3 * sets + sets / 8,
-            table,
-            table_lines_per_thread,
-            key_locks: table + MAX_THREADS * table_lines_per_thread + sets * 3 / 8,
+            lock: lock as u32,
+            state: state as u32,
+            state_lines: state_lines as u32,
+            flags: flags as u32,
+            recv: recv as u32,
+            data_end: data_end as u32,
+            code: code as u32,
+            code_capacity: (table - code) as u32,
+            table: table as u32,
+            table_lines_per_thread: table_lines_per_thread as u32,
+            key_locks: key_locks as u32,
             code_lines: 0,
-        }
+        })
+    }
+
+    /// Lines a piece of code of `bytes` takes.
+    pub fn code_lines_of(line_bytes: u32, bytes: u32) -> u64 {
+        bytes.div_ceil(line_bytes).max(1) as u64
     }
 
     pub fn sets(&self) -> u32 {
@@ -130,8 +172,10 @@ impl AddressMap {
     }
 
     /// Reserves `bytes` of code and returns its first line and line count.
+    /// The map was sized for all the code (`new`'s `code_lines`).
     pub fn alloc_code(&mut self, bytes: u32) -> (u32, u32) {
-        let lines = bytes.div_ceil(self.line_bytes).max(1);
+        let lines = Self::code_lines_of(self.line_bytes, bytes) as u32;
+        assert!(self.code_lines + lines <= self.code_capacity, "code beyond what the map was sized for");
         let first = self.code + self.code_lines;
         self.code_lines += lines;
         (first, lines)
@@ -180,7 +224,7 @@ impl AddressMap {
                 Some(k) => line >> k,
                 None => line / self.sets,
             })
-        } else if line >= self.flags && line < self.code - self.sets / 8 {
+        } else if line >= self.flags && line < self.data_end {
             LineClass::Data
         } else {
             LineClass::Protocol
@@ -303,6 +347,18 @@ struct Cache {
     /// cache only by eviction; while this is zero every instruction fetch
     /// hits and the dispatch path can skip the per-line lookups.
     code_missing: u32,
+}
+
+/// Host memory the simulator may spend on simulated caches (tags and
+/// their bookkeeping) in one run.
+pub const HOST_CACHE_BYTES_LIMIT: u64 = 16 << 30;
+
+/// Host bytes one processor's simulated cache takes: a 2-byte tag per set
+/// (two banks when cache interference is off) and a 4-byte foreign-list
+/// position per set.
+pub fn host_bytes_per_cache(m: &MachineConfig) -> u64 {
+    let banks = if m.effects.cache_interference { 1 } else { 2 };
+    m.cache_lines() * (2 * banks + 4)
 }
 
 /// One node's caches and bus.
@@ -814,7 +870,7 @@ mod tests {
 
     fn node(m: &MachineConfig, owners: &[Option<u32>]) -> NodeMemory {
         let threads = owners.iter().flatten().count() as u32;
-        NodeMemory::new(m, AddressMap::new(m), owners, threads)
+        NodeMemory::new(m, AddressMap::new(m, 64).unwrap(), owners, threads)
     }
 
     #[test]
@@ -878,7 +934,7 @@ mod tests {
     #[test]
     fn code_residency_count_follows_evictions() {
         let m = machine();
-        let mut map = AddressMap::new(&m);
+        let mut map = AddressMap::new(&m, 64).unwrap();
         let (code, lines) = map.alloc_code(256);
         let mut n = NodeMemory::new(&m, map, &[Some(0), None], 1);
         assert_eq!(n.caches[0].code_missing, lines, "a compute cache starts without code");
@@ -937,11 +993,64 @@ mod tests {
     #[test]
     fn region_bounds_are_checked() {
         let m = machine();
-        let map = AddressMap::new(&m);
+        let map = AddressMap::new(&m, 64).unwrap();
         assert!(map.lines(Region::RecvBuffer(finegrain_core::ThreadId(0)), 0, 128, 1).is_ok());
         let e = map.lines(Region::RecvBuffer(finegrain_core::ThreadId(0)), 2000, 128, 1).unwrap_err();
         assert!(e.contains("outside the receive buffer"), "{e}");
         let e = map.lines(Region::Segment(finegrain_core::ThreadId(3)), 0, 8, 2).unwrap_err();
         assert!(e.contains("thread 3 does not exist"), "{e}");
+    }
+
+    /// Every line of every region, with the class and code-ness it must have.
+    fn regions(map: &AddressMap, threads: u32) -> Vec<(u32, LineClass, bool)> {
+        let mut lines = Vec::new();
+        let t = finegrain_core::ThreadId;
+        for th in 0..threads {
+            let (first, count) = map.lines(Region::Segment(t(th)), 0, map.sets * map.line_bytes, threads).unwrap();
+            lines.extend((first..first + count).map(|l| (l, LineClass::Segment(th), false)));
+            lines.push((map.flag_line(th), LineClass::Data, false));
+            let (first, count) = map.lines(Region::RecvBuffer(t(th)), 0, RECV_LINES * map.line_bytes, threads).unwrap();
+            lines.extend((first..first + count).map(|l| (l, LineClass::Data, false)));
+        }
+        for l in map.protocol_lines(threads) {
+            lines.push((l, LineClass::Protocol, map.is_code(l)));
+        }
+        lines.extend((0..KEY_LOCK_LINES as u64).map(|k| (map.key_lock_line(k), LineClass::Protocol, false)));
+        lines
+    }
+
+    #[test]
+    fn regions_never_overlap_even_in_a_small_cache() {
+        for (size, line) in [(1 << 20, 32), (2048, 32), (64, 8)] {
+            let mut m = machine();
+            (m.cache.size_bytes, m.cache.line_bytes, m.protocol.block_bytes) = (size, line, line);
+            let mut map = AddressMap::new(&m, 3 * 4).unwrap();
+            for _ in 0..3 {
+                map.alloc_code(4 * line);
+            }
+            let lines = regions(&map, MAX_THREADS);
+            let mut seen = std::collections::HashSet::new();
+            for &(l, class, code) in &lines {
+                assert!(seen.insert(l), "cache {size}/{line}: line {l} in two regions");
+                assert_eq!(map.class(l), class, "cache {size}/{line}: line {l}");
+                assert_eq!(map.is_code(l), code, "cache {size}/{line}: line {l}");
+                assert!(map.tag(l) < TAG_MASK, "cache {size}/{line}: line {l} has no tag");
+            }
+        }
+    }
+
+    #[test]
+    fn a_cache_whose_lines_overflow_the_map_is_refused() {
+        let mut m = machine();
+        (m.cache.size_bytes, m.cache.line_bytes, m.protocol.block_bytes) = (1 << 30, 16, 16);
+        let e = AddressMap::new(&m, 64).unwrap_err().to_string();
+        assert!(e.starts_with("invalid cache = 1073741824 bytes in 16-byte lines") && e.contains("2^32"), "{e}");
+        let mut m = machine();
+        m.protocol.table_entry_bytes = 1 << 20;
+        assert!(AddressMap::new(&m, 64).is_err());
+        // One set cannot tell the key locks' lines apart in 14-bit tags.
+        let mut m = machine();
+        (m.cache.size_bytes, m.cache.line_bytes, m.protocol.block_bytes) = (8, 8, 8);
+        assert!(AddressMap::new(&m, 64).is_err());
     }
 }

@@ -2,6 +2,7 @@
 //! configuration and seed); wall-clock figures live apart, in the caller's
 //! record, so the statistics of two identical runs are byte-identical.
 
+use finegrain_core::SyncKey;
 use serde::Serialize;
 
 /// Where a processor's cycles went. The categories are exclusive: they add
@@ -190,4 +191,131 @@ pub struct HandlerSpan {
     pub end: u64,
     /// Spin-lock discipline: when the key's lock was taken and released.
     pub lock: Option<(u64, u64)>,
+}
+
+impl HandlerSpan {
+    /// The part of the run its key protects: the lock's hold under the
+    /// spin-lock discipline (handlers spin side by side), else all of it.
+    fn exclusive(&self) -> (u64, u64) {
+        self.lock.unwrap_or((self.start, self.end))
+    }
+}
+
+/// The first breach of the synchronization-key rules in a handler trace,
+/// described in one line: two handlers of one numbered key running at once
+/// on a node, or a sequential handler running beside any other. Nosync
+/// handlers never conflict. The simulator runs a handler's code in one
+/// step, so a workload cannot see such an overlap in its data; the trace
+/// can.
+pub fn key_conflict(spans: &[HandlerSpan]) -> Option<String> {
+    let mut by_node: Vec<&HandlerSpan> = spans.iter().collect();
+    by_node.sort_by_key(|s| (s.node, s.exclusive().0));
+    let describe = |a: &HandlerSpan, b: &HandlerSpan| {
+        let ((s1, e1), (s2, e2)) = (a.exclusive(), b.exclusive());
+        format!(
+            "node {}: a {:?} handler on processor {} ran {s2}..{e2} while a {:?} handler on processor {} ran {s1}..{e1}",
+            a.node, b.key, b.proc, a.key, a.proc
+        )
+    };
+    for node in by_node.chunk_by(|a, b| a.node == b.node) {
+        // Sweep in start order: the latest-ending handler so far, the
+        // latest-ending sequential one, and per key the latest one.
+        let mut any: Option<&HandlerSpan> = None;
+        let mut sequential: Option<&HandlerSpan> = None;
+        let mut last_of_key = std::collections::BTreeMap::new();
+        for &s in node {
+            let start = s.exclusive().0;
+            if let Some(q) = running_at(sequential, start) {
+                return Some(describe(q, s));
+            }
+            match s.key {
+                SyncKey::Sequential => {
+                    if let Some(o) = running_at(any, start) {
+                        return Some(describe(o, s));
+                    }
+                }
+                SyncKey::Key(k) => {
+                    if let Some(o) = running_at(last_of_key.get(&k).copied(), start) {
+                        return Some(describe(o, s));
+                    }
+                    last_of_key.insert(k, s);
+                }
+                SyncKey::NoSync => {}
+            }
+            any = Some(later_ending(any, s));
+            if s.key == SyncKey::Sequential {
+                sequential = Some(later_ending(sequential, s));
+            }
+        }
+    }
+    None
+}
+
+/// `span` if it still runs at cycle `t`.
+fn running_at(span: Option<&HandlerSpan>, t: u64) -> Option<&HandlerSpan> {
+    span.filter(|s| s.exclusive().1 > t)
+}
+
+/// Whichever of the two ends last.
+fn later_ending<'a>(a: Option<&'a HandlerSpan>, b: &'a HandlerSpan) -> &'a HandlerSpan {
+    match a {
+        Some(a) if a.exclusive().1 >= b.exclusive().1 => a,
+        _ => b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(proc: u32, key: SyncKey, start: u64, end: u64) -> HandlerSpan {
+        HandlerSpan { node: 0, proc, key, start, end, lock: None }
+    }
+
+    #[test]
+    fn one_key_back_to_back_and_distinct_keys_together_are_fine() {
+        let spans = [
+            span(0, SyncKey::Key(1), 0, 10),
+            span(1, SyncKey::Key(1), 10, 20),
+            span(2, SyncKey::Key(2), 5, 15),
+            span(3, SyncKey::NoSync, 0, 30),
+        ];
+        assert_eq!(key_conflict(&spans), None);
+    }
+
+    #[test]
+    fn one_key_twice_at_once_is_a_conflict() {
+        let spans = [span(0, SyncKey::Key(1), 0, 10), span(2, SyncKey::Key(2), 0, 50), span(1, SyncKey::Key(1), 9, 20)];
+        let e = key_conflict(&spans).expect("overlap");
+        assert!(e.contains("processor 1 ran 9..20") && e.contains("processor 0 ran 0..10"), "{e}");
+        // On different nodes the same key is a different word.
+        let mut other = spans;
+        other[2].node = 1;
+        assert_eq!(key_conflict(&other), None);
+    }
+
+    #[test]
+    fn a_sequential_handler_runs_beside_nothing() {
+        let before = [span(0, SyncKey::NoSync, 0, 10), span(1, SyncKey::Sequential, 5, 20)];
+        assert!(key_conflict(&before).is_some());
+        let during = [span(1, SyncKey::Sequential, 0, 20), span(0, SyncKey::Key(3), 19, 25)];
+        assert!(key_conflict(&during).is_some());
+        let after = [span(1, SyncKey::Sequential, 0, 20), span(0, SyncKey::Key(3), 20, 25)];
+        assert_eq!(key_conflict(&after), None);
+        // A long handler that started first still runs when a later short
+        // one has ended.
+        let long =
+            [span(0, SyncKey::Key(1), 0, 100), span(1, SyncKey::Key(2), 1, 2), span(2, SyncKey::Sequential, 50, 60)];
+        assert!(key_conflict(&long).is_some());
+    }
+
+    #[test]
+    fn under_spin_locks_only_the_lock_holds_count() {
+        let mut a = span(0, SyncKey::Key(1), 0, 40);
+        let mut b = span(1, SyncKey::Key(1), 5, 50);
+        (a.lock, b.lock) = (Some((2, 20)), Some((20, 45)));
+        assert_eq!(key_conflict(&[a, b]), None);
+        b.lock = Some((19, 45));
+        assert!(key_conflict(&[a, b]).is_some());
+    }
 }

@@ -102,7 +102,7 @@ impl Proc for SimProc {
     }
 
     fn charge(&self, cycles: u64) {
-        self.shared.charged.set(self.shared.charged.get() + cycles);
+        self.shared.charged.set(self.shared.charged.get().saturating_add(cycles));
     }
 
     async fn request_keyed(

@@ -248,3 +248,64 @@ fn invalid_topology_is_rejected_before_running() {
     let e = simulate(&cfg, &table, |p| pinger(p, request, 1, 1)).unwrap_err().to_string();
     assert!(e.starts_with("invalid protocol_procs = 2:"), "{e}");
 }
+
+/// Runs one thread program on Fixed 2 x 2 and returns the run's error.
+fn error_of<F, Fut>(table: &HandlerTable, program: F) -> String
+where
+    F: Fn(finegrain_sim::SimProc) -> Fut,
+    Fut: std::future::Future<Output = Result<(), AmError>>,
+{
+    match simulate(&config(Policy::Fixed { protocol_procs: 1 }, 2, 1), table, program) {
+        Ok(_) => panic!("the run should have failed"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn durations_that_would_wrap_the_clock_end_the_run_with_an_error() {
+    let (table, request) = echo_table();
+    let e = error_of(&table, |p| async move {
+        p.work(u64::MAX).await;
+        Ok(())
+    });
+    assert!(e.contains("past 2^62 cycles") && e.contains(&u64::MAX.to_string()), "{e}");
+    let e = error_of(&table, |p| async move {
+        p.idle(u64::MAX - 5).await;
+        Ok(())
+    });
+    assert!(e.contains("past 2^62 cycles"), "{e}");
+    // Charges add up without wrapping before they are refused.
+    let e = error_of(&table, |p| async move {
+        p.charge(u64::MAX);
+        p.charge(u64::MAX);
+        let peer = NodeId((p.node().0 + 1) % p.nodes());
+        p.request(peer, request, Args::new(&[1])?, Payload::none()).await?;
+        Ok(())
+    });
+    assert!(e.contains("past 2^62 cycles"), "{e}");
+    // A handler's charge too.
+    let mut t = HandlerTable::new();
+    let reply = t.register(info("reply"), |_, _| Ok(())).unwrap();
+    let slow = t
+        .register(info("slow"), move |ctx, _| {
+            ctx.charge(u64::MAX);
+            ctx.reply(Reply { handler: reply, args: Args::default(), payload: Payload::none() })
+        })
+        .unwrap();
+    let e = error_of(&t, |p| async move {
+        let peer = NodeId((p.node().0 + 1) % p.nodes());
+        p.request(peer, slow, Args::default(), Payload::none()).await?;
+        Ok(())
+    });
+    assert!(e.contains("past 2^62 cycles"), "{e}");
+}
+
+#[test]
+fn a_thread_access_outside_its_region_ends_the_run() {
+    let (table, _) = echo_table();
+    let e = error_of(&table, |p| async move {
+        p.access(finegrain_core::Region::RecvBuffer(p.thread()), 1 << 40, 8, finegrain_core::Access::Read).await;
+        Ok(())
+    });
+    assert!(e.contains("thread access rejected") && e.contains("receive buffer"), "{e}");
+}
