@@ -52,6 +52,11 @@ fn bad_workloads_get_one_line_errors() {
         let e = cfg.validate(&m, 2).unwrap_err();
         assert!(e.contains(needle) && !e.contains('\n'), "{e}");
     }
+    // A preset whose table has no room for one word's block.
+    let mut tiny = m.clone();
+    tiny.protocol.block_bytes = tiny.cache.size_bytes as u32;
+    let e = workload(1, KeySkew::Uniform).validate(&tiny, 1).unwrap_err();
+    assert!(e.contains("holds no") && !e.contains("1..=0"), "{e}");
 }
 
 #[test]

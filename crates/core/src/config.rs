@@ -512,6 +512,14 @@ impl MachineConfig {
 
     /// Rejects parameters the models cannot interpret.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        // The name goes into one-line messages and reports.
+        if self.name.is_empty() || self.name.chars().any(char::is_control) {
+            return Err(ConfigError::invalid(
+                "name",
+                format!("{:?}", self.name),
+                "allowed a non-empty name without control characters",
+            ));
+        }
         positive("processor.mhz", self.processor.mhz as u64)?;
         self.check_magnitudes()?;
         let c = &self.cache;
@@ -642,10 +650,41 @@ impl MachineConfig {
                     format!("allowed at most cache.size_bytes ({})", self.cache.size_bytes),
                 ));
             }
+            if cost || field.starts_with("protocol.") && field.ends_with("_bytes") {
+                continue;
+            }
+            // Every other integer must have a bound here: a count that
+            // multiplies a cost (words per message) could otherwise wrap.
+            match COUNT_BOUNDS.iter().find(|(name, _)| *name == field) {
+                Some(&(_, max)) if v > max => {
+                    return Err(ConfigError::invalid(&field, v, format!("allowed at most {max}")));
+                }
+                Some(_) => {}
+                None => {
+                    return Err(ConfigError::invalid(
+                        &field,
+                        v,
+                        "a field with a known bound (this integer has none: give it one in config.rs)",
+                    ))
+                }
+            }
         }
         Ok(())
     }
 }
+
+/// Bounds of the preset's integers that are neither costs nor protocol
+/// sizes (their finer rules are in `validate`).
+const COUNT_BOUNDS: [(&str, i64); 8] = [
+    ("processor.mhz", 1_000_000),
+    ("cache.size_bytes", 1 << 30),
+    ("cache.line_bytes", 4096),
+    ("ni.word_bytes", 8),
+    ("ni.header_words", 64),
+    ("interrupt.entry_percent", 100),
+    ("compute.write_percent", 100),
+    ("pdq.search_window", 1 << 20),
+];
 
 /// The integer leaves of `v` with their dotted names.
 fn flatten(prefix: &str, v: &toml::Value, out: &mut Vec<(String, i64)>) {
@@ -699,6 +738,14 @@ mod tests {
         let text = PRESETS[0].1.replace("[cache]", "[cache]\nsize_kb = 3");
         let e = MachineConfig::from_toml("x.toml", &text).unwrap_err().to_string();
         assert!(e.contains("size_kb"), "{e}");
+    }
+
+    #[test]
+    fn a_name_that_would_break_a_line_is_refused() {
+        let mut m = MachineConfig::load("hpca97").unwrap();
+        m.name = "x\ny".into();
+        let e = m.validate().unwrap_err().to_string();
+        assert_eq!(e, r#"invalid name = "x\ny": allowed a non-empty name without control characters"#);
     }
 
     #[test]

@@ -50,9 +50,13 @@ impl Args {
         &self.words[..self.len as usize]
     }
 
-    /// The first `len` words of `words` (at most [`MAX_ARGS`]).
-    pub fn from_array(words: [u64; MAX_ARGS], len: usize) -> Args {
-        Args { words, len: len.min(MAX_ARGS) as u8 }
+    /// The first `len` words of `words` (at most [`MAX_ARGS`]; a decoder
+    /// passes a length its header field cannot make larger). The words
+    /// beyond `len` are zeroed, so equal argument lists compare equal.
+    pub fn from_array(mut words: [u64; MAX_ARGS], len: usize) -> Args {
+        let len = len.min(MAX_ARGS);
+        words[len..].fill(0);
+        Args { words, len: len as u8 }
     }
 
     pub fn len(&self) -> usize {
@@ -187,6 +191,9 @@ mod tests {
         assert_eq!(a.as_slice(), &[7, 9]);
         assert_eq!(a.get(1), 9);
         assert_eq!(a.get(3), 0);
+        // Decoded argument blocks equal built ones whatever the unused words held.
+        assert_eq!(Args::from_array([7, 9, 1, 2], 2), a);
+        assert_eq!(Args::from_array([7, 9, 1, 2], 99).len(), 4);
     }
 
     #[test]
