@@ -96,6 +96,7 @@ impl Bus {
     /// Appends an interval that starts at or after the last one ends,
     /// merging when they touch; prunes expired intervals now and then (as
     /// the slow path does), which changes no placement.
+    #[inline(always)] // on every transaction's path; the pruning is out of line
     fn push_after(&mut self, now: u64, start: u64, end: u64) {
         match self.busy.last_mut() {
             Some(last) if last.1 == start => last.1 = end,
@@ -106,6 +107,7 @@ impl Bus {
         }
     }
 
+    #[inline(never)]
     fn forget_before(&mut self, now: u64) {
         // Ends are sorted: the expired prefix is found by bisection.
         self.head += self.busy[self.head..].partition_point(|iv| iv.1 <= now);
