@@ -77,12 +77,14 @@ struct ComputeSegment {
     sampled: u32,
 }
 
-/// Work an interrupt stopped: what is left, and the epoch its misses were
-/// already sampled at.
+/// Work an interrupt stopped: what is left, the epoch its misses were
+/// already sampled at, and the part of their stall not yet served (a
+/// segment's stall comes first, so an early interrupt leaves some).
 #[derive(Clone, Copy, Debug)]
 struct SavedWork {
     work: u64,
     sampled: u32,
+    stall: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -566,7 +568,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             return self.decide_in_interrupt(p);
         }
         if let Some(saved) = self.procs[p].saved_work.take() {
-            return self.start_compute(p, saved.work, Some(saved.sampled));
+            return self.start_compute(p, saved.work, Some((saved.sampled, saved.stall)));
         }
         if self.procs[p].holds_role {
             return self.act_as_pp(p);
@@ -823,9 +825,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.account(p);
         let elapsed = self.now - seg.start;
         let done = elapsed.saturating_sub(seg.stall).min(seg.work);
+        let stall = seg.stall.saturating_sub(elapsed);
         let pr = &mut self.procs[p];
         pr.compute = None;
-        pr.saved_work = Some(SavedWork { work: seg.work - done, sampled: seg.sampled });
+        pr.saved_work = Some(SavedWork { work: seg.work - done, sampled: seg.sampled, stall });
         pr.in_interrupt = true;
         pr.interrupt_claim_tried = false;
         pr.busy = false;
@@ -1399,14 +1402,30 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.run_thread(t);
     }
 
-    fn start_compute(&mut self, p: usize, work: u64, resumed: Option<u32>) {
+    /// Starts `work` cycles of computation, stalled first on the misses it
+    /// takes; resumed work passes the epoch its misses were sampled at and
+    /// the stall it still owes.
+    fn start_compute(&mut self, p: usize, work: u64, resumed: Option<(u32, u64)>) {
         let n = self.procs[p].node;
         let c = &self.cfg.machine.compute;
         let (interval, writes) = (c.access_interval_cycles, c.write_percent as f64 / 100.0);
         let local = self.procs[p].local;
+        let (sampled_at, owed) = match resumed {
+            Some((epoch, owed)) => (Some(epoch), owed),
+            None => (None, 0),
+        };
         let pr = &mut self.procs[p];
-        let (stall, sampled) =
-            self.nodes[n].mem.compute_misses(self.now, self.now, local, work, interval, writes, resumed, &mut pr.rng);
+        let (stall, sampled) = self.nodes[n].mem.compute_misses(
+            self.now,
+            self.now + owed,
+            local,
+            work,
+            interval,
+            writes,
+            sampled_at,
+            &mut pr.rng,
+        );
+        let stall = owed + stall;
         self.procs[p].compute = Some(ComputeSegment { start: self.now, work, stall, sampled });
         self.start_busy(p, Cat::Compute, stall.saturating_add(work), stall, After::Nothing);
         // A computing processor is a possible interrupt target.

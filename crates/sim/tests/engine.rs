@@ -309,3 +309,23 @@ fn a_thread_access_outside_its_region_ends_the_run() {
     });
     assert!(e.contains("thread access rejected") && e.contains("receive buffer"), "{e}");
 }
+
+#[test]
+fn an_interrupt_during_a_memory_stall_leaves_the_stall_owed_not_forgiven() {
+    // Single processor, null handlers: only computation touches the
+    // segment, so every interference miss is a compute stall. Interrupts
+    // land anywhere in a burst, its stall (which comes first) included;
+    // whatever part of the stall an interrupt cuts off is served when the
+    // work resumes.
+    let (table, request) = echo_table();
+    let mut cfg = config(Policy::Single, 1, 9);
+    cfg.machine.interrupt.overhead_cycles = 300;
+    let out = simulate(&cfg, &table, |p| pinger(p, request, 400, 3_000)).unwrap();
+    let mut interrupts = 0;
+    for p in out.stats.nodes.iter().flat_map(|n| &n.procs) {
+        assert_eq!(p.cycles.stall, p.misses.interference_cycles, "stall cycles = the misses' latencies");
+        interrupts += p.interrupts;
+    }
+    assert!(interrupts > 100, "the run takes interrupts: {interrupts}");
+    assert!(cycles_consistent(&out.stats));
+}
