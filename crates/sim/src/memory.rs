@@ -526,8 +526,8 @@ impl NodeMemory {
         let start = self.bus.reserve(now, t, occ);
         let latency = start - t + lat;
         if held != INVALID && held & DIRTY != 0 {
-            let occ = self.bus_params.writeback_occupancy;
-            self.bus.reserve(now, start + occ, occ);
+            // Queued behind the fetch that displaced the victim.
+            self.bus.reserve(now, start + occ, self.bus_params.writeback_occupancy);
         }
         self.install(proc, set, tag | state);
         self.record(proc, class, outcome, latency);
@@ -988,6 +988,18 @@ mod tests {
         let (stall, _) = n.compute_misses(0, 0, 0, 50_000_000, 8, 0.3, None, &mut rng);
         assert_eq!(n.foreign_sets(0), 0);
         assert!(stall >= 128 * m.bus.memory_latency);
+    }
+
+    #[test]
+    fn a_write_back_follows_the_fetch_that_displaced_its_line() {
+        let mut m = machine();
+        (m.bus.memory_occupancy, m.bus.writeback_occupancy) = (10, 30);
+        let mut n = node(&m, &[Some(0)]);
+        // The lock's set holds thread 0's dirty segment line.
+        let lock = n.map().lock_line();
+        assert_eq!(n.access(0, 0, 0, lock, Access::Read).1, Outcome::Memory);
+        // The fetch holds the bus for 10 cycles, then the write-back for 30.
+        assert_eq!(n.bus.reserve(0, 10, 1), 40);
     }
 
     #[test]
