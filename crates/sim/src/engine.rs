@@ -22,7 +22,7 @@ use crate::config::SimConfig;
 use crate::dispatch::{KeyLocks, NodeQueue};
 use crate::event::{EventKind, EventQueue};
 use crate::memory::{host_bytes_per_cache, AddressMap, NodeMemory, WordTransfer, HOST_CACHE_BYTES_LIMIT};
-use crate::stats::{BusStats, DelayStats, HandlerSpan, LatencyStats, NodeStats, ProcStats, RunStats};
+use crate::stats::{BusStats, DelayStats, HandlerSpan, KeyCheck, LatencyStats, NodeStats, ProcStats, RunStats};
 use crate::thread::{mix_seed, Op, OpResult, SimProc, ThreadShared};
 use crate::SimError;
 use finegrain_core::{
@@ -189,6 +189,8 @@ struct Node {
     out_port: Bus,
     in_port: Bus,
     stats: NodeStats,
+    /// Verifies the synchronization-key rules on every handler started.
+    key_check: KeyCheck,
 }
 
 /// Code lines of the dispatch loop and of each handler (same on every node).
@@ -293,6 +295,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 out_port: Bus::default(),
                 in_port: Bus::default(),
                 stats: NodeStats::default(),
+                key_check: KeyCheck::default(),
             });
             for p in 0..ppn {
                 let thread = (p < compute).then(|| threads.len() + p);
@@ -1114,8 +1117,13 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.procs[p].stats.handlers += 1;
         let node = &mut self.nodes[n];
         node.stats.last_handler_end = node.stats.last_handler_end.max(t);
+        // The dispatch disciplines promise what the check verifies; a
+        // breach is the simulator's own bug, and no workload could see it.
+        let span = HandlerSpan { node: n as u32, proc: local as u32, key, start: self.now, end: t, lock: held };
+        if let Err(e) = node.key_check.admit(span) {
+            return self.fail(SimError::Invariant(e));
+        }
         if self.cfg.trace_handlers {
-            let span = HandlerSpan { node: n as u32, proc: local as u32, key, start: self.now, end: t, lock: held };
             self.spans.push(span);
         }
         let duration = t - self.now;

@@ -52,6 +52,8 @@ pub enum SimError {
     App { node: u32, thread: u32, error: AmError },
     #[error("deadlock: {0}")]
     Deadlock(String),
+    #[error("simulator invariant broken (a bug in finegrain-sim): {0}")]
+    Invariant(String),
     #[error("an activity of {duration} cycles at cycle {now} would take the simulated clock past 2^62 cycles; allowed: work, idle and charged cycles that end before it")]
     ClockLimit { now: u64, duration: u64 },
 }

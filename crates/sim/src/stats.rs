@@ -4,6 +4,7 @@
 
 use finegrain_core::SyncKey;
 use serde::Serialize;
+use std::collections::HashMap;
 
 /// Where a processor's cycles went. The categories are exclusive: they add
 /// up to the run's simulated cycles for every processor.
@@ -202,62 +203,75 @@ impl HandlerSpan {
 }
 
 /// The first breach of the synchronization-key rules in a handler trace,
-/// described in one line: two handlers of one numbered key running at once
-/// on a node, or a sequential handler running beside any other. Nosync
-/// handlers never conflict. The simulator runs a handler's code in one
-/// step, so a workload cannot see such an overlap in its data; the trace
-/// can.
+/// described in one line (see [`KeyCheck`]).
 pub fn key_conflict(spans: &[HandlerSpan]) -> Option<String> {
-    let mut by_node: Vec<&HandlerSpan> = spans.iter().collect();
+    let mut by_node: Vec<HandlerSpan> = spans.to_vec();
     by_node.sort_by_key(|s| (s.node, s.exclusive().0));
-    let describe = |a: &HandlerSpan, b: &HandlerSpan| {
-        let ((s1, e1), (s2, e2)) = (a.exclusive(), b.exclusive());
-        format!(
-            "node {}: a {:?} handler on processor {} ran {s2}..{e2} while a {:?} handler on processor {} ran {s1}..{e1}",
-            a.node, b.key, b.proc, a.key, a.proc
-        )
-    };
-    for node in by_node.chunk_by(|a, b| a.node == b.node) {
-        // Sweep in start order: the latest-ending handler so far, the
-        // latest-ending sequential one, and per key the latest one.
-        let mut any: Option<&HandlerSpan> = None;
-        let mut sequential: Option<&HandlerSpan> = None;
-        let mut last_of_key = std::collections::BTreeMap::new();
-        for &s in node {
-            let start = s.exclusive().0;
-            if let Some(q) = running_at(sequential, start) {
-                return Some(describe(q, s));
-            }
-            match s.key {
-                SyncKey::Sequential => {
-                    if let Some(o) = running_at(any, start) {
-                        return Some(describe(o, s));
-                    }
-                }
-                SyncKey::Key(k) => {
-                    if let Some(o) = running_at(last_of_key.get(&k).copied(), start) {
-                        return Some(describe(o, s));
-                    }
-                    last_of_key.insert(k, s);
-                }
-                SyncKey::NoSync => {}
-            }
-            any = Some(later_ending(any, s));
-            if s.key == SyncKey::Sequential {
-                sequential = Some(later_ending(sequential, s));
-            }
+    by_node.chunk_by(|a, b| a.node == b.node).find_map(|node| {
+        let mut check = KeyCheck::default();
+        node.iter().find_map(|&s| check.admit(s).err())
+    })
+}
+
+/// Checks one node's handlers, taken in the order they start, against the
+/// synchronization-key rules: two handlers of one numbered key may not run
+/// at once, and a sequential handler runs beside no other. Nosync handlers
+/// never conflict. The simulator runs a handler's code in one step, so a
+/// workload cannot see such an overlap in its data (a fetch&add's words
+/// stay right); the handlers' times can. Memory grows with the keys seen,
+/// not with the handlers.
+#[derive(Debug, Default)]
+pub struct KeyCheck {
+    /// The latest-ending handler so far, and the latest-ending sequential one.
+    any: Option<HandlerSpan>,
+    sequential: Option<HandlerSpan>,
+    /// Per key, its latest handler.
+    last_of_key: HashMap<u64, HandlerSpan>,
+}
+
+impl KeyCheck {
+    /// Admits the next handler to start, or describes the one it overlaps.
+    pub fn admit(&mut self, s: HandlerSpan) -> Result<(), String> {
+        let start = s.exclusive().0;
+        if let Some(q) = running_at(self.sequential, start) {
+            return Err(describe(q, s));
         }
+        match s.key {
+            SyncKey::Sequential => {
+                if let Some(o) = running_at(self.any, start) {
+                    return Err(describe(o, s));
+                }
+            }
+            SyncKey::Key(k) => {
+                if let Some(o) = running_at(self.last_of_key.insert(k, s), start) {
+                    return Err(describe(o, s));
+                }
+            }
+            SyncKey::NoSync => {}
+        }
+        self.any = Some(later_ending(self.any, s));
+        if s.key == SyncKey::Sequential {
+            self.sequential = Some(later_ending(self.sequential, s));
+        }
+        Ok(())
     }
-    None
+}
+
+fn describe(a: HandlerSpan, b: HandlerSpan) -> String {
+    let ((s1, e1), (s2, e2)) = (a.exclusive(), b.exclusive());
+    format!(
+        "node {}: a {:?} handler on processor {} ran {s2}..{e2} while a {:?} handler on processor {} ran {s1}..{e1}",
+        a.node, b.key, b.proc, a.key, a.proc
+    )
 }
 
 /// `span` if it still runs at cycle `t`.
-fn running_at(span: Option<&HandlerSpan>, t: u64) -> Option<&HandlerSpan> {
+fn running_at(span: Option<HandlerSpan>, t: u64) -> Option<HandlerSpan> {
     span.filter(|s| s.exclusive().1 > t)
 }
 
 /// Whichever of the two ends last.
-fn later_ending<'a>(a: Option<&'a HandlerSpan>, b: &'a HandlerSpan) -> &'a HandlerSpan {
+fn later_ending(a: Option<HandlerSpan>, b: HandlerSpan) -> HandlerSpan {
     match a {
         Some(a) if a.exclusive().1 >= b.exclusive().1 => a,
         _ => b,
