@@ -55,15 +55,25 @@ pub enum KeySkew {
     },
 }
 
+/// Zipf exponents a workload takes: below, keys are as good as uniform;
+/// above, every request goes to word 0 anyway.
+pub const ZIPF_EXPONENTS: std::ops::RangeInclusive<f64> = 0.01..=100.0;
+
 impl KeySkew {
     /// Parses `uniform` or `zipf:S`.
     pub fn parse(s: &str) -> Result<KeySkew, String> {
-        let bad = || format!("invalid skew = {s}: allowed uniform or zipf:S (S > 0, for example zipf:1.0)");
+        let bad = || {
+            format!(
+                "invalid skew = {s}: allowed uniform or zipf:S (S in {}..={}, for example zipf:1.0)",
+                ZIPF_EXPONENTS.start(),
+                ZIPF_EXPONENTS.end()
+            )
+        };
         if s == "uniform" {
             return Ok(KeySkew::Uniform);
         }
         let exponent: f64 = s.strip_prefix("zipf:").ok_or_else(bad)?.parse().map_err(|_| bad())?;
-        if !(exponent.is_finite() && exponent > 0.0) {
+        if !ZIPF_EXPONENTS.contains(&exponent) {
             return Err(bad());
         }
         Ok(KeySkew::Zipf { exponent })
@@ -126,8 +136,12 @@ impl FetchAddConfig {
             ));
         }
         if let KeySkew::Zipf { exponent } = self.skew {
-            if !(exponent.is_finite() && exponent > 0.0) {
-                return Err(format!("invalid skew exponent = {exponent}: allowed a finite number > 0"));
+            if !ZIPF_EXPONENTS.contains(&exponent) {
+                return Err(format!(
+                    "invalid skew exponent = {exponent}: allowed {}..={}",
+                    ZIPF_EXPONENTS.start(),
+                    ZIPF_EXPONENTS.end()
+                ));
             }
         }
         if !(0.0..=1.0).contains(&self.sequential_fraction) {

@@ -31,7 +31,7 @@ fn sim(policy: Policy, ppn: u32, discipline: Discipline, pp_kind: PpKind, max_se
 fn skews_parse_and_bad_ones_are_named() {
     assert_eq!(KeySkew::parse("uniform").unwrap(), KeySkew::Uniform);
     assert_eq!(KeySkew::parse("zipf:1.2").unwrap(), KeySkew::Zipf { exponent: 1.2 });
-    for bad in ["zipf", "zipf:0", "zipf:-1", "zipf:x", "normal"] {
+    for bad in ["zipf", "zipf:0", "zipf:-1", "zipf:x", "normal", "zipf:0.001", "zipf:1000", "zipf:NaN"] {
         let e = KeySkew::parse(bad).unwrap_err();
         assert!(e.contains(bad) && e.contains("allowed uniform or zipf:S"), "{e}");
     }

@@ -43,7 +43,7 @@ pub struct FetchAddArgs {
     /// Distinct words (keys) at the home [default: 4096].
     #[arg(long)]
     pub keys: Option<u64>,
-    /// uniform or zipf:S [default: uniform].
+    /// uniform or zipf:S, S in 0.01..=100 [default: uniform].
     #[arg(long)]
     pub skew: Option<String>,
     /// Nodes besides the home [default: 4].

@@ -9,7 +9,7 @@ use crate::figures::{line_chart, Chart, Series};
 use crate::report::{markdown_table, Check, Verdict};
 use crate::sweep;
 use anyhow::{bail, Context, Result};
-use finegrain_apps::fetch_add::{self, FetchAddConfig, HomeMeasures, KeySkew};
+use finegrain_apps::fetch_add::{self, FetchAddConfig, HomeMeasures, KeySkew, ZIPF_EXPONENTS};
 use finegrain_core::config::parse_toml;
 use finegrain_core::{Discipline, Dispatch, MachineConfig, Policy, PpKind, Topology};
 use finegrain_sim::{mix_seed, RunStats, SimConfig};
@@ -188,10 +188,6 @@ pub fn check_requester_nodes(n: u32) -> Result<()> {
     }
     Ok(())
 }
-
-/// Zipf exponents the study takes: below, keys are as good as uniform;
-/// above, every request goes to word 0 anyway.
-const ZIPF_EXPONENTS: std::ops::RangeInclusive<f64> = 0.01..=100.0;
 
 pub fn load(src: &Source) -> Result<Experiment> {
     let mut e: Experiment = parse_toml(&src.origin, &src.text)?;
