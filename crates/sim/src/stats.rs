@@ -222,9 +222,11 @@ pub fn key_conflict(spans: &[HandlerSpan]) -> Option<String> {
 /// not with the handlers.
 #[derive(Debug, Default)]
 pub struct KeyCheck {
-    /// The latest-ending handler so far, and the latest-ending sequential one.
-    any: Option<HandlerSpan>,
-    sequential: Option<HandlerSpan>,
+    /// The latest-ending handler so far with its end (0: none yet), and
+    /// the latest-ending sequential one: plain ends keep the common case
+    /// to two comparisons.
+    any: (u64, Option<HandlerSpan>),
+    sequential: (u64, Option<HandlerSpan>),
     /// Per key, its latest handler.
     last_of_key: HashMap<u64, HandlerSpan>,
 }
@@ -232,50 +234,39 @@ pub struct KeyCheck {
 impl KeyCheck {
     /// Admits the next handler to start, or describes the one it overlaps.
     pub fn admit(&mut self, s: HandlerSpan) -> Result<(), String> {
-        let start = s.exclusive().0;
-        if let Some(q) = running_at(self.sequential, start) {
-            return Err(describe(q, s));
+        let (start, end) = s.exclusive();
+        if self.sequential.0 > start {
+            return Err(describe(self.sequential.1, s));
         }
         match s.key {
             SyncKey::Sequential => {
-                if let Some(o) = running_at(self.any, start) {
-                    return Err(describe(o, s));
+                if self.any.0 > start {
+                    return Err(describe(self.any.1, s));
                 }
+                self.sequential = (end, Some(s));
             }
             SyncKey::Key(k) => {
-                if let Some(o) = running_at(self.last_of_key.insert(k, s), start) {
-                    return Err(describe(o, s));
+                if let Some(o) = self.last_of_key.insert(k, s).filter(|o| o.exclusive().1 > start) {
+                    return Err(describe(Some(o), s));
                 }
             }
             SyncKey::NoSync => {}
         }
-        self.any = Some(later_ending(self.any, s));
-        if s.key == SyncKey::Sequential {
-            self.sequential = Some(later_ending(self.sequential, s));
+        if end >= self.any.0 {
+            self.any = (end, Some(s));
         }
         Ok(())
     }
 }
 
-fn describe(a: HandlerSpan, b: HandlerSpan) -> String {
+#[cold]
+fn describe(a: Option<HandlerSpan>, b: HandlerSpan) -> String {
+    let Some(a) = a else { return format!("node {}: a {:?} handler overlaps an unrecorded one", b.node, b.key) };
     let ((s1, e1), (s2, e2)) = (a.exclusive(), b.exclusive());
     format!(
         "node {}: a {:?} handler on processor {} ran {s2}..{e2} while a {:?} handler on processor {} ran {s1}..{e1}",
         a.node, b.key, b.proc, a.key, a.proc
     )
-}
-
-/// `span` if it still runs at cycle `t`.
-fn running_at(span: Option<HandlerSpan>, t: u64) -> Option<HandlerSpan> {
-    span.filter(|s| s.exclusive().1 > t)
-}
-
-/// Whichever of the two ends last.
-fn later_ending(a: Option<HandlerSpan>, b: HandlerSpan) -> HandlerSpan {
-    match a {
-        Some(a) if a.exclusive().1 >= b.exclusive().1 => a,
-        _ => b,
-    }
 }
 
 #[cfg(test)]
