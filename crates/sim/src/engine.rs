@@ -21,13 +21,13 @@ use crate::bus::Bus;
 use crate::config::SimConfig;
 use crate::dispatch::{KeyLocks, NodeQueue};
 use crate::event::{EventKind, EventQueue};
-use crate::memory::{host_bytes_per_cache, AddressMap, NodeMemory, WordTransfer, HOST_CACHE_BYTES_LIMIT};
+use crate::memory::{check_host_memory, AddressMap, NodeMemory, WordTransfer};
 use crate::stats::{BusStats, DelayStats, HandlerSpan, KeyCheck, LatencyStats, NodeStats, ProcStats, RunStats};
 use crate::thread::{mix_seed, Op, OpResult, SimProc, ThreadShared};
 use crate::SimError;
 use finegrain_core::{
-    Access, AmError, ConfigError, Discipline, HandlerCtx, HandlerId, HandlerTable, Message, MsgKind, NodeId, Policy,
-    PpKind, Region, Relinquish, Reply, ReplyGuard, SyncKey, ThreadId,
+    Access, AmError, Discipline, HandlerCtx, HandlerId, HandlerTable, Message, MsgKind, NodeId, Policy, PpKind, Region,
+    Relinquish, Reply, ReplyGuard, SyncKey, ThreadId,
 };
 use hdrhistogram::Histogram;
 use rand::SeedableRng;
@@ -241,27 +241,14 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let m = &cfg.machine;
         let ppn = cfg.topology.procs_per_node as usize;
         let compute = cfg.policy.compute_procs(cfg.topology.procs_per_node) as usize;
-        let code_pieces =
-            std::iter::once(m.protocol.dispatch_code_bytes).chain(handlers.infos().map(|(_, i)| i.code_bytes));
-        let code_lines = code_pieces.map(|b| AddressMap::code_lines_of(m.cache.line_bytes, b)).sum();
-        let mut map = AddressMap::new(m, code_lines)?;
-        let caches = cfg.topology.nodes as u64 * ppn as u64;
-        let need = caches.saturating_mul(host_bytes_per_cache(m));
-        if need > HOST_CACHE_BYTES_LIMIT {
-            return Err(SimError::Config(ConfigError::invalid(
-                "topology",
-                format!("{} nodes x {ppn} processors", cfg.topology.nodes),
-                format!(
-                    "at most {} GiB of simulated caches; {caches} caches of {} sets need {:.1} GiB (use fewer nodes or processors, or a smaller cache)",
-                    HOST_CACHE_BYTES_LIMIT >> 30,
-                    m.cache_lines(),
-                    need as f64 / (1u64 << 30) as f64
-                ),
-            )));
-        }
+        let handler_code: Vec<u32> = handlers.infos().map(|(_, info)| info.code_bytes).collect();
+        let code_pieces: Vec<u32> =
+            std::iter::once(m.protocol.dispatch_code_bytes).chain(handler_code.iter().copied()).collect();
+        let mut map = AddressMap::new(m, &code_pieces)?;
+        check_host_memory(m, cfg.topology.nodes, ppn as u32)?;
         let code = CodeLayout {
             dispatch: map.alloc_code(m.protocol.dispatch_code_bytes),
-            handlers: handlers.infos().map(|(_, info)| map.alloc_code(info.code_bytes)).collect(),
+            handlers: handler_code.iter().map(|&bytes| map.alloc_code(bytes)).collect(),
         };
         let mut nodes = Vec::new();
         let mut procs = Vec::new();
@@ -1265,10 +1252,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 self.threads[t].task = None;
                 match result {
                     Ok(v) => self.results[t] = Some(v),
-                    Err(e) => {
-                        let th = &self.threads[t];
-                        return self.fail(SimError::App { node: th.shared.node.0, thread: th.local, error: e });
-                    }
+                    Err(e) => return self.fail_thread(t, e),
                 }
                 self.after_charged_work(t, Deferred::Finish);
             }
@@ -1276,13 +1260,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 let op = self.threads[t].shared.op.borrow_mut().take();
                 match op {
                     Some(op) => self.after_charged_work(t, Deferred::Op(op)),
-                    None => self.fail(SimError::App {
-                        node: self.threads[t].shared.node.0,
-                        thread: self.threads[t].local,
-                        error: AmError::Aborted(
-                            "the thread awaited something that is not a finegrain operation".into(),
-                        ),
-                    }),
+                    None => self.fail_thread(
+                        t,
+                        AmError::Aborted("the thread awaited something that is not a finegrain operation".into()),
+                    ),
                 }
             }
         }
@@ -1364,11 +1345,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                         self.start_busy(p, Cat::Compute, lat, missed, After::ThreadOpDone);
                     }
                     // `Proc::access` has no result to report this in.
-                    Err(reason) => {
-                        let th = &self.threads[t];
-                        let error = AmError::Aborted(format!("thread access rejected: {reason}"));
-                        self.fail(SimError::App { node: th.shared.node.0, thread: th.local, error })
-                    }
+                    Err(reason) => self.fail_thread(t, AmError::Aborted(format!("thread access rejected: {reason}"))),
                 }
             }
             Op::Idle(cycles) => {
@@ -1438,6 +1415,12 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.start_busy(p, Cat::Compute, stall.saturating_add(work), stall, After::Nothing);
         // A computing processor is a possible interrupt target.
         self.check_interrupt(n);
+    }
+
+    /// Ends the run with thread `t`'s error.
+    fn fail_thread(&mut self, t: usize, error: AmError) {
+        let th = &self.threads[t];
+        self.fail(SimError::App { node: th.shared.node.0, thread: th.local, error });
     }
 
     fn fail(&mut self, e: SimError) {

@@ -82,14 +82,16 @@ pub struct AddressMap {
 }
 
 impl AddressMap {
-    /// Lays out a node's memory for the preset's cache and `code_bytes` of
-    /// protocol code (each piece rounded up to whole lines), or says why
+    /// Lays out a node's memory for the preset's cache and the pieces of
+    /// protocol code `code_bytes` (each rounded up to whole lines and then
+    /// placed with [`AddressMap::alloc_code`]), or says why
     /// its lines would not fit the map's 32-bit line numbers and 14-bit
     /// tags. Each region starts at its own set offset within a cache-sized
     /// stretch, or right after the previous region when a small cache
     /// leaves the stretch too short for it.
-    pub fn new(m: &MachineConfig, code_lines: u64) -> Result<AddressMap, ConfigError> {
+    pub fn new(m: &MachineConfig, code_bytes: &[u32]) -> Result<AddressMap, ConfigError> {
         let line_bytes = m.cache.line_bytes;
+        let code_lines: u64 = code_bytes.iter().map(|&b| Self::code_lines_of(line_bytes, b) as u64).sum();
         // `lines` finds a byte's line by shifting (the preset checks this).
         debug_assert!(line_bytes.is_power_of_two());
         let s = m.cache_lines();
@@ -148,8 +150,8 @@ impl AddressMap {
     }
 
     /// Lines a piece of code of `bytes` takes.
-    pub fn code_lines_of(line_bytes: u32, bytes: u32) -> u64 {
-        bytes.div_ceil(line_bytes).max(1) as u64
+    fn code_lines_of(line_bytes: u32, bytes: u32) -> u32 {
+        bytes.div_ceil(line_bytes).max(1)
     }
 
     pub fn sets(&self) -> u32 {
@@ -179,9 +181,9 @@ impl AddressMap {
     }
 
     /// Reserves `bytes` of code and returns its first line and line count.
-    /// The map was sized for all the code (`new`'s `code_lines`).
+    /// The map was sized for all the code (`new`'s `code_bytes`).
     pub fn alloc_code(&mut self, bytes: u32) -> (u32, u32) {
-        let lines = Self::code_lines_of(self.line_bytes, bytes) as u32;
+        let lines = Self::code_lines_of(self.line_bytes, bytes);
         assert!(self.code_lines + lines <= self.code_capacity, "code beyond what the map was sized for");
         let first = self.code + self.code_lines;
         self.code_lines += lines;
@@ -360,13 +362,28 @@ struct Cache {
 /// their bookkeeping) in one run.
 pub const HOST_CACHE_BYTES_LIMIT: u64 = 16 << 30;
 
-/// Host bytes one processor's simulated cache may take: per set a 2-byte
-/// tag (two banks when cache interference is off), a 4-byte foreign-list
-/// position, and at worst an 8-byte foreign-list entry with as much again
-/// of vector growth.
-pub fn host_bytes_per_cache(m: &MachineConfig) -> u64 {
+/// Refuses a machine whose simulated caches could take more than
+/// [`HOST_CACHE_BYTES_LIMIT`] of host memory. Per set a cache may take a
+/// 2-byte tag (two banks when cache interference is off), a 4-byte
+/// foreign-list position, and at worst an 8-byte foreign-list entry with
+/// as much again of vector growth.
+pub fn check_host_memory(m: &MachineConfig, nodes: u32, procs_per_node: u32) -> Result<(), ConfigError> {
     let banks = if m.effects.cache_interference { 1 } else { 2 };
-    m.cache_lines() * (2 * banks + 4 + 16)
+    let caches = nodes as u64 * procs_per_node as u64;
+    let need = caches.saturating_mul(m.cache_lines() * (2 * banks + 4 + 16));
+    if need <= HOST_CACHE_BYTES_LIMIT {
+        return Ok(());
+    }
+    Err(ConfigError::invalid(
+        "topology",
+        format!("{nodes} nodes x {procs_per_node} processors"),
+        format!(
+            "at most {} GiB of simulated caches; {caches} caches of {} sets need {:.1} GiB (use fewer nodes or processors, or a smaller cache)",
+            HOST_CACHE_BYTES_LIMIT >> 30,
+            m.cache_lines(),
+            need as f64 / (1u64 << 30) as f64
+        ),
+    ))
 }
 
 /// One node's caches and bus.
@@ -878,7 +895,7 @@ mod tests {
 
     fn node(m: &MachineConfig, owners: &[Option<u32>]) -> NodeMemory {
         let threads = owners.iter().flatten().count() as u32;
-        NodeMemory::new(m, AddressMap::new(m, 64).unwrap(), owners, threads)
+        NodeMemory::new(m, AddressMap::new(m, &[2048]).unwrap(), owners, threads)
     }
 
     #[test]
@@ -942,7 +959,7 @@ mod tests {
     #[test]
     fn code_residency_count_follows_evictions() {
         let m = machine();
-        let mut map = AddressMap::new(&m, 64).unwrap();
+        let mut map = AddressMap::new(&m, &[256]).unwrap();
         let (code, lines) = map.alloc_code(256);
         let mut n = NodeMemory::new(&m, map, &[Some(0), None], 1);
         assert_eq!(n.caches[0].code_missing, lines, "a compute cache starts without code");
@@ -1013,7 +1030,7 @@ mod tests {
     #[test]
     fn region_bounds_are_checked() {
         let m = machine();
-        let map = AddressMap::new(&m, 64).unwrap();
+        let map = AddressMap::new(&m, &[2048]).unwrap();
         assert!(map.lines(Region::RecvBuffer(finegrain_core::ThreadId(0)), 0, 128, 1).is_ok());
         let e = map.lines(Region::RecvBuffer(finegrain_core::ThreadId(0)), 2000, 128, 1).unwrap_err();
         assert!(e.contains("outside the receive buffer"), "{e}");
@@ -1044,7 +1061,7 @@ mod tests {
         for (size, line) in [(1 << 20, 32), (2048, 32), (64, 8)] {
             let mut m = machine();
             (m.cache.size_bytes, m.cache.line_bytes, m.protocol.block_bytes) = (size, line, line);
-            let mut map = AddressMap::new(&m, 3 * 4).unwrap();
+            let mut map = AddressMap::new(&m, &[4 * line; 3]).unwrap();
             for _ in 0..3 {
                 map.alloc_code(4 * line);
             }
@@ -1063,18 +1080,18 @@ mod tests {
     fn a_cache_whose_lines_overflow_the_map_is_refused() {
         let mut m = machine();
         (m.cache.size_bytes, m.cache.line_bytes, m.protocol.block_bytes) = (1 << 30, 16, 16);
-        let e = AddressMap::new(&m, 64).unwrap_err().to_string();
+        let e = AddressMap::new(&m, &[2048]).unwrap_err().to_string();
         assert!(
             e.starts_with("invalid cache = 1073741824 bytes in 16-byte lines") && e.contains("fewer, larger lines"),
             "{e}"
         );
         let mut m = machine();
         m.protocol.table_entry_bytes = 1 << 20;
-        assert!(AddressMap::new(&m, 64).is_err());
+        assert!(AddressMap::new(&m, &[2048]).is_err());
         // One set cannot tell the key locks' lines apart in 14-bit tags.
         let mut m = machine();
         (m.cache.size_bytes, m.cache.line_bytes, m.protocol.block_bytes) = (8, 8, 8);
-        let e = AddressMap::new(&m, 64).unwrap_err().to_string();
+        let e = AddressMap::new(&m, &[2048]).unwrap_err().to_string();
         assert!(e.contains("more sets"), "{e}");
     }
 }
