@@ -59,6 +59,14 @@ pub enum KeySkew {
 /// above, every request goes to word 0 anyway.
 pub const ZIPF_EXPONENTS: std::ops::RangeInclusive<f64> = 0.01..=100.0;
 
+/// Refuses a Zipf exponent outside [`ZIPF_EXPONENTS`], naming `field`.
+pub fn check_zipf_exponent(field: &str, exponent: f64) -> Result<(), String> {
+    if ZIPF_EXPONENTS.contains(&exponent) {
+        return Ok(());
+    }
+    Err(format!("invalid {field} = {exponent:?}: allowed {}..={}", ZIPF_EXPONENTS.start(), ZIPF_EXPONENTS.end()))
+}
+
 impl KeySkew {
     /// Parses `uniform` or `zipf:S`.
     pub fn parse(s: &str) -> Result<KeySkew, String> {
@@ -136,13 +144,7 @@ impl FetchAddConfig {
             ));
         }
         if let KeySkew::Zipf { exponent } = self.skew {
-            if !ZIPF_EXPONENTS.contains(&exponent) {
-                return Err(format!(
-                    "invalid skew exponent = {exponent}: allowed {}..={}",
-                    ZIPF_EXPONENTS.start(),
-                    ZIPF_EXPONENTS.end()
-                ));
-            }
+            check_zipf_exponent("skew exponent", exponent)?;
         }
         if !(0.0..=1.0).contains(&self.sequential_fraction) {
             return Err(format!("invalid sequential_fraction = {}: allowed 0..=1", self.sequential_fraction));

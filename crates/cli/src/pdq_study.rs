@@ -9,7 +9,7 @@ use crate::figures::{line_chart, Chart, Series};
 use crate::report::{markdown_table, Check, Verdict};
 use crate::sweep;
 use anyhow::{bail, Context, Result};
-use finegrain_apps::fetch_add::{self, FetchAddConfig, HomeMeasures, KeySkew, ZIPF_EXPONENTS};
+use finegrain_apps::fetch_add::{self, FetchAddConfig, HomeMeasures, KeySkew};
 use finegrain_core::config::parse_toml;
 use finegrain_core::{Discipline, Dispatch, MachineConfig, Policy, PpKind, Topology};
 use finegrain_sim::{mix_seed, RunStats, SimConfig};
@@ -208,14 +208,7 @@ pub fn load(src: &Source) -> Result<Experiment> {
         );
     }
     // Run ids name the skew by its exponent, written out in full.
-    if !ZIPF_EXPONENTS.contains(&e.zipf_exponent) {
-        bail!(
-            "invalid zipf_exponent = {}: allowed {}..={}",
-            shown(e.zipf_exponent),
-            ZIPF_EXPONENTS.start(),
-            ZIPF_EXPONENTS.end()
-        );
-    }
+    fetch_add::check_zipf_exponent("zipf_exponent", e.zipf_exponent).map_err(anyhow::Error::msg)?;
     e.full.validate("full", e.compute_procs)?;
     e.quick.validate("quick", e.compute_procs)?;
     let machine = MachineConfig::load(&e.preset)?;

@@ -653,10 +653,10 @@ impl MachineConfig {
             if cost || field.starts_with("protocol.") && field.ends_with("_bytes") {
                 continue;
             }
-            // Every other integer must have a bound here: a count that
+            // Every other integer must have a bound: a count that
             // multiplies a cost (words per message) could otherwise wrap.
             match COUNT_BOUNDS.iter().find(|(name, _)| *name == field) {
-                Some(&(_, max)) if v > max => {
+                Some(&(_, Some(max))) if v > max => {
                     return Err(ConfigError::invalid(&field, v, format!("allowed at most {max}")));
                 }
                 Some(_) => {}
@@ -674,16 +674,16 @@ impl MachineConfig {
 }
 
 /// Bounds of the preset's integers that are neither costs nor protocol
-/// sizes (their finer rules are in `validate`).
-const COUNT_BOUNDS: [(&str, i64); 8] = [
-    ("processor.mhz", 1_000_000),
-    ("cache.size_bytes", 1 << 30),
-    ("cache.line_bytes", 4096),
-    ("ni.word_bytes", 8),
-    ("ni.header_words", 64),
-    ("interrupt.entry_percent", 100),
-    ("compute.write_percent", 100),
-    ("pdq.search_window", 1 << 20),
+/// sizes; None where `validate` has a finer rule of its own.
+const COUNT_BOUNDS: [(&str, Option<i64>); 8] = [
+    ("processor.mhz", Some(1_000_000)),
+    ("cache.size_bytes", None),
+    ("cache.line_bytes", None),
+    ("ni.word_bytes", None),
+    ("ni.header_words", Some(64)),
+    ("interrupt.entry_percent", None),
+    ("compute.write_percent", None),
+    ("pdq.search_window", Some(1 << 20)),
 ];
 
 /// The integer leaves of `v` with their dotted names.
