@@ -735,8 +735,8 @@ fn claim3(v: &View, grid: &Grid, zipf: &str) -> Verdict {
                 format!(
                     "{} busy-wait at {k} processors by keys {}: {}",
                     kind.label(),
-                    grid.keys.iter().map(u64::to_string).collect::<Vec<_>>().join("/"),
-                    vals.iter().map(|&x| f2(x)).collect::<Vec<_>>().join("/")
+                    slashed(&grid.keys),
+                    slashed(vals.iter().map(|&x| f2(x)))
                 ),
             ));
         } else {
@@ -754,8 +754,8 @@ fn claim3(v: &View, grid: &Grid, zipf: &str) -> Verdict {
                 format!(
                     "{} busy-wait with 1 key by processors {}: {}",
                     kind.label(),
-                    grid.protocol_procs.iter().map(u32::to_string).collect::<Vec<_>>().join("/"),
-                    by_k.iter().map(|&x| f2(x)).collect::<Vec<_>>().join("/")
+                    slashed(&grid.protocol_procs),
+                    slashed(by_k.iter().map(|&x| f2(x)))
                 ),
             ));
         } else {
@@ -763,6 +763,11 @@ fn claim3(v: &View, grid: &Grid, zipf: &str) -> Verdict {
         }
     }
     Verdict::from_checks(3, &checks)
+}
+
+/// A series as a verdict shows it: `a/b/c`.
+fn slashed<T: std::fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
+    items.into_iter().map(|x| x.to_string()).collect::<Vec<_>>().join("/")
 }
 
 /// Static partitioning: close to PDQ under uniform keys (mean static/PDQ at
@@ -865,8 +870,8 @@ fn claim5(v: &View, grid: &Grid) -> Verdict {
         format!(
             "mult ({} servers) interrupts per request as the home's utilization falls {}: {}",
             grid.mult_sweep_procs,
-            mult.iter().map(|r| format!("{:.2}", r.home.home_u)).collect::<Vec<_>>().join("/"),
-            rates.iter().map(|x| format!("{x:.4}")).collect::<Vec<_>>().join("/")
+            slashed(mult.iter().map(|r| format!("{:.2}", r.home.home_u))),
+            slashed(rates.iter().map(|x| format!("{x:.4}")))
         ),
     ));
     Verdict::from_checks(5, &checks)
