@@ -194,8 +194,9 @@ pub async fn thread<P: Proc>(p: &P, cfg: &MicroConfig, h: &MicroHandlers) -> Res
 
 /// Requests go to another node, so a run needs two nodes.
 pub fn two_nodes_at_least(nodes: u32) -> Result<(), String> {
-    if nodes < 2 {
-        return Err(format!("invalid nodes = {nodes}: allowed 2 or more (requests go to another node)"));
+    let most = finegrain_core::config::MAX_NODES;
+    if !(2..=most).contains(&nodes) {
+        return Err(format!("invalid nodes = {nodes}: allowed 2..={most} (requests go to another node)"));
     }
     Ok(())
 }

@@ -15,16 +15,39 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
 pub struct Source {
     pub origin: String,
     pub text: String,
+    /// What `finegrain reproduce` takes to run it again: the shipped name,
+    /// or the path it was read from.
+    pub arg: String,
+    /// The file it was read from (None for a shipped experiment): relative
+    /// preset paths inside it are found beside it.
+    pub file: Option<std::path::PathBuf>,
+}
+
+impl Source {
+    /// The preset an experiment names, a relative `.toml` path taken from
+    /// the experiment file's directory, as `run --config` does.
+    pub fn preset(&self, named: &str) -> String {
+        match &self.file {
+            Some(f) => preset_beside(f, Some(named.to_string())).unwrap_or_else(|| named.to_string()),
+            None => named.to_string(),
+        }
+    }
 }
 
 /// Finds an experiment by name, or reads it from a path ending in `.toml`.
 pub fn find(name: &str) -> Result<Source> {
     if name.ends_with(".toml") || Path::new(name).components().count() > 1 {
         let text = std::fs::read_to_string(name).with_context(|| format!("cannot read experiment file {name}"))?;
-        return Ok(Source { origin: name.to_string(), text });
+        let file = Some(Path::new(name).to_path_buf());
+        return Ok(Source { origin: name.to_string(), text, arg: name.to_string(), file });
     }
     match EXPERIMENTS.iter().find(|(n, _)| *n == name) {
-        Some((n, text)) => Ok(Source { origin: format!("experiments/{n}.toml"), text: text.to_string() }),
+        Some((n, text)) => Ok(Source {
+            origin: format!("experiments/{n}.toml"),
+            text: text.to_string(),
+            arg: n.to_string(),
+            file: None,
+        }),
         None => bail!(
             "unknown experiment '{name}': allowed {} (or a path to a .toml file)",
             EXPERIMENTS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
@@ -63,10 +86,19 @@ pub fn write_json<T: serde::Serialize + ?Sized>(path: &Path, value: &T) -> Resul
 }
 
 /// Fails now, before a run, if the record could not be written to `path`
-/// afterwards. (The file is created empty; the run fills it.)
+/// afterwards. An existing file is opened without truncation and a new one
+/// is removed again, so a run refused later leaves the file as it was.
 pub fn check_writable(path: Option<&Path>) -> Result<()> {
-    if let Some(p) = path {
-        std::fs::File::create(p).with_context(|| format!("cannot write the record to {}", p.display()))?;
+    let Some(p) = path else { return Ok(()) };
+    let existed = p.exists();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(p)
+        .with_context(|| format!("cannot write the record to {}", p.display()))?;
+    if !existed {
+        std::fs::remove_file(p).with_context(|| format!("cannot write the record to {}", p.display()))?;
     }
     Ok(())
 }
@@ -91,6 +123,12 @@ pub fn prepare_out(out: &Path) -> Result<()> {
         let probe = dir.join(format!(".finegrain-write-check-{}", std::process::id()));
         std::fs::write(&probe, b"").with_context(|| format!("cannot write in output directory {}", dir.display()))?;
         std::fs::remove_file(&probe).with_context(|| format!("removing {}", probe.display()))?;
+    }
+    for name in ["results.csv", "report.md", "experiment.toml"] {
+        let f = out.join(name);
+        if f.is_dir() {
+            bail!("cannot write {}: it is a directory (the study writes a file there)", f.display());
+        }
     }
     Ok(())
 }

@@ -185,6 +185,14 @@ pub fn run(args: FetchAddArgs) -> Result<()> {
     };
     let threads = config.policy.compute_procs(config.topology.procs_per_node);
     workload.validate(&config.machine, threads).map_err(anyhow::Error::msg)?;
+    if workload.sequential_fraction > 0.0 && matches!(point.discipline, Discipline::SpinLock | Discipline::Static) {
+        bail!(
+            "invalid sequential_fraction = {} with discipline {}: only pdq and serial can run a handler alone, \
+             allowed 0 here",
+            workload.sequential_fraction,
+            point.discipline.label()
+        );
+    }
     experiment::check_writable(a.json.as_deref())?;
     match a.platform.as_deref().unwrap_or("sim") {
         "sim" => simulate(&point, &config, &workload, a.json),

@@ -175,6 +175,7 @@ impl RunArgs {
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
         let mut file: RunArgs = finegrain_core::config::parse_toml(&path.display().to_string(), &text)?;
         file.preset = experiment::preset_beside(path, file.preset);
+        let flag_sets_compute = self.u.is_some() || self.compute_cycles.is_some();
         Ok(RunArgs {
             config: None,
             platform: self.platform.or(file.platform),
@@ -183,8 +184,9 @@ impl RunArgs {
             nodes: self.nodes.or(file.nodes),
             procs_per_node: self.procs_per_node.or(file.procs_per_node),
             protocol: self.protocol.or(file.protocol),
-            u: self.u.or(file.u),
-            compute_cycles: self.compute_cycles.or(file.compute_cycles),
+            // Either flag replaces the file's choice of compute time.
+            u: if flag_sets_compute { self.u } else { file.u },
+            compute_cycles: if flag_sets_compute { self.compute_cycles } else { file.compute_cycles },
             requests_per_node: self.requests_per_node.or(file.requests_per_node),
             oint: self.oint.or(file.oint),
             seed: self.seed.or(file.seed),
@@ -273,7 +275,16 @@ fn micro_workload(
                 bail!("invalid u = {u}: allowed a value strictly between 0 and 1");
             }
             let l = lmin()?;
-            (u / (1.0 - u) * l, Some(l))
+            let mean = u / (1.0 - u) * l;
+            let most = finegrain_core::config::MAX_CYCLES;
+            if mean > most as f64 {
+                bail!(
+                    "invalid u = {u}: the mean compute time U / (1 - U) x Lmin ({l:.0}) is {mean:.0} cycles, allowed at \
+                     most {most} (u up to {:.6})",
+                    most as f64 / (most as f64 + l)
+                );
+            }
+            (mean, Some(l))
         }
         (None, Some(c)) => (c, None),
         (None, None) => (0.0, None),
@@ -299,8 +310,8 @@ fn run_native(a: RunArgs) -> Result<()> {
     let mut rt = finegrain_rt::RtConfig::new(topology, policy);
     rt.seed = a.seed.unwrap_or(1);
     rt.segment_bytes = machine.segment_bytes() as usize;
-    rt.validate()?;
     micro::two_nodes_at_least(topology.nodes).map_err(anyhow::Error::msg)?;
+    rt.validate()?;
     let (workload, lmin) = micro_workload(&a, protocol, || Ok(micro::measure_lmin_native(&rt, &machine, protocol)?))?;
     let out = micro::run_native(&rt, &machine, &workload)?;
     let s = &out.stats;
@@ -371,8 +382,8 @@ fn run_sim(a: RunArgs) -> Result<()> {
     let topology = Topology { nodes: a.nodes.unwrap_or(2), procs_per_node: a.procs_per_node.unwrap_or(2) };
     let protocol = Protocol::parse(a.protocol.as_deref().unwrap_or("null")).map_err(anyhow::Error::msg)?;
     let config = SimConfig::new(machine, topology, policy, a.seed.unwrap_or(1));
-    config.validate()?;
     micro::two_nodes_at_least(topology.nodes).map_err(anyhow::Error::msg)?;
+    config.validate()?;
     let (workload, lmin) =
         micro_workload(&a, protocol, || Ok(micro::measure_lmin(&config.machine, protocol, config.seed)?))?;
     let mean = workload.mean_compute_cycles;

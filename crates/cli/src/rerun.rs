@@ -73,8 +73,20 @@ pub struct Rerun {
 
 pub fn rerun(path: &Path) -> Result<Rerun> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if serde_json::from_str::<Value>(&text).is_ok_and(|v| v.get("platform").and_then(Value::as_str) == Some("native")) {
+        anyhow::bail!(
+            "invalid run record {}: it is a native run's (platform native), measured on real threads, which no rerun \
+             can regenerate; allowed records of simulated runs (a study's runs/*.json, `finegrain run --json` of \
+             platform sim)",
+            path.display()
+        );
+    }
     let record: Record = serde_json::from_str(&text).with_context(|| {
-        format!("invalid run record {}: expected the JSON a study or `finegrain run --json` writes", path.display())
+        format!(
+            "invalid run record {}: expected the JSON a study, `finegrain run --json` or `finegrain fetch-add --json` \
+             writes for a simulated run",
+            path.display()
+        )
     })?;
     record.config.validate()?;
     if !record.stats.get("sim_cycles").is_some_and(Value::is_u64) {

@@ -221,7 +221,7 @@ pub fn load(src: &Source) -> Result<Experiment> {
     }
     e.full.validate("full")?;
     e.quick.validate("quick")?;
-    MachineConfig::load(&e.preset)?;
+    MachineConfig::load(&src.preset(&e.preset))?;
     Ok(e)
 }
 
@@ -230,7 +230,7 @@ pub fn load(src: &Source) -> Result<Experiment> {
 pub fn reproduce(src: &Source, quick: bool, out: &Path) -> Result<PathBuf> {
     let exp = load(src)?;
     let grid = if quick { &exp.quick } else { &exp.full };
-    let machine = MachineConfig::load(&exp.preset)?;
+    let machine = MachineConfig::load(&src.preset(&exp.preset))?;
     let started = Instant::now();
     let mut lmin = BTreeMap::new();
     for &p in &grid.protocols {
@@ -254,7 +254,7 @@ pub fn reproduce(src: &Source, quick: bool, out: &Path) -> Result<PathBuf> {
     let report =
         render_report(&exp, src, mode, grid, &machine, &lmin, &records, &verdicts, &sensitivity, &figures, started);
     let report_path = out.join("report.md");
-    std::fs::write(&report_path, report)?;
+    std::fs::write(&report_path, report).with_context(|| format!("writing {}", report_path.display()))?;
     Ok(report_path)
 }
 
@@ -940,7 +940,7 @@ fn render_report(
         exp.preset,
         exp.seed,
         records.len(),
-        exp.name
+        src.arg
     );
     let _ = writeln!(s, "## Claims\n");
     for v in verdicts {

@@ -513,7 +513,7 @@ fn rerun_refuses_records_it_cannot_compare_or_run() {
     one_node["config"]["topology"]["nodes"] = 1.into();
     let p = d.join("one-node.json");
     std::fs::write(&p, one_node.to_string()).unwrap();
-    assert_one_line_error(&["rerun", p.to_str().unwrap()], &["invalid nodes = 1: allowed 2 or more"]);
+    assert_one_line_error(&["rerun", p.to_str().unwrap()], &["invalid nodes = 1: allowed 2..=4096"]);
     let f = d.join("fetch-add.json");
     let out = finegrain(&["fetch-add", "--requests-per-thread", "2", "--json", f.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

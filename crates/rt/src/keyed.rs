@@ -166,6 +166,8 @@ struct Dispatch {
     pdq: Pdq<u32>,
     fifo: VecDeque<(SyncKey, u32)>,
     free: Vec<u32>,
+    /// A thread found no free buffer and now waits for the change count.
+    full_seen: bool,
 }
 
 impl Dispatch {
@@ -201,6 +203,7 @@ impl KeyedQueue {
             pdq: Pdq::new(window),
             fifo: VecDeque::with_capacity(window),
             free: (0..window as u32).rev().collect(),
+            full_seen: false,
         };
         Ok(KeyedQueue {
             discipline,
@@ -261,6 +264,7 @@ impl KeyedQueue {
             }
             let changes = self.changes.load(Ordering::Relaxed);
             if d.free.is_empty() {
+                d.full_seen = true;
                 return Err(Idle { changes, full: true });
             }
             drop(d);
@@ -294,6 +298,7 @@ impl KeyedQueue {
             self.finish(d, e);
         }
         if was_full && batch.len > 0 {
+            d.full_seen = false;
             self.changes.fetch_add(1, Ordering::Release);
         }
         batch.len = 0;
@@ -389,14 +394,26 @@ impl KeyedQueue {
                 _ => d.fifo.push_back((key, slot)),
             }
         }
-        for &slot in &slots[decoded..reserved] {
-            d.free.push(slot);
-        }
+        self.return_unused(&mut d, &slots[decoded..reserved]);
         if decoded > 0 {
             self.queued.fetch_add(decoded, Ordering::Relaxed);
             self.fill(&mut d, batch);
         }
         Some(decoded)
+    }
+
+    /// Puts buffers an ingest reserved but did not fill back on the free
+    /// list. A thread that looked while the ingest held every free buffer
+    /// saw a full window and waits for the change count alone, so giving
+    /// room back then bumps it: otherwise a message arriving meanwhile would
+    /// wait until some handler finished. (Only then: a bump on every empty
+    /// poll would keep idle threads retrying each other's polls.)
+    fn return_unused(&self, d: &mut Dispatch, unused: &[u32]) {
+        if !unused.is_empty() && d.full_seen {
+            d.full_seen = false;
+            self.changes.fetch_add(1, Ordering::Release);
+        }
+        d.free.extend_from_slice(unused);
     }
 
     /// Spin-lock discipline: the lock a handler with `key` must hold.
@@ -501,6 +518,31 @@ mod tests {
             assert!(idle.worth_retrying(&q, || peek.ready()), "the window has room and a message waits");
             q.next(&inbox, NodeId(0), &mut w).unwrap();
             assert_eq!(q.message(w.entries()[0]).token, 99);
+            q.complete(&mut w);
+        }
+    }
+
+    /// An ingest reserves every free buffer before it looks at the rings; a
+    /// thread looking meanwhile finds the window full. If the ingest decodes
+    /// nothing, giving the buffers back must wake that thread, or a message
+    /// arriving later waits with nothing in service.
+    #[test]
+    fn an_ingest_that_decodes_nothing_wakes_threads_that_found_the_window_full() {
+        let (mut p, c) = ring(64);
+        let inbox = [UnsafeCell::new(c)];
+        let q = KeyedQueue::new(Discipline::Pdq, 4).unwrap();
+        let reserved: Vec<u32> = std::mem::take(&mut q.dispatch.lock().free);
+        let mut w = Batch::default();
+        // SAFETY: as above.
+        unsafe {
+            let idle = q.next(&inbox, NodeId(0), &mut w).unwrap_err();
+            assert!(idle.full, "every buffer is reserved");
+            q.return_unused(&mut q.dispatch.lock(), &reserved);
+            send(&mut p, SyncKey::NoSync, 5);
+            let peek = (*inbox[0].get()).peeker();
+            assert!(idle.worth_retrying(&q, || peek.ready()), "room again and a message waits");
+            q.next(&inbox, NodeId(0), &mut w).unwrap();
+            assert_eq!(q.message(w.entries()[0]).token, 5);
             q.complete(&mut w);
         }
     }

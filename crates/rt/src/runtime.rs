@@ -73,16 +73,26 @@ pub struct RtOutput<T> {
 /// interrupt context) and turned into messages after the run.
 #[derive(Default)]
 struct Failure {
-    /// 0 none, 1 panicked, 2 returned an error, 3 did not reply, 4 unknown handler.
+    /// 0 none, 1 panicked, 2 returned an error, 3 did not reply, 4 unknown
+    /// handler, 5 an application failed.
     kind: AtomicU8,
     handler: AtomicU32,
     error: Mutex<Option<AmError>>,
+    /// Node and thread (high and low 32 bits) of a FAIL_APP.
+    app: AtomicU64,
 }
 
 const FAIL_PANIC: u8 = 1;
 const FAIL_ERROR: u8 = 2;
 const FAIL_NO_REPLY: u8 = 3;
 const FAIL_UNKNOWN: u8 = 4;
+/// An application returned an error or panicked; its own outcome says why.
+const FAIL_APP: u8 = 5;
+
+/// What a request or send still in progress returns once the run failed.
+fn run_aborted() -> AmError {
+    AmError::Aborted("the run stopped: a handler or another thread failed".into())
+}
 
 /// A compute thread's reply mailbox: the reply handler (on whichever thread
 /// acts as PP) fills it and publishes the token; the waiting thread reads
@@ -261,9 +271,29 @@ impl Cluster {
         self.failure.kind.load(Ordering::Relaxed) != 0
     }
 
+    /// Application `(node, thread)` failed: every other thread stops too
+    /// (requests in flight may never be answered). Only the first failure
+    /// is reported; a handler failure seen before it takes precedence.
+    fn fail_app(&self, node: u32, thread: u32) {
+        if self.failure.kind.compare_exchange(0, FAIL_APP, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+            self.failure.handler.store(0, Ordering::Relaxed);
+            self.failure.app.store((node as u64) << 32 | thread as u64, Ordering::Release);
+        }
+        self.shutdown.store(true, Ordering::Release);
+    }
+
+    /// The application whose failure stopped the run, if one did.
+    fn failed_app(&self) -> Option<(u32, u32)> {
+        if self.failure.kind.load(Ordering::Acquire) != FAIL_APP {
+            return None;
+        }
+        let v = self.failure.app.load(Ordering::Acquire);
+        Some(((v >> 32) as u32, v as u32))
+    }
+
     fn failure_error(&self) -> Option<RtError> {
         let kind = self.failure.kind.load(Ordering::Acquire);
-        if kind == 0 {
+        if kind == 0 || kind == FAIL_APP {
             return None;
         }
         let id = HandlerId(self.failure.handler.load(Ordering::Relaxed) as u16);
@@ -605,7 +635,7 @@ impl ThreadCtx {
         self.wait_for(c, token);
         self.exit();
         if cl.failed() {
-            return Err(AmError::Aborted("a handler failed".into()));
+            return Err(run_aborted());
         }
         Ok(f(c))
     }
@@ -696,7 +726,7 @@ impl ThreadCtx {
             self.flush_spill();
             if cl.failed() {
                 self.exit();
-                return Err(AmError::Aborted("a handler failed".into()));
+                return Err(run_aborted());
             }
             if cl.cfg.policy.compute_procs_handle() {
                 self.poll_as_pp();
@@ -1029,7 +1059,6 @@ impl HandlerCtx for RtHandlerCtx<'_> {
     }
 
     fn reply_bytes(&mut self, handler: HandlerId, args: Args, data: &[u8]) -> Result<(), AmError> {
-        self.guard.admit_reply()?;
         let m = self.msg;
         // Token 0 marks a one-way message: no thread waits for a reply, so
         // completing one would write a completion slot its owner may be
@@ -1040,6 +1069,9 @@ impl HandlerCtx for RtHandlerCtx<'_> {
         if data.len() > MAX_PAYLOAD {
             return Err(AmError::Aborted(format!("reply payload of {} bytes exceeds {MAX_PAYLOAD}", data.len())));
         }
+        // Counted only once it will be sent: a refused reply is no reply,
+        // and the handler may still send a valid one.
+        self.guard.admit_reply()?;
         self.thread.send(
             m.src_node.0,
             &Outgoing {
@@ -1421,6 +1453,15 @@ where
                         let registration = interrupt::Registration::new(&ctx);
                         let proc = RtProc { ctx: ctx.clone() };
                         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| block_on(spawn(proc))));
+                        let result = match outcome {
+                            Ok(Ok(v)) => Ok(v),
+                            Ok(Err(e)) => Err(RtError::App { node: n, thread: l, error: e }),
+                            Err(_) => Err(RtError::AppPanic { node: n, thread: l }),
+                        };
+                        if result.is_err() {
+                            // Others may wait for replies that will never come.
+                            cluster.fail_app(n, l);
+                        }
                         // Stay available as PP for the others once done.
                         cluster.node(n).running.fetch_sub(1, Ordering::AcqRel);
                         finished.fetch_add(1, Ordering::AcqRel);
@@ -1429,14 +1470,6 @@ where
                         }
                         drop(registration);
                         let times = ctx.stats.times(n, l, true);
-                        let result = match outcome {
-                            Ok(Ok(v)) => Ok(v),
-                            Ok(Err(e)) => Err(RtError::App { node: n, thread: l, error: e }),
-                            Err(_) => Err(RtError::AppPanic { node: n, thread: l }),
-                        };
-                        if result.is_err() {
-                            cluster.shutdown.store(true, Ordering::Release);
-                        }
                         (n, l, result, times)
                     }));
                 } else {
@@ -1469,6 +1502,7 @@ where
     }
     let mut results = Vec::new();
     let mut threads = Vec::new();
+    let mut first_error = None;
     for (n, l, r, times) in outcomes {
         threads.push(times);
         if n == u32::MAX {
@@ -1476,9 +1510,15 @@ where
         }
         match r {
             Ok(v) => results.push(v),
-            Err(e) => return Err(e),
+            // The failure that stopped the run, not the aborts it caused.
+            Err(e) if cluster.failed_app() == Some((n, l)) => return Err(e),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
         }
-        let _ = l;
+    }
+    if let Some(e) = first_error {
+        return Err(e);
     }
     let sum = |f: fn(&ThreadTimes) -> u64| threads.iter().map(f).sum();
     let stats = RtStats {

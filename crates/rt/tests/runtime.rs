@@ -215,6 +215,58 @@ fn a_silent_request_handler_is_an_error_not_a_hang() {
     assert!(e.contains("handler 'silent' failed: returned without replying"), "{e}");
 }
 
+/// An application that fails stops the run with its own error, under every
+/// policy: the other node's requests would never be answered (under Fixed
+/// its protocol thread stops), so waiting for them would hang.
+#[test]
+fn a_failing_application_stops_the_run_with_its_error() {
+    for policy in [Policy::Single, Policy::Fixed { protocol_procs: 1 }, Policy::Floating] {
+        let finished = finishes_within(60, move || {
+            let (table, request) = echo_table();
+            let ppn = if policy == Policy::Single { 1 } else { 2 };
+            let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: ppn }, policy);
+            cfg.segment_bytes = 1 << 14;
+            let e = run(&cfg, &table, |p| async move {
+                if p.node().0 == 0 {
+                    return Err(AmError::Aborted("app gives up".into()));
+                }
+                pinger(p, request, 1_000, 100_000).await
+            })
+            .unwrap_err()
+            .to_string();
+            // Each of node 0's threads fails; the first one reported.
+            assert!(
+                e.starts_with("node 0 thread ") && e.ends_with(" failed: the run was aborted: app gives up"),
+                "{policy:?}: {e}"
+            );
+        });
+        assert!(finished, "{policy:?}: the run did not stop within 60 s");
+    }
+}
+
+/// A reply the runtime refuses (too large a payload) is no reply: the
+/// handler may still send a valid one, which the requester receives.
+#[test]
+fn a_refused_reply_leaves_the_handler_free_to_reply() {
+    let finished = finishes_within(60, || {
+        let mut t = HandlerTable::new();
+        let reply = t.register(info("r"), |_, _| Ok(())).unwrap();
+        let request = t
+            .register(info("q"), move |ctx, _| {
+                assert!(ctx.reply_bytes(reply, Args::default(), &vec![0u8; 1 << 20]).is_err());
+                ctx.reply_bytes(reply, Args::default(), &[1, 2, 3])
+            })
+            .unwrap();
+        let cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 2 }, Policy::Fixed { protocol_procs: 1 });
+        let out = run(&cfg, &t, |p| async move {
+            p.request(NodeId((p.node().0 + 1) % 2), request, Args::default(), Payload::none()).await.map(|_| ())
+        })
+        .unwrap();
+        assert_eq!(out.stats.requests, 2);
+    });
+    assert!(finished, "the requester waited for ever");
+}
+
 #[test]
 fn fixed_protocol_threads_may_park_between_messages() {
     let (table, request) = echo_table();

@@ -628,8 +628,11 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     fn act_as_pp(&mut self, p: usize) {
         let n = self.procs[p].node;
         let server = self.procs[p].server;
-        if self.parallel && !self.procs[p].dedicated && self.has_own_work(p) && self.another_server_stays(p) {
-            // Another keeps serving: its own work comes first.
+        if self.has_own_work(p) && (self.idle_peer(p) || self.parallel && self.another_server_stays(p)) {
+            // It has work again and another processor serves or can take
+            // over, so waiting messages interrupt nobody: its own work comes
+            // first. Draining a queue that never empties at saturation would
+            // starve its thread.
             return self.start_release(p);
         }
         if let Some(slot) = self.nodes[n].rx.take(server) {
@@ -680,12 +683,13 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         if self.parallel && self.nodes[n].servers > 1 {
             return true; // nothing it could take waits, and others serve
         }
-        let peers = self.procs_of(n).filter(|&q| q != p);
-        if peers.clone().any(|q| self.can_act(q)) {
+        if self.idle_peer(p) {
             return true; // hand-off: the node keeps a protocol processor
         }
-        let peer_may_idle =
-            peers.clone().any(|q| self.procs[q].thread.is_some_and(|t| self.threads[t].state != ThreadState::Finished));
+        let peer_may_idle = self
+            .procs_of(n)
+            .filter(|&q| q != p)
+            .any(|q| self.procs[q].thread.is_some_and(|t| self.threads[t].state != ThreadState::Finished));
         if !peer_may_idle {
             return true; // nobody could ever take over
         }
@@ -703,6 +707,11 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 None => true,
             },
         }
+    }
+
+    /// Whether another processor of `p`'s node could take the role now.
+    fn idle_peer(&self, p: usize) -> bool {
+        self.procs_of(self.procs[p].node).any(|q| q != p && self.can_act(q))
     }
 
     fn has_own_work(&self, p: usize) -> bool {

@@ -116,6 +116,26 @@ fn relinquish_rules_trade_interrupts_for_hand_offs() {
     assert!(acquires(&handoff) > 0);
 }
 
+/// Under Floating at saturation messages always wait. An acting PP whose
+/// reply has arrived must still hand the role to an idle peer: if it drained
+/// the never-empty queue first, its own thread would starve.
+#[test]
+fn an_acting_pp_with_work_again_hands_the_role_to_an_idle_peer() {
+    let (table, request) = echo_table();
+    let cfg = config(Policy::Floating, 6, 4);
+    let out = simulate(&cfg, &table, |p| pinger(p, request, 400, 0)).unwrap();
+    let lat = &out.stats.request_latency;
+    // Six requests per node outstanding: a request waits for at most a few
+    // dozen handlers at each end, never for a whole other thread's run.
+    assert!(
+        lat.max_cycles < 40 * lat.min_cycles,
+        "a thread starved: latency {}..{} cycles (mean {:.0})",
+        lat.min_cycles,
+        lat.max_cycles,
+        lat.mean_cycles
+    );
+}
+
 #[test]
 fn charged_cycles_are_computed_before_the_next_step_and_at_the_end() {
     let (table, request) = echo_table();
