@@ -522,3 +522,85 @@ fn rerun_refuses_records_it_cannot_compare_or_run() {
     std::fs::write(&f, bad_skew.to_string()).unwrap();
     assert_one_line_error(&["rerun", f.to_str().unwrap()], &["expected skew {\"kind\": \"uniform\"}"]);
 }
+
+#[test]
+fn a_refused_run_leaves_an_existing_record_as_it_was() {
+    let d = temp_dir("keep-record");
+    run_json(&d, "good.json", "3");
+    let good = d.join("good.json");
+    let before = std::fs::read(&good).unwrap();
+    assert_one_line_error(&["run", "--json", good.to_str().unwrap(), "--policy", "bogus"], &["invalid policy = bogus"]);
+    assert_one_line_error(
+        &["fetch-add", "--json", good.to_str().unwrap(), "--platform", "bogus"],
+        &["invalid platform = bogus"],
+    );
+    assert_eq!(std::fs::read(&good).unwrap(), before, "the record was changed by a refused run");
+    let fresh = d.join("fresh.json");
+    assert_one_line_error(&["run", "--json", fresh.to_str().unwrap(), "--protocol", "x"], &["protocol"]);
+    assert!(!fresh.exists(), "a refused run left an empty record behind");
+}
+
+#[test]
+fn a_native_record_is_refused_by_rerun_with_the_reason() {
+    let d = temp_dir("rerun-native");
+    let p = d.join("native.json");
+    std::fs::write(&p, r#"{"platform": "native", "policy": "fixed", "stats": {}}"#).unwrap();
+    assert_one_line_error(&["rerun", p.to_str().unwrap()], &["native run", "no rerun can regenerate"]);
+}
+
+#[test]
+fn an_experiment_file_finds_its_preset_beside_it_and_its_report_says_how_to_rerun_it() {
+    let d = temp_dir("experiment-preset");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    std::fs::copy(format!("{root}/presets/hpca99.toml"), d.join("mine.toml")).unwrap();
+    let exp = std::fs::read_to_string(format!("{root}/experiments/pdq-micro.toml")).unwrap();
+    let exp = exp.replace("preset = \"hpca99\"", "preset = \"mine.toml\"");
+    assert!(exp.contains("preset = \"mine.toml\""), "the experiment names its preset");
+    let file = d.join("e.toml");
+    std::fs::write(&file, exp).unwrap();
+    let out_dir = d.join("out");
+    let out = Command::new(env!("CARGO_BIN_EXE_finegrain"))
+        .args(["reproduce", file.to_str().unwrap(), "--quick", "--out", out_dir.to_str().unwrap()])
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    let again = format!("`finegrain reproduce {} --quick --out DIR`", file.display());
+    assert!(report.contains(&again), "no '{again}' in the report");
+}
+
+#[test]
+fn a_study_refuses_an_output_it_could_not_write_before_running() {
+    let d = temp_dir("report-dir");
+    std::fs::create_dir_all(d.join("report.md")).unwrap();
+    assert_one_line_error(
+        &["reproduce", "pdq-micro", "--quick", "--out", d.to_str().unwrap()],
+        &["report.md: it is a directory"],
+    );
+}
+
+#[test]
+fn every_point_of_a_study_is_checked_before_it_runs() {
+    let d = temp_dir("mult-home-u");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let exp = std::fs::read_to_string(format!("{root}/experiments/pdq-micro.toml")).unwrap();
+    let line = exp.lines().find(|l| l.starts_with("mult_home_u")).expect("a mult_home_u line").to_string();
+    let file = d.join("e.toml");
+    std::fs::write(&file, exp.replace(&line, "mult_home_u = [0.9, 0.000001]")).unwrap();
+    assert_one_line_error(
+        &["reproduce", file.to_str().unwrap(), "--quick", "--out", d.join("out").to_str().unwrap()],
+        &["mult_home_u", "invalid home_u = 1e-6"],
+    );
+}
+
+#[test]
+fn a_flag_for_compute_time_replaces_the_files_choice() {
+    let d = temp_dir("u-over-cycles");
+    let file = d.join("run.toml");
+    std::fs::write(&file, "compute_cycles = 1000\nrequests_per_node = 20\n").unwrap();
+    let out = finegrain(&["run", "--config", file.to_str().unwrap(), "--u", "0.5"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_one_line_error(&["run", "--u", "0.9999999999"], &["invalid u = 0.9999999999", "allowed at most"]);
+    assert_one_line_error(&["run", "--nodes", "5000"], &["invalid nodes = 5000: allowed 2..=4096"]);
+}
