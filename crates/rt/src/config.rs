@@ -2,6 +2,11 @@
 
 use finegrain_core::{ConfigError, Discipline, Policy, Relinquish, Topology};
 
+/// Most OS threads a native run starts (every processor of every node).
+pub const MAX_THREADS: u64 = 1024;
+/// Most host memory a native run's rings and segments may take.
+pub const MAX_HOST_BYTES: u64 = 16 << 30;
+
 /// How a native cluster is laid out and behaves.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RtConfig {
@@ -88,6 +93,7 @@ impl RtConfig {
         if self.segment_bytes < 4096 || !self.segment_bytes.is_multiple_of(8) {
             return Err(ConfigError::invalid("segment_bytes", self.segment_bytes, "allowed a multiple of 8 from 4096"));
         }
+        self.check_size()?;
         if self.discipline.parallel() {
             crate::keyed::KeyedQueue::new(self.discipline, self.pdq_window)?;
             if self.policy == Policy::Single {
@@ -109,6 +115,38 @@ impl RtConfig {
                 "relinquish",
                 "adaptive",
                 "the native runtime supports eager and handoff (adaptive needs the simulator's interrupt-cost model)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// A native run starts one OS thread per processor and gives every
+    /// thread a ring to every node: refuse sizes the host could not hold
+    /// before any thread starts (a failed spawn or allocation midway would
+    /// abort the process).
+    fn check_size(&self) -> Result<(), ConfigError> {
+        let t = self.topology;
+        let threads = t.nodes as u64 * t.procs_per_node as u64;
+        if threads > MAX_THREADS {
+            return Err(ConfigError::invalid(
+                "topology",
+                format!("{} nodes x {} threads", t.nodes, t.procs_per_node),
+                format!("a native run starts one thread per processor, allowed at most {MAX_THREADS} in all"),
+            ));
+        }
+        let rings = threads * t.nodes as u64 * self.ring_slots as u64 * std::mem::size_of::<crate::ring::Slot>() as u64;
+        let segments = threads * self.segment_bytes as u64 * 2; // segments and protocol tables, roughly
+        let need = rings.saturating_add(segments);
+        if need > MAX_HOST_BYTES {
+            return Err(ConfigError::invalid(
+                "topology",
+                format!("{} nodes x {} threads", t.nodes, t.procs_per_node),
+                format!(
+                    "rings and segments would need {:.1} GiB, allowed at most {} GiB (use fewer nodes or threads, \
+                     fewer ring_slots or smaller segments)",
+                    need as f64 / (1u64 << 30) as f64,
+                    MAX_HOST_BYTES >> 30
+                ),
             ));
         }
         Ok(())

@@ -124,16 +124,20 @@ pub fn raise(thread: u64) {
 }
 
 /// What one signal costs the thread it interrupts when the handler has
-/// nothing to do (kernel entry, delivery, handler frame, return): thread A
-/// runs a fixed loop while thread B signals it `signals` times; the extra
-/// time A takes, divided by the signals, is the cost. Nanoseconds.
+/// nothing to do (kernel entry, delivery, handler frame, return), in
+/// nanoseconds. Thread A runs rounds of two equal chunks of fixed work
+/// (about 5 ms each): a quiet one, then one during which thread B signals
+/// it every 20 us. A round's cost is the busy chunk's extra time divided by
+/// the signals sent in it; the median over the rounds is returned, so one
+/// chunk disturbed by the machine does not decide it. `signals` (at least
+/// 20) sets how many are sent in all.
 pub fn bare_signal_cost(signals: u64) -> Result<f64, String> {
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
     // Held to the end: with no handler the signal's default action would
     // end the process.
     let _installed = install()?;
-    let spin = |iters: u64| {
+    let work = |iters: u64| {
         let t0 = crate::clock::Stamp::now();
         let mut x = 0u64;
         for i in 0..iters {
@@ -142,41 +146,74 @@ pub fn bare_signal_cost(signals: u64) -> Result<f64, String> {
         std::hint::black_box(x);
         t0.elapsed_ns()
     };
-    let ready = Arc::new(AtomicU64::new(0));
-    let done = Arc::new(AtomicBool::new(false));
-    let (r2, d2) = (ready.clone(), done.clone());
-    let iters = 200_000_000;
+    const SIGNAL_GAP_NS: f64 = 20_000.0;
+    const CHUNK_NS: f64 = 5_000_000.0;
+    let per_round = (CHUNK_NS / SIGNAL_GAP_NS) as u64;
+    let rounds = signals.max(20).div_ceil(per_round).max(5);
+    // The victim's pthread id (0 until known), and the phase: 2r + 1 while
+    // round r's busy chunk runs, even otherwise, u64::MAX when finished.
+    let target = Arc::new(AtomicU64::new(0));
+    let phase = Arc::new(AtomicU64::new(0));
+    let (t2, p2) = (target.clone(), phase.clone());
     let victim = std::thread::spawn(move || {
         crate::runtime::pin_to(0);
-        let quiet = spin(iters); // no context registered: the handler returns at once
-        r2.store(current_thread(), Ordering::Release);
-        let busy = spin(iters);
-        d2.store(true, Ordering::Release);
-        (quiet, busy)
+        t2.store(current_thread(), Ordering::Release);
+        // Size a chunk from one timed run (no context registered: the
+        // handler returns at once).
+        let probe = 2_000_000;
+        let iters = ((probe as f64) * CHUNK_NS / work(probe).max(1) as f64) as u64;
+        let mut pairs = Vec::new();
+        for r in 0..rounds {
+            let quiet = work(iters);
+            p2.store(2 * r + 1, Ordering::Release);
+            let busy = work(iters);
+            p2.store(2 * r + 2, Ordering::Release);
+            pairs.push((quiet, busy));
+        }
+        p2.store(u64::MAX, Ordering::Release);
+        pairs
     });
     let signaler = std::thread::spawn(move || {
-        let target = loop {
-            let t = ready.load(Ordering::Acquire);
+        let victim = loop {
+            let t = target.load(Ordering::Acquire);
             if t != 0 {
                 break t;
             }
             std::thread::yield_now();
         };
         crate::runtime::pin_to(1 % crate::runtime::online_cores());
-        let mut sent = 0;
-        while !done.load(Ordering::Acquire) && sent < signals {
-            raise(target);
-            sent += 1;
-            let t = crate::clock::Stamp::now().plus_ns(20_000.0);
-            while !t.reached() {
+        let mut sent = vec![0u64; rounds as usize];
+        loop {
+            let now = phase.load(Ordering::Acquire);
+            if now == u64::MAX {
+                break;
+            }
+            if now % 2 == 1 {
+                raise(victim);
+                sent[(now / 2) as usize] += 1;
+                let t = crate::clock::Stamp::now().plus_ns(SIGNAL_GAP_NS);
+                while !t.reached() {
+                    std::hint::spin_loop();
+                }
+            } else {
                 std::hint::spin_loop();
             }
         }
         sent
     });
     let sent = signaler.join().map_err(|_| "signaling thread panicked".to_string())?;
-    let (quiet, busy) = victim.join().map_err(|_| "victim thread panicked".to_string())?;
-    Ok(busy.saturating_sub(quiet) as f64 / sent.max(1) as f64)
+    let pairs = victim.join().map_err(|_| "victim thread panicked".to_string())?;
+    let mut costs: Vec<f64> = pairs
+        .iter()
+        .zip(&sent)
+        .filter(|(_, &n)| n > 0)
+        .map(|(&(quiet, busy), &n)| (busy as f64 - quiet as f64) / n as f64)
+        .collect();
+    if costs.is_empty() {
+        return Err("no signal reached the measuring thread".into());
+    }
+    costs.sort_by(f64::total_cmp);
+    Ok(costs[costs.len() / 2].max(0.0))
 }
 
 /// Makes the calling thread's context reachable from the signal handler

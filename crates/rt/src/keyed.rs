@@ -306,9 +306,12 @@ impl KeyedQueue {
 
     /// Takes up to a batch of entries that may run into `batch`; true if
     /// any. The caller holds the dispatch lock (`d`). Under PDQ the batch
-    /// may hold runs of one key (see [`Pdq::dispatch_batch`]): the thread
-    /// runs its entries in order, so a key's handlers still run one at a
-    /// time in arrival order, and a hot key costs one visit per batch.
+    /// holds entries of several keys, nosync ones and runs of one key (see
+    /// [`Pdq::dispatch_batch`]): the thread runs them in order, so a key's
+    /// handlers still run one at a time in arrival order, and a hot key
+    /// costs one visit per batch. The price: an entry waits behind the
+    /// batch's earlier handlers even if another thread is idle (README,
+    /// "How a thread takes work").
     fn fill(&self, d: &mut Dispatch, batch: &mut Batch) -> bool {
         let room = self.batch_cap - batch.len;
         match self.discipline {

@@ -42,7 +42,7 @@ const META_MASK: u64 = (1 << META_BITS) - 1;
 
 /// One cache line.
 #[repr(C, align(64))]
-struct Slot {
+pub(crate) struct Slot {
     header: AtomicU64,
     data: [AtomicU64; SLOT_DATA_WORDS],
 }
