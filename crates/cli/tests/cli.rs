@@ -437,6 +437,14 @@ fn sizes_beyond_what_a_run_can_finish_are_refused() {
             vec!["run", "--nodes", "4096", "--procs-per-node", "64", "--policy", "floating"],
             "invalid topology = 4096 nodes x 64 processors: at most 16 GiB of simulated caches",
         ),
+        (
+            vec!["run", "--platform", "native", "--nodes", "4096", "--procs-per-node", "64"],
+            "invalid topology = 4096 nodes x 64 threads: a native run starts one thread per processor",
+        ),
+        (
+            vec!["run", "--platform", "native", "--nodes", "1024", "--procs-per-node", "1", "--policy", "single"],
+            "rings and segments would need",
+        ),
         (vec!["run", "--json", "/nonexistent-dir/run.json"], "cannot write the record to /nonexistent-dir/run.json"),
         (vec!["fetch-add", "--json", "/nonexistent-dir/f.json"], "cannot write the record to /nonexistent-dir/f.json"),
     ] {
