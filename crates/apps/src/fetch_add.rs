@@ -116,7 +116,6 @@ pub struct FetchAddConfig {
     pub requests_per_thread: u64,
     /// Mean of the exponentially distributed computation a requester does
     /// before each request (0: back to back).
-    #[serde(default)]
     pub think_cycles: f64,
     /// Target compute utilization of the home node's threads, in [0, 1].
     pub home_u: f64,

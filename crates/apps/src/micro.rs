@@ -78,7 +78,6 @@ pub struct MicroConfig {
     pub requests_per_node: u64,
     /// Only thread 0 of node 0 issues requests (the idle-machine round trip
     /// used for calibration).
-    #[serde(default)]
     pub single_requester: bool,
 }
 

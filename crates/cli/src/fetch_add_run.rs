@@ -52,7 +52,7 @@ pub struct FetchAddArgs {
     /// Compute processors per node [default: 8].
     #[arg(long)]
     pub compute_procs: Option<u32>,
-    /// Handler instructions besides its accesses [default: 150].
+    /// Handler instructions besides its accesses [default: 97, as in the pdq-micro study].
     #[arg(long)]
     pub handler_cycles: Option<u64>,
     /// Requests each requester thread sends [default: 1500].
@@ -176,7 +176,7 @@ pub fn run(args: FetchAddArgs) -> Result<()> {
     let workload = FetchAddConfig {
         keys: a.keys.unwrap_or(4096),
         skew: KeySkew::parse(a.skew.as_deref().unwrap_or("uniform")).map_err(anyhow::Error::msg)?,
-        handler_cycles: a.handler_cycles.unwrap_or(150),
+        handler_cycles: a.handler_cycles.unwrap_or(97),
         sequential_fraction: a.sequential_fraction.unwrap_or(0.0),
         requests_per_thread: a.requests_per_thread.unwrap_or(1500),
         think_cycles: a.think_cycles.unwrap_or(0.0),

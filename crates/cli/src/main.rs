@@ -549,26 +549,31 @@ fn main_inner() -> Result<()> {
         Command::Rerun { record, json } => rerun(&record, json),
         Command::Calibrate { preset } => calibrate(&preset),
         Command::Bench { what: BenchCommand::Pingpong { quick, json } } => {
+            experiment::check_writable(json.as_deref())?;
             let rows = native_bench::pingpong(effort(quick))?;
             native_bench::print_pingpong(&rows);
             write_json(json, &rows)
         }
         Command::Bench { what: BenchCommand::Rate { quick, json } } => {
+            experiment::check_writable(json.as_deref())?;
             let row = native_bench::rate(effort(quick))?;
             native_bench::print_rate(&row);
             write_json(json, &row)
         }
         Command::Bench { what: BenchCommand::Interrupt { quick, json } } => {
+            experiment::check_writable(json.as_deref())?;
             let row = native_bench::interrupt(quick)?;
             native_bench::print_interrupt(&row);
             write_json(json, &row)
         }
         Command::Bench { what: BenchCommand::Pdq { quick, json } } => {
+            experiment::check_writable(json.as_deref())?;
             let rows = native_bench::pdq(effort(quick))?;
             native_bench::print_pdq(&rows);
             write_json(json, &rows)
         }
         Command::Bench { what: BenchCommand::Sim { rounds, requests_per_node, json } } => {
+            experiment::check_writable(json.as_deref())?;
             let rows = bench::sim(rounds, requests_per_node)?;
             bench::print_sim(&rows);
             write_json(json, &rows)

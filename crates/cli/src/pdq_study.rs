@@ -145,7 +145,8 @@ impl Grid {
                 self.requests_per_thread
             );
         }
-        if let Some(u) = self.mult_home_u.iter().find(|u| !(0.0..=1.0).contains(*u)) {
+        // -0 would name its runs "-0.00".
+        if let Some(u) = self.mult_home_u.iter().find(|u| !(0.0..=1.0).contains(*u) || u.is_sign_negative()) {
             bail!("invalid {} = {}: allowed 0..=1", field("mult_home_u"), shown(*u));
         }
         check_distinct_decimals(&field("mult_home_u"), &self.mult_home_u, 2)?;
@@ -167,7 +168,7 @@ impl Grid {
         if self.mult_sweep_procs == 0 || self.mult_sweep_procs > compute_procs {
             bail!("invalid {} = {}: allowed 1..={compute_procs}", field("mult_sweep_procs"), self.mult_sweep_procs);
         }
-        if let Some(f) = self.sequential_fractions.iter().find(|f| !(0.0..=1.0).contains(*f)) {
+        if let Some(f) = self.sequential_fractions.iter().find(|f| !(0.0..=1.0).contains(*f) || f.is_sign_negative()) {
             bail!("invalid {} = {}: allowed 0..=1", field("sequential_fractions"), shown(*f));
         }
         check_distinct_decimals(&field("sequential_fractions"), &self.sequential_fractions, 3)?;
