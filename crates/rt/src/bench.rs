@@ -482,14 +482,15 @@ pub fn keyed_dispatch(keys: u64, work: u32, effort: Effort) -> Result<KeyedRow, 
                     barrier.wait();
                     beg.store(Stamp::now().ticks(), Ordering::Relaxed);
                     if v == Variant::Single {
-                        // The serial runtime's drain: rings round-robin, no lock.
-                        let mut i = 0;
-                        while handled.load(Ordering::Relaxed) < per_round {
+                        // The serial runtime's drain: rings round-robin, no lock,
+                        // and (alone) no shared count to keep.
+                        let (mut i, mut done) = (0, 0);
+                        while done < per_round {
                             // SAFETY: the only thread of this round.
                             let c = unsafe { &mut *inbox.0[i].get() };
                             if c.try_pop(|r| crate::codec::decode(r, NodeId(0), &mut scratch)).is_some() {
                                 fetch_add_handler(words, &scratch, work);
-                                handled.fetch_add(1, Ordering::Relaxed);
+                                done += 1;
                             }
                             i = (i + 1) % BENCH_SENDERS;
                         }

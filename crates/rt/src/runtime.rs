@@ -74,7 +74,7 @@ pub struct RtOutput<T> {
 #[derive(Default)]
 struct Failure {
     /// 0 none, 1 panicked, 2 returned an error, 3 did not reply, 4 unknown
-    /// handler, 5 an application failed.
+    /// handler, 5 an application failed, 6 a thread could not start.
     kind: AtomicU8,
     handler: AtomicU32,
     error: Mutex<Option<AmError>>,
@@ -88,6 +88,8 @@ const FAIL_NO_REPLY: u8 = 3;
 const FAIL_UNKNOWN: u8 = 4;
 /// An application returned an error or panicked; its own outcome says why.
 const FAIL_APP: u8 = 5;
+/// A thread of the run could not be started.
+const FAIL_SETUP: u8 = 6;
 
 /// What a request or send still in progress returns once the run failed.
 fn run_aborted() -> AmError {
@@ -282,6 +284,12 @@ impl Cluster {
         self.shutdown.store(true, Ordering::Release);
     }
 
+    /// A thread could not be started: those already running stop.
+    fn fail_setup(&self) {
+        let _ = self.failure.kind.compare_exchange(0, FAIL_SETUP, Ordering::AcqRel, Ordering::Relaxed);
+        self.shutdown.store(true, Ordering::Release);
+    }
+
     /// The application whose failure stopped the run, if one did.
     fn failed_app(&self) -> Option<(u32, u32)> {
         if self.failure.kind.load(Ordering::Acquire) != FAIL_APP {
@@ -293,7 +301,7 @@ impl Cluster {
 
     fn failure_error(&self) -> Option<RtError> {
         let kind = self.failure.kind.load(Ordering::Acquire);
-        if kind == 0 || kind == FAIL_APP {
+        if kind == 0 || kind == FAIL_APP || kind == FAIL_SETUP {
             return None;
         }
         let id = HandlerId(self.failure.handler.load(Ordering::Relaxed) as u16);
@@ -1433,57 +1441,71 @@ where
     let finished = AtomicU32::new(0);
     let total_compute = cfg.topology.nodes * compute;
     let mut producers = producers.into_iter();
+    let mut setup_error = None;
     let outcomes: Vec<(u32, u32, Result<T, RtError>, ThreadTimes)> = std::thread::scope(|s| {
         let mut compute_handles = Vec::new();
         let mut pp_handles = Vec::new();
-        for n in 0..cfg.topology.nodes {
+        'start: for n in 0..cfg.topology.nodes {
             for l in 0..ppn {
                 let prods = producers.next().expect("one producer set per thread");
                 let cluster = &cluster;
                 let finished = &finished;
                 let spawn = &spawn;
                 let core = (n * ppn + l) as usize % cores;
-                if l < compute {
-                    compute_handles.push(s.spawn(move || {
-                        if cluster.cfg.pin {
-                            pin_to(core);
-                        }
-                        let ctx = make_ctx(cluster, prods, n, l);
-                        cluster.node(n).pthreads[l as usize].store(interrupt::current_thread(), Ordering::Release);
-                        let registration = interrupt::Registration::new(&ctx);
-                        let proc = RtProc { ctx: ctx.clone() };
-                        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| block_on(spawn(proc))));
-                        let result = match outcome {
-                            Ok(Ok(v)) => Ok(v),
-                            Ok(Err(e)) => Err(RtError::App { node: n, thread: l, error: e }),
-                            Err(_) => Err(RtError::AppPanic { node: n, thread: l }),
-                        };
-                        if result.is_err() {
-                            // Others may wait for replies that will never come.
-                            cluster.fail_app(n, l);
-                        }
-                        // Stay available as PP for the others once done.
-                        cluster.node(n).running.fetch_sub(1, Ordering::AcqRel);
-                        finished.fetch_add(1, Ordering::AcqRel);
-                        if cluster.cfg.policy.compute_procs_handle() {
-                            ctx.serve(|| all_done(cluster, n, finished, total_compute));
-                        }
-                        drop(registration);
-                        let times = ctx.stats.times(n, l, true);
-                        (n, l, result, times)
-                    }));
+                let builder = std::thread::Builder::new().name(format!("fg-n{n}-t{l}"));
+                let spawned = if l < compute {
+                    builder
+                        .spawn_scoped(s, move || {
+                            if cluster.cfg.pin {
+                                pin_to(core);
+                            }
+                            let ctx = make_ctx(cluster, prods, n, l);
+                            cluster.node(n).pthreads[l as usize].store(interrupt::current_thread(), Ordering::Release);
+                            let registration = interrupt::Registration::new(&ctx);
+                            let proc = RtProc { ctx: ctx.clone() };
+                            let outcome =
+                                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| block_on(spawn(proc))));
+                            let result = match outcome {
+                                Ok(Ok(v)) => Ok(v),
+                                Ok(Err(e)) => Err(RtError::App { node: n, thread: l, error: e }),
+                                Err(_) => Err(RtError::AppPanic { node: n, thread: l }),
+                            };
+                            if result.is_err() {
+                                // Others may wait for replies that will never come.
+                                cluster.fail_app(n, l);
+                            }
+                            // Stay available as PP for the others once done.
+                            cluster.node(n).running.fetch_sub(1, Ordering::AcqRel);
+                            finished.fetch_add(1, Ordering::AcqRel);
+                            if cluster.cfg.policy.compute_procs_handle() {
+                                ctx.serve(|| all_done(cluster, n, finished, total_compute));
+                            }
+                            drop(registration);
+                            let times = ctx.stats.times(n, l, true);
+                            (n, l, result, times)
+                        })
+                        .map(|h| compute_handles.push(h))
                 } else {
-                    pp_handles.push(s.spawn(move || {
-                        if cluster.cfg.pin {
-                            pin_to(core);
-                        }
-                        if let Ok(mut t) = cluster.node(n).pp_threads.lock() {
-                            t.push(std::thread::current());
-                        }
-                        let ctx = make_ctx(cluster, prods, n, l);
-                        ctx.serve(|| all_done(cluster, n, finished, total_compute));
-                        ctx.stats.times(n, l, false)
-                    }));
+                    builder
+                        .spawn_scoped(s, move || {
+                            if cluster.cfg.pin {
+                                pin_to(core);
+                            }
+                            if let Ok(mut t) = cluster.node(n).pp_threads.lock() {
+                                t.push(std::thread::current());
+                            }
+                            let ctx = make_ctx(cluster, prods, n, l);
+                            ctx.serve(|| all_done(cluster, n, finished, total_compute));
+                            ctx.stats.times(n, l, false)
+                        })
+                        .map(|h| pp_handles.push(h))
+                };
+                if let Err(e) = spawned {
+                    // The threads already running would wait for this one
+                    // for ever: stop them.
+                    setup_error = Some(format!("cannot start thread {l} of node {n}: {e}"));
+                    cluster.fail_setup();
+                    break 'start;
                 }
             }
         }
@@ -1497,6 +1519,9 @@ where
         out
     });
     let wall_ns = started.elapsed_ns();
+    if let Some(e) = setup_error {
+        return Err(RtError::Setup(e));
+    }
     if let Some(e) = cluster.failure_error() {
         return Err(e);
     }
