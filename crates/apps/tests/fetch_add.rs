@@ -155,23 +155,30 @@ fn mult_serves_even_when_every_idle_period_is_shorter_than_taking_the_role() {
     // role used to leave for their own work, each because another was
     // serving, so no message was ever handled. One-cycle bursts, and
     // near-free interrupts, make every idle period that short.
+    // A processor whose own work came back also used to hand the role to a
+    // peer whose thread was only pausing, which did the same in turn.
     let quick_wakeups = move |interrupt_cycles: u64, home_u: f64, burst: f64, discipline: Discipline| {
         move || {
-            let mut cfg = sim(Policy::Floating, 4, discipline, PpKind::Smp, Some(4));
+            let servers = if discipline == Discipline::Serial { None } else { Some(4) };
+            let mut cfg = sim(Policy::Floating, 4, discipline, PpKind::Smp, servers);
             cfg.machine.interrupt.overhead_cycles = interrupt_cycles;
             let w = FetchAddConfig {
-                requests_per_thread: 2,
+                requests_per_thread: 20,
                 home_u,
                 home_burst_cycles: burst,
                 ..workload(2, KeySkew::Uniform)
             };
             let out = fetch_add::simulate(&cfg, &w).unwrap();
-            assert_eq!(fetch_add::home_measures(&cfg.machine, &out).requests, 2 * 4 * 2);
+            assert_eq!(fetch_add::home_measures(&cfg.machine, &out).requests, 2 * 4 * 20);
         }
     };
-    for (interrupt_cycles, home_u, burst, discipline) in
-        [(200, 0.0, 1.0, Discipline::SpinLock), (200, 0.0, 2.0, Discipline::Pdq), (1, 0.5, 1000.0, Discipline::Pdq)]
-    {
+    for (interrupt_cycles, home_u, burst, discipline) in [
+        (200, 0.0, 1.0, Discipline::SpinLock),
+        (200, 0.0, 2.0, Discipline::Pdq),
+        (1, 0.5, 1000.0, Discipline::Pdq),
+        (200, 0.0, 1.0, Discipline::Serial),
+        (200, 0.0, 1.0, Discipline::Pdq),
+    ] {
         assert!(
             returns_within(60, quick_wakeups(interrupt_cycles, home_u, burst, discipline)),
             "Oint {interrupt_cycles}, home U {home_u}, bursts of {burst} cycles, {discipline:?}: the run did not end"

@@ -86,20 +86,26 @@ pub fn write_json<T: serde::Serialize + ?Sized>(path: &Path, value: &T) -> Resul
 }
 
 /// Fails now, before a run, if the record could not be written to `path`
-/// afterwards. An existing file is opened without truncation and a new one
-/// is removed again, so a run refused later leaves the file as it was.
+/// afterwards, without touching `path`: an existing file is opened for
+/// writing without truncation; otherwise a scratch file is made and removed
+/// in its directory. So a run refused later leaves everything as it was.
 pub fn check_writable(path: Option<&Path>) -> Result<()> {
     let Some(p) = path else { return Ok(()) };
-    let existed = p.exists();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(p)
-        .with_context(|| format!("cannot write the record to {}", p.display()))?;
-    if !existed {
-        std::fs::remove_file(p).with_context(|| format!("cannot write the record to {}", p.display()))?;
+    let fail = |e: std::io::Error| anyhow::anyhow!("cannot write the record to {}: {e}", p.display());
+    if p.is_dir() {
+        bail!("cannot write the record to {}: it is a directory", p.display());
     }
+    if p.exists() {
+        std::fs::OpenOptions::new().write(true).open(p).map_err(fail)?;
+        return Ok(());
+    }
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let probe = dir.join(format!(".finegrain-write-check-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(fail)?;
+    std::fs::remove_file(&probe).map_err(fail)?;
     Ok(())
 }
 

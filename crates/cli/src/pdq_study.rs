@@ -234,9 +234,10 @@ pub fn load(src: &Source) -> Result<Experiment> {
     // Every workload point must be valid before hours are spent on others.
     for (table, grid) in [("full", &e.full), ("quick", &e.quick)] {
         for s in plan(&e, grid) {
-            run_workload(&e, grid, &s)
-                .validate(&machine, e.compute_procs)
-                .map_err(|err| anyhow::anyhow!("invalid {table}.{} (run {}): {err}", s.sweep.field(), s.id()))?;
+            run_workload(&e, grid, &s).validate(&machine, e.compute_procs).map_err(|err| match s.sweep.field() {
+                Some(f) => anyhow::anyhow!("invalid {table}.{f} (run {}): {err}", s.id()),
+                None => anyhow::anyhow!("invalid experiment (run {}): {err}", s.id()),
+            })?;
         }
     }
     Ok(e)
@@ -257,13 +258,13 @@ pub enum Sweep {
 }
 
 impl Sweep {
-    /// The experiment field whose values make this sweep's runs.
-    fn field(self) -> &'static str {
+    /// The grid field whose values make this sweep's runs (the main grid's
+    /// runs take the experiment's own workload fields).
+    fn field(self) -> Option<&'static str> {
         match self {
-            Sweep::Main => "keys",
-            Sweep::MultHomeU => "mult_home_u",
-            Sweep::Sequential => "sequential_fractions",
-            Sweep::Sensitivity => "sensitivity",
+            Sweep::Main | Sweep::Sensitivity => None,
+            Sweep::MultHomeU => Some("mult_home_u"),
+            Sweep::Sequential => Some("sequential_fractions"),
         }
     }
 }

@@ -134,8 +134,10 @@ impl RtConfig {
                 format!("a native run starts one thread per processor, allowed at most {MAX_THREADS} in all"),
             ));
         }
-        let rings = threads * t.nodes as u64 * self.ring_slots as u64 * std::mem::size_of::<crate::ring::Slot>() as u64;
-        let segments = threads * self.segment_bytes as u64 * 2; // segments and protocol tables, roughly
+        let slot = std::mem::size_of::<crate::ring::Slot>() as u64;
+        let rings = (threads * t.nodes as u64).saturating_mul(self.ring_slots as u64).saturating_mul(slot);
+        // Segments and protocol tables, roughly.
+        let segments = threads.saturating_mul(self.segment_bytes as u64).saturating_mul(2);
         let need = rings.saturating_add(segments);
         if need > MAX_HOST_BYTES {
             return Err(ConfigError::invalid(

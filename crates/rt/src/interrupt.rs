@@ -156,6 +156,14 @@ pub fn bare_signal_cost(signals: u64) -> Result<f64, String> {
     let phase = Arc::new(AtomicU64::new(0));
     let (t2, p2) = (target.clone(), phase.clone());
     let victim = std::thread::spawn(move || {
+        // Ends the signaller's loop however this thread ends.
+        struct Finished(Arc<AtomicU64>);
+        impl Drop for Finished {
+            fn drop(&mut self) {
+                self.0.store(u64::MAX, Ordering::Release);
+            }
+        }
+        let _finished = Finished(p2.clone());
         crate::runtime::pin_to(0);
         t2.store(current_thread(), Ordering::Release);
         // Size a chunk from one timed run (no context registered: the
@@ -170,7 +178,6 @@ pub fn bare_signal_cost(signals: u64) -> Result<f64, String> {
             p2.store(2 * r + 2, Ordering::Release);
             pairs.push((quiet, busy));
         }
-        p2.store(u64::MAX, Ordering::Release);
         pairs
     });
     let signaler = std::thread::spawn(move || {
@@ -178,6 +185,9 @@ pub fn bare_signal_cost(signals: u64) -> Result<f64, String> {
             let t = target.load(Ordering::Acquire);
             if t != 0 {
                 break t;
+            }
+            if phase.load(Ordering::Acquire) == u64::MAX {
+                return Vec::new(); // the victim ended before it started
             }
             std::thread::yield_now();
         };

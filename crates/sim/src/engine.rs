@@ -628,11 +628,11 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     fn act_as_pp(&mut self, p: usize) {
         let n = self.procs[p].node;
         let server = self.procs[p].server;
-        if self.has_own_work(p) && (self.idle_peer(p) || self.parallel && self.another_server_stays(p)) {
-            // It has work again and another processor serves or can take
-            // over, so waiting messages interrupt nobody: its own work comes
-            // first. Draining a queue that never empties at saturation would
-            // starve its thread.
+        if self.has_own_work(p) && (self.lasting_peer(p) || self.parallel && self.another_server_stays(p)) {
+            // It has work again and another processor serves or will take
+            // over for good, so waiting messages interrupt nobody: its own
+            // work comes first. Draining a queue that never empties at
+            // saturation would starve its thread.
             return self.start_release(p);
         }
         if let Some(slot) = self.nodes[n].rx.take(server) {
@@ -712,6 +712,19 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// Whether another processor of `p`'s node could take the role now.
     fn idle_peer(&self, p: usize) -> bool {
         self.procs_of(self.procs[p].node).any(|q| q != p && self.can_act(q))
+    }
+
+    /// Whether another processor of `p`'s node could take the role now and
+    /// keep it while messages wait: its thread waits for a reply (which only
+    /// a serving processor can hand it) or has finished. A paused thread's
+    /// work resumes by itself; handing the role to it before draining could
+    /// make the two take turns leaving for ever with messages waiting.
+    fn lasting_peer(&self, p: usize) -> bool {
+        self.procs_of(self.procs[p].node).any(|q| {
+            q != p
+                && self.can_act(q)
+                && self.procs[q].thread.is_none_or(|t| self.threads[t].state != ThreadState::Paused)
+        })
     }
 
     fn has_own_work(&self, p: usize) -> bool {
