@@ -120,6 +120,7 @@ struct Node {
     /// The acting protocol-processor role.
     role: CachePadded<AtomicBool>,
     computing: CachePadded<AtomicU32>,
+    /// Floating: threads waiting for a reply (the role's possible takers).
     waiting: CachePadded<AtomicU32>,
     /// Compute threads whose application has not returned yet: only these
     /// can still come to wait, so hand-off keeps the role only while a peer
@@ -768,8 +769,10 @@ impl ThreadCtx {
         let node = self.node();
         let policy = self.cluster.cfg.policy;
         let mut spins = 0;
-        let handoff = policy == Policy::Floating && self.cluster.cfg.relinquish == Relinquish::Handoff;
-        if handoff {
+        // Floating counts its waiting threads: an acting PP whose reply is
+        // in hands the role to one of them, and hand-off keeps it for one.
+        let counted = policy == Policy::Floating;
+        if counted {
             node.waiting.fetch_add(1, Ordering::Relaxed);
         }
         loop {
@@ -793,7 +796,7 @@ impl ThreadCtx {
                 }
             }
         }
-        if handoff {
+        if counted {
             node.waiting.fetch_sub(1, Ordering::Relaxed);
         }
         self.stats.add_wait(self.stats.since(t0));
@@ -813,11 +816,14 @@ impl ThreadCtx {
             // A thread that owns the role for good (Single) returns to its
             // work at once; messages that remain are handled at its next
             // poll. Others drain first, since leaving messages behind
-            // would interrupt a computing thread.
+            // would interrupt a computing thread, unless another thread
+            // waits and can take over: at saturation the queue never
+            // empties, and draining it would starve this thread's work.
             if done && self.owns_role {
                 return;
             }
-            if done && handled == 0 {
+            let peer_waits = node.waiting.load(Ordering::Relaxed) > 1;
+            if done && (handled == 0 || peer_waits) {
                 // Hand-off keeps the role for a peer that may still come to
                 // wait; once every peer's application has returned, none
                 // will, and keeping it would spin here for ever.
