@@ -103,10 +103,15 @@ pub fn check_writable(path: Option<&Path>) -> Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
+    can_create_in(dir).map_err(fail)
+}
+
+/// Creates and removes a scratch file in `dir`: whether files can be
+/// written there, without touching any other.
+fn can_create_in(dir: &Path) -> std::io::Result<()> {
     let probe = dir.join(format!(".finegrain-write-check-{}", std::process::id()));
-    std::fs::write(&probe, b"").map_err(fail)?;
-    std::fs::remove_file(&probe).map_err(fail)?;
-    Ok(())
+    std::fs::write(&probe, b"")?;
+    std::fs::remove_file(&probe)
 }
 
 /// A preset file named by a relative path inside a config file is found
@@ -126,9 +131,7 @@ pub fn preset_beside(config: &Path, preset: Option<String>) -> Option<String> {
 pub fn prepare_out(out: &Path) -> Result<()> {
     for dir in [out.to_path_buf(), out.join("runs"), out.join("figures")] {
         std::fs::create_dir_all(&dir).with_context(|| format!("cannot create output directory {}", dir.display()))?;
-        let probe = dir.join(format!(".finegrain-write-check-{}", std::process::id()));
-        std::fs::write(&probe, b"").with_context(|| format!("cannot write in output directory {}", dir.display()))?;
-        std::fs::remove_file(&probe).with_context(|| format!("removing {}", probe.display()))?;
+        can_create_in(&dir).with_context(|| format!("cannot write in output directory {}", dir.display()))?;
     }
     for name in ["results.csv", "report.md", "experiment.toml"] {
         let f = out.join(name);

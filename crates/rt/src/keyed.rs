@@ -289,19 +289,27 @@ impl KeyedQueue {
 
     /// Finishes the entries in `batch` and empties it. Threads that found
     /// the window full wait for the change count alone (see
-    /// [`Idle::worth_retrying`]), so freeing the first buffers of a full
-    /// window bumps it: a message may be waiting in the rings for room,
-    /// and nothing else would tell them.
+    /// [`Idle::worth_retrying`]), so freeing buffers after one did bumps
+    /// it: a message may be waiting in the rings for room, and nothing else
+    /// would tell them.
     fn give_back(&self, d: &mut Dispatch, batch: &mut Batch) {
-        let was_full = d.free.is_empty();
         for &e in batch.entries() {
             self.finish(d, e);
         }
-        if was_full && batch.len > 0 {
+        if batch.len > 0 {
+            self.wake_full_waiters(d);
+        }
+        batch.len = 0;
+    }
+
+    /// Room was just freed: threads that found the window full wait for the
+    /// change count alone, so bump it if one did (only then: a bump on every
+    /// freed buffer would keep idle threads retrying each other's polls).
+    fn wake_full_waiters(&self, d: &mut Dispatch) {
+        if d.full_seen {
             d.full_seen = false;
             self.changes.fetch_add(1, Ordering::Release);
         }
-        batch.len = 0;
     }
 
     /// Takes up to a batch of entries that may run into `batch`; true if
@@ -407,14 +415,11 @@ impl KeyedQueue {
 
     /// Puts buffers an ingest reserved but did not fill back on the free
     /// list. A thread that looked while the ingest held every free buffer
-    /// saw a full window and waits for the change count alone, so giving
-    /// room back then bumps it: otherwise a message arriving meanwhile would
-    /// wait until some handler finished. (Only then: a bump on every empty
-    /// poll would keep idle threads retrying each other's polls.)
+    /// saw a full window: it is woken as when a handler finishes, or a
+    /// message arriving meanwhile would wait until one did.
     fn return_unused(&self, d: &mut Dispatch, unused: &[u32]) {
-        if !unused.is_empty() && d.full_seen {
-            d.full_seen = false;
-            self.changes.fetch_add(1, Ordering::Release);
+        if !unused.is_empty() {
+            self.wake_full_waiters(d);
         }
         d.free.extend_from_slice(unused);
     }

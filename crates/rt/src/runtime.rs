@@ -259,7 +259,14 @@ impl Cluster {
     }
 
     fn fail(&self, kind: u8, handler: HandlerId, error: Option<AmError>) {
-        if self.failure.kind.compare_exchange(0, kind, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+        self.fail_first(kind, handler, error);
+    }
+
+    /// Stops the run; the first failure is the one reported (true if this
+    /// one is).
+    fn fail_first(&self, kind: u8, handler: HandlerId, error: Option<AmError>) -> bool {
+        let first = self.failure.kind.compare_exchange(0, kind, Ordering::AcqRel, Ordering::Relaxed).is_ok();
+        if first {
             self.failure.handler.store(handler.0 as u32, Ordering::Relaxed);
             if let Some(e) = error {
                 if let Ok(mut slot) = self.failure.error.try_lock() {
@@ -268,6 +275,7 @@ impl Cluster {
             }
         }
         self.shutdown.store(true, Ordering::Release);
+        first
     }
 
     fn failed(&self) -> bool {
@@ -278,17 +286,9 @@ impl Cluster {
     /// (requests in flight may never be answered). Only the first failure
     /// is reported; a handler failure seen before it takes precedence.
     fn fail_app(&self, node: u32, thread: u32) {
-        if self.failure.kind.compare_exchange(0, FAIL_APP, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
-            self.failure.handler.store(0, Ordering::Relaxed);
+        if self.fail_first(FAIL_APP, HandlerId(0), None) {
             self.failure.app.store((node as u64) << 32 | thread as u64, Ordering::Release);
         }
-        self.shutdown.store(true, Ordering::Release);
-    }
-
-    /// A thread could not be started: those already running stop.
-    fn fail_setup(&self) {
-        let _ = self.failure.kind.compare_exchange(0, FAIL_SETUP, Ordering::AcqRel, Ordering::Relaxed);
-        self.shutdown.store(true, Ordering::Release);
     }
 
     /// The application whose failure stopped the run, if one did.
@@ -1510,7 +1510,7 @@ where
                     // The threads already running would wait for this one
                     // for ever: stop them.
                     setup_error = Some(format!("cannot start thread {l} of node {n}: {e}"));
-                    cluster.fail_setup();
+                    cluster.fail(FAIL_SETUP, HandlerId(0), None);
                     break 'start;
                 }
             }
