@@ -181,8 +181,30 @@ pub fn write_records<R: serde::Serialize>(
     let results = out.join("results.csv");
     std::fs::write(&results, csv).with_context(|| format!("writing {}", results.display()))?;
     let copy = out.join("experiment.toml");
-    std::fs::write(&copy, &src.text).with_context(|| format!("writing {}", copy.display()))?;
+    std::fs::write(&copy, portable_copy(src)?).with_context(|| format!("writing {}", copy.display()))?;
     Ok(())
+}
+
+/// The experiment file's text as `--out` keeps it: a preset named by a
+/// relative path is found beside the original file, so the copy names it by
+/// its absolute path instead and `finegrain reproduce DIR/experiment.toml`
+/// runs the same study. Comments and layout are kept.
+fn portable_copy(src: &Source) -> Result<String> {
+    let Some(file) = &src.file else { return Ok(src.text.clone()) };
+    let mut doc: toml_edit::DocumentMut =
+        src.text.parse().with_context(|| format!("invalid TOML in {}", src.origin))?;
+    let Some(named) = doc.get("preset").and_then(|v| v.as_str()).map(str::to_string) else {
+        return Ok(src.text.clone());
+    };
+    let Some(beside) = preset_beside(file, Some(named.clone())).filter(|p| *p != named) else {
+        return Ok(src.text.clone());
+    };
+    let absolute = std::fs::canonicalize(&beside).with_context(|| format!("cannot find preset {beside}"))?;
+    let Some(value) = doc.get_mut("preset").and_then(|i| i.as_value_mut()) else { return Ok(src.text.clone()) };
+    let decor = value.decor().clone();
+    *value = toml_edit::Value::from(absolute.display().to_string());
+    *value.decor_mut() = decor;
+    Ok(doc.to_string())
 }
 
 /// Largest cycle count (handler, interrupt, think, burst and compute

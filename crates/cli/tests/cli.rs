@@ -581,6 +581,29 @@ fn an_experiment_file_finds_its_preset_beside_it_and_its_report_says_how_to_reru
     let report = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
     let again = format!("`finegrain reproduce {} --quick --out DIR`", file.display());
     assert!(report.contains(&again), "no '{again}' in the report");
+    // The copy kept in the output runs the same study from anywhere.
+    let copy = std::fs::read_to_string(out_dir.join("experiment.toml")).unwrap();
+    let preset = std::fs::canonicalize(d.join("mine.toml")).unwrap();
+    assert!(copy.contains(&format!("preset = \"{}\"", preset.display())), "the copy names the preset by path");
+    assert!(copy.contains("# Falsafi & Wood"), "the copy keeps the file's comments");
+    let out2 = d.join("out2");
+    let again = Command::new(env!("CARGO_BIN_EXE_finegrain"))
+        .args([
+            "reproduce",
+            out_dir.join("experiment.toml").to_str().unwrap(),
+            "--quick",
+            "--out",
+            out2.to_str().unwrap(),
+        ])
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    let claims = |dir: &std::path::Path| -> Vec<String> {
+        let r = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        r.lines().filter(|l| l.starts_with("claim ")).map(str::to_string).collect()
+    };
+    assert_eq!(claims(&out_dir), claims(&out2), "the copy ran another study");
 }
 
 #[test]
