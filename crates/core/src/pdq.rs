@@ -263,28 +263,33 @@ impl<E> Pdq<E> {
         taken
     }
 
-    /// The handler of a dispatched entry with `key` finished.
-    pub fn complete(&mut self, key: SyncKey) {
-        self.blocked = false;
+    /// The handler of a dispatched entry with `key` finished. Completions
+    /// are matched by key: one with no entry of that key in service (a
+    /// completion too many, or of a key never dispatched) changes nothing
+    /// and is refused, since counting it would later free a key that a
+    /// handler still holds.
+    pub fn complete(&mut self, key: SyncKey) -> Result<(), NotInService> {
         match key {
             SyncKey::Key(k) => match self.busy.get_mut(&k) {
                 Some(1) => {
                     self.busy.remove(&k);
                 }
                 Some(held) => *held -= 1,
-                None => debug_assert!(false, "completion of a key not in service"),
+                None => return Err(NotInService(key)),
             },
-            SyncKey::NoSync => {
-                debug_assert!(self.nosync > 0, "completion of a nosync entry not in service");
-                self.nosync = self.nosync.saturating_sub(1);
-            }
-            SyncKey::Sequential => {
-                debug_assert!(self.sequential, "completion of a sequential entry not in service");
-                self.sequential = false;
-            }
+            SyncKey::NoSync if self.nosync > 0 => self.nosync -= 1,
+            SyncKey::Sequential if self.sequential => self.sequential = false,
+            SyncKey::NoSync | SyncKey::Sequential => return Err(NotInService(key)),
         }
+        self.blocked = false;
+        Ok(())
     }
 }
+
+/// [`Pdq::complete`] of a key with no entry in service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("PDQ completion of {0:?} with no entry of that key in service (each dispatched entry completes once)")]
+pub struct NotInService(pub SyncKey);
 
 #[cfg(test)]
 mod tests {
@@ -302,7 +307,7 @@ mod tests {
         let d2 = q.dispatch().unwrap();
         assert_eq!(d2.item, "b1", "a2 waits behind a1; b1 passes it");
         assert!(q.dispatch().is_none());
-        q.complete(d1.key);
+        q.complete(d1.key).unwrap();
         assert_eq!(q.dispatch().unwrap().item, "a2");
     }
 
@@ -316,13 +321,32 @@ mod tests {
         let a = q.dispatch().unwrap();
         assert_eq!(a.item, 1);
         assert!(q.dispatch().is_none(), "the sequential entry waits for key 1; nothing passes it");
-        q.complete(a.key);
+        q.complete(a.key).unwrap();
         let s = q.dispatch().unwrap();
         assert_eq!(s.item, 2);
         assert!(q.dispatch().is_none(), "nothing runs beside a sequential entry");
-        q.complete(s.key);
+        q.complete(s.key).unwrap();
         assert_eq!(q.dispatch().unwrap().item, 3);
         assert_eq!(q.dispatch().unwrap().item, 4);
+    }
+
+    #[test]
+    fn a_completion_too_many_is_refused_and_changes_nothing() {
+        let mut q = Pdq::new(8);
+        q.enqueue(SyncKey::Key(1), "a1");
+        q.enqueue(SyncKey::Key(1), "a2");
+        let a1 = q.dispatch().unwrap();
+        q.complete(a1.key).unwrap();
+        let a2 = q.dispatch().unwrap();
+        q.complete(a2.key).unwrap();
+        for key in [SyncKey::Key(1), SyncKey::Key(9), SyncKey::NoSync, SyncKey::Sequential] {
+            assert_eq!(q.complete(key), Err(NotInService(key)), "{key:?} is not in service");
+        }
+        assert_eq!(q.in_service(), InService::default());
+        q.enqueue(SyncKey::Key(1), "a3");
+        q.enqueue(SyncKey::Key(1), "a4");
+        assert_eq!(q.dispatch().unwrap().item, "a3");
+        assert!(q.dispatch().is_none(), "the refused completions freed nothing");
     }
 
     #[test]
@@ -534,7 +558,7 @@ mod tests {
             if self.holders[h].1.is_empty() {
                 self.holders.remove(h);
             }
-            self.q.complete(key);
+            self.q.complete(key).unwrap();
         }
     }
 

@@ -353,7 +353,8 @@ impl KeyedQueue {
 
     fn finish(&self, d: &mut Dispatch, e: Entry) {
         if self.discipline == Discipline::Pdq {
-            d.pdq.complete(e.key);
+            let done = d.pdq.complete(e.key);
+            debug_assert!(done.is_ok(), "{done:?}: the queue completes each entry it dispatched once");
         }
         d.free.push(e.slot);
     }

@@ -10,7 +10,7 @@
 //!   key is free, within the device's search window;
 //! - static partitioning: one FIFO per protocol processor, chosen by key.
 
-use finegrain_core::pdq::Pdq;
+use finegrain_core::pdq::{NotInService, Pdq};
 use finegrain_core::{Discipline, SyncKey};
 use std::collections::{HashMap, VecDeque};
 
@@ -105,9 +105,10 @@ impl NodeQueue {
     }
 
     /// A dispatched entry's handler finished (only PDQ tracks keys).
-    pub(crate) fn complete(&mut self, key: SyncKey) {
-        if let NodeQueue::Pdq(q) = self {
-            q.complete(key);
+    pub(crate) fn complete(&mut self, key: SyncKey) -> Result<(), NotInService> {
+        match self {
+            NodeQueue::Pdq(q) => q.complete(key),
+            _ => Ok(()),
         }
     }
 }
@@ -158,7 +159,7 @@ mod tests {
         q.push(SyncKey::Key(7), 1);
         assert_eq!(q.take(0), Some(0));
         assert!(!q.any_ready());
-        q.complete(SyncKey::Key(7));
+        q.complete(SyncKey::Key(7)).unwrap();
         assert_eq!(q.take(1), Some(1));
     }
 

@@ -516,7 +516,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let completion = pr.completion.take();
         if let Some(key) = pr.serving.take() {
             let n = pr.node;
-            self.nodes[n].rx.complete(key);
+            if let Err(e) = self.nodes[n].rx.complete(key) {
+                return self.fail(SimError::Invariant(e.to_string()));
+            }
         }
         if let Some((t, reply)) = completion {
             self.complete_request(p, t, reply);
