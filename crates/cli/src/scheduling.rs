@@ -480,6 +480,14 @@ impl View<'_> {
         self.mean(protocol, policy, ppn, u, oint, |r| r.derived.cost_performance)
     }
 
+    /// Cost-performance of one configuration per replicate (seed).
+    fn cost_perf_by_seed(&self, protocol: Protocol, policy: &str, ppn: u32, u: f64, oint: u64) -> BTreeMap<u32, f64> {
+        self.select(protocol, policy, ppn, u, oint)
+            .into_iter()
+            .filter_map(|r| r.derived.cost_performance.map(|c| (r.replicate, c)))
+            .collect()
+    }
+
     /// Interrupts per request.
     fn irq_rate(&self, protocol: Protocol, policy: &str, ppn: u32, u: f64, oint: u64) -> Option<f64> {
         self.mean(protocol, policy, ppn, u, oint, |r| Some(r.stats.interrupts as f64 / r.stats.requests.max(1) as f64))
@@ -789,38 +797,87 @@ fn claim5(v: &View, grid: &Grid, lo: u64) -> Verdict {
         for p in [Protocol::Null, Protocol::Fetch] {
             let fixed2 = v.cost_perf(p, "fixed", 2, u, lo);
             let float2 = v.cost_perf(p, "floating", 2, u, lo);
-            let best = grid
-                .procs_per_node
-                .iter()
-                .flat_map(|&n| {
-                    let pols: &[&str] = if n == 1 { &["single"] } else { &["fixed", "floating"] };
-                    pols.iter().filter_map(move |pol| v.cost_perf(p, pol, n, u, lo).map(|c| (c, pol.to_string(), n)))
-                })
-                .fold(None::<(f64, String, u32)>, |a, b| match a {
-                    Some(a) if a.0 <= b.0 => Some(a),
-                    _ => Some(b),
-                });
-            let (Some(fx), Some(fl), Some((bc, bpol, bn))) = (fixed2, float2, best) else {
+            let best_of = |pols: &[&'static str]| best_cost_perf(v, grid, p, u, lo, pols);
+            let (Some(fx), Some(fl), Some(best), Some(best_fixed), Some(best_floating)) = (
+                fixed2,
+                float2,
+                best_of(&["single", "fixed", "floating"]),
+                best_of(&["fixed"]),
+                best_of(&["floating"]),
+            ) else {
                 checks.push(Check::missing(&format!("{p} cost-performance at U={u}")));
                 continue;
             };
-            let (ok, expect) = match p {
+            let (ok, expect, winner, rival) = match p {
                 Protocol::Null => (
-                    fx < 1.0 && fl < fx && bpol == "fixed",
+                    fx < 1.0 && fl < fx && best.pol == "fixed",
                     "dedicated PP pays, second compute processor pays more, Fixed best",
+                    &best_fixed,
+                    &best_floating,
                 ),
                 Protocol::Fetch => (
-                    fx > 1.0 && fl < 1.0 && bpol == "floating",
+                    fx > 1.0 && fl < 1.0 && best.pol == "floating",
                     "dedicated PP does not pay, second compute processor does, Floating best",
+                    &best_floating,
+                    &best_fixed,
                 ),
             };
             checks.push(Check::new(
                 ok,
-                format!("{p} U={u}: Fixed-2 {}, Floating-2 {}, best {bpol}-{bn} {} ({expect})", f2(fx), f2(fl), f2(bc)),
+                format!(
+                    "{p} U={u}: Fixed-2 {}, Floating-2 {}, best {}; best of each {} vs {}, {}-{} ahead in {} \
+                     ({expect})",
+                    f2(fx),
+                    f2(fl),
+                    best.name(),
+                    best_fixed.name(),
+                    best_floating.name(),
+                    winner.pol,
+                    winner.procs,
+                    seeds_ahead(v, p, u, lo, winner, rival)
+                ),
             ));
         }
     }
     Verdict::from_checks(5, &checks)
+}
+
+/// A configuration's mean cost-performance.
+struct CostPoint {
+    cost: f64,
+    pol: &'static str,
+    procs: u32,
+}
+
+impl CostPoint {
+    fn name(&self) -> String {
+        format!("{}-{} {:.3}", self.pol, self.procs, self.cost)
+    }
+}
+
+/// The most cost-effective configuration among `pols` (Single only on one
+/// processor, the others on two or more).
+fn best_cost_perf(v: &View, grid: &Grid, p: Protocol, u: f64, lo: u64, pols: &[&'static str]) -> Option<CostPoint> {
+    grid.procs_per_node
+        .iter()
+        .flat_map(|&n| {
+            pols.iter()
+                .filter(move |&&pol| (pol == "single") == (n == 1))
+                .filter_map(move |&pol| v.cost_perf(p, pol, n, u, lo).map(|cost| CostPoint { cost, pol, procs: n }))
+        })
+        .fold(None, |a: Option<CostPoint>, b| match a {
+            Some(a) if a.cost <= b.cost => Some(a),
+            _ => Some(b),
+        })
+}
+
+/// In how many seeds `a` is more cost-effective than `b` (runs of one
+/// replicate share a seed), as "k of n seeds".
+fn seeds_ahead(v: &View, p: Protocol, u: f64, lo: u64, a: &CostPoint, b: &CostPoint) -> String {
+    let a = v.cost_perf_by_seed(p, a.pol, a.procs, u, lo);
+    let b = v.cost_perf_by_seed(p, b.pol, b.procs, u, lo);
+    let paired: Vec<bool> = a.iter().filter_map(|(r, x)| b.get(r).map(|y| x < y)).collect();
+    format!("{} of {} seeds", paired.iter().filter(|&&w| w).count(), paired.len())
 }
 
 fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Result<Vec<(String, String)>> {
