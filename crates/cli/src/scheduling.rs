@@ -8,7 +8,7 @@ use crate::report::{markdown_table, Check, Verdict};
 use crate::sweep;
 use anyhow::{bail, Context, Result};
 use finegrain_apps::micro::{self, MicroConfig, Protocol};
-use finegrain_core::config::parse_toml;
+use finegrain_core::config::{parse_toml, Relinquish};
 use finegrain_core::{MachineConfig, Policy, Topology};
 use finegrain_sim::{mix_seed, RunStats, SimConfig};
 use serde::{Deserialize, Serialize};
@@ -47,6 +47,11 @@ pub struct Grid {
     /// verdict without each.
     #[serde(default)]
     pub sensitivity: Vec<EffectOff>,
+    /// Relinquish rules other than the preset's, each in extra runs of
+    /// claim 2's points (null handler, two processors, the lowest and the
+    /// highest Oint); the report gives the claim's verdict under each.
+    #[serde(default)]
+    pub relinquish_sensitivity: Vec<Relinquish>,
 }
 
 impl Grid {
@@ -120,6 +125,21 @@ impl Grid {
             bail!("invalid {} = {}: allowed 1..={MAX_REPLICATES}", field("replicates"), self.replicates);
         }
         check_distinct(&field("sensitivity"), &self.sensitivity, EffectOff::to_string)?;
+        check_distinct(&field("relinquish_sensitivity"), &self.relinquish_sensitivity, |r| rule_name(*r).to_string())?;
+        Ok(())
+    }
+
+    /// A relinquish rule rerun for claim 2 must differ from the preset's
+    /// (its runs would repeat the study's own).
+    fn check_rules(&self, table: &str, preset_rule: Relinquish) -> Result<()> {
+        if self.relinquish_sensitivity.contains(&preset_rule) {
+            bail!(
+                "invalid {table}.relinquish_sensitivity = [{}]: {} is the preset's own rule; allowed the other rules \
+                 of eager, handoff, adaptive",
+                self.relinquish_sensitivity.iter().map(|r| rule_name(*r)).collect::<Vec<_>>().join(", "),
+                rule_name(preset_rule)
+            );
+        }
         Ok(())
     }
 }
@@ -141,13 +161,17 @@ struct RunSpec {
     /// A sensitivity run: this effect is off (the compute time stays the
     /// baseline's, so only the mechanism changes).
     effect_off: Option<EffectOff>,
+    /// A sensitivity run of claim 2: this relinquish rule instead of the
+    /// preset's.
+    rule: Option<Relinquish>,
 }
 
 impl RunSpec {
     fn id(&self) -> String {
         format!(
-            "{}{}-{}-p{}-u{:.2}-oint{}-r{}",
+            "{}{}{}-{}-p{}-u{:.2}-oint{}-r{}",
             self.effect_off.map(|e| e.run_label() + "-").unwrap_or_default(),
+            self.rule.map(|r| format!("relinquish-{}-", rule_name(r))).unwrap_or_default(),
             self.protocol,
             self.policy.label().replace(':', ""),
             self.procs_per_node,
@@ -181,6 +205,10 @@ pub struct RunRecord {
     /// machine as run).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub effect_off: Option<EffectOff>,
+    /// Set in claim 2's sensitivity runs: the relinquish rule that replaced
+    /// the preset's (`config` holds the machine as run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relinquish_rule: Option<Relinquish>,
     pub config: SimConfig,
     pub workload: MicroConfig,
     pub stats: RunStats,
@@ -231,6 +259,9 @@ pub fn reproduce(src: &Source, quick: bool, out: &Path) -> Result<PathBuf> {
     let exp = load(src)?;
     let grid = if quick { &exp.quick } else { &exp.full };
     let machine = MachineConfig::load(&src.preset(&exp.preset))?;
+    for (table, g) in [("full", &exp.full), ("quick", &exp.quick)] {
+        g.check_rules(table, machine.protocol.relinquish)?;
+    }
     let started = Instant::now();
     let mut lmin = BTreeMap::new();
     for &p in &grid.protocols {
@@ -250,7 +281,11 @@ pub fn reproduce(src: &Source, quick: bool, out: &Path) -> Result<PathBuf> {
     // sensitivity runs).
     let figures = draw_figures(out, grid, &records)?;
     let verdicts = evaluate(grid, &records);
-    let sensitivity = sensitivity(grid, &records);
+    let sensitivity = Sensitivity {
+        claim5: sensitivity(grid, &records),
+        claim2: relinquish_sensitivity(grid, &records),
+        preset_rule: machine.protocol.relinquish,
+    };
     let report =
         render_report(&exp, src, mode, grid, &machine, &lmin, &records, &verdicts, &sensitivity, &figures, started);
     let report_path = out.join("report.md");
@@ -279,15 +314,17 @@ fn check_compute_times(table: &str, grid: &Grid, lmin: &BTreeMap<Protocol, f64>)
 
 fn plan(exp: &Experiment, grid: &Grid, lmin: &BTreeMap<Protocol, f64>) -> Vec<RunSpec> {
     let mut specs = Vec::new();
-    let (lo, _) = oint_range(grid);
+    let (lo, hi) = oint_range(grid);
     for replicate in 0..grid.replicates {
         // Every configuration of a replicate shares its seed (common random
         // numbers), so ratios between policies are not blurred by noise.
         let seed = mix_seed(exp.seed, replicate as u64, 0x5c4e);
         for &protocol in &grid.protocols {
             // Every policy at each processor count, for a U and an Oint.
-            let mut point = |target_u: f64, oint: u64, effect_off: Option<EffectOff>| {
-                for &ppn in &grid.procs_per_node {
+            let mut point = |target_u: f64, oint: u64, effect_off: Option<EffectOff>, rule: Option<Relinquish>| {
+                // Claim 2's reruns need only its two-processor node.
+                let counts: &[u32] = if rule.is_some() { &[2] } else { &grid.procs_per_node };
+                for &ppn in counts {
                     for policy in policies(ppn) {
                         specs.push(RunSpec {
                             protocol,
@@ -299,18 +336,28 @@ fn plan(exp: &Experiment, grid: &Grid, lmin: &BTreeMap<Protocol, f64>) -> Vec<Ru
                             seed,
                             lmin: lmin[&protocol],
                             effect_off,
+                            rule,
                         });
                     }
                 }
             };
             for &oint in &grid.oint_cycles {
                 for &target_u in &grid.target_u {
-                    point(target_u, oint, None);
+                    point(target_u, oint, None, None);
                 }
             }
             for &effect in &grid.sensitivity {
                 for &target_u in &grid.cost_performance_u {
-                    point(target_u, lo, Some(effect));
+                    point(target_u, lo, Some(effect), None);
+                }
+            }
+            if protocol == Protocol::Null {
+                for &rule in &grid.relinquish_sensitivity {
+                    for oint in [lo, hi] {
+                        for &target_u in &grid.target_u {
+                            point(target_u, oint, None, Some(rule));
+                        }
+                    }
                 }
             }
         }
@@ -332,6 +379,9 @@ fn run_one(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) 
     m.interrupt.overhead_cycles = s.oint;
     if let Some(e) = s.effect_off {
         e.apply(&mut m.effects);
+    }
+    if let Some(r) = s.rule {
+        m.protocol.relinquish = r;
     }
     let config = SimConfig::new(m, Topology { nodes: exp.nodes, procs_per_node: s.procs_per_node }, s.policy, s.seed);
     let workload = MicroConfig {
@@ -358,6 +408,7 @@ fn run_one(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) 
         lmin_cycles: s.lmin,
         mean_compute_cycles: s.mean_compute(),
         effect_off: s.effect_off,
+        relinquish_rule: s.rule,
         perf: Perf {
             wall_seconds: wall,
             events_per_wall_second: stats.events as f64 / wall,
@@ -371,10 +422,11 @@ fn run_one(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) 
 }
 
 /// Key of the configuration a run is compared against.
-type Key = (Option<EffectOff>, Protocol, u64, u64, u32, String, u32);
+type Key = (Option<EffectOff>, Option<Relinquish>, Protocol, u64, u64, u32, String, u32);
 
 fn key(r: &RunRecord, policy: &str, ppn: u32) -> Key {
-    (r.effect_off, r.protocol, r.oint_cycles, (r.target_u * 1e6).round() as u64, r.replicate, policy.to_string(), ppn)
+    let u = (r.target_u * 1e6).round() as u64;
+    (r.effect_off, r.relinquish_rule, r.protocol, r.oint_cycles, u, r.replicate, policy.to_string(), ppn)
 }
 
 fn derive(records: &mut [RunRecord]) {
@@ -393,7 +445,7 @@ const CSV_HEADER: &str =
     "protocol,policy,procs_per_node,compute_procs,target_u,measured_u,oint_cycles,seed,sim_cycles,\
 time_norm_fixed,cost_performance,requests,interrupts,pp_occupancy,events,wall_seconds,replicate,lmin_cycles,\
 mean_compute_cycles,messages,mean_request_latency_cycles,migration_misses,placement_misses,interference_misses,\
-role_cycles,messages_per_wall_second,record,effect_off";
+role_cycles,messages_per_wall_second,record,effect_off,relinquish";
 
 fn csv(records: &[RunRecord]) -> String {
     let opt = |v: Option<f64>| v.map(|x| format!("{x:.4}")).unwrap_or_default();
@@ -403,7 +455,7 @@ fn csv(records: &[RunRecord]) -> String {
         let st = &r.stats;
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{:.4},{},{},{},{},{},{},{},{:.4},{},{:.4},{},{:.1},{:.1},{},{:.1},{},{},{},{},{:.0},runs/{}.json,{}",
+            "{},{},{},{},{},{:.4},{},{},{},{},{},{},{},{:.4},{},{:.4},{},{:.1},{:.1},{},{:.1},{},{},{},{},{:.0},runs/{}.json,{},{}",
             r.protocol,
             r.policy,
             r.procs_per_node,
@@ -431,17 +483,20 @@ fn csv(records: &[RunRecord]) -> String {
             st.cycles.role,
             r.perf.messages_per_wall_second,
             r.id,
-            r.effect_off.map(|e| e.to_string()).unwrap_or_default()
+            r.effect_off.map(|e| e.to_string()).unwrap_or_default(),
+            rule_name(r.config.machine.protocol.relinquish)
         );
     }
     s
 }
 
 /// Mean over replicates of a metric for one configuration, among the runs
-/// with one effect setting (None: the baseline).
+/// of one sensitivity setting (an effect off, another relinquish rule, or
+/// neither: the study's own runs).
 struct View<'a> {
     records: &'a [RunRecord],
     effect: Option<EffectOff>,
+    rule: Option<Relinquish>,
 }
 
 impl View<'_> {
@@ -450,6 +505,7 @@ impl View<'_> {
             .iter()
             .filter(|r| {
                 r.effect_off == self.effect
+                    && r.relinquish_rule == self.rule
                     && r.protocol == protocol
                     && r.policy == policy
                     && r.procs_per_node == ppn
@@ -531,12 +587,38 @@ fn f2(x: f64) -> String {
 /// Claim 5's verdict on the runs with each sensitivity effect off.
 fn sensitivity(grid: &Grid, records: &[RunRecord]) -> Vec<(EffectOff, Verdict)> {
     let (lo, _) = oint_range(grid);
-    grid.sensitivity.iter().map(|&e| (e, claim5(&View { records, effect: Some(e) }, grid, lo))).collect()
+    grid.sensitivity.iter().map(|&e| (e, claim5(&View { records, effect: Some(e), rule: None }, grid, lo))).collect()
+}
+
+/// Claim 2's verdict on the runs under each other relinquish rule.
+fn relinquish_sensitivity(grid: &Grid, records: &[RunRecord]) -> Vec<(Relinquish, Verdict)> {
+    let (lo, hi) = oint_range(grid);
+    let us = sorted_u(grid);
+    grid.relinquish_sensitivity
+        .iter()
+        .map(|&r| (r, claim2(&View { records, effect: None, rule: Some(r) }, &us, lo, hi)))
+        .collect()
+}
+
+/// The sensitivity runs' verdicts, for the report.
+struct Sensitivity {
+    claim5: Vec<(EffectOff, Verdict)>,
+    claim2: Vec<(Relinquish, Verdict)>,
+    preset_rule: Relinquish,
+}
+
+/// A relinquish rule as presets and experiment files spell it.
+fn rule_name(r: Relinquish) -> &'static str {
+    match r {
+        Relinquish::Eager => "eager",
+        Relinquish::Handoff => "handoff",
+        Relinquish::Adaptive => "adaptive",
+    }
 }
 
 /// Computes the verdict on each claim from the measured runs.
 pub fn evaluate(grid: &Grid, records: &[RunRecord]) -> Vec<Verdict> {
-    let v = View { records, effect: None };
+    let v = View { records, effect: None, rule: None };
     let us = sorted_u(grid);
     let (lo, hi) = oint_range(grid);
     vec![
@@ -881,7 +963,7 @@ fn seeds_ahead(v: &View, p: Protocol, u: f64, lo: u64, a: &CostPoint, b: &CostPo
 }
 
 fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Result<Vec<(String, String)>> {
-    let v = View { records, effect: None };
+    let v = View { records, effect: None, rule: None };
     let us = sorted_u(grid);
     let (lo, hi) = oint_range(grid);
     let mut figs = Vec::new();
@@ -980,7 +1062,7 @@ fn render_report(
     lmin: &BTreeMap<Protocol, f64>,
     records: &[RunRecord],
     verdicts: &[Verdict],
-    sensitivity: &[(EffectOff, Verdict)],
+    sensitivity: &Sensitivity,
     figures: &[(String, String)],
     started: Instant,
 ) -> String {
@@ -1003,14 +1085,29 @@ fn render_report(
     for v in verdicts {
         let _ = writeln!(s, "{}\n", v.line());
     }
-    if !sensitivity.is_empty() {
+    if !sensitivity.claim2.is_empty() {
+        let (lo, hi) = oint_range(grid);
+        let _ = writeln!(
+            s,
+            "## Sensitivity of claim 2\n\nClaim 2's points (null handler, 2 processors per node, Oint {lo} and {hi}) \
+             run again with another rule for when an acting protocol processor with work of its own gives the role \
+             up; the preset's rule is {}. These runs are in `runs/relinquish-<rule>-*.json` and are not used for the \
+             verdicts above.\n",
+            rule_name(sensitivity.preset_rule)
+        );
+        for (r, v) in &sensitivity.claim2 {
+            let _ = writeln!(s, "- relinquish {}: {} - {}", rule_name(*r), v.status(), v.evidence);
+        }
+        let _ = writeln!(s);
+    }
+    if !sensitivity.claim5.is_empty() {
         let _ = writeln!(
             s,
             "## Sensitivity of claim 5\n\nClaim 5's points (cost-performance at low Oint) run again with one effect \
              of the model switched off and the same compute times, to show which mechanism decides the verdict. \
              These runs are in `runs/no-<effect>-*.json` (the effect's name with dashes) and are not used for the verdicts above.\n"
         );
-        for (e, v) in sensitivity {
+        for (e, v) in &sensitivity.claim5 {
             let _ = writeln!(s, "- without {e}: {} - {}", v.status(), v.evidence);
         }
         let _ = writeln!(s);
@@ -1031,7 +1128,7 @@ fn render_report(
     }
     s += &markdown_table(&["protocol", "Lmin (cycles)", "Lmin (us)", "target (us)"], &rows);
     // The table shows the baseline runs, as the verdicts use them.
-    let v = View { records, effect: None };
+    let v = View { records, effect: None, rule: None };
     let (lo, hi) = oint_range(grid);
     let _ = writeln!(s, "\n## Time normalized to Fixed (2 processors)\n");
     let mut rows = Vec::new();

@@ -265,6 +265,32 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
         &["migration", "data_placement", "cache_interference"],
         ("no-migration-fetch-floating-p2-u0.30-oint200-r0.json", "migration"),
     );
+    // Claim 2 again under the relinquish rules the preset does not use.
+    let section = report.split("## Sensitivity of claim 2").nth(1).expect("a claim 2 sensitivity section");
+    for rule in ["eager", "handoff"] {
+        assert!(section.lines().any(|l| l.starts_with(&format!("- relinquish {rule}: "))), "no {rule}: {section}");
+    }
+    let record = "relinquish-eager-null-floating-p2-u0.90-oint5000-r0.json";
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("runs").join(record)).unwrap()).unwrap();
+    assert_eq!(json["relinquish_rule"], "eager");
+    assert_eq!(json["config"]["machine"]["protocol"]["relinquish"], "eager", "{record} ran with another rule");
+    check_rerun(&d, record, "identical");
+}
+
+#[test]
+fn a_relinquish_rerun_of_the_presets_own_rule_is_refused() {
+    let d = temp_dir("relinquish-own");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let exp = std::fs::read_to_string(format!("{root}/experiments/scheduling-micro.toml")).unwrap();
+    let file = d.join("e.toml");
+    let line = "relinquish_sensitivity = [\"eager\", \"handoff\"]";
+    assert!(exp.contains(line), "the experiment reruns claim 2 under eager and handoff");
+    std::fs::write(&file, exp.replacen(line, "relinquish_sensitivity = [\"adaptive\"]", 1)).unwrap();
+    assert_one_line_error(
+        &["reproduce", file.to_str().unwrap(), "--quick", "--out", d.join("out").to_str().unwrap()],
+        &["invalid full.relinquish_sensitivity = [adaptive]: adaptive is the preset's own rule"],
+    );
 }
 
 #[test]

@@ -262,7 +262,7 @@ pub struct InterruptParams {
 /// When a processor acting as protocol processor outside Fixed gives the
 /// role up once its own work can continue (a peer that is idle always takes
 /// it over at once).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Relinquish {
     /// As soon as its own work can continue and no message waits.
