@@ -5,7 +5,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use finegrain::{bench, experiment, native_bench};
 use finegrain_apps::micro::{self, MicroConfig, Protocol};
-use finegrain_core::{MachineConfig, Policy, Topology};
+use finegrain_core::{MachineConfig, Policy, Relinquish, Topology};
 use finegrain_sim::SimConfig;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -159,6 +159,12 @@ struct RunArgs {
     /// Interrupt overhead in cycles (overrides the preset).
     #[arg(long)]
     oint: Option<u64>,
+    /// When a processor acting as PP under Single or Floating gives the
+    /// role up once its own work can continue: eager, handoff or adaptive
+    /// (overrides the preset; native runs take eager or handoff)
+    /// [default: the preset's; native: eager].
+    #[arg(long)]
+    relinquish: Option<String>,
     /// Seed of every random choice [default: 1].
     #[arg(long)]
     seed: Option<u64>,
@@ -189,6 +195,7 @@ impl RunArgs {
             compute_cycles: if flag_sets_compute { self.compute_cycles } else { file.compute_cycles },
             requests_per_node: self.requests_per_node.or(file.requests_per_node),
             oint: self.oint.or(file.oint),
+            relinquish: self.relinquish.or(file.relinquish),
             seed: self.seed.or(file.seed),
             json: self.json,
         })
@@ -308,6 +315,9 @@ fn run_native(a: RunArgs) -> Result<()> {
     let topology = Topology { nodes: a.nodes.unwrap_or(2), procs_per_node: a.procs_per_node.unwrap_or(2) };
     let protocol = Protocol::parse(a.protocol.as_deref().unwrap_or("null")).map_err(anyhow::Error::msg)?;
     let mut rt = finegrain_rt::RtConfig::new(topology, policy);
+    if let Some(r) = &a.relinquish {
+        rt.relinquish = Relinquish::parse(r)?;
+    }
     rt.seed = a.seed.unwrap_or(1);
     rt.segment_bytes = machine.segment_bytes() as usize;
     micro::two_nodes_at_least(topology.nodes).map_err(anyhow::Error::msg)?;
@@ -377,6 +387,9 @@ fn run_sim(a: RunArgs) -> Result<()> {
             bail!("invalid oint = {o}: allowed at most {} cycles", finegrain_core::config::MAX_CYCLES);
         }
         machine.interrupt.overhead_cycles = o;
+    }
+    if let Some(r) = &a.relinquish {
+        machine.protocol.relinquish = Relinquish::parse(r)?;
     }
     let policy = Policy::parse(a.policy.as_deref().unwrap_or("fixed"))?;
     let topology = Topology { nodes: a.nodes.unwrap_or(2), procs_per_node: a.procs_per_node.unwrap_or(2) };

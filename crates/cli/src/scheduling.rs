@@ -125,7 +125,7 @@ impl Grid {
             bail!("invalid {} = {}: allowed 1..={MAX_REPLICATES}", field("replicates"), self.replicates);
         }
         check_distinct(&field("sensitivity"), &self.sensitivity, EffectOff::to_string)?;
-        check_distinct(&field("relinquish_sensitivity"), &self.relinquish_sensitivity, |r| rule_name(*r).to_string())?;
+        check_distinct(&field("relinquish_sensitivity"), &self.relinquish_sensitivity, |r| r.label().to_string())?;
         Ok(())
     }
 
@@ -136,8 +136,8 @@ impl Grid {
             bail!(
                 "invalid {table}.relinquish_sensitivity = [{}]: {} is the preset's own rule; allowed the other rules \
                  of eager, handoff, adaptive",
-                self.relinquish_sensitivity.iter().map(|r| rule_name(*r)).collect::<Vec<_>>().join(", "),
-                rule_name(preset_rule)
+                self.relinquish_sensitivity.iter().map(|r| r.label()).collect::<Vec<_>>().join(", "),
+                preset_rule.label()
             );
         }
         Ok(())
@@ -171,7 +171,7 @@ impl RunSpec {
         format!(
             "{}{}{}-{}-p{}-u{:.2}-oint{}-r{}",
             self.effect_off.map(|e| e.run_label() + "-").unwrap_or_default(),
-            self.rule.map(|r| format!("relinquish-{}-", rule_name(r))).unwrap_or_default(),
+            self.rule.map(|r| format!("relinquish-{}-", r.label())).unwrap_or_default(),
             self.protocol,
             self.policy.label().replace(':', ""),
             self.procs_per_node,
@@ -484,7 +484,7 @@ fn csv(records: &[RunRecord]) -> String {
             r.perf.messages_per_wall_second,
             r.id,
             r.effect_off.map(|e| e.to_string()).unwrap_or_default(),
-            rule_name(r.config.machine.protocol.relinquish)
+            r.config.machine.protocol.relinquish.label()
         );
     }
     s
@@ -605,15 +605,6 @@ struct Sensitivity {
     claim5: Vec<(EffectOff, Verdict)>,
     claim2: Vec<(Relinquish, Verdict)>,
     preset_rule: Relinquish,
-}
-
-/// A relinquish rule as presets and experiment files spell it.
-fn rule_name(r: Relinquish) -> &'static str {
-    match r {
-        Relinquish::Eager => "eager",
-        Relinquish::Handoff => "handoff",
-        Relinquish::Adaptive => "adaptive",
-    }
 }
 
 /// Computes the verdict on each claim from the measured runs.
@@ -1093,10 +1084,10 @@ fn render_report(
              run again with another rule for when an acting protocol processor with work of its own gives the role \
              up; the preset's rule is {}. These runs are in `runs/relinquish-<rule>-*.json` and are not used for the \
              verdicts above.\n",
-            rule_name(sensitivity.preset_rule)
+            sensitivity.preset_rule.label()
         );
         for (r, v) in &sensitivity.claim2 {
-            let _ = writeln!(s, "- relinquish {}: {} - {}", rule_name(*r), v.status(), v.evidence);
+            let _ = writeln!(s, "- relinquish {}: {} - {}", r.label(), v.status(), v.evidence);
         }
         let _ = writeln!(s);
     }

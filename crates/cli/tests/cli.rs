@@ -662,6 +662,33 @@ fn every_point_of_a_study_is_checked_before_it_runs() {
 }
 
 #[test]
+fn the_relinquish_flag_or_file_field_sets_the_rule_a_run_uses() {
+    let d = temp_dir("relinquish-flag");
+    let rule_of = |args: &[&str], record: &Path| -> String {
+        let mut all =
+            vec!["run", "--policy", "floating", "--requests-per-node", "200", "--json", record.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let out = finegrain(&all);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(record).unwrap()).unwrap();
+        json["config"]["machine"]["protocol"]["relinquish"].as_str().unwrap().to_string()
+    };
+    assert_eq!(rule_of(&[], &d.join("preset.json")), "adaptive", "the preset's rule by default");
+    assert_eq!(rule_of(&["--relinquish", "eager"], &d.join("flag.json")), "eager");
+    let file = d.join("run.toml");
+    std::fs::write(&file, "relinquish = \"handoff\"\n").unwrap();
+    assert_eq!(rule_of(&["--config", file.to_str().unwrap()], &d.join("file.json")), "handoff");
+    assert_one_line_error(
+        &["run", "--relinquish", "bogus"],
+        &["invalid relinquish = bogus: allowed eager, handoff, adaptive"],
+    );
+    assert_one_line_error(
+        &["run", "--platform", "native", "--policy", "floating", "--relinquish", "adaptive"],
+        &["invalid relinquish = adaptive", "eager and handoff"],
+    );
+}
+
+#[test]
 fn a_flag_for_compute_time_replaces_the_files_choice() {
     let d = temp_dir("u-over-cycles");
     let file = d.join("run.toml");

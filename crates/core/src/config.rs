@@ -279,6 +279,25 @@ pub enum Relinquish {
     Adaptive,
 }
 
+impl Relinquish {
+    pub fn label(self) -> &'static str {
+        match self {
+            Relinquish::Eager => "eager",
+            Relinquish::Handoff => "handoff",
+            Relinquish::Adaptive => "adaptive",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Relinquish, ConfigError> {
+        match s {
+            "eager" => Ok(Relinquish::Eager),
+            "handoff" => Ok(Relinquish::Handoff),
+            "adaptive" => Ok(Relinquish::Adaptive),
+            _ => Err(ConfigError::invalid("relinquish", s, "allowed eager, handoff, adaptive")),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProtocolParams {
