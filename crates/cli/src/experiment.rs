@@ -196,9 +196,10 @@ fn portable_copy(src: &Source) -> Result<String> {
     let Some(named) = doc.get("preset").and_then(|v| v.as_str()).map(str::to_string) else {
         return Ok(src.text.clone());
     };
-    let Some(beside) = preset_beside(file, Some(named.clone())).filter(|p| *p != named) else {
+    if !(named.ends_with(".toml") && Path::new(&named).is_relative()) {
         return Ok(src.text.clone());
-    };
+    }
+    let beside = preset_beside(file, Some(named.clone())).unwrap_or(named);
     let absolute = std::fs::canonicalize(&beside).with_context(|| format!("cannot find preset {beside}"))?;
     let Some(value) = doc.get_mut("preset").and_then(|i| i.as_value_mut()) else { return Ok(src.text.clone()) };
     let decor = value.decor().clone();

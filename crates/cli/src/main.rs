@@ -261,6 +261,7 @@ struct NativeRecord<'a> {
     policy: String,
     nodes: u32,
     procs_per_node: u32,
+    relinquish: &'static str,
     workload: &'a MicroConfig,
     lmin_ns: Option<f64>,
     measured_u: f64,
@@ -329,8 +330,9 @@ fn run_native(a: RunArgs) -> Result<()> {
     let measured_u = compute.iter().map(|t| t.compute_ns as f64 / t.wall_ns.max(1) as f64).sum::<f64>()
         / compute.len().max(1) as f64;
     println!(
-        "platform native  policy {}  {} nodes x {} threads  protocol {}  seed {}",
+        "platform native  policy {} (relinquish {})  {} nodes x {} threads  protocol {}  seed {}",
         policy.label(),
+        rt.relinquish.label(),
         topology.nodes,
         topology.procs_per_node,
         protocol,
@@ -370,6 +372,7 @@ fn run_native(a: RunArgs) -> Result<()> {
             policy: policy.label(),
             nodes: topology.nodes,
             procs_per_node: topology.procs_per_node,
+            relinquish: rt.relinquish.label(),
             workload: &workload,
             lmin_ns: lmin,
             measured_u,
@@ -406,9 +409,10 @@ fn run_sim(a: RunArgs) -> Result<()> {
     let s = &out.stats;
     let mhz = config.machine.processor.mhz as f64;
     println!(
-        "preset {}  policy {}  {} nodes x {} processors  protocol {}  seed {}",
+        "preset {}  policy {} (relinquish {})  {} nodes x {} processors  protocol {}  seed {}",
         config.machine.name,
         policy.label(),
+        config.machine.protocol.relinquish.label(),
         topology.nodes,
         topology.procs_per_node,
         protocol,

@@ -322,10 +322,11 @@ fn plan(exp: &Experiment, grid: &Grid, lmin: &BTreeMap<Protocol, f64>) -> Vec<Ru
         for &protocol in &grid.protocols {
             // Every policy at each processor count, for a U and an Oint.
             let mut point = |target_u: f64, oint: u64, effect_off: Option<EffectOff>, rule: Option<Relinquish>| {
-                // Claim 2's reruns need only its two-processor node.
+                // Claim 2's reruns need only Floating on its two-processor
+                // node: no rule changes Fixed (see `rule_of`).
                 let counts: &[u32] = if rule.is_some() { &[2] } else { &grid.procs_per_node };
                 for &ppn in counts {
-                    for policy in policies(ppn) {
+                    for policy in policies(ppn).into_iter().filter(|p| rule.is_none() || *p == Policy::Floating) {
                         specs.push(RunSpec {
                             protocol,
                             policy,
@@ -426,7 +427,28 @@ type Key = (Option<EffectOff>, Option<Relinquish>, Protocol, u64, u64, u32, Stri
 
 fn key(r: &RunRecord, policy: &str, ppn: u32) -> Key {
     let u = (r.target_u * 1e6).round() as u64;
-    (r.effect_off, r.relinquish_rule, r.protocol, r.oint_cycles, u, r.replicate, policy.to_string(), ppn)
+    (
+        r.effect_off,
+        rule_of(policy, r.relinquish_rule),
+        r.protocol,
+        r.oint_cycles,
+        u,
+        r.replicate,
+        policy.to_string(),
+        ppn,
+    )
+}
+
+/// The relinquish rule whose runs stand for `policy` under `rule`: Fixed's
+/// compute processors never act as PP and its dedicated one never gives
+/// the role up, so no rule changes a Fixed run, and claim 2's reruns pair
+/// Floating with the study's own Fixed runs.
+fn rule_of(policy: &str, rule: Option<Relinquish>) -> Option<Relinquish> {
+    if policy == "fixed" {
+        None
+    } else {
+        rule
+    }
 }
 
 fn derive(records: &mut [RunRecord]) {
@@ -484,7 +506,7 @@ fn csv(records: &[RunRecord]) -> String {
             r.perf.messages_per_wall_second,
             r.id,
             r.effect_off.map(|e| e.to_string()).unwrap_or_default(),
-            r.config.machine.protocol.relinquish.label()
+            r.relinquish_rule.map(|r| r.label()).unwrap_or_default()
         );
     }
     s
@@ -505,7 +527,7 @@ impl View<'_> {
             .iter()
             .filter(|r| {
                 r.effect_off == self.effect
-                    && r.relinquish_rule == self.rule
+                    && r.relinquish_rule == rule_of(policy, self.rule)
                     && r.protocol == protocol
                     && r.policy == policy
                     && r.procs_per_node == ppn

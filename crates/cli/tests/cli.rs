@@ -635,6 +635,15 @@ fn an_experiment_file_finds_its_preset_beside_it_and_its_report_says_how_to_reru
         r.lines().filter(|l| l.starts_with("claim ")).map(str::to_string).collect()
     };
     assert_eq!(claims(&out_dir), claims(&out2), "the copy ran another study");
+    // Run by a bare file name from its own directory, too.
+    let bare = Command::new(env!("CARGO_BIN_EXE_finegrain"))
+        .args(["reproduce", "e.toml", "--quick", "--out", "out3"])
+        .current_dir(&d)
+        .output()
+        .unwrap();
+    assert!(bare.status.success(), "{}", String::from_utf8_lossy(&bare.stderr));
+    let copy = std::fs::read_to_string(d.join("out3").join("experiment.toml")).unwrap();
+    assert!(copy.contains(&format!("preset = \"{}\"", preset.display())), "the copy names the preset by path");
 }
 
 #[test]
