@@ -118,6 +118,23 @@ fn mult_takes_fewer_interrupts_when_the_home_computes_less() {
 }
 
 #[test]
+fn mult_servers_go_back_to_their_computation_at_saturation() {
+    // Requesters send back to back, so the home's queue never empties.
+    // Idle compute processors serve it, but one whose thread has work
+    // again must go back to it after the handler in hand (the device
+    // interrupts when all compute), not drain the queue: that used to
+    // cut the home's computation by half (U 0.25 for a target of 0.5).
+    for (discipline, servers) in [(Discipline::Pdq, Some(4)), (Discipline::Serial, None)] {
+        let cfg = sim(Policy::Floating, 8, discipline, PpKind::Smp, servers);
+        let w =
+            FetchAddConfig { requests_per_thread: 400, home_burst_cycles: 2000.0, ..workload(4096, KeySkew::Uniform) };
+        let out = fetch_add::simulate(&cfg, &w).unwrap();
+        let h = fetch_add::home_measures(&cfg.machine, &out);
+        assert!(h.home_u > 0.4, "{discipline:?}: the home computed {:.3} of the time, target 0.5", h.home_u);
+    }
+}
+
+#[test]
 fn native_fetch_add_loses_no_update_under_parallel_dispatch() {
     let m = MachineConfig::load("hpca99").unwrap();
     for (policy, ppn, d) in [

@@ -149,6 +149,8 @@ struct Processor {
     in_interrupt: bool,
     interrupt_claim_tried: bool,
     holds_role: bool,
+    /// Handlers run since this processor last took the role.
+    stint_handled: u32,
     /// Static partitioning: the queue this (dedicated) processor serves.
     server: usize,
     /// PDQ: the key of the entry in service, completed when it finishes.
@@ -303,6 +305,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     in_interrupt: false,
                     interrupt_claim_tried: false,
                     holds_role: false,
+                    stint_handled: 0,
                     server: p.saturating_sub(compute),
                     serving: None,
                     spin: 0,
@@ -637,6 +640,15 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             // saturation would starve its thread.
             return self.start_release(p);
         }
+        if self.has_own_work(p) && self.device_dispatch && self.procs[p].stint_handled > 0 {
+            // With a dispatch device (Hurricane-1 Mult) a processor whose
+            // computation can go on resumes it after the handler in hand
+            // and tells the device, which interrupts a processor again if
+            // messages wait while every one computes. One handler at least
+            // per stint: servers cannot take turns leaving with nothing
+            // handled.
+            return self.start_release(p);
+        }
         if let Some(slot) = self.nodes[n].rx.take(server) {
             self.start_handle(p, slot);
             if self.parallel {
@@ -865,6 +877,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             self.nodes[n].role = Some(p);
         }
         self.procs[p].holds_role = true;
+        self.procs[p].stint_handled = 0;
         self.procs[p].stats.role_acquires += 1;
         let cost = self.role_switch_cost(p, self.cfg.machine.protocol.role_acquire_cycles);
         self.start_busy(p, Cat::Role, cost, 0, After::Nothing);
@@ -1044,6 +1057,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let local = self.procs[p].local;
         let msg = self.messages[slot as usize].take().expect("live message");
         self.free_messages.push(slot);
+        self.procs[p].stint_handled += 1;
         let waited = self.now - self.arrived_at[slot as usize];
         self.nodes[n].delays.saturating_record(waited);
         let m = &self.cfg.machine;
