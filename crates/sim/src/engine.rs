@@ -151,6 +151,10 @@ struct Processor {
     holds_role: bool,
     /// Handlers run since this processor last took the role.
     stint_handled: u32,
+    /// Handlers it runs in this stint before going back to work of its own
+    /// (with a dispatch device): the messages waiting when an interrupted
+    /// processor took the role, else one.
+    stint_budget: u32,
     /// Static partitioning: the queue this (dedicated) processor serves.
     server: usize,
     /// PDQ: the key of the entry in service, completed when it finishes.
@@ -306,6 +310,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     interrupt_claim_tried: false,
                     holds_role: false,
                     stint_handled: 0,
+                    stint_budget: 0,
                     server: p.saturating_sub(compute),
                     serving: None,
                     spin: 0,
@@ -640,13 +645,14 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             // saturation would starve its thread.
             return self.start_release(p);
         }
-        if self.has_own_work(p) && self.device_dispatch && self.procs[p].stint_handled > 0 {
+        if self.has_own_work(p) && self.device_dispatch && self.procs[p].stint_handled >= self.procs[p].stint_budget {
             // With a dispatch device (Hurricane-1 Mult) a processor whose
             // computation can go on resumes it after the handler in hand
-            // and tells the device, which interrupts a processor again if
-            // messages wait while every one computes. One handler at least
-            // per stint: servers cannot take turns leaving with nothing
-            // handled.
+            // (an interrupted one after the messages that were waiting when
+            // it took the role) and tells the device, which interrupts a
+            // processor again if messages wait while every one computes.
+            // One handler at least per stint: servers cannot take turns
+            // leaving with nothing handled.
             return self.start_release(p);
         }
         if let Some(slot) = self.nodes[n].rx.take(server) {
@@ -776,16 +782,21 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// paths come back here. The arbiter picks computing processors
     /// round-robin. An idle processor that may act is woken instead.
     fn check_interrupt(&mut self, n: usize) {
-        if self.nodes[n].irq_pending || !self.work_waiting(n) {
+        if !self.work_waiting(n) {
             return;
         }
         let node = &self.nodes[n];
         let (first, count) = (node.first_proc, node.procs);
         if self.parallel {
+            // An idle server takes the message even while an interrupt is
+            // being delivered to another processor.
             if let Some(p) = (first..first + count).find(|&p| self.idle_server(p)) {
                 return self.wake(p);
             }
         } else if node.role.is_some() {
+            return;
+        }
+        if self.nodes[n].irq_pending {
             return;
         }
         if !self.role_open(n) {
@@ -797,8 +808,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         if !self.cfg.policy.compute_procs_handle() {
             return;
         }
-        let all_computing =
-            (first..first + count).all(|p| self.procs[p].compute.is_some() || self.procs[p].in_interrupt);
+        // A processor inside an interrupt counts as computing until it
+        // serves: one already serving there is a protocol processor.
+        let all_computing = (first..first + count)
+            .all(|p| self.procs[p].compute.is_some() || self.procs[p].in_interrupt && !self.procs[p].holds_role);
         if !all_computing {
             return;
         }
@@ -878,6 +891,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
         self.procs[p].holds_role = true;
         self.procs[p].stint_handled = 0;
+        let waiting = if self.procs[p].in_interrupt { self.nodes[n].rx.len() as u32 } else { 0 };
+        self.procs[p].stint_budget = waiting.max(1);
         self.procs[p].stats.role_acquires += 1;
         let cost = self.role_switch_cost(p, self.cfg.machine.protocol.role_acquire_cycles);
         self.start_busy(p, Cat::Role, cost, 0, After::Nothing);
@@ -908,6 +923,11 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
 
     fn start_release(&mut self, p: usize) {
         let n = self.procs[p].node;
+        if self.procs[p].in_interrupt && self.procs[p].stint_handled == 0 {
+            // Taken by interrupt, left with nothing handled: another
+            // processor took the messages meanwhile.
+            self.nodes[n].stats.spurious_interrupts += 1;
+        }
         if self.parallel {
             self.nodes[n].servers -= 1;
         } else {
