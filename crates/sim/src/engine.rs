@@ -151,6 +151,8 @@ struct Processor {
     holds_role: bool,
     /// Handlers run since this processor last took the role.
     stint_handled: u32,
+    /// When a pending [`EventKind::Recheck`] of its holding fires.
+    recheck_at: Option<u64>,
     /// Handlers it runs in this stint before going back to work of its own
     /// (with a dispatch device): the messages waiting when an interrupted
     /// processor took the role, else one.
@@ -311,6 +313,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     holds_role: false,
                     stint_handled: 0,
                     stint_budget: 0,
+                    recheck_at: None,
                     server: p.saturating_sub(compute),
                     serving: None,
                     spin: 0,
@@ -390,6 +393,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 EventKind::Arrive { msg } => self.on_arrive(msg),
                 EventKind::Interrupt { proc } => self.on_interrupt(proc as usize),
                 EventKind::IdleEnd { thread } => self.on_idle_end(thread as usize),
+                EventKind::Recheck { proc } => self.on_recheck(proc as usize),
             }
             if let Some(e) = self.abort.take() {
                 return Err(e);
@@ -663,8 +667,11 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         } else if self.should_relinquish(p) {
             self.start_release(p)
         } else {
-            let cat = if self.has_own_work(p) { Cat::Hold } else { Cat::PollIdle };
-            self.go_idle(p, cat)
+            let holds = self.has_own_work(p);
+            self.go_idle(p, if holds { Cat::Hold } else { Cat::PollIdle });
+            if holds {
+                self.schedule_recheck(p);
+            }
         }
     }
 
@@ -718,14 +725,43 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             Relinquish::Handoff => false,
             Relinquish::Adaptive => match self.nodes[n].arrival_gap_x16 {
                 Some(gap_x16) => {
-                    // An interrupt costs Oint plus taking and giving up the role.
-                    let m = &self.cfg.machine;
-                    let cost =
-                        m.interrupt.overhead_cycles + m.protocol.role_acquire_cycles + m.protocol.role_release_cycles;
-                    cost * 16 < gap_x16
+                    // The quiet since the last arrival counts once it is
+                    // longer than the average gap: messages may have stopped.
+                    let quiet_x16 = self.nodes[n].last_arrival.map_or(0, |l| (self.now - l) * 16);
+                    self.interrupt_round_trip() * 16 < gap_x16.max(quiet_x16)
                 }
                 None => true,
             },
+        }
+    }
+
+    /// What an interrupt costs: Oint plus taking and giving up the role.
+    fn interrupt_round_trip(&self) -> u64 {
+        let m = &self.cfg.machine;
+        m.interrupt.overhead_cycles + m.protocol.role_acquire_cycles + m.protocol.role_release_cycles
+    }
+
+    /// An acting PP keeping the role while its own work waits (the adaptive
+    /// rule) is woken again once the node has been quiet for an interrupt's
+    /// cost: no arrival would wake it if messages have stopped.
+    fn schedule_recheck(&mut self, p: usize) {
+        if self.cfg.machine.protocol.relinquish != Relinquish::Adaptive || self.procs[p].recheck_at.is_some() {
+            return;
+        }
+        let n = self.procs[p].node;
+        let quiet_from = self.nodes[n].last_arrival.unwrap_or(self.now);
+        let at = (quiet_from + self.interrupt_round_trip()).max(self.now) + 1;
+        self.procs[p].recheck_at = Some(at);
+        self.queue.push(at, EventKind::Recheck { proc: p as u32 });
+    }
+
+    /// At most one re-check is pending per processor; it applies to
+    /// whatever holding the processor is in when it fires.
+    fn on_recheck(&mut self, p: usize) {
+        self.procs[p].recheck_at = None;
+        let pr = &self.procs[p];
+        if !pr.busy && !pr.wake_pending && pr.holds_role && pr.cat == Cat::Hold {
+            self.decide(p);
         }
     }
 

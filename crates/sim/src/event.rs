@@ -22,6 +22,9 @@ pub enum EventKind {
     Interrupt { proc: u32 },
     /// A thread's `idle` period is over.
     IdleEnd { thread: u32 },
+    /// A processor holding the role for want of a successor reconsiders
+    /// whether the quiet since the last arrival makes giving it up pay.
+    Recheck { proc: u32 },
 }
 
 #[derive(Clone, Copy, Debug)]

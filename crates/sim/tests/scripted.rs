@@ -1,6 +1,8 @@
-//! Hurricane-1 Mult on the simulator: idle compute processors serve the
-//! node's queue in parallel, and the device interrupts only when every
-//! processor computes. Small scripted programs pin down when that happens.
+//! Small scripted programs that pin down when the simulator interrupts a
+//! processor and when one gives up the protocol-processor role: under
+//! Hurricane-1 Mult (idle compute processors serve the node's queue in
+//! parallel; the device interrupts only when every processor computes) and
+//! under Floating.
 
 use finegrain_core::{
     Args, Discipline, Dispatch, HandlerId, HandlerInfo, HandlerTable, MachineConfig, NodeId, Payload, Policy, PpKind,
@@ -22,6 +24,12 @@ fn mult(oint: u64, nodes: u32) -> SimConfig {
     let mut cfg = SimConfig::new(m, Topology { nodes, procs_per_node: 2 }, Policy::Floating, 1);
     cfg.dispatch = Dispatch { discipline: Discipline::Pdq, pp_kind: PpKind::Smp, max_servers: None };
     cfg
+}
+
+fn floating(oint: u64) -> SimConfig {
+    let mut m = MachineConfig::load("hpca97").unwrap();
+    m.interrupt.overhead_cycles = oint;
+    SimConfig::new(m, Topology { nodes: 2, procs_per_node: 2 }, Policy::Floating, 1)
 }
 
 fn table() -> (HandlerTable, HandlerId) {
@@ -88,4 +96,21 @@ fn a_processor_serving_inside_an_interrupt_is_not_computing() {
     let handlers: u64 = node.procs.iter().map(|p| p.handlers).sum();
     assert_eq!(handlers, 2);
     assert_eq!(interrupts, 1, "a second processor was interrupted ({} spurious)", node.spurious_interrupts);
+}
+
+#[test]
+fn a_holder_gives_the_role_up_once_messages_have_stopped() {
+    // Under the adaptive rule a processor whose work can go on keeps the
+    // role while messages arrive faster than an interrupt costs. Here
+    // node 1's thread 0 gets its reply while thread 1 computes, a few
+    // requests arrive, then none: its million cycles of work used to wait
+    // for thread 1's to end (the run took 2.0 M cycles, 1.0 M under the
+    // eager rule), since no arrival came to make it reconsider.
+    let stats = run(&floating(5000), |node, thread| match (node, thread) {
+        (0, 0) => vec![Step::Request(1, 1), Step::Request(1, 1), Step::Request(1, 1)],
+        (0, _) => vec![],
+        (1, 0) => vec![Step::Request(0, 2), Step::Work(1_000_000)],
+        _ => vec![Step::Work(1_000_000)],
+    });
+    assert!(stats.sim_cycles < 1_200_000, "the run took {} cycles", stats.sim_cycles);
 }
