@@ -160,7 +160,7 @@ impl FetchAddConfig {
                 self.requests_per_thread
             ));
         }
-        if !(0.0..=1.0).contains(&self.home_u) {
+        if !(0.0..=1.0).contains(&self.home_u) || self.home_u.is_sign_negative() {
             return Err(format!("invalid home_u = {}: allowed 0..=1", self.home_u));
         }
         if !(self.home_burst_cycles >= 1.0 && self.home_burst_cycles <= MAX_CYCLES as f64) {

@@ -234,6 +234,11 @@ pub fn load(src: &Source) -> Result<Experiment> {
     // Every workload point must be valid before hours are spent on others.
     for (table, grid) in [("full", &e.full), ("quick", &e.quick)] {
         for s in plan(&e, grid) {
+            // The machine too (its caches must fit in host memory), before
+            // the output directory is made.
+            sim_config(&e, &machine, &s)
+                .validate()
+                .map_err(|err| anyhow::anyhow!("invalid experiment (run {}): {err}", s.id()))?;
             run_workload(&e, grid, &s).validate(&machine, e.compute_procs).map_err(|err| match s.sweep.field() {
                 Some(f) => anyhow::anyhow!("invalid {table}.{f} (run {}): {err}", s.id()),
                 None => anyhow::anyhow!("invalid experiment (run {}): {err}", s.id()),

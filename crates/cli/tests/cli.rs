@@ -519,7 +519,9 @@ fn preset_costs_and_sizes_are_bounded() {
         }
         let p = d.join(format!("preset{i}.toml"));
         std::fs::write(&p, text).unwrap();
-        assert_one_line_error(&["fetch-add", "--preset", p.to_str().unwrap()], &[needle]);
+        // A small machine, so that its caches fit the host whatever their size.
+        let small = ["--requester-nodes", "1", "--compute-procs", "1"];
+        assert_one_line_error(&[&["fetch-add", "--preset", p.to_str().unwrap()][..], &small].concat(), &[needle]);
     }
     let cal = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../presets/hpca97.toml"))
         .unwrap()
@@ -673,6 +675,20 @@ fn every_point_of_a_study_is_checked_before_it_runs() {
         &["reproduce", file.to_str().unwrap(), "--quick", "--out", d.join("out").to_str().unwrap()],
         &["mult_home_u", "invalid home_u = 1e-6"],
     );
+    // A machine too large for the host is refused before the output
+    // directory is made.
+    let big = exp
+        .replace("requester_nodes = 4\n", "requester_nodes = 4095\n")
+        .replace("compute_procs = 8\n", "compute_procs = 32\n");
+    assert!(big.contains("requester_nodes = 4095") && big.contains("compute_procs = 32"), "the topology grew");
+    std::fs::write(&file, big).unwrap();
+    let out = d.join("big-out");
+    assert_one_line_error(
+        &["reproduce", file.to_str().unwrap(), "--quick", "--out", out.to_str().unwrap()],
+        &["invalid topology = 4096 nodes x 33 processors"],
+    );
+    assert!(!out.exists(), "the refused study made its output directory");
+    assert_one_line_error(&["fetch-add", "--home-u", "-0.0"], &["invalid home_u = -0: allowed 0..=1"]);
 }
 
 #[test]

@@ -62,6 +62,8 @@ impl SimConfig {
                 "static partitioning needs dedicated protocol processors (policy fixed:K)",
             ));
         }
-        Ok(())
+        // Caches that would not fit in the host's memory are refused here,
+        // before a caller prepares anything for the run.
+        crate::memory::check_host_memory(&self.machine, self.topology.nodes, self.topology.procs_per_node)
     }
 }

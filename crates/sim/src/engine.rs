@@ -21,7 +21,7 @@ use crate::bus::Bus;
 use crate::config::SimConfig;
 use crate::dispatch::{KeyLocks, NodeQueue};
 use crate::event::{EventKind, EventQueue};
-use crate::memory::{check_host_memory, AddressMap, NodeMemory, WordTransfer};
+use crate::memory::{AddressMap, NodeMemory, WordTransfer};
 use crate::stats::{BusStats, DelayStats, HandlerSpan, KeyCheck, LatencyStats, NodeStats, ProcStats, RunStats};
 use crate::thread::{mix_seed, Op, OpResult, SimProc, ThreadShared};
 use crate::SimError;
@@ -253,7 +253,6 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let code_pieces: Vec<u32> =
             std::iter::once(m.protocol.dispatch_code_bytes).chain(handler_code.iter().copied()).collect();
         let mut map = AddressMap::new(m, &code_pieces)?;
-        check_host_memory(m, cfg.topology.nodes, ppn as u32)?;
         let code = CodeLayout {
             dispatch: map.alloc_code(m.protocol.dispatch_code_bytes),
             handlers: handler_code.iter().map(|&bytes| map.alloc_code(bytes)).collect(),
