@@ -118,11 +118,15 @@ fn can_create_in(dir: &Path) -> std::io::Result<()> {
 /// next to the config file, not in the current directory.
 pub fn preset_beside(config: &Path, preset: Option<String>) -> Option<String> {
     match (preset, config.parent()) {
-        (Some(p), Some(dir)) if p.ends_with(".toml") && Path::new(&p).is_relative() => {
-            Some(dir.join(p).display().to_string())
-        }
+        (Some(p), Some(dir)) if is_preset_path(&p) => Some(dir.join(p).display().to_string()),
         (p, _) => p,
     }
+}
+
+/// Whether a preset is named by a relative path to a file (rather than by
+/// a shipped preset's name or an absolute path).
+fn is_preset_path(preset: &str) -> bool {
+    preset.ends_with(".toml") && Path::new(preset).is_relative()
 }
 
 /// Creates the output directory `out` with its `runs/` and `figures/` and
@@ -193,15 +197,12 @@ fn portable_copy(src: &Source) -> Result<String> {
     let Some(file) = &src.file else { return Ok(src.text.clone()) };
     let mut doc: toml_edit::DocumentMut =
         src.text.parse().with_context(|| format!("invalid TOML in {}", src.origin))?;
-    let Some(named) = doc.get("preset").and_then(|v| v.as_str()).map(str::to_string) else {
+    let Some(value) = doc.get_mut("preset").and_then(|i| i.as_value_mut()) else { return Ok(src.text.clone()) };
+    let Some(named) = value.as_str().filter(|p| is_preset_path(p)).map(str::to_string) else {
         return Ok(src.text.clone());
     };
-    if !(named.ends_with(".toml") && Path::new(&named).is_relative()) {
-        return Ok(src.text.clone());
-    }
     let beside = preset_beside(file, Some(named.clone())).unwrap_or(named);
     let absolute = std::fs::canonicalize(&beside).with_context(|| format!("cannot find preset {beside}"))?;
-    let Some(value) = doc.get_mut("preset").and_then(|i| i.as_value_mut()) else { return Ok(src.text.clone()) };
     let decor = value.decor().clone();
     *value = toml_edit::Value::from(absolute.display().to_string());
     *value.decor_mut() = decor;

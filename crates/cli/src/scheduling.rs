@@ -521,7 +521,12 @@ struct View<'a> {
     rule: Option<Relinquish>,
 }
 
-impl View<'_> {
+impl<'a> View<'a> {
+    /// The study's own runs (no sensitivity setting).
+    fn baseline(records: &'a [RunRecord]) -> View<'a> {
+        View { records, effect: None, rule: None }
+    }
+
     fn select(&self, protocol: Protocol, policy: &str, ppn: u32, u: f64, oint: u64) -> Vec<&RunRecord> {
         self.records
             .iter()
@@ -631,7 +636,7 @@ struct Sensitivity {
 
 /// Computes the verdict on each claim from the measured runs.
 pub fn evaluate(grid: &Grid, records: &[RunRecord]) -> Vec<Verdict> {
-    let v = View { records, effect: None, rule: None };
+    let v = View::baseline(records);
     let us = sorted_u(grid);
     let (lo, hi) = oint_range(grid);
     vec![
@@ -976,7 +981,7 @@ fn seeds_ahead(v: &View, p: Protocol, u: f64, lo: u64, a: &CostPoint, b: &CostPo
 }
 
 fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Result<Vec<(String, String)>> {
-    let v = View { records, effect: None, rule: None };
+    let v = View::baseline(records);
     let us = sorted_u(grid);
     let (lo, hi) = oint_range(grid);
     let mut figs = Vec::new();
@@ -1141,7 +1146,7 @@ fn render_report(
     }
     s += &markdown_table(&["protocol", "Lmin (cycles)", "Lmin (us)", "target (us)"], &rows);
     // The table shows the baseline runs, as the verdicts use them.
-    let v = View { records, effect: None, rule: None };
+    let v = View::baseline(records);
     let (lo, hi) = oint_range(grid);
     let _ = writeln!(s, "\n## Time normalized to Fixed (2 processors)\n");
     let mut rows = Vec::new();

@@ -151,12 +151,12 @@ struct Processor {
     holds_role: bool,
     /// Handlers run since this processor last took the role.
     stint_handled: u32,
-    /// When a pending [`EventKind::Recheck`] of its holding fires.
-    recheck_at: Option<u64>,
     /// Handlers it runs in this stint before going back to work of its own
     /// (with a dispatch device): the messages waiting when an interrupted
     /// processor took the role, else one.
     stint_budget: u32,
+    /// When a pending [`EventKind::Recheck`] of its holding fires.
+    recheck_at: Option<u64>,
     /// Static partitioning: the queue this (dedicated) processor serves.
     server: usize,
     /// PDQ: the key of the entry in service, completed when it finishes.
@@ -641,21 +641,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     fn act_as_pp(&mut self, p: usize) {
         let n = self.procs[p].node;
         let server = self.procs[p].server;
-        if self.has_own_work(p) && (self.lasting_peer(p) || self.parallel && self.another_server_stays(p)) {
-            // It has work again and another processor serves or will take
-            // over for good, so waiting messages interrupt nobody: its own
-            // work comes first. Draining a queue that never empties at
-            // saturation would starve its thread.
-            return self.start_release(p);
-        }
-        if self.has_own_work(p) && self.device_dispatch && self.procs[p].stint_handled >= self.procs[p].stint_budget {
-            // With a dispatch device (Hurricane-1 Mult) a processor whose
-            // computation can go on resumes it after the handler in hand
-            // (an interrupted one after the messages that were waiting when
-            // it took the role) and tells the device, which interrupts a
-            // processor again if messages wait while every one computes.
-            // One handler at least per stint: servers cannot take turns
-            // leaving with nothing handled.
+        let own_work = self.has_own_work(p);
+        if own_work && self.leaves_for_own_work(p) {
             return self.start_release(p);
         }
         if let Some(slot) = self.nodes[n].rx.take(server) {
@@ -666,12 +653,29 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         } else if self.should_relinquish(p) {
             self.start_release(p)
         } else {
-            let holds = self.has_own_work(p);
-            self.go_idle(p, if holds { Cat::Hold } else { Cat::PollIdle });
-            if holds {
+            self.go_idle(p, if own_work { Cat::Hold } else { Cat::PollIdle });
+            if own_work {
                 self.schedule_recheck(p);
             }
         }
+    }
+
+    /// Whether a serving processor whose own work can go on gives the role
+    /// up before taking another message (draining a queue that never
+    /// empties at saturation would starve its thread):
+    /// - another processor serves, or will take over for good, so waiting
+    ///   messages interrupt nobody;
+    /// - with a dispatch device (Hurricane-1 Mult) it resumes its work after
+    ///   the handler in hand (an interrupted one after the messages waiting
+    ///   when it took the role) and tells the device, which interrupts a
+    ///   processor again if messages wait while every one computes. One
+    ///   handler at least per stint: servers cannot take turns leaving with
+    ///   nothing handled.
+    fn leaves_for_own_work(&self, p: usize) -> bool {
+        let pr = &self.procs[p];
+        self.lasting_peer(p)
+            || self.parallel && self.another_server_stays(p)
+            || self.device_dispatch && pr.stint_handled >= pr.stint_budget
     }
 
     /// Inside an interrupt: take the role if nobody has it, handle every
