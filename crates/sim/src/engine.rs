@@ -4,9 +4,10 @@
 //! handling, taking an interrupt, taking or giving up the protocol-processor
 //! role) whose end is an event. An activity's timing is worked out when it
 //! starts: its bus transactions are reserved on the node's bus calendar and
-//! its cache accesses update the caches. Computation is the only
-//! preemptible activity: an interrupt stops it, and the work left over is
-//! resumed afterwards (delayed, never lost).
+//! its cache accesses update the caches. Computation (a thread's work and
+//! its own memory accesses) is the only preemptible activity: an interrupt
+//! stops it, and what is left over is resumed afterwards (delayed, never
+//! lost).
 //!
 //! When an activity ends the processor decides what to do next
 //! ([`Engine::decide`]); the policy (Single, Fixed, Floating) enters only
@@ -75,6 +76,10 @@ struct ComputeSegment {
     stall: u64,
     /// Foreign-set epoch its misses were sampled at.
     sampled: u32,
+    /// The thread's own work (`Proc::work`, charged cycles), whose random
+    /// segment accesses are sampled when it resumes; otherwise a
+    /// `Proc::access`, whose accesses were all made when it started.
+    synthetic: bool,
 }
 
 /// Work an interrupt stopped: what is left, the epoch its misses were
@@ -85,6 +90,7 @@ struct SavedWork {
     work: u64,
     sampled: u32,
     stall: u64,
+    synthetic: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -571,6 +577,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             return self.decide_in_interrupt(p);
         }
         if let Some(saved) = self.procs[p].saved_work.take() {
+            if !saved.synthetic {
+                return self.start_access(p, saved.stall + saved.work, saved.stall);
+            }
             return self.start_compute(p, saved.work, Some((saved.sampled, saved.stall)));
         }
         if self.procs[p].holds_role {
@@ -906,7 +915,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let stall = seg.stall.saturating_sub(elapsed);
         let pr = &mut self.procs[p];
         pr.compute = None;
-        pr.saved_work = Some(SavedWork { work: seg.work - done, sampled: seg.sampled, stall });
+        pr.saved_work =
+            Some(SavedWork { work: seg.work - done, sampled: seg.sampled, stall, synthetic: seg.synthetic });
         pr.in_interrupt = true;
         pr.interrupt_claim_tried = false;
         pr.busy = false;
@@ -1439,7 +1449,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                         let local = self.procs[p].local;
                         let (lat, missed) =
                             self.nodes[n].mem.access_lines(self.now, self.now, local, first, count, kind);
-                        self.start_busy(p, Cat::Compute, lat, missed, After::ThreadOpDone);
+                        self.start_access(p, lat, missed);
                     }
                     // `Proc::access` has no result to report this in.
                     Err(reason) => self.fail_thread(t, AmError::Aborted(format!("thread access rejected: {reason}"))),
@@ -1508,9 +1518,21 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             &mut pr.rng,
         );
         let stall = owed + stall;
-        self.procs[p].compute = Some(ComputeSegment { start: self.now, work, stall, sampled });
+        self.procs[p].compute = Some(ComputeSegment { start: self.now, work, stall, sampled, synthetic: true });
         self.start_busy(p, Cat::Compute, stall.saturating_add(work), stall, After::Nothing);
         // A computing processor is a possible interrupt target.
+        self.check_interrupt(n);
+    }
+
+    /// Runs (or resumes) a thread's `Proc::access` of `lat` cycles, the
+    /// first `stall` of them its misses' stall (already on the bus
+    /// calendar). Like work, it is computation an interrupt may stop and
+    /// that resumes afterwards, so an arrival is not held up by it.
+    fn start_access(&mut self, p: usize, lat: u64, stall: u64) {
+        let n = self.procs[p].node;
+        let work = lat - stall;
+        self.procs[p].compute = Some(ComputeSegment { start: self.now, work, stall, sampled: 0, synthetic: false });
+        self.start_busy(p, Cat::Compute, lat, stall, After::Nothing);
         self.check_interrupt(n);
     }
 

@@ -1,12 +1,12 @@
 //! Small scripted programs that pin down when the simulator interrupts a
 //! processor and when one gives up the protocol-processor role: under
 //! Hurricane-1 Mult (idle compute processors serve the node's queue in
-//! parallel; the device interrupts only when every processor computes) and
-//! under Floating.
+//! parallel; the device interrupts only when every processor computes),
+//! under Floating and under Single.
 
 use finegrain_core::{
-    Args, Discipline, Dispatch, HandlerId, HandlerInfo, HandlerTable, MachineConfig, NodeId, Payload, Policy, PpKind,
-    Proc, Reply, SyncKey, Topology,
+    Access, Args, Discipline, Dispatch, HandlerId, HandlerInfo, HandlerTable, MachineConfig, NodeId, Payload, Policy,
+    PpKind, Proc, Region, Reply, SyncKey, Topology,
 };
 use finegrain_sim::{simulate, RunStats, SimConfig};
 
@@ -16,6 +16,8 @@ enum Step {
     Work(u64),
     /// A request to a node with a key.
     Request(u32, u64),
+    /// A read of so many bytes of the thread's own segment.
+    Read(u32),
 }
 
 fn mult(oint: u64, nodes: u32) -> SimConfig {
@@ -54,6 +56,7 @@ fn run(cfg: &SimConfig, script: fn(u32, u32) -> Vec<Step>) -> RunStats {
                 Step::Request(dst, key) => {
                     p.request_keyed(NodeId(dst), request, SyncKey::Key(key), Args::default(), Payload::none()).await?;
                 }
+                Step::Read(bytes) => p.access(Region::Segment(p.thread()), 0, bytes, Access::Read).await,
             }
         }
         Ok(())
@@ -113,4 +116,23 @@ fn a_holder_gives_the_role_up_once_messages_have_stopped() {
         _ => vec![Step::Work(1_000_000)],
     });
     assert!(stats.sim_cycles < 1_200_000, "the run took {} cycles", stats.sim_cycles);
+}
+
+#[test]
+fn an_arrival_interrupts_a_thread_in_the_middle_of_its_own_access() {
+    // Single: node 1's only thread reads half its segment (16384 lines,
+    // about 16000 cycles even when they hit) as node 0's request arrives.
+    // The access is the thread's computation, so the request interrupts it
+    // (Oint 200) instead of waiting for it to end.
+    let mut m = MachineConfig::load("hpca97").unwrap();
+    m.interrupt.overhead_cycles = 200;
+    let cfg = SimConfig::new(m, Topology { nodes: 2, procs_per_node: 1 }, Policy::Single, 1);
+    let stats = run(&cfg, |node, _| match node {
+        0 => vec![Step::Work(100), Step::Request(1, 1)],
+        _ => vec![Step::Read(512 * 1024)],
+    });
+    let node = &stats.nodes[1];
+    assert_eq!(node.procs[0].interrupts, 1);
+    assert!(stats.request_latency.max_cycles < 3000, "the request took {} cycles", stats.request_latency.max_cycles);
+    assert!(stats.sim_cycles > 16_000, "the access took only {} cycles", stats.sim_cycles);
 }
