@@ -716,6 +716,10 @@ fn the_relinquish_flag_or_file_field_sets_the_rule_a_run_uses() {
         &["run", "--platform", "native", "--policy", "floating", "--relinquish", "adaptive"],
         &["invalid relinquish = adaptive", "eager and handoff"],
     );
+    assert_one_line_error(
+        &["run", "--platform", "native", "--policy", "fixed", "--relinquish", "handoff"],
+        &["invalid relinquish = handoff", "policy floating with the serial discipline"],
+    );
 }
 
 #[test]

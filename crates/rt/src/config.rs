@@ -117,6 +117,21 @@ impl RtConfig {
                 "the native runtime supports eager and handoff (adaptive needs the simulator's interrupt-cost model)",
             ));
         }
+        // Natively only a Floating thread holding the serial role ever gives
+        // it up; elsewhere hand-off would be accepted and do nothing.
+        if self.relinquish == Relinquish::Handoff
+            && (self.policy != Policy::Floating || self.discipline != Discipline::Serial)
+        {
+            return Err(ConfigError::invalid(
+                "relinquish",
+                "handoff",
+                format!(
+                    "natively hand-off applies to policy floating with the serial discipline (here {} with {}); use eager",
+                    self.policy.label(),
+                    self.discipline.label()
+                ),
+            ));
+        }
         Ok(())
     }
 

@@ -120,7 +120,9 @@ struct Node {
     /// The acting protocol-processor role.
     role: CachePadded<AtomicBool>,
     computing: CachePadded<AtomicU32>,
-    /// Floating: threads waiting for a reply (the role's possible takers).
+    /// Floating: threads waiting for a reply or serving for want of work
+    /// (in `idle`, or done with their application): the role's possible
+    /// takers.
     waiting: CachePadded<AtomicU32>,
     /// Compute threads whose application has not returned yet: only these
     /// can still come to wait, so hand-off keeps the role only while a peer
@@ -145,6 +147,9 @@ struct Node {
     /// Threads serving the keyed queue now (counted only under a server
     /// limit, see `RtConfig::max_servers`).
     servers: CachePadded<AtomicU32>,
+    /// A thread found every serving place taken and left what it came for
+    /// to the servers: the next one to give its place up looks again.
+    server_wanted: AtomicBool,
 }
 
 /// A serving place taken under a server limit; given back when dropped.
@@ -489,19 +494,42 @@ impl ThreadCtx {
         }
         let node = self.node();
         let mut handled = 0;
-        // A thread turned away by the server limit (an interrupted one,
-        // say) leaves what it came for to the servers, so a server looks
-        // at the rings once more after giving its place up.
-        for _ in 0..2 {
-            if self.cluster.failed() || !self.keyed_idle.get().worth_retrying(keyed, || node.any_ready()) {
+        // Two passes when worth it (what arrived during the first is taken
+        // in the second), and more while turned-away threads left work.
+        let mut wanted = false;
+        for pass in 0.. {
+            let worth = || pass < 2 && self.keyed_idle.get().worth_retrying(keyed, || node.any_ready());
+            if self.cluster.failed() || !(wanted || worth()) {
                 break;
             }
             // Floating: idle threads serve, but no more than the limit at
             // once (the configuration allows a limit only there).
-            let Some(_slot) = node.claim_server(self.cluster.cfg.max_servers) else { break };
+            let Some(slot) = self.claim_or_leave_to_servers() else { break };
             handled += self.serve_keyed_batches(keyed);
+            drop(slot);
+            // A thread turned away while this one served (an interrupted
+            // one, say) left its messages here: look again. Pairs with the
+            // fence in `claim_or_leave_to_servers`.
+            if self.cluster.cfg.max_servers.is_some() {
+                fence(Ordering::SeqCst);
+                wanted = node.server_wanted.swap(false, Ordering::Relaxed);
+            }
         }
         handled
+    }
+
+    /// A serving place, or None after telling the servers to look again
+    /// once they give theirs up. Dekker-style: either this thread's second
+    /// try sees a place freed, or the server that frees it sees the flag.
+    fn claim_or_leave_to_servers(&self) -> Option<ServerSlot<'_>> {
+        let node = self.node();
+        let limit = self.cluster.cfg.max_servers;
+        if let Some(slot) = node.claim_server(limit) {
+            return Some(slot);
+        }
+        node.server_wanted.store(true, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        node.claim_server(limit)
     }
 
     /// Runs batches from the keyed queue until it has nothing for this
@@ -936,6 +964,11 @@ impl ThreadCtx {
         let mut empty = 0u32;
         let mut spins = 0;
         let mut holding = false;
+        // A serving Floating thread may take the role: a holder keeping it
+        // under hand-off for want of a taker must see it (as one waiting).
+        if floating {
+            node.waiting.fetch_add(1, Ordering::Relaxed);
+        }
         self.enter();
         while !stop() && !self.cluster.failed() {
             let t0 = self.stats.stamp();
@@ -976,8 +1009,15 @@ impl ThreadCtx {
             }
             self.stats.add_idle(self.stats.since(t0));
         }
+        if floating {
+            node.waiting.fetch_sub(1, Ordering::Relaxed);
+        }
         if holding {
             self.release_role();
+            // A sender that saw the role held raised no interrupt.
+            if node.any_ready() {
+                self.poll_as_pp();
+            }
         }
         self.exit();
     }
@@ -1349,6 +1389,7 @@ fn build(cfg: &RtConfig, handlers: &HandlerTable) -> (Arc<Cluster>, Vec<Vec<Prod
                 .parallel()
                 .then(|| KeyedQueue::new(cfg.discipline, cfg.pdq_window).expect("validated with the configuration")),
             servers: CachePadded::new(AtomicU32::new(0)),
+            server_wanted: AtomicBool::new(false),
         })
         .collect();
     let cores = online_cores();

@@ -319,6 +319,62 @@ fn hand_off_gives_the_role_up_once_no_peer_can_come_to_wait() {
 }
 
 #[test]
+fn hand_off_gives_the_role_to_a_peer_that_idles() {
+    // Node 0's thread 1 idles (serving) until thread 0's one request is
+    // answered. Under hand-off thread 0 kept the role, waiting for a peer
+    // to come and wait for a reply, and an idle peer never counted: the
+    // run hung.
+    for relinquish in [Relinquish::Handoff, Relinquish::Eager] {
+        let finished = finishes_within(60, move || {
+            let (table, request) = echo_table();
+            let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 2 }, Policy::Floating);
+            cfg.segment_bytes = 1 << 14;
+            cfg.relinquish = relinquish;
+            let answered = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let out = run(&cfg, &table, |p| {
+                let answered = answered.clone();
+                async move {
+                    if p.node().0 != 0 {
+                        return Ok(());
+                    }
+                    if p.thread().0 == 0 {
+                        p.request(NodeId(1), request, Args::new(&[0])?, Payload::none()).await?;
+                        answered.store(true, std::sync::atomic::Ordering::Release);
+                    } else {
+                        while !answered.load(std::sync::atomic::Ordering::Acquire) {
+                            p.idle(10_000).await;
+                        }
+                    }
+                    Ok::<_, AmError>(())
+                }
+            })
+            .unwrap();
+            assert_eq!(out.stats.requests, 1);
+        });
+        assert!(finished, "{relinquish:?}: the run did not finish within 60 s");
+    }
+}
+
+#[test]
+fn hand_off_is_refused_where_no_thread_gives_the_role_up() {
+    use finegrain_core::Discipline;
+    let (table, _) = echo_table();
+    let cases = [
+        (Policy::Fixed { protocol_procs: 1 }, Discipline::Serial, "fixed with serial"),
+        (Policy::Floating, Discipline::Pdq, "floating with pdq"),
+        (Policy::Floating, Discipline::SpinLock, "floating with spin-lock"),
+    ];
+    for (policy, discipline, named) in cases {
+        let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 2 }, policy);
+        cfg.discipline = discipline;
+        cfg.relinquish = Relinquish::Handoff;
+        let err = run(&cfg, &table, |_p| async move { Ok::<_, AmError>(()) }).unwrap_err().to_string();
+        assert!(err.contains("invalid relinquish = handoff") && err.contains(named), "{err}");
+        assert!(!err.contains('\n'), "{err}");
+    }
+}
+
+#[test]
 fn more_arguments_than_a_message_carries_are_refused() {
     // Eight words used to overflow the header's count into its kind bit: the
     // request arrived as a reply and its sender waited for ever.
