@@ -39,11 +39,17 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// Most repetitions `bench sim` takes (each runs four configurations).
+pub const MAX_ROUNDS: u32 = 1000;
+
 /// Benchmarks the fetch-block and null microbenchmarks on 2 nodes x 2
 /// processors under Fixed and Floating.
 pub fn sim(rounds: u32, requests_per_node: u64) -> Result<Vec<SimBenchRow>> {
-    if rounds == 0 {
-        anyhow::bail!("invalid rounds = 0: allowed a positive integer (the median of that many runs is reported)");
+    if !(1..=MAX_ROUNDS).contains(&rounds) {
+        anyhow::bail!(
+            "invalid rounds = {rounds}: allowed 1..={MAX_ROUNDS} (the median of that many runs of each configuration is \
+             reported)"
+        );
     }
     let machine = MachineConfig::load("hpca97")?;
     let target_u = 0.5;

@@ -106,6 +106,18 @@ pub fn check_writable(path: Option<&Path>) -> Result<()> {
     can_create_in(dir).map_err(fail)
 }
 
+/// Refuses a record path that names the file being read (`what`): writing
+/// there would destroy the input the record came from.
+pub fn check_not_input(out: Option<&Path>, input: &Path, what: &str) -> Result<()> {
+    let Some(out) = out else { return Ok(()) };
+    if let (Ok(a), Ok(b)) = (out.canonicalize(), input.canonicalize()) {
+        if a == b {
+            bail!("invalid json = {}: it is the {what} being read; allowed another file", out.display());
+        }
+    }
+    Ok(())
+}
+
 /// Creates and removes a scratch file in `dir`: whether files can be
 /// written there, without touching any other.
 fn can_create_in(dir: &Path) -> std::io::Result<()> {

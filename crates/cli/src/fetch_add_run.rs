@@ -70,6 +70,7 @@ pub struct FetchAddArgs {
     /// Share of requests with the sequential key, in [0, 1] [default: 0].
     #[arg(long, allow_negative_numbers = true)]
     pub sequential_fraction: Option<f64>,
+    /// Base seed of the run's random streams [default: 1].
     #[arg(long)]
     pub seed: Option<u64>,
     /// Write the full run record (configuration, seed, statistics) here.
@@ -82,6 +83,7 @@ impl FetchAddArgs {
     /// Flags override the file.
     fn merged(self) -> Result<FetchAddArgs> {
         let Some(path) = &self.config else { return Ok(self) };
+        experiment::check_not_input(self.json.as_deref(), path, "config file")?;
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
         let mut f: FetchAddArgs = parse_toml(&path.display().to_string(), &text)?;
         f.preset = experiment::preset_beside(path, f.preset);
@@ -124,6 +126,15 @@ fn check_sizes(p: &Point, requester_nodes: u32, compute_procs: u32) -> Result<()
         );
     }
     if !(1..=most).contains(&compute_procs) {
+        if (1..64).contains(&compute_procs) && p.kind != Kind::Mult {
+            // Too many together: name the protocol processors too.
+            bail!(
+                "invalid protocol_procs = {} with compute_procs = {compute_procs}: a node has at most 64 processors, \
+                 so allowed protocol_procs 1..={} or compute_procs 1..={most}",
+                p.protocol_procs,
+                64 - compute_procs
+            );
+        }
         bail!("invalid compute_procs = {compute_procs}: allowed 1..={most} (64 processors per node{extra})");
     }
     if p.kind == Kind::Mult && p.protocol_procs > compute_procs {

@@ -44,7 +44,7 @@ enum Command {
         #[arg(long, default_value = "out")]
         out: PathBuf,
         /// List the available experiments.
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["quick", "out"])]
         list: bool,
     },
     /// Regenerate one simulated run from its JSON record (a study's
@@ -78,28 +78,35 @@ enum BenchCommand {
         /// Fewer round trips (for CI).
         #[arg(long)]
         quick: bool,
+        /// Also write the results as JSON.
         #[arg(long)]
         json: Option<PathBuf>,
     },
     /// Native one-way streaming rate of 8-byte active messages.
     Rate {
+        /// Fewer repetitions (for CI).
         #[arg(long)]
         quick: bool,
+        /// Also write the results as JSON.
         #[arg(long)]
         json: Option<PathBuf>,
     },
     /// What a native interrupt (a signal to a computing thread) costs.
     Interrupt {
+        /// Fewer repetitions (for CI).
         #[arg(long)]
         quick: bool,
+        /// Also write the results as JSON.
         #[arg(long)]
         json: Option<PathBuf>,
     },
     /// Native handler throughput on two threads: PDQ vs a mutex per key vs
     /// a single dispatcher (fetch&add handlers, 1, 64 and 4096 keys).
     Pdq {
+        /// Fewer repetitions (for CI).
         #[arg(long)]
         quick: bool,
+        /// Also write the results as JSON.
         #[arg(long)]
         json: Option<PathBuf>,
     },
@@ -108,6 +115,7 @@ enum BenchCommand {
         /// Repetitions; the median is reported.
         #[arg(long, default_value_t = 5)]
         rounds: u32,
+        /// Requests each node's threads make per run.
         #[arg(long, default_value_t = 50_000)]
         requests_per_node: u64,
         /// Also write the table as JSON.
@@ -178,6 +186,7 @@ impl RunArgs {
     /// Flags override the file; unset fields take documented defaults.
     fn merged(self) -> Result<RunArgs> {
         let Some(path) = &self.config else { return Ok(self) };
+        experiment::check_not_input(self.json.as_deref(), path, "config file")?;
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
         let mut file: RunArgs = finegrain_core::config::parse_toml(&path.display().to_string(), &text)?;
         file.preset = experiment::preset_beside(path, file.preset);
@@ -255,6 +264,10 @@ fn run(args: RunArgs) -> Result<()> {
     }
 }
 
+/// A native run's record: what it ran on (the runtime's whole
+/// configuration, seed included, and the preset's machine) and what it
+/// measured. Real threads cannot be rerun to the same bytes, but the
+/// record says how to run the same configuration again.
 #[derive(Serialize)]
 struct NativeRecord<'a> {
     platform: &'static str,
@@ -262,6 +275,10 @@ struct NativeRecord<'a> {
     nodes: u32,
     procs_per_node: u32,
     relinquish: &'static str,
+    seed: u64,
+    preset: &'a str,
+    config: &'a finegrain_rt::RtConfig,
+    machine: &'a MachineConfig,
     workload: &'a MicroConfig,
     lmin_ns: Option<f64>,
     measured_u: f64,
@@ -311,7 +328,8 @@ fn run_native(a: RunArgs) -> Result<()> {
     if a.oint.is_some() {
         bail!("invalid oint for platform native: the native interrupt cost is what the machine gives (see finegrain bench interrupt)");
     }
-    let machine = MachineConfig::load(a.preset.as_deref().unwrap_or("hpca97"))?;
+    let preset = a.preset.as_deref().unwrap_or("hpca97");
+    let machine = MachineConfig::load(preset)?;
     let policy = Policy::parse(a.policy.as_deref().unwrap_or("fixed"))?;
     let topology = Topology { nodes: a.nodes.unwrap_or(2), procs_per_node: a.procs_per_node.unwrap_or(2) };
     let protocol = Protocol::parse(a.protocol.as_deref().unwrap_or("null")).map_err(anyhow::Error::msg)?;
@@ -373,6 +391,10 @@ fn run_native(a: RunArgs) -> Result<()> {
             nodes: topology.nodes,
             procs_per_node: topology.procs_per_node,
             relinquish: rt.relinquish.label(),
+            seed: rt.seed,
+            preset,
+            config: &rt,
+            machine: &machine,
             workload: &workload,
             lmin_ns: lmin,
             measured_u,
@@ -563,7 +585,11 @@ fn main_inner() -> Result<()> {
             println!("report: {} ({:.1} s)", report.display(), t0.elapsed().as_secs_f64());
             Ok(())
         }
-        Command::Rerun { record, json } => rerun(&record, json),
+        Command::Rerun { record, json } => {
+            experiment::check_not_input(json.as_deref(), &record, "record")?;
+            experiment::check_writable(json.as_deref())?;
+            rerun(&record, json)
+        }
         Command::Calibrate { preset } => calibrate(&preset),
         Command::Bench { what: BenchCommand::Pingpong { quick, json } } => {
             experiment::check_writable(json.as_deref())?;

@@ -249,7 +249,19 @@ pub fn load(src: &Source) -> Result<Experiment> {
     }
     e.full.validate("full")?;
     e.quick.validate("quick")?;
-    MachineConfig::load(&src.preset(&e.preset))?;
+    let machine = MachineConfig::load(&src.preset(&e.preset))?;
+    // Every run's machine must pass the simulator's checks (its caches must
+    // fit in host memory) before Lmin is measured, the output directory
+    // made or hours spent on other runs. Machines do not depend on Lmin,
+    // which only sets compute times.
+    let any_lmin: BTreeMap<Protocol, f64> = [Protocol::Null, Protocol::Fetch].into_iter().map(|p| (p, 1.0)).collect();
+    for (table, grid) in [("full", &e.full), ("quick", &e.quick)] {
+        for s in plan(&e, grid, &any_lmin) {
+            sim_config(&e, &machine, &s)
+                .validate()
+                .map_err(|err| anyhow::anyhow!("invalid experiment ({table} run {}): {err}", s.id()))?;
+        }
+    }
     Ok(e)
 }
 
@@ -375,7 +387,9 @@ fn policies(ppn: u32) -> Vec<Policy> {
     }
 }
 
-fn run_one(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) -> Result<RunRecord> {
+/// The simulated machine of one run: the preset with the run's Oint, and
+/// the effect it switches off or the relinquish rule it tries, if any.
+fn sim_config(exp: &Experiment, machine: &MachineConfig, s: &RunSpec) -> SimConfig {
     let mut m = machine.clone();
     m.interrupt.overhead_cycles = s.oint;
     if let Some(e) = s.effect_off {
@@ -384,7 +398,11 @@ fn run_one(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) 
     if let Some(r) = s.rule {
         m.protocol.relinquish = r;
     }
-    let config = SimConfig::new(m, Topology { nodes: exp.nodes, procs_per_node: s.procs_per_node }, s.policy, s.seed);
+    SimConfig::new(m, Topology { nodes: exp.nodes, procs_per_node: s.procs_per_node }, s.policy, s.seed)
+}
+
+fn run_one(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) -> Result<RunRecord> {
+    let config = sim_config(exp, machine, s);
     let workload = MicroConfig {
         protocol: s.protocol,
         mean_compute_cycles: s.mean_compute(),

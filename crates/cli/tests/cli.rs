@@ -45,8 +45,27 @@ fn zero_processors() {
 fn fixed_without_a_compute_processor() {
     assert_one_line_error(
         &["run", "--policy", "fixed", "--procs-per-node", "1"],
-        &["protocol_procs = 1", "leaves no compute processor"],
+        &["protocol_procs = 1", "leaves no compute processor", "needs procs_per_node >= 2"],
     );
+}
+
+#[test]
+fn a_record_is_never_written_over_the_file_it_comes_from() {
+    let d = temp_dir("same-file");
+    let record = d.join("r.json");
+    let out = finegrain(&["run", "--requests-per-node", "50", "--json", record.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = record.to_str().unwrap();
+    assert_one_line_error(&["rerun", r, "--json", r], &["invalid json", "the record being read"]);
+    let check = finegrain(&["rerun", r]);
+    assert!(check.status.success(), "the record survived: {}", String::from_utf8_lossy(&check.stderr));
+    let config = d.join("c.toml");
+    std::fs::write(&config, "requests_per_node = 50\n").unwrap();
+    let c = config.to_str().unwrap();
+    for command in ["run", "fetch-add"] {
+        assert_one_line_error(&[command, "--config", c, "--json", c], &["invalid json", "the config file being read"]);
+    }
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), "requests_per_node = 50\n");
 }
 
 #[test]
@@ -185,6 +204,10 @@ fn one_fetch_add_point_runs_and_regenerates_from_its_record() {
     assert_one_line_error(
         &["fetch-add", "--kind", "smp", "--compute-procs", "64"],
         &["invalid compute_procs = 64", "1..=63"],
+    );
+    assert_one_line_error(
+        &["fetch-add", "--protocol-procs", "60"],
+        &["invalid protocol_procs = 60 with compute_procs = 8", "protocol_procs 1..=56 or compute_procs 1..=4"],
     );
     assert_one_line_error(
         &["fetch-add", "--platform", "native", "--kind", "smp", "--json", "x.json"],
@@ -406,6 +429,12 @@ fn native_microbenchmark_runs_under_every_policy() {
         let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
         assert_eq!(v["stats"]["requests"], 600);
         assert_eq!(v["stats"]["messages"], 1200, "{policy}: every request answered");
+        // Its configuration, seed and machine are recorded.
+        assert_eq!(v["seed"], 1);
+        assert_eq!(v["config"]["seed"], 1);
+        assert_eq!(v["config"]["topology"]["procs_per_node"], ppn.parse::<u32>().unwrap());
+        assert_eq!(v["preset"], "hpca97");
+        assert_eq!(v["machine"]["cache"]["size_bytes"], 1 << 20);
     }
     assert_one_line_error(&["run", "--platform", "cloud"], &["invalid platform = cloud", "allowed sim, native"]);
     assert_one_line_error(&["run", "--platform", "native", "--oint", "300"], &["invalid oint for platform native"]);
@@ -454,6 +483,10 @@ fn missing_subcommands_and_arguments_are_named() {
     assert_one_line_error(&["rerun"], &["required arguments were not provided", "<RECORD>"]);
     assert_one_line_error(&["reproduce", "scheduling-micro", "--list"], &["--list takes no experiment name"]);
     assert_one_line_error(&["bench", "sim", "--rounds", "0"], &["invalid rounds = 0"]);
+    assert_one_line_error(
+        &["bench", "sim", "--rounds", "4294967295"],
+        &["invalid rounds = 4294967295", "allowed 1..=1000"],
+    );
     assert_one_line_error(&["run", "--policy", "FIXED"], &["invalid policy = FIXED"]);
     assert_one_line_error(&["run", "--nodes", "-1"], &["invalid value '-1' for '--nodes <NODES>'"]);
 }
@@ -686,6 +719,18 @@ fn every_point_of_a_study_is_checked_before_it_runs() {
     assert_one_line_error(
         &["reproduce", file.to_str().unwrap(), "--quick", "--out", out.to_str().unwrap()],
         &["invalid topology = 4096 nodes x 33 processors"],
+    );
+    assert!(!out.exists(), "the refused study made its output directory");
+    // So is one in the scheduling study, at once (it used to fail mid-sweep).
+    let sched = std::fs::read_to_string(format!("{root}/experiments/scheduling-micro.toml")).unwrap();
+    let big = sched
+        .replace("nodes = 2\n", "nodes = 400\n")
+        .replace("procs_per_node = [1, 2, 4, 6, 8]", "procs_per_node = [1, 2, 3, 64]");
+    assert!(big.contains("nodes = 400") && big.contains("[1, 2, 3, 64]"), "the topology grew");
+    std::fs::write(&file, big).unwrap();
+    assert_one_line_error(
+        &["reproduce", file.to_str().unwrap(), "--quick", "--out", out.to_str().unwrap()],
+        &["invalid experiment (quick run null-fixed-p64-", "invalid topology = 400 nodes x 64 processors"],
     );
     assert!(!out.exists(), "the refused study made its output directory");
     assert_one_line_error(&["fetch-add", "--home-u", "-0.0"], &["invalid home_u = -0: allowed 0..=1"]);

@@ -146,13 +146,22 @@ impl Topology {
                 protocol_procs,
                 "policy fixed needs at least 1 dedicated protocol processor",
             )),
+            Policy::Fixed { protocol_procs } if self.procs_per_node < 2 => Err(ConfigError::invalid(
+                "protocol_procs",
+                protocol_procs,
+                format!(
+                    "policy fixed with {} processor per node leaves no compute processor; it needs procs_per_node \
+                     >= 2 (or use single)",
+                    self.procs_per_node
+                ),
+            )),
             Policy::Fixed { protocol_procs } if protocol_procs >= self.procs_per_node => Err(ConfigError::invalid(
                 "protocol_procs",
                 protocol_procs,
                 format!(
                     "policy fixed with {} processors per node leaves no compute processor; allowed 1..={}",
                     self.procs_per_node,
-                    self.procs_per_node.saturating_sub(1)
+                    self.procs_per_node - 1
                 ),
             )),
             _ => Ok(()),
@@ -490,7 +499,6 @@ pub struct MachineConfig {
     pub interrupt: InterruptParams,
     pub protocol: ProtocolParams,
     pub compute: ComputeParams,
-    #[serde(default)]
     pub effects: Effects,
     /// Parallel dispatch hardware; needed by any discipline but serial and
     /// by embedded protocol processors.

@@ -7,8 +7,9 @@ pub const MAX_THREADS: u64 = 1024;
 /// Most host memory a native run's rings and segments may take.
 pub const MAX_HOST_BYTES: u64 = 16 << 30;
 
-/// How a native cluster is laid out and behaves.
-#[derive(Clone, Debug, PartialEq)]
+/// How a native cluster is laid out and behaves (recorded whole with each
+/// native run).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct RtConfig {
     pub topology: Topology,
     pub policy: Policy,

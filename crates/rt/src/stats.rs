@@ -167,7 +167,7 @@ pub struct ThreadTimes {
 pub struct RtStats {
     pub wall_ns: u64,
     pub requests: u64,
-    /// Active messages sent (requests and replies).
+    /// Active messages sent (requests, replies and one-way messages).
     pub messages: u64,
     /// Messages that found their ring full and waited in the sender's
     /// overflow queue (none is ever dropped).
