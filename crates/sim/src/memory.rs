@@ -290,8 +290,22 @@ pub struct WordTransfer {
 pub enum Outcome {
     Hit,
     Upgrade,
+    /// No other cache held the line.
     Memory,
+    /// Another cache held the line: it supplies a dirty copy (Modified or
+    /// Owned); a clean one comes from memory, at memory's cost, but the
+    /// miss is still the line's moving between caches.
     CacheToCache,
+}
+
+/// The overhead a transfer counts as (the per-processor miss statistics,
+/// and what each `[effects]` switch waives).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Effect {
+    Migration,
+    ProtocolRefetch,
+    Placement,
+    Interference,
 }
 
 /// Sets of a compute cache whose own segment line is not writable without a
@@ -472,13 +486,32 @@ impl NodeMemory {
         }
     }
 
-    /// Whether the effects switched off make this access free of coherence
-    /// and capacity effects.
-    fn exempt(&self, proc: usize, class: LineClass) -> bool {
-        match class {
-            LineClass::Protocol => !self.effects.migration,
-            LineClass::Data => !self.effects.data_placement,
-            LineClass::Segment(t) => !self.effects.data_placement && self.caches[proc].own_thread != Some(t),
+    /// Which overhead a transfer by `proc` of a line of `class` is.
+    fn effect_of(&self, proc: usize, class: LineClass, outcome: Outcome) -> Option<Effect> {
+        let own = self.caches[proc].own_thread;
+        match (class, outcome) {
+            (_, Outcome::Hit) => None,
+            (LineClass::Protocol, Outcome::CacheToCache | Outcome::Upgrade) => Some(Effect::Migration),
+            (LineClass::Protocol, Outcome::Memory) => Some(Effect::ProtocolRefetch),
+            // Upgrading an own line another processor read: data placement.
+            (LineClass::Segment(t), Outcome::Upgrade) if Some(t) == own => Some(Effect::Placement),
+            (LineClass::Segment(t), _) if Some(t) == own => Some(Effect::Interference),
+            (LineClass::Segment(_), _) | (LineClass::Data, _) => Some(Effect::Placement),
+        }
+    }
+
+    /// Whether a switched-off effect waives this transfer: it then costs a
+    /// hit and no bus time, while the caches change as they otherwise would,
+    /// so the effects left on are what they would be (a protocol line still
+    /// evicts a segment line with migration off, say). Refetches of
+    /// protocol lines from memory are capacity misses, waived by no switch
+    /// (with interference off, computation no longer evicts them).
+    fn waived(&self, proc: usize, class: LineClass, outcome: Outcome) -> bool {
+        match self.effect_of(proc, class, outcome) {
+            Some(Effect::Migration) => !self.effects.migration,
+            Some(Effect::Placement) => !self.effects.data_placement,
+            Some(Effect::Interference) => !self.effects.cache_interference,
+            Some(Effect::ProtocolRefetch) | None => false,
         }
     }
 
@@ -486,13 +519,11 @@ impl NodeMemory {
     /// returns its latency including any wait for the bus.
     pub fn access(&mut self, now: u64, t: u64, proc: usize, line: u32, kind: Access) -> (u64, Outcome) {
         let class = self.map.class(line);
-        if self.exempt(proc, class) {
-            return (self.hit_cycles, Outcome::Hit);
-        }
         self.access_classed(now, t, proc, line, class, kind)
     }
 
-    /// [`NodeMemory::access`] of a line whose class is known and not exempt.
+    /// [`NodeMemory::access`] of a line whose class is known. A waived
+    /// transfer (see [`NodeMemory::waived`]) is reported as a hit.
     #[inline]
     fn access_classed(
         &mut self,
@@ -518,6 +549,9 @@ impl NodeMemory {
                 let c = &mut self.caches[proc];
                 c.tags[set] = tag | DIRTY;
                 Self::track_foreign(c, set, sets);
+                if self.waived(proc, class, Outcome::Upgrade) {
+                    return (self.hit_cycles, Outcome::Hit);
+                }
                 let p = &self.bus_params;
                 let (occ, lat) = (p.upgrade_occupancy, p.upgrade_latency);
                 let start = self.bus.reserve(now, t, occ);
@@ -530,7 +564,9 @@ impl NodeMemory {
         // Miss: fetch from a peer cache if one holds the line, else from
         // memory; then write a dirty victim back (bus occupancy only: the
         // write buffer hides it from the processor).
-        let supplier = (0..self.caches.len()).find(|&q| q != proc && self.caches[q].tags[set] & TAG_MASK == tag);
+        let holds = |q: usize| q != proc && self.caches[q].tags[set] & TAG_MASK == tag;
+        let supplier = (0..self.caches.len()).find(|&q| holds(q));
+        let supplied_dirty = (0..self.caches.len()).any(|q| holds(q) && self.caches[q].tags[set] & DIRTY != 0);
         let state = if write {
             self.invalidate_others(proc, set, line);
             DIRTY
@@ -545,16 +581,21 @@ impl NodeMemory {
         };
         let p = &self.bus_params;
         let (outcome, occ, lat) = match supplier {
-            Some(_) => (Outcome::CacheToCache, p.cache_to_cache_occupancy, p.cache_to_cache_latency),
+            Some(_) if supplied_dirty => (Outcome::CacheToCache, p.cache_to_cache_occupancy, p.cache_to_cache_latency),
+            Some(_) => (Outcome::CacheToCache, p.memory_occupancy, p.memory_latency),
             None => (Outcome::Memory, p.memory_occupancy, p.memory_latency),
         };
-        let start = self.bus.reserve(now, t, occ);
-        let latency = start - t + lat;
+        let waived = self.waived(proc, class, outcome);
+        let (start, occ) = if waived { (t, 0) } else { (self.bus.reserve(now, t, occ), occ) };
         if held != INVALID && held & DIRTY != 0 {
             // Queued behind the fetch that displaced the victim.
             self.bus.reserve(now, start + occ, self.bus_params.writeback_occupancy);
         }
         self.install(proc, set, tag | state);
+        if waived {
+            return (self.hit_cycles, Outcome::Hit);
+        }
+        let latency = start - t + lat;
         self.record(proc, class, outcome, latency);
         (latency, outcome)
     }
@@ -606,9 +647,7 @@ impl NodeMemory {
     /// without the full access path.
     pub fn access_lines(&mut self, now: u64, t: u64, proc: usize, first: u32, count: u32, kind: Access) -> (u64, u64) {
         let class = self.map.class(first);
-        if self.exempt(proc, class)
-            || (self.caches[proc].code_missing == 0 && self.map.is_code(first) && kind == Access::Read)
-        {
+        if self.caches[proc].code_missing == 0 && self.map.is_code(first) && kind == Access::Read {
             return (self.hit_cycles * count as u64, 0);
         }
         // Misses take the class of the range's first line.
@@ -685,32 +724,17 @@ impl NodeMemory {
     }
 
     fn record(&mut self, proc: usize, class: LineClass, outcome: Outcome, latency: u64) {
-        let own = self.caches[proc].own_thread;
+        let effect = self.effect_of(proc, class, outcome);
         let m = &mut self.misses[proc];
-        match (class, outcome) {
-            (_, Outcome::Hit) => {}
-            (LineClass::Protocol, Outcome::CacheToCache) | (LineClass::Protocol, Outcome::Upgrade) => {
-                m.migration += 1;
-                m.migration_cycles += latency;
-            }
-            (LineClass::Protocol, Outcome::Memory) => {
-                m.protocol_refetch += 1;
-                m.protocol_refetch_cycles += latency;
-            }
-            // Upgrading an own line another processor read: data placement.
-            (LineClass::Segment(t), Outcome::Upgrade) if Some(t) == own => {
-                m.placement += 1;
-                m.placement_cycles += latency;
-            }
-            (LineClass::Segment(t), _) if Some(t) == own => {
-                m.interference += 1;
-                m.interference_cycles += latency;
-            }
-            (LineClass::Segment(_), _) | (LineClass::Data, _) => {
-                m.placement += 1;
-                m.placement_cycles += latency;
-            }
-        }
+        let (count, cycles) = match effect {
+            None => return,
+            Some(Effect::Migration) => (&mut m.migration, &mut m.migration_cycles),
+            Some(Effect::ProtocolRefetch) => (&mut m.protocol_refetch, &mut m.protocol_refetch_cycles),
+            Some(Effect::Placement) => (&mut m.placement, &mut m.placement_cycles),
+            Some(Effect::Interference) => (&mut m.interference, &mut m.interference_cycles),
+        };
+        *count += 1;
+        *cycles += latency;
     }
 
     /// Cache misses of `work` cycles of synthetic computation by `proc`.
@@ -736,7 +760,11 @@ impl NodeMemory {
         newer_than: Option<u32>,
         rng: &mut ChaCha8Rng,
     ) -> (u64, u32) {
-        let Some(own) = self.caches[proc].own_thread.filter(|_| self.effects.cache_interference) else {
+        // With interference off the misses below are waived (free), but
+        // still sampled: the own lines they bring back evict what took their
+        // sets, as with it on, and upgrades of shared own lines are data
+        // placement, not interference.
+        let Some(own) = self.caches[proc].own_thread else {
             return (0, 0);
         };
         if work == 0 {
@@ -928,6 +956,23 @@ mod tests {
     }
 
     #[test]
+    fn only_a_dirty_copy_is_supplied_by_a_peer_cache() {
+        let m = machine();
+        let mut n = node(&m, &[Some(0), Some(1), Some(2)]);
+        let (c2c, memory) = (m.bus.cache_to_cache_latency, m.bus.memory_latency);
+        // A line processor 0 only read (Exclusive) comes from memory; one
+        // it wrote (its segment starts Modified) from its cache, later.
+        let clean = n.map().lock_line();
+        let dirty = n.map().segment_line(0, 12);
+        assert_eq!(n.access(0, 0, 0, clean, Access::Read).1, Outcome::Memory);
+        assert_eq!(n.access(0, 10_000, 1, clean, Access::Read), (memory, Outcome::CacheToCache));
+        assert_eq!(n.access(0, 20_000, 1, dirty, Access::Read), (c2c, Outcome::CacheToCache));
+        // Now Owned by processor 0 and Shared by 1: still supplied dirty,
+        // whichever copy is found first.
+        assert_eq!(n.access(0, 30_000, 2, dirty, Access::Read), (c2c, Outcome::CacheToCache));
+    }
+
+    #[test]
     fn owned_line_read_by_a_peer_needs_an_upgrade_before_the_owner_writes_again() {
         let m = machine();
         let mut n = node(&m, &[Some(0), None]);
@@ -985,13 +1030,14 @@ mod tests {
     }
 
     #[test]
-    fn effects_switched_off_make_accesses_free() {
+    fn effects_switched_off_make_their_transfers_free() {
         let mut m = machine();
         m.effects.migration = false;
         m.effects.data_placement = false;
         let mut n = node(&m, &[Some(0), Some(1)]);
         let lock = n.map().lock_line();
-        assert_eq!(n.access(0, 0, 1, lock, Access::Write).1, Outcome::Hit);
+        n.access(0, 0, 0, lock, Access::Write);
+        assert_eq!(n.access(0, 0, 1, lock, Access::Write).1, Outcome::Hit, "the lock migrates free");
         let other = n.map().segment_line(0, 5);
         assert_eq!(n.access(0, 0, 1, other, Access::Read).1, Outcome::Hit);
         m.effects = Effects { cache_interference: false, ..Effects::default() };
@@ -999,6 +1045,44 @@ mod tests {
         let lock = n.map().lock_line();
         n.access(0, 0, 0, lock, Access::Write);
         assert_eq!(n.foreign_sets(0), 0, "protocol lines live in their own bank");
+    }
+
+    #[test]
+    fn a_switched_off_effect_leaves_the_others_as_they_were() {
+        // Migration off: the lock still comes into processor 1's cache, so
+        // it evicts processor 1's own segment line there (interference)
+        // though it cost nothing to fetch.
+        let mut m = machine();
+        m.effects.migration = false;
+        let mut n = node(&m, &[Some(0), Some(1)]);
+        let lock = n.map().lock_line();
+        let own = n.map().segment_line(1, n.map().set(lock));
+        n.access(0, 0, 0, lock, Access::Write);
+        assert_eq!(n.access(0, 0, 1, lock, Access::Write).1, Outcome::Hit);
+        assert_eq!(n.misses[1].migration, 0);
+        assert!(n.foreign_sets(1) > 0, "the lock took a set of processor 1's segment");
+        assert_eq!(n.access(0, 0, 1, own, Access::Read).1, Outcome::Memory, "an interference miss");
+        assert_eq!(n.misses[1].interference, 1);
+        // Data placement off: another thread's segment line comes in free
+        // and still displaces the own line of its set.
+        let mut m = machine();
+        m.effects.data_placement = false;
+        let mut n = node(&m, &[Some(0), Some(1)]);
+        let other = n.map().segment_line(0, 7);
+        let own = n.map().segment_line(1, 7);
+        assert_eq!(n.access(0, 0, 1, other, Access::Read).1, Outcome::Hit);
+        assert_eq!(n.misses[1].placement, 0);
+        assert_eq!(n.access(0, 0, 1, own, Access::Read).1, Outcome::Memory);
+        assert_eq!(n.misses[1].interference, 1);
+        // Interference off: an own line another processor read is still
+        // upgraded on the owner's write (data placement).
+        let mut m = machine();
+        m.effects.cache_interference = false;
+        let mut n = node(&m, &[Some(0), Some(1)]);
+        let own = n.map().segment_line(0, 9);
+        n.access(0, 0, 1, own, Access::Read);
+        assert_eq!(n.access(0, 0, 0, own, Access::Write).1, Outcome::Upgrade);
+        assert_eq!((n.misses[0].placement, n.misses[1].placement), (1, 1), "processor 0's upgrade, 1's read");
     }
 
     #[test]
