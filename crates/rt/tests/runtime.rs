@@ -294,28 +294,36 @@ fn finishes_within(secs: u64, f: impl FnOnce() + Send + 'static) -> bool {
     }
 }
 
+/// Runs `body` on a 2 x 2 Floating cluster under hand-off and under eager,
+/// each within 60 s (a hang fails the test instead of stalling it).
+fn finishes_under_both_relinquish_rules(body: fn(&RtConfig)) {
+    for relinquish in [Relinquish::Handoff, Relinquish::Eager] {
+        let finished = finishes_within(60, move || {
+            let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 2 }, Policy::Floating);
+            cfg.segment_bytes = 1 << 14;
+            cfg.relinquish = relinquish;
+            body(&cfg)
+        });
+        assert!(finished, "{relinquish:?}: the run did not finish within 60 s");
+    }
+}
+
 #[test]
 fn hand_off_gives_the_role_up_once_no_peer_can_come_to_wait() {
     // The node's other thread returns at once; the last requester's reply
     // then arrives with nobody left to hand the role to.
-    for relinquish in [Relinquish::Handoff, Relinquish::Eager] {
-        let finished = finishes_within(60, move || {
-            let (table, request) = echo_table();
-            let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 2 }, Policy::Floating);
-            cfg.segment_bytes = 1 << 14;
-            cfg.relinquish = relinquish;
-            let out = run(&cfg, &table, |p| async move {
-                if (p.node().0, p.thread().0) != (0, 0) {
-                    return Ok(0);
-                }
-                p.work(200_000).await;
-                pinger(p, request, 5, 0).await
-            })
-            .unwrap();
-            assert_eq!(out.stats.requests, 5);
-        });
-        assert!(finished, "{relinquish:?}: the run did not finish within 60 s");
-    }
+    finishes_under_both_relinquish_rules(|cfg| {
+        let (table, request) = echo_table();
+        let out = run(cfg, &table, |p| async move {
+            if (p.node().0, p.thread().0) != (0, 0) {
+                return Ok(0);
+            }
+            p.work(200_000).await;
+            pinger(p, request, 5, 0).await
+        })
+        .unwrap();
+        assert_eq!(out.stats.requests, 5);
+    });
 }
 
 #[test]
@@ -324,35 +332,29 @@ fn hand_off_gives_the_role_to_a_peer_that_idles() {
     // answered. Under hand-off thread 0 kept the role, waiting for a peer
     // to come and wait for a reply, and an idle peer never counted: the
     // run hung.
-    for relinquish in [Relinquish::Handoff, Relinquish::Eager] {
-        let finished = finishes_within(60, move || {
-            let (table, request) = echo_table();
-            let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 2 }, Policy::Floating);
-            cfg.segment_bytes = 1 << 14;
-            cfg.relinquish = relinquish;
-            let answered = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-            let out = run(&cfg, &table, |p| {
-                let answered = answered.clone();
-                async move {
-                    if p.node().0 != 0 {
-                        return Ok(());
-                    }
-                    if p.thread().0 == 0 {
-                        p.request(NodeId(1), request, Args::new(&[0])?, Payload::none()).await?;
-                        answered.store(true, std::sync::atomic::Ordering::Release);
-                    } else {
-                        while !answered.load(std::sync::atomic::Ordering::Acquire) {
-                            p.idle(10_000).await;
-                        }
-                    }
-                    Ok::<_, AmError>(())
+    finishes_under_both_relinquish_rules(|cfg| {
+        let (table, request) = echo_table();
+        let answered = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let out = run(cfg, &table, |p| {
+            let answered = answered.clone();
+            async move {
+                if p.node().0 != 0 {
+                    return Ok(());
                 }
-            })
-            .unwrap();
-            assert_eq!(out.stats.requests, 1);
-        });
-        assert!(finished, "{relinquish:?}: the run did not finish within 60 s");
-    }
+                if p.thread().0 == 0 {
+                    p.request(NodeId(1), request, Args::new(&[0])?, Payload::none()).await?;
+                    answered.store(true, std::sync::atomic::Ordering::Release);
+                } else {
+                    while !answered.load(std::sync::atomic::Ordering::Acquire) {
+                        p.idle(10_000).await;
+                    }
+                }
+                Ok::<_, AmError>(())
+            }
+        })
+        .unwrap();
+        assert_eq!(out.stats.requests, 1);
+    });
 }
 
 #[test]
