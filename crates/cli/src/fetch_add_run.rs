@@ -10,7 +10,7 @@ use finegrain_core::config::parse_toml;
 use finegrain_core::{Discipline, MachineConfig};
 use finegrain_sim::{RunStats, SimConfig};
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// One fetch&add run: requesters on other nodes send fetch&add requests
@@ -203,6 +203,9 @@ pub fn run(args: FetchAddArgs) -> Result<()> {
             workload.sequential_fraction,
             point.discipline.label()
         );
+    }
+    if let Some(preset) = &a.preset {
+        experiment::check_not_input(a.json.as_deref(), Path::new(preset), "preset file")?;
     }
     experiment::check_writable(a.json.as_deref())?;
     match a.platform.as_deref().unwrap_or("sim") {

@@ -8,7 +8,7 @@ use finegrain_apps::micro::{self, MicroConfig, Protocol};
 use finegrain_core::{MachineConfig, Policy, Relinquish, Topology};
 use finegrain_sim::SimConfig;
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -256,6 +256,9 @@ fn rerun(record: &std::path::Path, json: Option<PathBuf>) -> Result<()> {
 
 fn run(args: RunArgs) -> Result<()> {
     let a = args.merged()?;
+    if let Some(preset) = &a.preset {
+        experiment::check_not_input(a.json.as_deref(), Path::new(preset), "preset file")?;
+    }
     experiment::check_writable(a.json.as_deref())?;
     match a.platform.as_deref().unwrap_or("sim") {
         "sim" => run_sim(a),

@@ -66,6 +66,15 @@ fn a_record_is_never_written_over_the_file_it_comes_from() {
         assert_one_line_error(&[command, "--config", c, "--json", c], &["invalid json", "the config file being read"]);
     }
     assert_eq!(std::fs::read_to_string(&config).unwrap(), "requests_per_node = 50\n");
+    // Nor over the preset file it runs on.
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let preset = d.join("machine.toml");
+    std::fs::copy(format!("{root}/presets/hpca99.toml"), &preset).unwrap();
+    let m = preset.to_str().unwrap();
+    for command in ["run", "fetch-add"] {
+        assert_one_line_error(&[command, "--preset", m, "--json", m], &["invalid json", "the preset file being read"]);
+    }
+    assert!(std::fs::read_to_string(&preset).unwrap().contains("[effects]"), "the preset survived");
 }
 
 #[test]

@@ -788,7 +788,12 @@ impl NodeMemory {
                     continue; // repaired meanwhile, or a read of a shared copy
                 }
                 let kind = if write { Access::Write } else { Access::Read };
-                stall += self.access(now, t + stall, proc, line, kind).0;
+                // A waived miss is a hit, which the burst's work already
+                // counts: only real misses stall.
+                let (latency, outcome) = self.access(now, t + stall, proc, line, kind);
+                if outcome != Outcome::Hit {
+                    stall += latency;
+                }
             }
             self.picks = picks;
         }
@@ -1097,6 +1102,36 @@ mod tests {
         let (stall, _) = n.compute_misses(0, 0, 0, 50_000_000, 8, 0.3, None, &mut rng);
         assert_eq!(n.foreign_sets(0), 0);
         assert!(stall >= 128 * m.bus.memory_latency);
+    }
+
+    #[test]
+    fn a_compute_burst_stalls_only_on_the_misses_it_records() {
+        // Processor 1 reads 64 of processor 0's own lines (so processor 0
+        // must upgrade them to write) and then 64 other lines of another
+        // thread's segment in processor 0's cache (displacing own lines).
+        // With each effect on or off, the stall of a long burst is exactly
+        // the misses it records: a waived miss stalls nothing.
+        for (placement, interference) in [(true, true), (false, true), (true, false), (false, false)] {
+            let mut m = machine();
+            m.effects.data_placement = placement;
+            m.effects.cache_interference = interference;
+            let mut n = node(&m, &[Some(0), Some(1), Some(2)]);
+            for set in 0..64 {
+                let own = n.map().segment_line(0, set);
+                n.access(0, 0, 1, own, Access::Read);
+                let other = n.map().segment_line(2, 1000 + set);
+                n.access(0, 0, 0, other, Access::Read);
+            }
+            let before = n.misses[0].clone();
+            let mut rng = ChaCha8Rng::seed_from_u64(1);
+            let (stall, _) = n.compute_misses(0, 100_000, 0, 50_000_000, 8, 0.3, None, &mut rng);
+            let after = &n.misses[0];
+            let upgrades = after.placement_cycles - before.placement_cycles;
+            let refetches = after.interference_cycles - before.interference_cycles;
+            let case = format!("placement {placement}, interference {interference}");
+            assert_eq!(stall, upgrades + refetches, "{case}");
+            assert_eq!((upgrades > 0, refetches > 0), (placement, interference), "{case}");
+        }
     }
 
     #[test]
