@@ -1122,7 +1122,7 @@ mod tests {
                 let other = n.map().segment_line(2, 1000 + set);
                 n.access(0, 0, 0, other, Access::Read);
             }
-            let before = n.misses[0].clone();
+            let before = n.misses[0];
             let mut rng = ChaCha8Rng::seed_from_u64(1);
             let (stall, _) = n.compute_misses(0, 100_000, 0, 50_000_000, 8, 0.3, None, &mut rng);
             let after = &n.misses[0];
