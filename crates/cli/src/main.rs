@@ -244,7 +244,7 @@ fn rerun(record: &std::path::Path, json: Option<PathBuf>) -> Result<()> {
     if !r.differences.is_empty() {
         let shown: Vec<&str> = r.differences.iter().take(5).map(String::as_str).collect();
         bail!(
-            "{what}: statistics differ from the record in {} of {} values (the record comes from another version, or a run is not deterministic): {}",
+            "{what}: statistics differ from the record in {} of {} values (the record comes from another version, was edited, or a run is not deterministic): {}",
             r.differences.len(),
             r.fields,
             shown.join("; ")

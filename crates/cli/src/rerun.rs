@@ -10,13 +10,18 @@ use serde::Deserialize;
 use serde_json::Value;
 use std::path::Path;
 
-/// The part of a run record that regenerates it; other fields (derived
-/// figures, wall-clock time) are ignored.
+/// The part of a run record that regenerates it and what is checked
+/// against the rerun: the statistics, the seed a record names beside its
+/// configuration, and a fetch&add record's home measures (the figures its
+/// study tabulates). Other fields (labels, figures across runs, wall-clock
+/// time) are not checked.
 #[derive(Deserialize)]
 struct Record {
     config: SimConfig,
     workload: Value,
     stats: Value,
+    seed: Option<Value>,
+    home: Option<Value>,
 }
 
 /// The workloads a record may name.
@@ -53,10 +58,15 @@ impl Workload {
         }
     }
 
-    fn simulate(&self, config: &SimConfig) -> Result<RunStats> {
+    /// The run's statistics, and its home measures for fetch&add.
+    fn simulate(&self, config: &SimConfig) -> Result<(RunStats, Option<Value>)> {
         Ok(match self {
-            Workload::Micro(w) => micro::simulate(config, w)?.stats,
-            Workload::FetchAdd(w) => fetch_add::simulate(config, w)?.stats,
+            Workload::Micro(w) => (micro::simulate(config, w)?.stats, None),
+            Workload::FetchAdd(w) => {
+                let out = fetch_add::simulate(config, w)?;
+                let home = serde_json::to_value(fetch_add::home_measures(&config.machine, &out))?;
+                (out.stats, Some(home))
+            }
         })
     }
 }
@@ -95,12 +105,29 @@ pub fn rerun(path: &Path) -> Result<Rerun> {
             path.display()
         );
     }
+    if let Some(seed) = record.seed.as_ref().filter(|s| s.as_u64() != Some(record.config.seed)) {
+        anyhow::bail!(
+            "invalid run record {}: it names seed {seed} but its configuration ran with seed {}; allowed a record \
+             whose seed fields agree",
+            path.display(),
+            record.config.seed
+        );
+    }
     let workload = Workload::from_value(record.workload)?;
-    let stats = workload.simulate(&record.config)?;
+    let (stats, home) = workload.simulate(&record.config)?;
     let now = serde_json::to_value(&stats).context("statistics to JSON")?;
     let mut differences = Vec::new();
     diff("stats", &record.stats, &now, &mut differences);
-    Ok(Rerun { workload: workload.label(), config: record.config, stats, differences, fields: leaves(&now) })
+    let mut fields = leaves(&now);
+    match (&record.home, &home) {
+        (Some(recorded), Some(home)) => {
+            diff("home", recorded, home, &mut differences);
+            fields += leaves(home);
+        }
+        (Some(_), None) => differences.push("home: recorded, but a scheduling run has no home measures".into()),
+        (None, _) => {}
+    }
+    Ok(Rerun { workload: workload.label(), config: record.config, stats, differences, fields })
 }
 
 /// Appends "path: recorded X, now Y" for every leaf that differs.

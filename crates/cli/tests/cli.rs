@@ -157,6 +157,23 @@ fn runs_are_reproducible_from_their_record() {
     assert_one_line_error(&["rerun", t.to_str().unwrap()], &["statistics differ", "stats.requests"]);
     std::fs::write(&t, "{}").unwrap();
     assert_one_line_error(&["rerun", t.to_str().unwrap()], &["invalid run record", "config"]);
+    // A fetch&add record's home measures (what its study tabulates) and a
+    // seed named beside the configuration are checked too.
+    let f = d.join("f.json");
+    let small = ["--requester-nodes", "1", "--compute-procs", "2", "--keys", "8", "--requests-per-thread", "100"];
+    let out = finegrain(&[&["fetch-add", "--json", f.to_str().unwrap()][..], &small[..]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rerun = finegrain(&["rerun", f.to_str().unwrap()]);
+    assert!(rerun.status.success(), "{}", String::from_utf8_lossy(&rerun.stderr));
+    let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+    let mut tampered = record.clone();
+    tampered["home"]["throughput_msgs_per_us"] = serde_json::json!(123.0);
+    std::fs::write(&t, serde_json::to_string(&tampered).unwrap()).unwrap();
+    assert_one_line_error(&["rerun", t.to_str().unwrap()], &["differ", "home.throughput_msgs_per_us: recorded 123"]);
+    let mut tampered = a.clone();
+    tampered["seed"] = serde_json::json!(1);
+    std::fs::write(&t, serde_json::to_string(&tampered).unwrap()).unwrap();
+    assert_one_line_error(&["rerun", t.to_str().unwrap()], &["invalid run record", "names seed 1", "seed 7"]);
 }
 
 #[test]
