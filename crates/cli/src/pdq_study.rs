@@ -517,6 +517,19 @@ impl Point {
         cfg.dispatch = Dispatch { discipline: self.discipline, pp_kind, max_servers };
         cfg
     }
+
+    /// The point a configuration runs (the inverse of [`Point::sim_config`]),
+    /// or None if no point makes it.
+    pub fn of_config(cfg: &SimConfig) -> Option<Point> {
+        let d = cfg.dispatch;
+        let (kind, protocol_procs) = match (cfg.policy, d.pp_kind) {
+            (Policy::Fixed { protocol_procs }, PpKind::Embedded) => (Kind::Embedded, protocol_procs),
+            (Policy::Fixed { protocol_procs }, PpKind::Smp) => (Kind::Smp, protocol_procs),
+            (Policy::Floating, PpKind::Smp) => (Kind::Mult, d.max_servers.unwrap_or(1)),
+            _ => return None,
+        };
+        Some(Point { kind, discipline: d.discipline, protocol_procs })
+    }
 }
 
 fn run_one(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) -> Result<RunRecord> {

@@ -3,25 +3,27 @@
 //! statistics come out as recorded. Works on every record a study writes
 //! (`runs/<id>.json`) and on `finegrain run --json` output.
 
+use crate::pdq_study::Point;
 use anyhow::{Context, Result};
 use finegrain_apps::{fetch_add, fetch_add::FetchAddConfig, micro, micro::MicroConfig};
 use finegrain_sim::{RunStats, SimConfig};
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::path::Path;
 
 /// The part of a run record that regenerates it and what is checked
-/// against the rerun: the statistics, the seed a record names beside its
-/// configuration, and a fetch&add record's home measures (the figures its
-/// study tabulates). Other fields (labels, figures across runs, wall-clock
-/// time) are not checked.
+/// against the rerun: the statistics, a fetch&add record's home measures
+/// (the figures its study tabulates), and the labels a study's record names
+/// beside its configuration (they must describe it). Figures across runs
+/// and wall-clock time are not checked.
 #[derive(Deserialize)]
 struct Record {
     config: SimConfig,
     workload: Value,
     stats: Value,
-    seed: Option<Value>,
     home: Option<Value>,
+    #[serde(flatten)]
+    labels: serde_json::Map<String, Value>,
 }
 
 /// The workloads a record may name.
@@ -56,6 +58,39 @@ impl Workload {
             Workload::Micro(_) => "scheduling microbenchmark",
             Workload::FetchAdd(_) => "fetch&add",
         }
+    }
+
+    /// The labels a record of this workload may carry, as its
+    /// configuration and workload say they must read.
+    fn labels(&self, c: &SimConfig) -> Vec<(&'static str, Value)> {
+        let mut labels = vec![("seed", json!(c.seed))];
+        match self {
+            Workload::Micro(w) => labels.extend([
+                ("protocol", json!(w.protocol)),
+                ("policy", json!(c.policy.label())),
+                ("procs_per_node", json!(c.topology.procs_per_node)),
+                ("compute_procs", json!(c.policy.compute_procs(c.topology.procs_per_node))),
+                ("oint_cycles", json!(c.machine.interrupt.overhead_cycles)),
+                ("mean_compute_cycles", json!(w.mean_compute_cycles)),
+            ]),
+            Workload::FetchAdd(w) => {
+                if let Some(p) = Point::of_config(c) {
+                    labels.extend([
+                        ("kind", json!(p.kind)),
+                        ("discipline", json!(p.discipline)),
+                        ("protocol_procs", json!(p.protocol_procs)),
+                    ]);
+                }
+                labels.extend([
+                    ("keys", json!(w.keys)),
+                    ("skew", json!(w.skew.label())),
+                    ("target_home_u", json!(w.home_u)),
+                    ("sequential_fraction", json!(w.sequential_fraction)),
+                    ("think_cycles", json!(w.think_cycles)),
+                ]);
+            }
+        }
+        labels
     }
 
     /// The run's statistics, and its home measures for fetch&add.
@@ -105,15 +140,16 @@ pub fn rerun(path: &Path) -> Result<Rerun> {
             path.display()
         );
     }
-    if let Some(seed) = record.seed.as_ref().filter(|s| s.as_u64() != Some(record.config.seed)) {
-        anyhow::bail!(
-            "invalid run record {}: it names seed {seed} but its configuration ran with seed {}; allowed a record \
-             whose seed fields agree",
-            path.display(),
-            record.config.seed
-        );
-    }
     let workload = Workload::from_value(record.workload)?;
+    for (name, expected) in workload.labels(&record.config) {
+        if let Some(named) = record.labels.get(name).filter(|&v| *v != expected) {
+            anyhow::bail!(
+                "invalid run record {}: it names {name} = {named} but its configuration and workload say {expected}; \
+                 allowed a record whose labels describe the run",
+                path.display()
+            );
+        }
+    }
     let (stats, home) = workload.simulate(&record.config)?;
     let now = serde_json::to_value(&stats).context("statistics to JSON")?;
     let mut differences = Vec::new();

@@ -157,8 +157,8 @@ fn runs_are_reproducible_from_their_record() {
     assert_one_line_error(&["rerun", t.to_str().unwrap()], &["statistics differ", "stats.requests"]);
     std::fs::write(&t, "{}").unwrap();
     assert_one_line_error(&["rerun", t.to_str().unwrap()], &["invalid run record", "config"]);
-    // A fetch&add record's home measures (what its study tabulates) and a
-    // seed named beside the configuration are checked too.
+    // A fetch&add record's home measures (what its study tabulates) are
+    // checked too.
     let f = d.join("f.json");
     let small = ["--requester-nodes", "1", "--compute-procs", "2", "--keys", "8", "--requests-per-thread", "100"];
     let out = finegrain(&[&["fetch-add", "--json", f.to_str().unwrap()][..], &small[..]].concat());
@@ -170,10 +170,15 @@ fn runs_are_reproducible_from_their_record() {
     tampered["home"]["throughput_msgs_per_us"] = serde_json::json!(123.0);
     std::fs::write(&t, serde_json::to_string(&tampered).unwrap()).unwrap();
     assert_one_line_error(&["rerun", t.to_str().unwrap()], &["differ", "home.throughput_msgs_per_us: recorded 123"]);
+    // So are the labels a record names beside its configuration.
     let mut tampered = a.clone();
     tampered["seed"] = serde_json::json!(1);
     std::fs::write(&t, serde_json::to_string(&tampered).unwrap()).unwrap();
-    assert_one_line_error(&["rerun", t.to_str().unwrap()], &["invalid run record", "names seed 1", "seed 7"]);
+    assert_one_line_error(&["rerun", t.to_str().unwrap()], &["invalid run record", "names seed = 1", "say 7"]);
+    let mut tampered = record.clone();
+    tampered["kind"] = serde_json::json!("mult");
+    std::fs::write(&t, serde_json::to_string(&tampered).unwrap()).unwrap();
+    assert_one_line_error(&["rerun", t.to_str().unwrap()], &["names kind = \"mult\"", "say \"embedded\""]);
 }
 
 #[test]
