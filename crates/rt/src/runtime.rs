@@ -355,7 +355,8 @@ impl ThreadCtx {
         compiler_fence(Ordering::SeqCst);
     }
 
-    /// Leaves runtime code; an interrupt that arrived meanwhile is served now.
+    /// Leaves runtime code; an interrupt that arrived meanwhile is served
+    /// now, and counted (with its time) like one served on arrival.
     fn exit(&self) {
         compiler_fence(Ordering::SeqCst);
         self.in_runtime.store(false, Ordering::Relaxed);
@@ -363,7 +364,11 @@ impl ThreadCtx {
             self.irq_pending.store(false, Ordering::Relaxed);
             self.node().irq_raised.store(false, Ordering::Relaxed);
             self.enter();
+            let t0 = Stamp::now();
+            let before = self.stats.handler_ns();
             self.poll_as_pp();
+            let handling = self.stats.handler_ns() - before;
+            self.stats.add_interrupt(t0.elapsed_ns().saturating_sub(handling));
             self.in_runtime.store(false, Ordering::Relaxed);
         }
     }
