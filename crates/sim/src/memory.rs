@@ -506,8 +506,8 @@ impl NodeMemory {
     /// evicts a segment line with migration off, say). Refetches of
     /// protocol lines from memory are capacity misses, waived by no switch
     /// (with interference off, computation no longer evicts them).
-    fn waived(&self, proc: usize, class: LineClass, outcome: Outcome) -> bool {
-        match self.effect_of(proc, class, outcome) {
+    fn waived(&self, effect: Option<Effect>) -> bool {
+        match effect {
             Some(Effect::Migration) => !self.effects.migration,
             Some(Effect::Placement) => !self.effects.data_placement,
             Some(Effect::Interference) => !self.effects.cache_interference,
@@ -549,14 +549,15 @@ impl NodeMemory {
                 let c = &mut self.caches[proc];
                 c.tags[set] = tag | DIRTY;
                 Self::track_foreign(c, set, sets);
-                if self.waived(proc, class, Outcome::Upgrade) {
+                let effect = self.effect_of(proc, class, Outcome::Upgrade);
+                if self.waived(effect) {
                     return (self.hit_cycles, Outcome::Hit);
                 }
                 let p = &self.bus_params;
                 let (occ, lat) = (p.upgrade_occupancy, p.upgrade_latency);
                 let start = self.bus.reserve(now, t, occ);
                 let latency = start - t + lat;
-                self.record(proc, class, Outcome::Upgrade, latency);
+                self.count(proc, effect, latency);
                 return (latency, Outcome::Upgrade);
             }
             return (self.hit_cycles, Outcome::Hit);
@@ -564,9 +565,7 @@ impl NodeMemory {
         // Miss: fetch from a peer cache if one holds the line, else from
         // memory; then write a dirty victim back (bus occupancy only: the
         // write buffer hides it from the processor).
-        let holds = |q: usize| q != proc && self.caches[q].tags[set] & TAG_MASK == tag;
-        let supplier = (0..self.caches.len()).find(|&q| holds(q));
-        let supplied_dirty = (0..self.caches.len()).any(|q| holds(q) && self.caches[q].tags[set] & DIRTY != 0);
+        let (supplier, supplied_dirty) = self.peer_copies(proc, set, tag);
         let state = if write {
             self.invalidate_others(proc, set, line);
             DIRTY
@@ -585,7 +584,8 @@ impl NodeMemory {
             Some(_) => (Outcome::CacheToCache, p.memory_occupancy, p.memory_latency),
             None => (Outcome::Memory, p.memory_occupancy, p.memory_latency),
         };
-        let waived = self.waived(proc, class, outcome);
+        let effect = self.effect_of(proc, class, outcome);
+        let waived = self.waived(effect);
         let (start, occ) = if waived { (t, 0) } else { (self.bus.reserve(now, t, occ), occ) };
         if held != INVALID && held & DIRTY != 0 {
             // Queued behind the fetch that displaced the victim.
@@ -596,8 +596,23 @@ impl NodeMemory {
             return (self.hit_cycles, Outcome::Hit);
         }
         let latency = start - t + lat;
-        self.record(proc, class, outcome, latency);
+        self.count(proc, effect, latency);
         (latency, outcome)
+    }
+
+    /// The first other cache holding `tag` in `set`, and whether any other
+    /// cache holds it dirty (Modified or Owned), in one pass.
+    fn peer_copies(&self, proc: usize, set: usize, tag: u16) -> (Option<usize>, bool) {
+        let mut first = None;
+        let mut dirty = false;
+        for (q, c) in self.caches.iter().enumerate() {
+            let held = c.tags[set];
+            if q != proc && held & TAG_MASK == tag {
+                first = first.or(Some(q));
+                dirty |= held & DIRTY != 0;
+            }
+        }
+        (first, dirty)
     }
 
     /// An access by a bus agent without a cache (a protocol processor
@@ -725,6 +740,11 @@ impl NodeMemory {
 
     fn record(&mut self, proc: usize, class: LineClass, outcome: Outcome, latency: u64) {
         let effect = self.effect_of(proc, class, outcome);
+        self.count(proc, effect, latency);
+    }
+
+    /// Adds a transfer to `proc`'s miss statistics under its effect.
+    fn count(&mut self, proc: usize, effect: Option<Effect>, latency: u64) {
         let m = &mut self.misses[proc];
         let (count, cycles) = match effect {
             None => return,
