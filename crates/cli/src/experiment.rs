@@ -89,8 +89,15 @@ pub fn write_json<T: serde::Serialize + ?Sized>(path: &Path, value: &T) -> Resul
 /// afterwards, without touching `path`: an existing file is opened for
 /// writing without truncation; otherwise a scratch file is made and removed
 /// in its directory. So a run refused later leaves everything as it was.
-pub fn check_writable(path: Option<&Path>) -> Result<()> {
+/// `path` must not name one of the files the command reads (`reads`, each
+/// with what it is): writing there would destroy the record's input.
+pub fn check_writable(path: Option<&Path>, reads: &[(Option<&Path>, &str)]) -> Result<()> {
     let Some(p) = path else { return Ok(()) };
+    for &(input, what) in reads {
+        if let Some(input) = input {
+            check_not_input(p, input, what)?;
+        }
+    }
     let fail = |e: std::io::Error| anyhow::anyhow!("cannot write the record to {}: {e}", p.display());
     if p.is_dir() {
         bail!("cannot write the record to {}: it is a directory", p.display());
@@ -106,10 +113,7 @@ pub fn check_writable(path: Option<&Path>) -> Result<()> {
     can_create_in(dir).map_err(fail)
 }
 
-/// Refuses a record path that names the file being read (`what`): writing
-/// there would destroy the input the record came from.
-pub fn check_not_input(out: Option<&Path>, input: &Path, what: &str) -> Result<()> {
-    let Some(out) = out else { return Ok(()) };
+fn check_not_input(out: &Path, input: &Path, what: &str) -> Result<()> {
     if let (Ok(a), Ok(b)) = (out.canonicalize(), input.canonicalize()) {
         if a == b {
             bail!("invalid json = {}: it is the {what} being read; allowed another file", out.display());

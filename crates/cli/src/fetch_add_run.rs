@@ -83,7 +83,6 @@ impl FetchAddArgs {
     /// Flags override the file.
     fn merged(self) -> Result<FetchAddArgs> {
         let Some(path) = &self.config else { return Ok(self) };
-        experiment::check_not_input(self.json.as_deref(), path, "config file")?;
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
         let mut f: FetchAddArgs = parse_toml(&path.display().to_string(), &text)?;
         f.preset = experiment::preset_beside(path, f.preset);
@@ -167,6 +166,7 @@ struct Record<'a> {
 }
 
 pub fn run(args: FetchAddArgs) -> Result<()> {
+    let config_file = args.config.clone();
     let a = args.merged()?;
     let machine = MachineConfig::load(a.preset.as_deref().unwrap_or("hpca99"))?;
     let point = Point {
@@ -204,10 +204,8 @@ pub fn run(args: FetchAddArgs) -> Result<()> {
             point.discipline.label()
         );
     }
-    if let Some(preset) = &a.preset {
-        experiment::check_not_input(a.json.as_deref(), Path::new(preset), "preset file")?;
-    }
-    experiment::check_writable(a.json.as_deref())?;
+    let reads = [(config_file.as_deref(), "config file"), (a.preset.as_deref().map(Path::new), "preset file")];
+    experiment::check_writable(a.json.as_deref(), &reads)?;
     match a.platform.as_deref().unwrap_or("sim") {
         "sim" => simulate(&point, &config, &workload, a.json),
         "native" => run_native(&point, &config, &workload),

@@ -186,7 +186,6 @@ impl RunArgs {
     /// Flags override the file; unset fields take documented defaults.
     fn merged(self) -> Result<RunArgs> {
         let Some(path) = &self.config else { return Ok(self) };
-        experiment::check_not_input(self.json.as_deref(), path, "config file")?;
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
         let mut file: RunArgs = finegrain_core::config::parse_toml(&path.display().to_string(), &text)?;
         file.preset = experiment::preset_beside(path, file.preset);
@@ -255,11 +254,10 @@ fn rerun(record: &std::path::Path, json: Option<PathBuf>) -> Result<()> {
 }
 
 fn run(args: RunArgs) -> Result<()> {
+    let config = args.config.clone();
     let a = args.merged()?;
-    if let Some(preset) = &a.preset {
-        experiment::check_not_input(a.json.as_deref(), Path::new(preset), "preset file")?;
-    }
-    experiment::check_writable(a.json.as_deref())?;
+    let reads = [(config.as_deref(), "config file"), (a.preset.as_deref().map(Path::new), "preset file")];
+    experiment::check_writable(a.json.as_deref(), &reads)?;
     match a.platform.as_deref().unwrap_or("sim") {
         "sim" => run_sim(a),
         "native" => run_native(a),
@@ -589,37 +587,36 @@ fn main_inner() -> Result<()> {
             Ok(())
         }
         Command::Rerun { record, json } => {
-            experiment::check_not_input(json.as_deref(), &record, "record")?;
-            experiment::check_writable(json.as_deref())?;
+            experiment::check_writable(json.as_deref(), &[(Some(&record), "record")])?;
             rerun(&record, json)
         }
         Command::Calibrate { preset } => calibrate(&preset),
         Command::Bench { what: BenchCommand::Pingpong { quick, json } } => {
-            experiment::check_writable(json.as_deref())?;
+            experiment::check_writable(json.as_deref(), &[])?;
             let rows = native_bench::pingpong(effort(quick))?;
             native_bench::print_pingpong(&rows);
             write_json(json, &rows)
         }
         Command::Bench { what: BenchCommand::Rate { quick, json } } => {
-            experiment::check_writable(json.as_deref())?;
+            experiment::check_writable(json.as_deref(), &[])?;
             let row = native_bench::rate(effort(quick))?;
             native_bench::print_rate(&row);
             write_json(json, &row)
         }
         Command::Bench { what: BenchCommand::Interrupt { quick, json } } => {
-            experiment::check_writable(json.as_deref())?;
+            experiment::check_writable(json.as_deref(), &[])?;
             let row = native_bench::interrupt(quick)?;
             native_bench::print_interrupt(&row);
             write_json(json, &row)
         }
         Command::Bench { what: BenchCommand::Pdq { quick, json } } => {
-            experiment::check_writable(json.as_deref())?;
+            experiment::check_writable(json.as_deref(), &[])?;
             let rows = native_bench::pdq(effort(quick))?;
             native_bench::print_pdq(&rows);
             write_json(json, &rows)
         }
         Command::Bench { what: BenchCommand::Sim { rounds, requests_per_node, json } } => {
-            experiment::check_writable(json.as_deref())?;
+            experiment::check_writable(json.as_deref(), &[])?;
             let rows = bench::sim(rounds, requests_per_node)?;
             bench::print_sim(&rows);
             write_json(json, &rows)

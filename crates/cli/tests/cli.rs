@@ -60,12 +60,12 @@ fn a_record_is_never_written_over_the_file_it_comes_from() {
     let check = finegrain(&["rerun", r]);
     assert!(check.status.success(), "the record survived: {}", String::from_utf8_lossy(&check.stderr));
     let config = d.join("c.toml");
-    std::fs::write(&config, "requests_per_node = 50\n").unwrap();
+    std::fs::write(&config, "seed = 3\n").unwrap();
     let c = config.to_str().unwrap();
     for command in ["run", "fetch-add"] {
         assert_one_line_error(&[command, "--config", c, "--json", c], &["invalid json", "the config file being read"]);
     }
-    assert_eq!(std::fs::read_to_string(&config).unwrap(), "requests_per_node = 50\n");
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), "seed = 3\n");
     // Nor over the preset file it runs on.
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
     let preset = d.join("machine.toml");
