@@ -254,6 +254,9 @@ pub fn measure_lmin_native(
     let mut cfg = rt.clone();
     cfg.topology = Topology { nodes: 2, procs_per_node: 2 };
     cfg.policy = Policy::Fixed { protocol_procs: 1 };
+    // A dedicated protocol thread never gives the role up: the run's own
+    // rule (hand-off, say, which only Floating takes natively) is moot here.
+    cfg.relinquish = finegrain_core::Relinquish::Eager;
     let work =
         MicroConfig { protocol, mean_compute_cycles: 0.0, requests_per_node: ROUND_TRIPS, single_requester: true };
     let out = run_native(&cfg, machine, &work)?;

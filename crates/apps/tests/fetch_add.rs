@@ -202,3 +202,41 @@ fn mult_serves_even_when_every_idle_period_is_shorter_than_taking_the_role() {
         );
     }
 }
+
+/// Spinning on a held key lock loads the bus: an embedded processor (no
+/// cache) polls the lock word in memory, an SMP one re-reads the line after
+/// every release it watches. One hot key keeps three of four processors
+/// spinning; 4096 keys keep them apart.
+#[test]
+fn spinning_on_a_held_lock_costs_bus_transactions() {
+    let bus_per_request = |kind, keys| {
+        let cfg = sim(Policy::Fixed { protocol_procs: 4 }, 8, Discipline::SpinLock, kind, None);
+        let w = FetchAddConfig { requests_per_thread: 200, ..workload(keys, KeySkew::Uniform) };
+        let out = fetch_add::simulate(&cfg, &w).unwrap();
+        let h = fetch_add::home_measures(&cfg.machine, &out);
+        assert!(keys > 1 || h.pp_busy_wait_fraction > 0.3, "{kind:?}: one key, yet little spinning");
+        h.bus_transactions_per_request
+    };
+    let (hot, apart) = (bus_per_request(PpKind::Embedded, 1), bus_per_request(PpKind::Embedded, 4096));
+    assert!(hot > 2.0 * apart, "embedded: {hot:.2} bus transactions per request with one key, {apart:.2} with 4096");
+    let (hot, apart) = (bus_per_request(PpKind::Smp, 1), bus_per_request(PpKind::Smp, 4096));
+    assert!(hot > apart + 2.0, "smp: {hot:.2} bus transactions per request with one key, {apart:.2} with 4096");
+}
+
+/// With a dispatch device, the device keeps track of who serves: an idle
+/// compute processor taking the role under serial dispatch pays no software
+/// lock, exactly as under PDQ with one server.
+#[test]
+fn a_dispatch_device_spares_serial_dispatch_the_role_lock() {
+    let role_and_migration = |discipline, servers| {
+        let cfg = sim(Policy::Floating, 8, discipline, PpKind::Smp, servers);
+        let w = FetchAddConfig { requests_per_thread: 200, ..workload(1, KeySkew::Uniform) };
+        let home = fetch_add::simulate(&cfg, &w).unwrap().stats.nodes.swap_remove(0);
+        let role: u64 = home.procs.iter().map(|p| p.cycles.role).sum();
+        let migration: u64 = home.procs.iter().map(|p| p.misses.migration).sum();
+        (role, migration)
+    };
+    let (serial, pdq) = (role_and_migration(Discipline::Serial, None), role_and_migration(Discipline::Pdq, Some(1)));
+    assert!(serial.0 as f64 <= pdq.0 as f64 * 1.05, "role cycles: serial {} vs PDQ {}", serial.0, pdq.0);
+    assert!(serial.1 <= pdq.1 + pdq.1 / 20, "migration misses: serial {} vs PDQ {}", serial.1, pdq.1);
+}

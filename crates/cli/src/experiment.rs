@@ -114,12 +114,25 @@ pub fn check_writable(path: Option<&Path>, reads: &[(Option<&Path>, &str)]) -> R
 }
 
 fn check_not_input(out: &Path, input: &Path, what: &str) -> Result<()> {
-    if let (Ok(a), Ok(b)) = (out.canonicalize(), input.canonicalize()) {
-        if a == b {
-            bail!("invalid json = {}: it is the {what} being read; allowed another file", out.display());
-        }
+    if same_file(out, input) {
+        bail!("invalid json = {}: it is the {what} being read; allowed another file", out.display());
     }
     Ok(())
+}
+
+/// Whether two paths name one file: the same path once links and `..` are
+/// resolved, or (a hard link) the same inode on the same device.
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if let (Ok(x), Ok(y)) = (a.canonicalize(), b.canonicalize()) {
+        if x == y {
+            return true;
+        }
+    }
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
 }
 
 /// Creates and removes a scratch file in `dir`: whether files can be

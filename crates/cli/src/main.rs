@@ -292,6 +292,7 @@ struct NativeRecord<'a> {
 fn micro_workload(
     a: &RunArgs,
     protocol: Protocol,
+    unit: &str,
     lmin: impl FnOnce() -> Result<f64>,
 ) -> Result<(MicroConfig, Option<f64>)> {
     let (mean, lmin) = match (a.u, a.compute_cycles) {
@@ -305,8 +306,8 @@ fn micro_workload(
             let most = finegrain_core::config::MAX_CYCLES;
             if mean > most as f64 {
                 bail!(
-                    "invalid u = {u}: the mean compute time U / (1 - U) x Lmin ({l:.0}) is {mean:.0} cycles, allowed at \
-                     most {most} (u up to {:.6})",
+                    "invalid u = {u}: the mean compute time U / (1 - U) x Lmin ({l:.0} {unit}) is {mean:.0} {unit}, \
+                     allowed at most {most} (u up to {:.6})",
                     most as f64 / (most as f64 + l)
                 );
             }
@@ -342,7 +343,8 @@ fn run_native(a: RunArgs) -> Result<()> {
     rt.segment_bytes = machine.segment_bytes() as usize;
     micro::two_nodes_at_least(topology.nodes).map_err(anyhow::Error::msg)?;
     rt.validate()?;
-    let (workload, lmin) = micro_workload(&a, protocol, || Ok(micro::measure_lmin_native(&rt, &machine, protocol)?))?;
+    let (workload, lmin) =
+        micro_workload(&a, protocol, "ns", || Ok(micro::measure_lmin_native(&rt, &machine, protocol)?))?;
     let out = micro::run_native(&rt, &machine, &workload)?;
     let s = &out.stats;
     let compute: Vec<&finegrain_rt::ThreadTimes> = s.threads.iter().filter(|t| t.role == "compute").collect();
@@ -424,7 +426,7 @@ fn run_sim(a: RunArgs) -> Result<()> {
     micro::two_nodes_at_least(topology.nodes).map_err(anyhow::Error::msg)?;
     config.validate()?;
     let (workload, lmin) =
-        micro_workload(&a, protocol, || Ok(micro::measure_lmin(&config.machine, protocol, config.seed)?))?;
+        micro_workload(&a, protocol, "cycles", || Ok(micro::measure_lmin(&config.machine, protocol, config.seed)?))?;
     let mean = workload.mean_compute_cycles;
     let t0 = Instant::now();
     let out = micro::simulate(&config, &workload)?;

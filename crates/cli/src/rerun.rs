@@ -3,9 +3,12 @@
 //! statistics come out as recorded. Works on every record a study writes
 //! (`runs/<id>.json`) and on `finegrain run --json` output.
 
+use crate::experiment::EffectOff;
 use crate::pdq_study::Point;
+use crate::scheduling;
 use anyhow::{Context, Result};
 use finegrain_apps::{fetch_add, fetch_add::FetchAddConfig, micro, micro::MicroConfig};
+use finegrain_core::Relinquish;
 use finegrain_sim::{RunStats, SimConfig};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -141,14 +144,20 @@ pub fn rerun(path: &Path) -> Result<Rerun> {
         );
     }
     let workload = Workload::from_value(record.workload)?;
+    let mislabelled = |name: &str, named: &Value, expected: &dyn std::fmt::Display| {
+        anyhow::anyhow!(
+            "invalid run record {}: it names {name} = {named} but its configuration and workload say {expected}; \
+             allowed a record whose labels describe the run",
+            path.display()
+        )
+    };
     for (name, expected) in workload.labels(&record.config) {
         if let Some(named) = record.labels.get(name).filter(|&v| *v != expected) {
-            anyhow::bail!(
-                "invalid run record {}: it names {name} = {named} but its configuration and workload say {expected}; \
-                 allowed a record whose labels describe the run",
-                path.display()
-            );
+            return Err(mislabelled(name, named, &expected));
         }
+    }
+    if let Some((name, named, expected)) = derived_label_mismatch(&workload, &record.config, &record.labels) {
+        return Err(mislabelled(name, &named, &expected));
     }
     let (stats, home) = workload.simulate(&record.config)?;
     let now = serde_json::to_value(&stats).context("statistics to JSON")?;
@@ -164,6 +173,66 @@ pub fn rerun(path: &Path) -> Result<Rerun> {
         (None, _) => {}
     }
     Ok(Rerun { workload: workload.label(), config: record.config, stats, differences, fields })
+}
+
+/// The first label that disagrees with what the others and the
+/// configuration imply: a sensitivity run's switched-off effect and
+/// relinquish rule must be the configuration's, a scheduling run's target
+/// U and Lmin must give its mean compute time, and its id must be the one
+/// its labels (replicate included) make.
+fn derived_label_mismatch(
+    workload: &Workload,
+    c: &SimConfig,
+    labels: &serde_json::Map<String, Value>,
+) -> Option<(&'static str, Value, String)> {
+    let effect_off = labels.get("effect_off").filter(|v| !v.is_null());
+    let effect: Option<EffectOff> = match effect_off.map(|v| serde_json::from_value(v.clone())) {
+        Some(Ok(e)) => Some(e),
+        Some(Err(_)) => {
+            return Some(("effect_off", effect_off?.clone(), "cache_interference, migration or data_placement".into()))
+        }
+        None => None,
+    };
+    if let Some(e) = effect {
+        let mut off = c.machine.effects;
+        e.apply(&mut off);
+        if off != c.machine.effects {
+            return Some(("effect_off", json!(e), format!("{} on", e.name())));
+        }
+    }
+    let Workload::Micro(w) = workload else { return None };
+    let rule = labels.get("relinquish_rule").filter(|v| !v.is_null());
+    let rule: Option<Relinquish> = match rule.map(|v| serde_json::from_value(v.clone())) {
+        Some(Ok(r)) => Some(r),
+        Some(Err(_)) => return Some(("relinquish_rule", rule?.clone(), "eager, handoff or adaptive".into())),
+        None => None,
+    };
+    if let Some(r) = rule.filter(|&r| r != c.machine.protocol.relinquish) {
+        return Some(("relinquish_rule", json!(r), c.machine.protocol.relinquish.label().to_string()));
+    }
+    let u = labels.get("target_u").and_then(Value::as_f64);
+    let lmin = labels.get("lmin_cycles").and_then(Value::as_f64);
+    if let (Some(u), Some(lmin)) = (u, lmin) {
+        let implied = scheduling::mean_compute(u, lmin);
+        if implied != w.mean_compute_cycles {
+            return Some((
+                "target_u and lmin_cycles",
+                json!([u, lmin]),
+                format!("a mean compute time of {} cycles, not {implied}", w.mean_compute_cycles),
+            ));
+        }
+        let replicate = labels.get("replicate").and_then(Value::as_u64).and_then(|r| u32::try_from(r).ok());
+        if let (Some(id), Some(r)) = (labels.get("id").and_then(Value::as_str), replicate) {
+            let policy = c.policy.label();
+            let procs = c.topology.procs_per_node;
+            let oint = c.machine.interrupt.overhead_cycles;
+            let expected = scheduling::run_id(effect, rule, w.protocol, &policy, procs, u, oint, r);
+            if id != expected {
+                return Some(("id", json!(id), expected));
+            }
+        }
+    }
+    None
 }
 
 /// Appends "path: recorded X, now Y" for every leaf that differs.

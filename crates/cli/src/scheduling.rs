@@ -168,22 +168,52 @@ struct RunSpec {
 
 impl RunSpec {
     fn id(&self) -> String {
-        format!(
-            "{}{}{}-{}-p{}-u{:.2}-oint{}-r{}",
-            self.effect_off.map(|e| e.run_label() + "-").unwrap_or_default(),
-            self.rule.map(|r| format!("relinquish-{}-", r.label())).unwrap_or_default(),
+        run_id(
+            self.effect_off,
+            self.rule,
             self.protocol,
-            self.policy.label().replace(':', ""),
+            &self.policy.label(),
             self.procs_per_node,
             self.target_u,
             self.oint,
-            self.replicate
+            self.replicate,
         )
     }
 
     fn mean_compute(&self) -> f64 {
-        self.target_u / (1.0 - self.target_u) * self.lmin
+        mean_compute(self.target_u, self.lmin)
     }
+}
+
+/// A run's id, from what it is (`finegrain rerun` checks a record's id
+/// and labels against each other with it).
+#[allow(clippy::too_many_arguments)]
+pub fn run_id(
+    effect_off: Option<EffectOff>,
+    rule: Option<Relinquish>,
+    protocol: Protocol,
+    policy_label: &str,
+    procs_per_node: u32,
+    target_u: f64,
+    oint: u64,
+    replicate: u32,
+) -> String {
+    format!(
+        "{}{}{}-{}-p{}-u{:.2}-oint{}-r{}",
+        effect_off.map(|e| e.run_label() + "-").unwrap_or_default(),
+        rule.map(|r| format!("relinquish-{}-", r.label())).unwrap_or_default(),
+        protocol,
+        policy_label.replace(':', ""),
+        procs_per_node,
+        target_u,
+        oint,
+        replicate
+    )
+}
+
+/// The mean compute time that gives utilization `u` against `lmin`.
+pub fn mean_compute(u: f64, lmin: f64) -> f64 {
+    u / (1.0 - u) * lmin
 }
 
 /// Everything one run measured, with the configuration that regenerates it.

@@ -66,6 +66,14 @@ fn a_record_is_never_written_over_the_file_it_comes_from() {
         assert_one_line_error(&[command, "--config", c, "--json", c], &["invalid json", "the config file being read"]);
     }
     assert_eq!(std::fs::read_to_string(&config).unwrap(), "seed = 3\n");
+    // A hard link is the same file under another name.
+    let link = d.join("link.json");
+    std::fs::hard_link(&config, &link).unwrap();
+    assert_one_line_error(
+        &["run", "--config", c, "--json", link.to_str().unwrap()],
+        &["invalid json", "the config file being read"],
+    );
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), "seed = 3\n");
     // Nor over the preset file it runs on.
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
     let preset = d.join("machine.toml");
@@ -330,6 +338,27 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
     assert_eq!(json["relinquish_rule"], "eager");
     assert_eq!(json["config"]["machine"]["protocol"]["relinquish"], "eager", "{record} ran with another rule");
     check_rerun(&d, record, "identical");
+    // Labels the others and the configuration imply are checked too.
+    for (field, value, says) in [
+        ("relinquish_rule", serde_json::json!("handoff"), "relinquish_rule = \"handoff\""),
+        ("target_u", serde_json::json!(0.5), "target_u and lmin_cycles"),
+        ("lmin_cycles", serde_json::json!(1.0), "target_u and lmin_cycles"),
+        ("replicate", serde_json::json!(2), "names id"),
+    ] {
+        check_mislabelled(&d, record, field, value, says);
+    }
+    let sensitivity = "no-migration-fetch-floating-p2-u0.30-oint200-r0.json";
+    check_mislabelled(&d, sensitivity, "effect_off", serde_json::json!("data_placement"), "data_placement on");
+}
+
+/// A copy of a study's record with one label changed is refused by rerun.
+fn check_mislabelled(d: &Path, record: &str, field: &str, value: serde_json::Value, says: &str) {
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("runs").join(record)).unwrap()).unwrap();
+    json[field] = value;
+    let edited = d.join(format!("edited-{field}.json"));
+    std::fs::write(&edited, serde_json::to_string(&json).unwrap()).unwrap();
+    assert_one_line_error(&["rerun", edited.to_str().unwrap()], &["invalid run record", says]);
 }
 
 #[test]
@@ -796,6 +825,10 @@ fn the_relinquish_flag_or_file_field_sets_the_rule_a_run_uses() {
         &["run", "--platform", "native", "--policy", "fixed", "--relinquish", "handoff"],
         &["invalid relinquish = handoff", "policy floating with the serial discipline"],
     );
+    // Lmin is measured under Fixed, where the run's hand-off rule is moot.
+    let native = ["run", "--platform", "native", "--policy", "floating", "--relinquish", "handoff"];
+    let out = finegrain(&[&native[..], &["--u", "0.5", "--requests-per-node", "200"]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]

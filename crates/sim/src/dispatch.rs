@@ -116,22 +116,31 @@ impl NodeQueue {
 /// Spin-lock discipline: when each key's lock is next free. Handler
 /// timelines are worked out when they start, so a lock is a calendar: the
 /// next handler of a key acquires it at the later of its attempt and the
-/// holder's release, in dispatch order (a ticket lock).
+/// holder's release, in dispatch order (a ticket lock). The releases still
+/// to come are kept: a waiter watches each of them go by.
 #[derive(Default)]
 pub(crate) struct KeyLocks {
     /// Membership and lookup only, never iterated, so the hash order cannot
     /// leak into results.
-    free_at: HashMap<u64, u64>,
+    releases: HashMap<u64, VecDeque<u64>>,
 }
 
 impl KeyLocks {
-    /// When a handler that tries to take `key`'s lock at `t` gets it.
-    pub(crate) fn acquire_at(&self, key: u64, t: u64) -> u64 {
-        self.free_at.get(&key).map_or(t, |&f| f.max(t))
+    /// When a handler that tries to take `key`'s lock at `t` (not before
+    /// `now`) gets it, and the releases it watches while it waits, the last
+    /// being the one that lets it in.
+    pub(crate) fn acquire_at(&mut self, key: u64, now: u64, t: u64) -> (u64, Vec<u64>) {
+        let Some(pending) = self.releases.get_mut(&key) else { return (t, Vec::new()) };
+        // Releases already past concern no later attempt.
+        while pending.front().is_some_and(|&r| r <= now) {
+            pending.pop_front();
+        }
+        let watched: Vec<u64> = pending.iter().copied().filter(|&r| r > t).collect();
+        (watched.last().copied().unwrap_or(t), watched)
     }
 
     pub(crate) fn release(&mut self, key: u64, t: u64) {
-        self.free_at.insert(key, t);
+        self.releases.entry(key).or_default().push_back(t);
     }
 }
 
@@ -166,10 +175,13 @@ mod tests {
     #[test]
     fn locks_queue_in_dispatch_order() {
         let mut l = KeyLocks::default();
-        assert_eq!(l.acquire_at(3, 100), 100);
+        assert_eq!(l.acquire_at(3, 100, 100), (100, vec![]));
         l.release(3, 250);
-        assert_eq!(l.acquire_at(3, 120), 250, "waits for the holder");
-        assert_eq!(l.acquire_at(3, 300), 300);
-        assert_eq!(l.acquire_at(4, 120), 120, "other keys are free");
+        assert_eq!(l.acquire_at(3, 110, 120), (250, vec![250]), "waits for the holder");
+        l.release(3, 400);
+        assert_eq!(l.acquire_at(3, 120, 130), (400, vec![250, 400]), "a ticket lock: behind both holders");
+        assert_eq!(l.acquire_at(3, 300, 300), (400, vec![400]), "the first release is past");
+        assert_eq!(l.acquire_at(3, 300, 450), (450, vec![]));
+        assert_eq!(l.acquire_at(4, 120, 120), (120, vec![]), "other keys are free");
     }
 }

@@ -956,9 +956,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let n = self.procs[p].node;
         let now = self.now;
         let mut t = now;
-        // Parallel disciplines have no role lock: the device keeps track
-        // of who serves.
-        if self.nodes[n].procs > 1 && !self.parallel {
+        // A dispatch device (the PDQ machines, whatever the discipline)
+        // keeps track of who serves, and parallel disciplines have no single
+        // role: neither takes a software lock.
+        if self.nodes[n].procs > 1 && !self.parallel && !self.device_dispatch {
             let lock = self.nodes[n].mem.map().lock_line();
             t += self.nodes[n].mem.access(now, t, self.procs[p].local, lock, Access::Write).0;
         }
@@ -1270,8 +1271,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             return None;
         }
         let n = self.procs[p].node;
-        let acquired = self.nodes[n].locks.acquire_at(k, *t);
+        let (acquired, watched) = self.nodes[n].locks.acquire_at(k, self.now, *t);
         self.procs[p].spin += acquired - *t;
+        self.charge_spinning(p, *t, acquired, &watched);
         let line = self.nodes[n].mem.map().key_lock_line(k);
         let rmw = if self.device_access(p).is_some() {
             // A cacheless processor's atomic swap: a read and a write.
@@ -1283,6 +1285,34 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let instructions = self.cfg.machine.pdq.as_ref().map_or(0, |d| d.lock_cycles);
         *t = acquired + rmw + instructions;
         Some((k, acquired))
+    }
+
+    /// The bus traffic of spinning on a held lock from `from` to `until`. A
+    /// cacheless (embedded) processor polls the lock word in memory, one
+    /// read after another. A cached one spins on its own copy and re-reads
+    /// the line from the releaser's cache after each release it watches
+    /// (the release's write invalidated the copy); the re-read after the
+    /// last release is the acquiring read-modify-write, charged already.
+    fn charge_spinning(&mut self, p: usize, from: u64, until: u64, watched: &[u64]) {
+        let n = self.procs[p].node;
+        let now = self.now;
+        let bus = &self.cfg.machine.bus;
+        match self.device_access(p) {
+            Some(d) => {
+                let period = bus.memory_latency.max(1);
+                let mut at = from;
+                while at + period <= until {
+                    self.nodes[n].mem.bus.reserve(now, at, d.word_occupancy);
+                    at += period;
+                }
+            }
+            None => {
+                let occupancy = bus.cache_to_cache_occupancy;
+                for &r in watched.iter().filter(|&&r| r < until) {
+                    self.nodes[n].mem.bus.reserve(now, r, occupancy);
+                }
+            }
+        }
     }
 
     /// Releases a key lock (a store to its line); returns when done.
