@@ -162,6 +162,9 @@ fn is_preset_path(preset: &str) -> bool {
 /// checks that files can be written in each, before a study spends time on
 /// its runs.
 pub fn prepare_out(out: &Path) -> Result<()> {
+    if out.exists() && !out.is_dir() {
+        bail!("invalid out = {}: it is a file; allowed a directory, existing or new", out.display());
+    }
     for dir in [out.to_path_buf(), out.join("runs"), out.join("figures")] {
         std::fs::create_dir_all(&dir).with_context(|| format!("cannot create output directory {}", dir.display()))?;
         can_create_in(&dir).with_context(|| format!("cannot write in output directory {}", dir.display()))?;

@@ -794,6 +794,12 @@ fn every_point_of_a_study_is_checked_before_it_runs() {
     );
     assert!(!out.exists(), "the refused study made its output directory");
     assert_one_line_error(&["fetch-add", "--home-u", "-0.0"], &["invalid home_u = -0: allowed 0..=1"]);
+    let a_file = d.join("a-file");
+    std::fs::write(&a_file, "").unwrap();
+    assert_one_line_error(
+        &["reproduce", "pdq-micro", "--quick", "--out", a_file.to_str().unwrap()],
+        &["invalid out = ", "it is a file; allowed a directory"],
+    );
 }
 
 #[test]

@@ -32,16 +32,43 @@ impl ConfigError {
 
     /// Converts a TOML parse error into a single line with its location.
     pub fn from_toml(origin: &str, text: &str, err: &toml::de::Error) -> ConfigError {
-        let message = err.message().replace('\n', " ");
+        let message = plain_types(&err.message().replace('\n', " "));
+        // A missing key is the whole document's fault: its span says
+        // nothing about where the key should have been.
         let location = err
             .span()
+            .filter(|_| !message.starts_with("missing field"))
             .map(|s| {
-                let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
-                format!("line {line}: ")
+                let start = s.start.min(text.len());
+                let line = text[..start].matches('\n').count() + 1;
+                // The line itself names the key and the value at fault.
+                let source = text.lines().nth(line - 1).unwrap_or("").trim();
+                let source: String = source.chars().take(60).collect();
+                if source.is_empty() {
+                    format!("line {line}: ")
+                } else {
+                    format!("line {line} (`{source}`): ")
+                }
             })
             .unwrap_or_default();
         ConfigError::Toml { origin: origin.to_string(), message: format!("{location}{}", message.trim()) }
     }
+}
+
+/// serde names Rust types in what it expected; say what a file may hold.
+fn plain_types(message: &str) -> String {
+    let mut m = message.to_string();
+    for (rust, plain) in [
+        ("expected u64", "expected a whole number from 0 to 2^64-1"),
+        ("expected u32", "expected a whole number from 0 to 2^32-1"),
+        ("expected u16", "expected a whole number from 0 to 65535"),
+        ("expected u8", "expected a whole number from 0 to 255"),
+        ("expected f64", "expected a number"),
+        ("number too large to fit in target type", "number too large (allowed at most 2^64-1)"),
+    ] {
+        m = m.replace(rust, plain);
+    }
+    m
 }
 
 /// Derives independent, reproducible seeds from a run seed and two
@@ -758,6 +785,16 @@ mod tests {
         let e = MachineConfig::from_toml("x.toml", "name = \"a\"\n[cache\n").unwrap_err().to_string();
         assert!(e.starts_with("malformed TOML in x.toml: line 2"), "{e}");
         assert!(!e.contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_names_its_line_and_what_is_allowed() {
+        let text = PRESETS[0].1.replace("mhz = 200", "mhz = 2.5e2");
+        let e = MachineConfig::from_toml("x.toml", &text).unwrap_err().to_string();
+        assert!(e.contains("(`mhz = 2.5e2`)") && e.contains("expected a whole number from 0 to 2^32-1"), "{e}");
+        let text = PRESETS[0].1.split("[effects]").next().unwrap();
+        let e = MachineConfig::from_toml("x.toml", text).unwrap_err().to_string();
+        assert!(e.ends_with("x.toml: missing field `effects`"), "no misleading line: {e}");
     }
 
     #[test]

@@ -161,7 +161,8 @@ impl RtConfig {
                 format!("{} nodes x {} threads", t.nodes, t.procs_per_node),
                 format!(
                     "rings and segments would need {:.1} GiB, allowed at most {} GiB (use fewer nodes or threads, \
-                     fewer ring_slots or smaller segments)",
+                     a preset with a smaller cache.size_bytes (each thread's segment is as large as its cache) or, \
+                     from Rust, fewer RtConfig.ring_slots)",
                     need as f64 / (1u64 << 30) as f64,
                     MAX_HOST_BYTES >> 30
                 ),
