@@ -63,6 +63,12 @@ impl Check {
         Check { holds, missing: false, text: text.into() }
     }
 
+    /// A figure reported beside the checks, for context: it decides
+    /// nothing.
+    pub fn note(text: impl Into<String>) -> Check {
+        Check { holds: true, missing: false, text: text.into() }
+    }
+
     /// A check that cannot be evaluated because a data point is missing.
     pub fn missing(what: &str) -> Check {
         Check { holds: false, missing: true, text: format!("no data for {what}") }

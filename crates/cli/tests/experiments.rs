@@ -61,7 +61,7 @@ const SCHEDULING_QUICK: &str = r#"
 protocols = ["null", "fetch"]
 procs_per_node = [1, 2, 3, 4]
 target_u = [0.1, 0.5, 0.9]
-oint_cycles = [200, 2000]
+oint_cycles = [200, 5000]
 requests_per_node = 40
 cost_performance_u = [0.5]
 replicates = 1
@@ -172,6 +172,7 @@ fn an_experiment_that_cannot_decide_the_claims_is_rejected() {
         ("quick.target_u", "[0.1, 0.2, 0.3]", &["quick.target_u = [0.1, 0.2, 0.3]", "one >= 0.5"][..]),
         ("quick.target_u", "[0.8, 0.9, 0.95]", &["quick.target_u", "one <= 0.7"][..]),
         ("quick.oint_cycles", "[200]", &["quick.oint_cycles = [200]", "at least two values"][..]),
+        ("quick.oint_cycles", "[200, 2000]", &["quick.oint_cycles = [200, 2000]", "claim 3 needs an Oint"][..]),
     ] {
         assert_rejected("scheduling-micro", &[(field, value)], needles);
     }
