@@ -712,17 +712,34 @@ struct Sensitivity {
 
 /// Computes the verdict on each claim from the measured runs.
 pub fn evaluate(grid: &Grid, records: &[RunRecord]) -> Vec<Verdict> {
-    let v = View::baseline(records);
     let us = sorted_u(grid);
     let oints = sorted_oints(grid);
     let (lo, hi) = oint_range(grid);
-    vec![
-        claim1(&v, &us, &oints),
-        claim2(&v, &us, lo, hi),
-        claim3(&v, &us, &oints),
-        claim4(&v, grid, &us, lo),
-        claim5(&v, grid, lo),
-    ]
+    let claims = |v: &View| {
+        vec![
+            claim1(v, &us, &oints),
+            claim2(v, &us, lo, hi),
+            claim3(v, &us, &oints),
+            claim4(v, grid, &us, lo),
+            claim5(v, grid, lo),
+        ]
+    };
+    let mut verdicts = claims(&View::baseline(records));
+    if grid.replicates > 1 {
+        // The verdicts use means over the seeds; say how many seeds agree
+        // on their own (claim 5 compares seed by seed already).
+        let by_seed: Vec<Vec<Verdict>> = (0..grid.replicates)
+            .map(|i| {
+                let one: Vec<RunRecord> = records.iter().filter(|r| r.replicate == i).cloned().collect();
+                claims(&View::baseline(&one))
+            })
+            .collect();
+        for (n, verdict) in verdicts.iter_mut().enumerate().take(4) {
+            let agree = by_seed.iter().filter(|v| v[n].decided && v[n].supported == verdict.supported).count();
+            verdict.evidence += &format!("; seed by seed, {agree} of {} seeds give the same verdict", grid.replicates);
+        }
+    }
+    verdicts
 }
 
 /// Single vs Fixed (null handler): the dedicated PP helps more the lower U,
