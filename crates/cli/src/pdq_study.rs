@@ -731,23 +731,27 @@ fn claim2(v: &View, grid: &Grid) -> Verdict {
         ));
     }
     // PDQ holds an entry whose key is busy in the queue, so no handler waits
-    // for another: its protocol processors spend no cycle busy-waiting. The
-    // cycles per request against serial's are shown beside it.
+    // for another on a processor: in this model PDQ cannot busy-wait at all
+    // (only the spin-lock discipline charges waiting). What the data can
+    // show is that PDQ's processors spend no more time per request than
+    // serial's one: none goes to waiting, nor to moving the key's state
+    // between them.
     for &kind in &grid.kinds {
-        let runs: Vec<&RunRecord> =
-            grid.protocol_procs.iter().filter_map(|&k| v.get(kind, Discipline::Pdq, k, 1, UNIFORM)).collect();
-        if runs.is_empty() {
-            continue; // the throughput check above says what is missing
-        }
-        let spinning: u64 = runs.iter().flat_map(|r| &r.stats.nodes[0].procs).map(|p| p.cycles.busy_wait).sum();
-        let serial = v.get(kind, Discipline::Serial, 1, 1, UNIFORM).map(RunRecord::pp_cycles_per_request);
+        let Some(serial) = v.get(kind, Discipline::Serial, 1, 1, UNIFORM) else { continue };
+        let costs: Vec<f64> = grid
+            .protocol_procs
+            .iter()
+            .filter_map(|&k| v.get(kind, Discipline::Pdq, k, 1, UNIFORM))
+            .map(RunRecord::pp_cycles_per_request)
+            .collect();
+        let Some(most) = costs.iter().copied().reduce(f64::max) else { continue };
+        let base = serial.pp_cycles_per_request();
         checks.push(Check::new(
-            spinning == 0,
+            most <= base * 1.02,
             format!(
-                "{}: {spinning} busy-wait cycles with 1 key under PDQ (need 0); PP cycles per request {} vs {} serial",
+                "{}: PP cycles per request with 1 key {} under PDQ vs {base:.0} serial (need <= 1.02x: no added time)",
                 kind.label(),
-                runs.iter().map(|r| format!("{:.0}", r.pp_cycles_per_request())).collect::<Vec<_>>().join("/"),
-                serial.map_or("-".into(), |c| format!("{c:.0}"))
+                costs.iter().map(|c| format!("{c:.0}")).collect::<Vec<_>>().join("/")
             ),
         ));
     }

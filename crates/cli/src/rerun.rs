@@ -156,8 +156,8 @@ pub fn rerun(path: &Path) -> Result<Rerun> {
             return Err(mislabelled(name, named, &expected));
         }
     }
-    if let Some((name, named, expected)) = derived_label_mismatch(&workload, &record.config, &record.labels) {
-        return Err(mislabelled(name, &named, &expected));
+    if let Some(why) = derived_label_mismatch(&workload, &record.config, &record.labels) {
+        anyhow::bail!("invalid run record {}: {why}", path.display());
     }
     let (stats, home) = workload.simulate(&record.config)?;
     let now = serde_json::to_value(&stats).context("statistics to JSON")?;
@@ -176,20 +176,23 @@ pub fn rerun(path: &Path) -> Result<Rerun> {
 }
 
 /// The first label that disagrees with what the others and the
-/// configuration imply: a sensitivity run's switched-off effect and
-/// relinquish rule must be the configuration's, a scheduling run's target
-/// U and Lmin must give its mean compute time, and its id must be the one
-/// its labels (replicate included) make.
+/// configuration imply, as the rest of a one-line message: a sensitivity
+/// run's switched-off effect and relinquish rule must be the
+/// configuration's, a scheduling run's target U and Lmin must give its
+/// mean compute time, and its id must be the one its labels (replicate
+/// included) make. A label of the wrong type is refused too. (A sensitivity
+/// run relabelled as a baseline one is not caught: the record does not say
+/// what the preset's own effects and rule were.)
 fn derived_label_mismatch(
     workload: &Workload,
     c: &SimConfig,
     labels: &serde_json::Map<String, Value>,
-) -> Option<(&'static str, Value, String)> {
-    let effect_off = labels.get("effect_off").filter(|v| !v.is_null());
-    let effect: Option<EffectOff> = match effect_off.map(|v| serde_json::from_value(v.clone())) {
-        Some(Ok(e)) => Some(e),
-        Some(Err(_)) => {
-            return Some(("effect_off", effect_off?.clone(), "cache_interference, migration or data_placement".into()))
+) -> Option<String> {
+    let present = |name: &str| labels.get(name).filter(|v| !v.is_null());
+    let effect = match present("effect_off").map(|v| (v, serde_json::from_value::<EffectOff>(v.clone()))) {
+        Some((_, Ok(e))) => Some(e),
+        Some((v, Err(_))) => {
+            return Some(format!("effect_off = {v}: allowed cache_interference, migration or data_placement"))
         }
         None => None,
     };
@@ -197,42 +200,57 @@ fn derived_label_mismatch(
         let mut off = c.machine.effects;
         e.apply(&mut off);
         if off != c.machine.effects {
-            return Some(("effect_off", json!(e), format!("{} on", e.name())));
+            return Some(format!(
+                "it names effect_off = {} but its configuration runs with {0} on; allowed a record whose labels describe \
+                 the run",
+                e.name()
+            ));
         }
     }
     let Workload::Micro(w) = workload else { return None };
-    let rule = labels.get("relinquish_rule").filter(|v| !v.is_null());
-    let rule: Option<Relinquish> = match rule.map(|v| serde_json::from_value(v.clone())) {
-        Some(Ok(r)) => Some(r),
-        Some(Err(_)) => return Some(("relinquish_rule", rule?.clone(), "eager, handoff or adaptive".into())),
+    let rule = match present("relinquish_rule").map(|v| (v, serde_json::from_value::<Relinquish>(v.clone()))) {
+        Some((_, Ok(r))) => Some(r),
+        Some((v, Err(_))) => return Some(format!("relinquish_rule = {v}: allowed eager, handoff or adaptive")),
         None => None,
     };
     if let Some(r) = rule.filter(|&r| r != c.machine.protocol.relinquish) {
-        return Some(("relinquish_rule", json!(r), c.machine.protocol.relinquish.label().to_string()));
+        return Some(format!(
+            "it names relinquish_rule = {} but its configuration runs under {}; allowed a record whose labels describe \
+             the run",
+            r.label(),
+            c.machine.protocol.relinquish.label()
+        ));
     }
-    let u = labels.get("target_u").and_then(Value::as_f64);
-    let lmin = labels.get("lmin_cycles").and_then(Value::as_f64);
-    if let (Some(u), Some(lmin)) = (u, lmin) {
-        let implied = scheduling::mean_compute(u, lmin);
-        if implied != w.mean_compute_cycles {
-            return Some((
-                "target_u and lmin_cycles",
-                json!([u, lmin]),
-                format!("a mean compute time of {} cycles, not {implied}", w.mean_compute_cycles),
-            ));
-        }
-        let replicate = labels.get("replicate").and_then(Value::as_u64).and_then(|r| u32::try_from(r).ok());
-        if let (Some(id), Some(r)) = (labels.get("id").and_then(Value::as_str), replicate) {
-            let policy = c.policy.label();
-            let procs = c.topology.procs_per_node;
-            let oint = c.machine.interrupt.overhead_cycles;
-            let expected = scheduling::run_id(effect, rule, w.protocol, &policy, procs, u, oint, r);
-            if id != expected {
-                return Some(("id", json!(id), expected));
-            }
-        }
+    let typed = |name: &str, ok: fn(&Value) -> bool, what: &str| {
+        present(name).filter(|v| !ok(v)).map(|v| format!("{name} = {v}: allowed {what}"))
+    };
+    let number = |v: &Value| v.is_f64() || v.is_u64();
+    let mistyped = typed("target_u", number, "a number")
+        .or_else(|| typed("lmin_cycles", number, "a number"))
+        .or_else(|| typed("replicate", |v| v.as_u64().is_some_and(|r| r <= u32::MAX as u64), "a whole number"))
+        .or_else(|| typed("id", Value::is_string, "a string"));
+    if mistyped.is_some() {
+        return mistyped;
     }
-    None
+    let (Some(u), Some(lmin)) = (present("target_u")?.as_f64(), present("lmin_cycles")?.as_f64()) else { return None };
+    let implied = scheduling::mean_compute(u, lmin);
+    if implied != w.mean_compute_cycles {
+        return Some(format!(
+            "it names target_u = {u} and lmin_cycles = {lmin}, which give a mean compute time of {implied} cycles, but \
+             its workload computes {} on average; allowed a record whose labels describe the run",
+            w.mean_compute_cycles
+        ));
+    }
+    let (Some(id), Some(r)) = (present("id").and_then(Value::as_str), present("replicate").and_then(Value::as_u64))
+    else {
+        return None;
+    };
+    let policy = c.policy.label();
+    let (procs, oint) = (c.topology.procs_per_node, c.machine.interrupt.overhead_cycles);
+    let expected = scheduling::run_id(effect, rule, w.protocol, &policy, procs, u, oint, r as u32);
+    (id != expected).then(|| {
+        format!("it names id = {id} but its labels make {expected}; allowed a record whose labels describe the run")
+    })
 }
 
 /// Appends "path: recorded X, now Y" for every leaf that differs.

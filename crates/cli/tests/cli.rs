@@ -341,15 +341,25 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
     check_rerun(&d, record, "identical");
     // Labels the others and the configuration imply are checked too.
     for (field, value, says) in [
-        ("relinquish_rule", serde_json::json!("handoff"), "relinquish_rule = \"handoff\""),
-        ("target_u", serde_json::json!(0.5), "target_u and lmin_cycles"),
-        ("lmin_cycles", serde_json::json!(1.0), "target_u and lmin_cycles"),
+        (
+            "relinquish_rule",
+            serde_json::json!("handoff"),
+            "relinquish_rule = handoff but its configuration runs under eager",
+        ),
+        (
+            "relinquish_rule",
+            serde_json::json!("lazy"),
+            "relinquish_rule = \"lazy\": allowed eager, handoff or adaptive",
+        ),
+        ("target_u", serde_json::json!(0.5), "target_u = 0.5 and lmin_cycles"),
+        ("target_u", serde_json::json!("0.9"), "target_u = \"0.9\": allowed a number"),
+        ("lmin_cycles", serde_json::json!(1.0), "lmin_cycles = 1"),
         ("replicate", serde_json::json!(2), "names id"),
     ] {
         check_mislabelled(&d, record, field, value, says);
     }
     let sensitivity = "no-migration-fetch-floating-p2-u0.30-oint200-r0.json";
-    check_mislabelled(&d, sensitivity, "effect_off", serde_json::json!("data_placement"), "data_placement on");
+    check_mislabelled(&d, sensitivity, "effect_off", serde_json::json!("data_placement"), "with data_placement on");
 }
 
 /// A copy of a study's record with one label changed is refused by rerun.

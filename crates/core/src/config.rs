@@ -63,8 +63,9 @@ fn plain_types(message: &str) -> String {
         ("expected u32", "expected a whole number from 0 to 2^32-1"),
         ("expected u16", "expected a whole number from 0 to 65535"),
         ("expected u8", "expected a whole number from 0 to 255"),
+        ("expected usize", "expected a whole number from 0 to 2^64-1"),
         ("expected f64", "expected a number"),
-        ("number too large to fit in target type", "number too large (allowed at most 2^64-1)"),
+        ("number too large to fit in target type", "number too large for any field (allowed at most 2^64-1)"),
     ] {
         m = m.replace(rust, plain);
     }

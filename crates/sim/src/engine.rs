@@ -1299,11 +1299,12 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let bus = &self.cfg.machine.bus;
         match self.device_access(p) {
             Some(d) => {
+                // One poll outstanding at a time: the next is issued when the
+                // last one's word is back, so a busy bus slows the polling.
                 let period = bus.memory_latency.max(1);
                 let mut at = from;
                 while at + period <= until {
-                    self.nodes[n].mem.bus.reserve(now, at, d.word_occupancy);
-                    at += period;
+                    at = self.nodes[n].mem.bus.reserve(now, at, d.word_occupancy) + period;
                 }
             }
             None => {
