@@ -138,7 +138,8 @@ impl FetchAddConfig {
         }
         if self.keys == 0 || self.keys > capacity {
             return Err(format!(
-                "invalid keys = {}: allowed 1..={capacity} (one protocol block per word in the home's protocol table)",
+                "invalid keys = {}: allowed 1..={capacity} (one protocol block per word in the home's protocol table; \
+                 more threads per node, or a preset with a larger cache.size_bytes, make room)",
                 self.keys
             ));
         }
