@@ -120,19 +120,20 @@ fn check_not_input(out: &Path, input: &Path, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// Whether two paths name one file: the same path once links and `..` are
-/// resolved, or (a hard link) the same inode on the same device.
+/// Whether two paths name one existing file, however reached (symbolic
+/// links, `..`, hard links): the same inode on the same device.
 fn same_file(a: &Path, b: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
-    if let (Ok(x), Ok(y)) = (a.canonicalize(), b.canonicalize()) {
-        if x == y {
-            return true;
-        }
-    }
     match (std::fs::metadata(a), std::fs::metadata(b)) {
         (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
         _ => false,
     }
+}
+
+/// The files a run reads, for [`check_writable`]: its config file and its
+/// preset (when named by a path).
+pub fn run_inputs<'a>(config: Option<&'a Path>, preset: Option<&'a str>) -> [(Option<&'a Path>, &'static str); 2] {
+    [(config, "config file"), (preset.map(Path::new), "preset file")]
 }
 
 /// Creates and removes a scratch file in `dir`: whether files can be

@@ -10,7 +10,7 @@ use finegrain_core::config::parse_toml;
 use finegrain_core::{Discipline, MachineConfig};
 use finegrain_sim::{RunStats, SimConfig};
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 /// One fetch&add run: requesters on other nodes send fetch&add requests
@@ -204,8 +204,10 @@ pub fn run(args: FetchAddArgs) -> Result<()> {
             point.discipline.label()
         );
     }
-    let reads = [(config_file.as_deref(), "config file"), (a.preset.as_deref().map(Path::new), "preset file")];
-    experiment::check_writable(a.json.as_deref(), &reads)?;
+    experiment::check_writable(
+        a.json.as_deref(),
+        &experiment::run_inputs(config_file.as_deref(), a.preset.as_deref()),
+    )?;
     match a.platform.as_deref().unwrap_or("sim") {
         "sim" => simulate(&point, &config, &workload, a.json),
         "native" => run_native(&point, &config, &workload),

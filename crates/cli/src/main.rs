@@ -8,7 +8,7 @@ use finegrain_apps::micro::{self, MicroConfig, Protocol};
 use finegrain_core::{MachineConfig, Policy, Relinquish, Topology};
 use finegrain_sim::SimConfig;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -256,8 +256,7 @@ fn rerun(record: &std::path::Path, json: Option<PathBuf>) -> Result<()> {
 fn run(args: RunArgs) -> Result<()> {
     let config = args.config.clone();
     let a = args.merged()?;
-    let reads = [(config.as_deref(), "config file"), (a.preset.as_deref().map(Path::new), "preset file")];
-    experiment::check_writable(a.json.as_deref(), &reads)?;
+    experiment::check_writable(a.json.as_deref(), &experiment::run_inputs(config.as_deref(), a.preset.as_deref()))?;
     match a.platform.as_deref().unwrap_or("sim") {
         "sim" => run_sim(a),
         "native" => run_native(a),

@@ -29,6 +29,9 @@ struct Record {
     labels: serde_json::Map<String, Value>,
 }
 
+/// What a mislabelled record is told it may be instead.
+const DESCRIBED: &str = "allowed a record whose labels describe the run";
+
 /// The workloads a record may name.
 enum Workload {
     Micro(MicroConfig),
@@ -147,7 +150,7 @@ pub fn rerun(path: &Path) -> Result<Rerun> {
     let mislabelled = |name: &str, named: &Value, expected: &dyn std::fmt::Display| {
         anyhow::anyhow!(
             "invalid run record {}: it names {name} = {named} but its configuration and workload say {expected}; \
-             allowed a record whose labels describe the run",
+             {DESCRIBED}",
             path.display()
         )
     };
@@ -189,34 +192,29 @@ fn derived_label_mismatch(
     labels: &serde_json::Map<String, Value>,
 ) -> Option<String> {
     let present = |name: &str| labels.get(name).filter(|v| !v.is_null());
-    let effect = match present("effect_off").map(|v| (v, serde_json::from_value::<EffectOff>(v.clone()))) {
-        Some((_, Ok(e))) => Some(e),
-        Some((v, Err(_))) => {
-            return Some(format!("effect_off = {v}: allowed cache_interference, migration or data_placement"))
-        }
-        None => None,
-    };
+    let effect =
+        match parsed_label::<EffectOff>(labels, "effect_off", "cache_interference, migration or data_placement") {
+            Ok(e) => e,
+            Err(why) => return Some(why),
+        };
     if let Some(e) = effect {
         let mut off = c.machine.effects;
         e.apply(&mut off);
         if off != c.machine.effects {
             return Some(format!(
-                "it names effect_off = {} but its configuration runs with {0} on; allowed a record whose labels describe \
-                 the run",
+                "it names effect_off = {} but its configuration runs with {0} on; {DESCRIBED}",
                 e.name()
             ));
         }
     }
     let Workload::Micro(w) = workload else { return None };
-    let rule = match present("relinquish_rule").map(|v| (v, serde_json::from_value::<Relinquish>(v.clone()))) {
-        Some((_, Ok(r))) => Some(r),
-        Some((v, Err(_))) => return Some(format!("relinquish_rule = {v}: allowed eager, handoff or adaptive")),
-        None => None,
+    let rule = match parsed_label::<Relinquish>(labels, "relinquish_rule", "eager, handoff or adaptive") {
+        Ok(r) => r,
+        Err(why) => return Some(why),
     };
     if let Some(r) = rule.filter(|&r| r != c.machine.protocol.relinquish) {
         return Some(format!(
-            "it names relinquish_rule = {} but its configuration runs under {}; allowed a record whose labels describe \
-             the run",
+            "it names relinquish_rule = {} but its configuration runs under {}; {DESCRIBED}",
             r.label(),
             c.machine.protocol.relinquish.label()
         ));
@@ -237,7 +235,7 @@ fn derived_label_mismatch(
     if implied != w.mean_compute_cycles {
         return Some(format!(
             "it names target_u = {u} and lmin_cycles = {lmin}, which give a mean compute time of {implied} cycles, but \
-             its workload computes {} on average; allowed a record whose labels describe the run",
+             its workload computes {} on average; {DESCRIBED}",
             w.mean_compute_cycles
         ));
     }
@@ -248,9 +246,20 @@ fn derived_label_mismatch(
     let policy = c.policy.label();
     let (procs, oint) = (c.topology.procs_per_node, c.machine.interrupt.overhead_cycles);
     let expected = scheduling::run_id(effect, rule, w.protocol, &policy, procs, u, oint, r as u32);
-    (id != expected).then(|| {
-        format!("it names id = {id} but its labels make {expected}; allowed a record whose labels describe the run")
-    })
+    (id != expected).then(|| format!("it names id = {id} but its labels make {expected}; {DESCRIBED}"))
+}
+
+/// A label naming one of a few values: None when absent (or null), an
+/// error saying what is allowed when it names none of them.
+fn parsed_label<T: serde::de::DeserializeOwned>(
+    labels: &serde_json::Map<String, Value>,
+    name: &str,
+    allowed: &str,
+) -> Result<Option<T>, String> {
+    match labels.get(name).filter(|v| !v.is_null()) {
+        None => Ok(None),
+        Some(v) => serde_json::from_value(v.clone()).map(Some).map_err(|_| format!("{name} = {v}: allowed {allowed}")),
+    }
 }
 
 /// Appends "path: recorded X, now Y" for every leaf that differs.

@@ -362,9 +362,8 @@ fn check_oints_decide_claim3(table: &str, grid: &Grid, lmin: &BTreeMap<Protocol,
     let Some(&l) = lmin.get(&Protocol::Fetch).filter(|_| grid.protocols.contains(&Protocol::Fetch)) else {
         return Ok(());
     };
-    let low = grid.oint_cycles.iter().any(|&o| o as f64 <= l);
-    let high = grid.oint_cycles.iter().any(|&o| o as f64 >= 2.0 * l);
-    if !(low && high) {
+    let sides: Vec<Option<bool>> = grid.oint_cycles.iter().map(|&o| oint_dominates(o, l)).collect();
+    if !(sides.contains(&Some(false)) && sides.contains(&Some(true))) {
         bail!(
             "invalid {table}.oint_cycles = {:?}: claim 3 needs an Oint up to fetch-block's Lmin ({l:.0} cycles) and one \
              of at least twice it ({:.0}); allowed lists with both",
@@ -588,12 +587,14 @@ struct View<'a> {
     records: &'a [RunRecord],
     effect: Option<EffectOff>,
     rule: Option<Relinquish>,
+    /// One seed's runs only (None: every seed's).
+    replicate: Option<u32>,
 }
 
 impl<'a> View<'a> {
     /// The study's own runs (no sensitivity setting).
     fn baseline(records: &'a [RunRecord]) -> View<'a> {
-        View { records, effect: None, rule: None }
+        View { records, effect: None, rule: None, replicate: None }
     }
 
     fn select(&self, protocol: Protocol, policy: &str, ppn: u32, u: f64, oint: u64) -> Vec<&RunRecord> {
@@ -601,6 +602,7 @@ impl<'a> View<'a> {
             .iter()
             .filter(|r| {
                 r.effect_off == self.effect
+                    && self.replicate.is_none_or(|i| r.replicate == i)
                     && r.relinquish_rule == rule_of(policy, self.rule)
                     && r.protocol == protocol
                     && r.policy == policy
@@ -690,7 +692,10 @@ fn f2(x: f64) -> String {
 /// Claim 5's verdict on the runs with each sensitivity effect off.
 fn sensitivity(grid: &Grid, records: &[RunRecord]) -> Vec<(EffectOff, Verdict)> {
     let (lo, _) = oint_range(grid);
-    grid.sensitivity.iter().map(|&e| (e, claim5(&View { records, effect: Some(e), rule: None }, grid, lo))).collect()
+    grid.sensitivity
+        .iter()
+        .map(|&e| (e, claim5(&View { effect: Some(e), ..View::baseline(records) }, grid, lo)))
+        .collect()
 }
 
 /// Claim 2's verdict on the runs under each other relinquish rule.
@@ -699,7 +704,7 @@ fn relinquish_sensitivity(grid: &Grid, records: &[RunRecord]) -> Vec<(Relinquish
     let us = sorted_u(grid);
     grid.relinquish_sensitivity
         .iter()
-        .map(|&r| (r, claim2(&View { records, effect: None, rule: Some(r) }, &us, lo, hi)))
+        .map(|&r| (r, claim2(&View { rule: Some(r), ..View::baseline(records) }, &us, lo, hi)))
         .collect()
 }
 
@@ -715,26 +720,17 @@ pub fn evaluate(grid: &Grid, records: &[RunRecord]) -> Vec<Verdict> {
     let us = sorted_u(grid);
     let oints = sorted_oints(grid);
     let (lo, hi) = oint_range(grid);
-    let claims = |v: &View| {
-        vec![
-            claim1(v, &us, &oints),
-            claim2(v, &us, lo, hi),
-            claim3(v, &us, &oints),
-            claim4(v, grid, &us, lo),
-            claim5(v, grid, lo),
-        ]
-    };
-    let mut verdicts = claims(&View::baseline(records));
+    let first_four =
+        |v: &View| [claim1(v, &us, &oints), claim2(v, &us, lo, hi), claim3(v, &us, &oints), claim4(v, grid, &us, lo)];
+    let v = View::baseline(records);
+    let mut verdicts: Vec<Verdict> = first_four(&v).into();
+    verdicts.push(claim5(&v, grid, lo));
     if grid.replicates > 1 {
         // The verdicts use means over the seeds; say how many seeds agree
         // on their own (claim 5 compares seed by seed already).
-        let by_seed: Vec<Vec<Verdict>> = (0..grid.replicates)
-            .map(|i| {
-                let one: Vec<RunRecord> = records.iter().filter(|r| r.replicate == i).cloned().collect();
-                claims(&View::baseline(&one))
-            })
-            .collect();
-        for (n, verdict) in verdicts.iter_mut().enumerate().take(4) {
+        let by_seed: Vec<[Verdict; 4]> =
+            (0..grid.replicates).map(|i| first_four(&View { replicate: Some(i), ..View::baseline(records) })).collect();
+        for (n, verdict) in verdicts.iter_mut().take(4).enumerate() {
             let agree = by_seed.iter().filter(|v| v[n].decided && v[n].supported == verdict.supported).count();
             verdict.evidence += &format!("; seed by seed, {agree} of {} seeds give the same verdict", grid.replicates);
         }
@@ -910,6 +906,20 @@ fn claim3(v: &View, us: &[f64], oints: &[u64]) -> Verdict {
     Verdict::from_checks(3, &checks)
 }
 
+/// Whether `oint` is much larger than fetch-block's `lmin` for claim 3:
+/// not up to Lmin (false), so from twice Lmin on (true); in between neither
+/// reading is safe (None).
+fn oint_dominates(oint: u64, lmin: f64) -> Option<bool> {
+    let ratio = oint as f64 / lmin;
+    if ratio <= 1.0 {
+        Some(false)
+    } else if ratio >= 2.0 {
+        Some(true)
+    } else {
+        None
+    }
+}
+
 /// Claim 3's "Fixed wins only when Oint >> Lmin" (fetch-block), at every
 /// Oint of the grid: up to Lmin, Fixed must never clearly win (Single/Fixed
 /// at most 1.05 at every U); from twice Lmin on it must win at every U
@@ -917,8 +927,9 @@ fn claim3(v: &View, us: &[f64], oints: &[u64]) -> Verdict {
 /// safe, so those Oints are reported and not judged. Each side needs an
 /// Oint of the grid.
 fn fixed_wins_only_when_oint_dominates(v: &View, us: &[f64], oints: &[u64]) -> Vec<Check> {
-    let lmins: Vec<f64> = v.records.iter().filter(|r| r.protocol == Protocol::Fetch).map(|r| r.lmin_cycles).collect();
-    let Some(&lmin) = lmins.first() else { return vec![Check::missing("fetch runs (for Lmin)")] };
+    let Some(lmin) = v.records.iter().find(|r| r.protocol == Protocol::Fetch).map(|r| r.lmin_cycles) else {
+        return vec![Check::missing("fetch runs (for Lmin)")];
+    };
     let mut checks = Vec::new();
     let mut judged = (false, false);
     let mut between = Vec::new();
@@ -930,23 +941,28 @@ fn fixed_wins_only_when_oint_dominates(v: &View, us: &[f64], oints: &[u64]) -> V
         }
         let (most, least) = (r.iter().copied().fold(f64::MIN, f64::max), r.iter().copied().fold(f64::MAX, f64::min));
         let ratio = o as f64 / lmin;
-        if ratio <= 1.0 {
-            judged.0 = true;
-            checks.push(Check::new(
-                most <= 1.05,
-                format!(
-                    "Oint {o} ({ratio:.2} x Lmin): Single/Fixed at most {} (need <= 1.05: Fixed never clearly wins)",
-                    f2(most)
-                ),
-            ));
-        } else if ratio >= 2.0 {
-            judged.1 = true;
-            checks.push(Check::new(
-                least > 1.1,
-                format!("Oint {o} ({ratio:.2} x Lmin): Single/Fixed at least {} (need > 1.1: Fixed wins)", f2(least)),
-            ));
-        } else {
-            between.push(format!("Oint {o} ({ratio:.2} x Lmin) {}-{}", f2(least), f2(most)));
+        match oint_dominates(o, lmin) {
+            Some(false) => {
+                judged.0 = true;
+                checks.push(Check::new(
+                    most <= 1.05,
+                    format!(
+                        "Oint {o} ({ratio:.2} x Lmin): Single/Fixed at most {} (need <= 1.05: Fixed never clearly wins)",
+                        f2(most)
+                    ),
+                ));
+            }
+            Some(true) => {
+                judged.1 = true;
+                checks.push(Check::new(
+                    least > 1.1,
+                    format!(
+                        "Oint {o} ({ratio:.2} x Lmin): Single/Fixed at least {} (need > 1.1: Fixed wins)",
+                        f2(least)
+                    ),
+                ));
+            }
+            None => between.push(format!("Oint {o} ({ratio:.2} x Lmin) {}-{}", f2(least), f2(most))),
         }
     }
     if !between.is_empty() {

@@ -364,13 +364,19 @@ impl ThreadCtx {
             self.irq_pending.store(false, Ordering::Relaxed);
             self.node().irq_raised.store(false, Ordering::Relaxed);
             self.enter();
-            let t0 = Stamp::now();
-            let before = self.stats.handler_ns();
-            self.poll_as_pp();
-            let handling = self.stats.handler_ns() - before;
-            self.stats.add_interrupt(t0.elapsed_ns().saturating_sub(handling));
+            self.serve_interrupt();
             self.in_runtime.store(false, Ordering::Relaxed);
         }
+    }
+
+    /// Serves the node's messages for an interrupt, counting it and its
+    /// time, the handlers' own time aside.
+    fn serve_interrupt(&self) {
+        let t0 = Stamp::now();
+        let before = self.stats.handler_ns();
+        self.poll_as_pp();
+        let handling = self.stats.handler_ns() - before;
+        self.stats.add_interrupt(t0.elapsed_ns().saturating_sub(handling));
     }
 
     // ----- sending ---------------------------------------------------------
@@ -1091,13 +1097,9 @@ impl ThreadCtx {
             self.irq_pending.store(true, Ordering::Relaxed);
             return;
         }
-        let t0 = Stamp::now();
         self.in_runtime.store(true, Ordering::Relaxed);
-        let before = self.stats.handler_ns();
-        self.poll_as_pp();
+        self.serve_interrupt();
         self.in_runtime.store(false, Ordering::Relaxed);
-        let handling = self.stats.handler_ns() - before;
-        self.stats.add_interrupt(t0.elapsed_ns().saturating_sub(handling));
     }
 }
 

@@ -1549,10 +1549,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             &mut pr.rng,
         );
         let stall = owed + stall;
-        self.procs[p].compute = Some(ComputeSegment { start: self.now, work, stall, sampled, synthetic: true });
-        self.start_busy(p, Cat::Compute, stall.saturating_add(work), stall, After::Nothing);
-        // A computing processor is a possible interrupt target.
-        self.check_interrupt(n);
+        self.run_segment(p, ComputeSegment { start: self.now, work, stall, sampled, synthetic: true });
     }
 
     /// Runs (or resumes) a thread's `Proc::access` of `lat` cycles, the
@@ -1560,10 +1557,16 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// calendar). Like work, it is computation an interrupt may stop and
     /// that resumes afterwards, so an arrival is not held up by it.
     fn start_access(&mut self, p: usize, lat: u64, stall: u64) {
-        let n = self.procs[p].node;
         let work = lat - stall;
-        self.procs[p].compute = Some(ComputeSegment { start: self.now, work, stall, sampled: 0, synthetic: false });
-        self.start_busy(p, Cat::Compute, lat, stall, After::Nothing);
+        self.run_segment(p, ComputeSegment { start: self.now, work, stall, sampled: 0, synthetic: false });
+    }
+
+    /// Starts a stretch of computation (its stall first, then its work).
+    fn run_segment(&mut self, p: usize, seg: ComputeSegment) {
+        let n = self.procs[p].node;
+        self.procs[p].compute = Some(seg);
+        self.start_busy(p, Cat::Compute, seg.stall.saturating_add(seg.work), seg.stall, After::Nothing);
+        // A computing processor is a possible interrupt target.
         self.check_interrupt(n);
     }
 
