@@ -37,7 +37,8 @@ impl Source {
 /// Finds an experiment by name, or reads it from a path ending in `.toml`.
 pub fn find(name: &str) -> Result<Source> {
     if name.ends_with(".toml") || Path::new(name).components().count() > 1 {
-        let text = std::fs::read_to_string(name).with_context(|| format!("cannot read experiment file {name}"))?;
+        let text = finegrain_core::config::read_input(Path::new(name))
+            .with_context(|| format!("cannot read experiment file {name}"))?;
         let file = Some(Path::new(name).to_path_buf());
         return Ok(Source { origin: name.to_string(), text, arg: name.to_string(), file });
     }
@@ -64,6 +65,13 @@ pub fn header(src: &Source) -> Result<(String, String)> {
             None => bail!("invalid experiment {}: missing string field '{key}'", src.origin),
         }
     };
+    // Names and titles go into reports, progress lines and one-line messages.
+    for key in ["name", "title"] {
+        let v = get(key)?;
+        if v.trim().is_empty() || v.chars().any(char::is_control) {
+            bail!("invalid {key} = {v:?} in {}: allowed non-blank text without control characters", src.origin);
+        }
+    }
     Ok((get("study")?, get("title")?))
 }
 

@@ -83,7 +83,8 @@ impl FetchAddArgs {
     /// Flags override the file.
     fn merged(self) -> Result<FetchAddArgs> {
         let Some(path) = &self.config else { return Ok(self) };
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let text =
+            finegrain_core::config::read_input(path).with_context(|| format!("cannot read {}", path.display()))?;
         let mut f: FetchAddArgs = parse_toml(&path.display().to_string(), &text)?;
         f.preset = experiment::preset_beside(path, f.preset);
         Ok(FetchAddArgs {
@@ -179,6 +180,12 @@ pub fn run(args: FetchAddArgs) -> Result<()> {
     let compute_procs = a.compute_procs.unwrap_or(8);
     check_sizes(&point, requester_nodes, compute_procs)?;
     let native = a.platform.as_deref() == Some("native");
+    if native && a.handler_cycles.is_some() {
+        bail!(
+            "invalid handler_cycles with platform native: a native handler takes what its code takes (the simulated \
+             handler's extra cycles have nothing to stand for on real threads); allowed only with platform sim"
+        );
+    }
     if native && a.json.is_some() {
         bail!("invalid json with platform native: allowed only with platform sim (a native run is not regenerable)");
     }

@@ -111,8 +111,9 @@ enum BenchCommand {
         json: Option<PathBuf>,
     },
     /// Simulated messages and events per wall second, one core.
+    #[command(allow_negative_numbers = true)]
     Sim {
-        /// Repetitions; the median is reported.
+        /// Repetitions, 1..=1000; the median is reported.
         #[arg(long, default_value_t = 5)]
         rounds: u32,
         /// Requests each node's threads make per run.
@@ -186,7 +187,8 @@ impl RunArgs {
     /// Flags override the file; unset fields take documented defaults.
     fn merged(self) -> Result<RunArgs> {
         let Some(path) = &self.config else { return Ok(self) };
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let text =
+            finegrain_core::config::read_input(path).with_context(|| format!("cannot read {}", path.display()))?;
         let mut file: RunArgs = finegrain_core::config::parse_toml(&path.display().to_string(), &text)?;
         file.preset = experiment::preset_beside(path, file.preset);
         let flag_sets_compute = self.u.is_some() || self.compute_cycles.is_some();
@@ -415,10 +417,17 @@ fn run_sim(a: RunArgs) -> Result<()> {
         }
         machine.interrupt.overhead_cycles = o;
     }
+    let policy = Policy::parse(a.policy.as_deref().unwrap_or("fixed"))?;
     if let Some(r) = &a.relinquish {
         machine.protocol.relinquish = Relinquish::parse(r)?;
+        if policy != Policy::Floating {
+            bail!(
+                "invalid relinquish = {r} with policy {}: the rule decides when a computing processor acting as \
+                 protocol processor gives the role up to a peer, which only policy floating has; allowed with floating",
+                policy.label()
+            );
+        }
     }
-    let policy = Policy::parse(a.policy.as_deref().unwrap_or("fixed"))?;
     let topology = Topology { nodes: a.nodes.unwrap_or(2), procs_per_node: a.procs_per_node.unwrap_or(2) };
     let protocol = Protocol::parse(a.protocol.as_deref().unwrap_or("null")).map_err(anyhow::Error::msg)?;
     let config = SimConfig::new(machine, topology, policy, a.seed.unwrap_or(1));
@@ -522,6 +531,9 @@ fn one_line_usage_error(e: &clap::Error) -> String {
     if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
         return missing_subcommand(&std::env::args().skip(1).collect::<Vec<_>>());
     }
+    if let Some(msg) = bad_value(e) {
+        return msg;
+    }
     let rendered = e.render().to_string();
     let words: Vec<&str> = rendered
         .lines()
@@ -534,6 +546,49 @@ fn one_line_usage_error(e: &clap::Error) -> String {
     } else {
         words.join(" ")
     }
+}
+
+/// A flag's value that does not parse, in words: what kind of value the
+/// flag takes and, from its help, the values allowed (Rust's parse errors
+/// say only what went wrong, e.g. "invalid digit found in string").
+fn bad_value(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    if e.kind() != clap::error::ErrorKind::ValueValidation {
+        return None;
+    }
+    let text = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let (flag, value) = (text(ContextKind::InvalidArg)?, text(ContextKind::InvalidValue)?);
+    let cause = std::error::Error::source(e).map(|c| c.to_string()).unwrap_or_default();
+    let expected = if cause.contains("integer") || cause.contains("digit") || cause.contains(" is not in ") {
+        "expected a whole number"
+    } else if cause.contains("float") {
+        "expected a number"
+    } else {
+        return None;
+    };
+    let long = flag.trim_start_matches('-').split(' ').next().unwrap_or_default();
+    // The first clause of the help names what the flag is and its range.
+    let help = flag_help(long)
+        .map(|h| h.split("; ").next().unwrap_or_default().to_string())
+        .map(|h| format!(" (--{long}: {h})"))
+        .unwrap_or_default();
+    Some(format!("invalid value '{value}' for '{flag}': {expected}{help}"))
+}
+
+/// The help line of flag `--long` of the subcommand the command line names.
+fn flag_help(long: &str) -> Option<String> {
+    let mut cmd = Cli::command();
+    for a in std::env::args().skip(1) {
+        match cmd.find_subcommand(&a) {
+            Some(sub) => cmd = sub.clone(),
+            None => break,
+        }
+    }
+    let arg = cmd.get_arguments().find(|a| a.get_long() == Some(long))?;
+    Some(arg.get_help()?.to_string())
 }
 
 /// Names the subcommands that the command line `args` (without the program
@@ -638,6 +693,12 @@ fn write_json<T: Serialize>(path: Option<PathBuf>, value: &T) -> Result<()> {
     path.map_or(Ok(()), |p| experiment::write_json(&p, value))
 }
 
+/// A message on one line whatever the user typed: values and paths are
+/// echoed back, and a newline in one would split the error.
+fn one_line(msg: &str) -> String {
+    msg.chars().flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] }).collect()
+}
+
 fn main() -> ExitCode {
     // Output piped into `head` and closed early ends the program quietly,
     // as for other command-line tools, instead of a panic in `println!`.
@@ -651,7 +712,7 @@ fn main() -> ExitCode {
         Err(e) => {
             // One line: the outermost context, then its causes.
             let msg = e.chain().map(|c| c.to_string()).collect::<Vec<_>>().join(": ");
-            eprintln!("error: {msg}");
+            eprintln!("error: {}", one_line(&msg));
             ExitCode::from(2)
         }
     }

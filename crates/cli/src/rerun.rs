@@ -29,6 +29,36 @@ struct Record {
     labels: serde_json::Map<String, Value>,
 }
 
+/// Parses a record, naming the field at fault in plain words.
+fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, anyhow::Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| json_error(&e.path().to_string(), e.inner()))
+}
+
+/// [`from_json`] of a part of a record already parsed.
+fn from_json_value<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, anyhow::Error> {
+    serde_path_to_error::deserialize(v).map_err(|e| json_error(&e.path().to_string(), e.inner()))
+}
+
+/// "field: what is wrong", with Rust's type names put in words.
+fn json_error(path: &str, e: &serde_json::Error) -> anyhow::Error {
+    let mut m = e.to_string();
+    for (rust, plain) in [
+        ("expected u64", "expected a whole number from 0 to 2^64-1"),
+        ("expected u32", "expected a whole number from 0 to 2^32-1"),
+        ("expected u16", "expected a whole number from 0 to 65535"),
+        ("expected u8", "expected a whole number from 0 to 255"),
+        ("expected usize", "expected a whole number from 0 to 2^64-1"),
+        ("expected f64", "expected a number"),
+    ] {
+        m = m.replace(rust, plain);
+    }
+    match path {
+        "" | "." => anyhow::anyhow!(m),
+        _ => anyhow::anyhow!("{path}: {m}"),
+    }
+}
+
 /// What a mislabelled record is told it may be instead.
 const DESCRIBED: &str = "allowed a record whose labels describe the run";
 
@@ -39,11 +69,11 @@ enum Workload {
 }
 
 impl Workload {
-    /// Told apart by `keys`, which only fetch&add has, so a bad record
-    /// gets the error of the workload it is meant to be.
+    /// Told apart by fields only fetch&add has, so a bad record gets the
+    /// error of the workload it is meant to be.
     fn from_value(v: Value) -> Result<Workload> {
-        if v.get("keys").is_some() {
-            return serde_json::from_value(v).map(Workload::FetchAdd).map_err(|e| {
+        if ["keys", "skew", "handler_cycles"].iter().any(|f| v.get(f).is_some()) {
+            return from_json_value(v).map(Workload::FetchAdd).map_err(|e| {
                 // serde names the Rust type; say what the record should hold.
                 let e = e.to_string().replace(
                     "internally tagged enum KeySkew",
@@ -52,7 +82,7 @@ impl Workload {
                 anyhow::anyhow!("invalid fetch&add workload in the record: {e}")
             });
         }
-        serde_json::from_value(v).map(Workload::Micro).map_err(|e| {
+        from_json_value(v).map(Workload::Micro).map_err(|e| {
             anyhow::anyhow!(
                 "invalid workload in the record: allowed a scheduling microbenchmark or a fetch&add workload ({e})"
             )
@@ -123,7 +153,7 @@ pub struct Rerun {
 }
 
 pub fn rerun(path: &Path) -> Result<Rerun> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = finegrain_core::config::read_input(path).with_context(|| format!("cannot read {}", path.display()))?;
     if serde_json::from_str::<Value>(&text).is_ok_and(|v| v.get("platform").and_then(Value::as_str) == Some("native")) {
         anyhow::bail!(
             "invalid run record {}: it is a native run's (platform native), measured on real threads, which no rerun \
@@ -132,7 +162,7 @@ pub fn rerun(path: &Path) -> Result<Rerun> {
             path.display()
         );
     }
-    let record: Record = serde_json::from_str(&text).with_context(|| {
+    let record: Record = from_json(&text).with_context(|| {
         format!(
             "invalid run record {}: expected the JSON a study, `finegrain run --json` or `finegrain fetch-add --json` \
              writes for a simulated run",
@@ -154,6 +184,9 @@ pub fn rerun(path: &Path) -> Result<Rerun> {
             path.display()
         )
     };
+    if let Some(why) = unknown_or_mistyped_label(&workload, &record.labels) {
+        anyhow::bail!("invalid run record {}: {why}", path.display());
+    }
     for (name, expected) in workload.labels(&record.config) {
         if let Some(named) = record.labels.get(name).filter(|&v| *v != expected) {
             return Err(mislabelled(name, named, &expected));
@@ -183,7 +216,7 @@ pub fn rerun(path: &Path) -> Result<Rerun> {
 /// run's switched-off effect and relinquish rule must be the
 /// configuration's, a scheduling run's target U and Lmin must give its
 /// mean compute time, and its id must be the one its labels (replicate
-/// included) make. A label of the wrong type is refused too. (A sensitivity
+/// included) make. (A sensitivity
 /// run relabelled as a baseline one is not caught: the record does not say
 /// what the preset's own effects and rule were.)
 fn derived_label_mismatch(
@@ -219,17 +252,6 @@ fn derived_label_mismatch(
             c.machine.protocol.relinquish.label()
         ));
     }
-    let typed = |name: &str, ok: fn(&Value) -> bool, what: &str| {
-        present(name).filter(|v| !ok(v)).map(|v| format!("{name} = {v}: allowed {what}"))
-    };
-    let number = |v: &Value| v.is_f64() || v.is_u64();
-    let mistyped = typed("target_u", number, "a number")
-        .or_else(|| typed("lmin_cycles", number, "a number"))
-        .or_else(|| typed("replicate", |v| v.as_u64().is_some_and(|r| r <= u32::MAX as u64), "a whole number"))
-        .or_else(|| typed("id", Value::is_string, "a string"));
-    if mistyped.is_some() {
-        return mistyped;
-    }
     let (Some(u), Some(lmin)) = (present("target_u")?.as_f64(), present("lmin_cycles")?.as_f64()) else { return None };
     let implied = scheduling::mean_compute(u, lmin);
     if implied != w.mean_compute_cycles {
@@ -247,6 +269,81 @@ fn derived_label_mismatch(
     let (procs, oint) = (c.topology.procs_per_node, c.machine.interrupt.overhead_cycles);
     let expected = scheduling::run_id(effect, rule, w.protocol, &policy, procs, u, oint, r as u32);
     (id != expected).then(|| format!("it names id = {id} but its labels make {expected}; {DESCRIBED}"))
+}
+
+/// Labels every simulated record may carry besides its workload's own, and
+/// the JSON each must be (null counts as absent). Those compared with the
+/// configuration (seed, effect_off, ...) are typed by that comparison.
+const COMMON_LABELS: &[(&str, &str)] = &[
+    ("experiment", "a string"),
+    ("id", "a string"),
+    ("sweep", "a string"),
+    ("platform", "\"sim\""),
+    ("wall_seconds", "a number"),
+    ("perf", "an object"),
+    ("derived", "an object"),
+    ("seed", ""),
+    ("effect_off", ""),
+];
+
+/// Labels only a scheduling microbenchmark's record carries.
+const MICRO_LABELS: &[(&str, &str)] = &[
+    ("protocol", ""),
+    ("policy", ""),
+    ("procs_per_node", ""),
+    ("compute_procs", ""),
+    ("oint_cycles", ""),
+    ("mean_compute_cycles", ""),
+    ("target_u", "a number"),
+    ("lmin_cycles", "a positive number"),
+    ("replicate", "a whole number"),
+    ("relinquish_rule", ""),
+];
+
+/// Labels only a fetch&add record carries.
+const FETCH_ADD_LABELS: &[(&str, &str)] = &[
+    ("kind", ""),
+    ("discipline", ""),
+    ("protocol_procs", ""),
+    ("keys", ""),
+    ("skew", ""),
+    ("target_home_u", ""),
+    ("sequential_fraction", ""),
+    ("think_cycles", ""),
+];
+
+/// A label this kind of record never carries, or one of the wrong JSON
+/// type, as the rest of a one-line message: a record is checked label by
+/// label, so one it would silently skip could hide a mislabelled run.
+fn unknown_or_mistyped_label(workload: &Workload, labels: &serde_json::Map<String, Value>) -> Option<String> {
+    let own = match workload {
+        Workload::Micro(_) => MICRO_LABELS,
+        Workload::FetchAdd(_) => FETCH_ADD_LABELS,
+    };
+    let known = || COMMON_LABELS.iter().chain(own);
+    for (name, v) in labels.iter().filter(|(_, v)| !v.is_null()) {
+        let Some(&(_, what)) = known().find(|(n, _)| n == name) else {
+            let names: Vec<&str> = known().map(|(n, _)| *n).collect();
+            return Some(format!(
+                "it has a label {name} that no {} record carries; allowed {}",
+                workload.label(),
+                names.join(", ")
+            ));
+        };
+        let ok = match what {
+            "a string" => v.is_string(),
+            "\"sim\"" => v.as_str() == Some("sim"),
+            "a number" => v.is_number(),
+            "a positive number" => v.as_f64().is_some_and(|x| x > 0.0 && x.is_finite()),
+            "an object" => v.is_object(),
+            "a whole number" => v.as_u64().is_some_and(|r| r <= u32::MAX as u64),
+            _ => true, // compared with the configuration instead
+        };
+        if !ok {
+            return Some(format!("{name} = {v}: allowed {what}"));
+        }
+    }
+    None
 }
 
 /// A label naming one of a few values: None when absent (or null), an

@@ -671,6 +671,59 @@ fn rerun_refuses_records_it_cannot_compare_or_run() {
     bad_skew["workload"]["skew"] = "zipf".into();
     std::fs::write(&f, bad_skew.to_string()).unwrap();
     assert_one_line_error(&["rerun", f.to_str().unwrap()], &["expected skew {\"kind\": \"uniform\"}"]);
+    // A label the record's kind never carries, or one of the wrong type,
+    // could hide a mislabelled run: refused, not skipped.
+    let good = run_json(&d, "labels.json", "3");
+    let p = d.join("labelled.json");
+    for (label, value, says) in [
+        ("kind", serde_json::json!("smp"), "a label kind that no scheduling microbenchmark record carries"),
+        ("platform", serde_json::json!(1), "platform = 1: allowed \"sim\""),
+        ("lmin_cycles", serde_json::json!(-3), "lmin_cycles = -3: allowed a positive number"),
+    ] {
+        let mut r = good.clone();
+        r[label] = value;
+        std::fs::write(&p, r.to_string()).unwrap();
+        assert_one_line_error(&["rerun", p.to_str().unwrap()], &[says]);
+    }
+    // A field of the wrong type is named by its path, in plain words.
+    let mut r = good;
+    r["config"]["machine"]["bus"]["memory_latency"] = "x".into();
+    std::fs::write(&p, r.to_string()).unwrap();
+    assert_one_line_error(
+        &["rerun", p.to_str().unwrap()],
+        &["config.machine.bus.memory_latency: invalid type: string \"x\", expected a whole number"],
+    );
+}
+
+#[test]
+fn any_input_is_refused_in_one_line() {
+    // A newline typed into a value is echoed back escaped.
+    assert_one_line_error(&["run", "--platform", "native\nx"], &["invalid platform = native\\nx"]);
+    // A device that never ends is not read until memory runs out.
+    assert_one_line_error(&["run", "--config", "/dev/zero"], &["cannot read /dev/zero", "larger than 16 MiB"]);
+    // A number that does not parse says what the flag takes and allows.
+    assert_one_line_error(
+        &["run", "--nodes=-1"],
+        &["invalid value '-1' for '--nodes <NODES>': expected a whole number", "Nodes, 2..=4096"],
+    );
+    assert_one_line_error(&["bench", "sim", "--rounds", "-1"], &["expected a whole number", "1..=1000"]);
+    // A missing preset key is placed in its table.
+    let d = temp_dir("missing-key");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let preset = std::fs::read_to_string(format!("{root}/presets/hpca97.toml")).unwrap();
+    let p = d.join("nokind.toml");
+    std::fs::write(&p, preset.replace("kind = \"cm5\"\n", "")).unwrap();
+    assert_one_line_error(&["calibrate", p.to_str().unwrap()], &["missing field `kind` in [ni]"]);
+    // An experiment's name goes into reports and progress lines.
+    let exp = std::fs::read_to_string(format!("{root}/experiments/pdq-micro.toml")).unwrap();
+    let e = d.join("unnamed.toml");
+    std::fs::write(&e, exp.replace("name = \"pdq-micro\"", "name = \"\"")).unwrap();
+    assert_one_line_error(&["reproduce", e.to_str().unwrap(), "--quick"], &["invalid name = \"\"", "non-blank"]);
+    // The simulated handler's extra cycles have no native meaning.
+    assert_one_line_error(
+        &["fetch-add", "--platform", "native", "--kind", "smp", "--handler-cycles", "500"],
+        &["invalid handler_cycles with platform native", "allowed only with platform sim"],
+    );
 }
 
 #[test]
@@ -842,6 +895,13 @@ fn the_relinquish_flag_or_file_field_sets_the_rule_a_run_uses() {
         &["run", "--platform", "native", "--policy", "fixed", "--relinquish", "handoff"],
         &["invalid relinquish = handoff", "policy floating with the serial discipline"],
     );
+    // The rule only means something where computing processors act as PP.
+    for policy in ["fixed", "single"] {
+        assert_one_line_error(
+            &["run", "--policy", policy, "--procs-per-node", "2", "--relinquish", "handoff"],
+            &[&format!("invalid relinquish = handoff with policy {policy}"), "allowed with floating"],
+        );
+    }
     // Lmin is measured under Fixed, where the run's hand-off rule is moot.
     let native = ["run", "--platform", "native", "--policy", "floating", "--relinquish", "handoff"];
     let out = finegrain(&[&native[..], &["--u", "0.5", "--requests-per-node", "200"]].concat());

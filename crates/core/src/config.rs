@@ -30,9 +30,13 @@ impl ConfigError {
         ConfigError::Invalid { field: field.to_string(), value: value.to_string(), allowed: allowed.into() }
     }
 
-    /// Converts a TOML parse error into a single line with its location.
-    pub fn from_toml(origin: &str, text: &str, err: &toml::de::Error) -> ConfigError {
-        let message = plain_types(&err.message().replace('\n', " "));
+    /// Converts a TOML parse error into a single line with its location;
+    /// `table` is the table it arose in ("" or "." for the top level).
+    pub fn from_toml(origin: &str, text: &str, err: &toml::de::Error, table: &str) -> ConfigError {
+        let mut message = plain_types(&err.message().replace('\n', " "));
+        if message.starts_with("missing field") && !matches!(table, "" | ".") {
+            message = format!("{} in [{table}]", message.trim());
+        }
         // A missing key is the whole document's fault: its span says
         // nothing about where the key should have been.
         let location = err
@@ -59,17 +63,40 @@ impl ConfigError {
 fn plain_types(message: &str) -> String {
     let mut m = message.to_string();
     for (rust, plain) in [
-        ("expected u64", "expected a whole number from 0 to 2^64-1"),
+        ("expected u64", "expected a whole number from 0 to 2^63-1 (the largest TOML integer)"),
         ("expected u32", "expected a whole number from 0 to 2^32-1"),
         ("expected u16", "expected a whole number from 0 to 65535"),
         ("expected u8", "expected a whole number from 0 to 255"),
-        ("expected usize", "expected a whole number from 0 to 2^64-1"),
+        ("expected usize", "expected a whole number from 0 to 2^63-1 (the largest TOML integer)"),
         ("expected f64", "expected a number"),
-        ("number too large to fit in target type", "number too large for any field (allowed at most 2^64-1)"),
+        // An enum's field holding a number or a list: the words it allows
+        // are in the unknown-variant error a quoted wrong word gets.
+        ("wanted string or table", "expected a quoted word"),
+        ("number too large to fit in target type", "number too large for TOML, whose integers stop at 2^63-1"),
     ] {
         m = m.replace(rust, plain);
     }
     m
+}
+
+/// Most bytes an input file (preset, configuration, experiment, run
+/// record) may hold: the largest real one is a run record of a few hundred
+/// KB, and a device such as /dev/zero would otherwise be read until memory
+/// runs out.
+pub const INPUT_FILE_LIMIT: u64 = 16 << 20;
+
+/// Reads a UTF-8 input file of at most [`INPUT_FILE_LIMIT`] bytes.
+pub fn read_input(path: &std::path::Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?.take(INPUT_FILE_LIMIT + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > INPUT_FILE_LIMIT {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {} MiB, the most an input file may hold", INPUT_FILE_LIMIT >> 20),
+        ));
+    }
+    Ok(text)
 }
 
 /// Derives independent, reproducible seeds from a run seed and two
@@ -83,7 +110,10 @@ pub fn mix_seed(seed: u64, a: u64, b: u64) -> u64 {
 
 /// Parses TOML into `T`, mapping errors to a one-line [`ConfigError`].
 pub fn parse_toml<T: serde::de::DeserializeOwned>(origin: &str, text: &str) -> Result<T, ConfigError> {
-    toml::from_str(text).map_err(|e| ConfigError::from_toml(origin, text, &e))
+    // The path names the table a missing key belongs in, which the error's
+    // own span (the whole table) does not.
+    serde_path_to_error::deserialize(toml::Deserializer::new(text))
+        .map_err(|e| ConfigError::from_toml(origin, text, e.inner(), &e.path().to_string()))
 }
 
 /// Who runs protocol handlers on a node.
@@ -545,7 +575,7 @@ impl MachineConfig {
     /// `.toml`.
     pub fn load(name: &str) -> Result<MachineConfig, ConfigError> {
         if name.ends_with(".toml") {
-            let text = std::fs::read_to_string(name)
+            let text = read_input(std::path::Path::new(name))
                 .map_err(|e| ConfigError::invalid("preset", name, format!("cannot read the file: {e}")))?;
             return MachineConfig::from_toml(name, &text);
         }
@@ -573,6 +603,13 @@ impl MachineConfig {
                 "name",
                 format!("{:?}", self.name),
                 "allowed a non-empty name without control characters",
+            ));
+        }
+        if self.description.chars().any(char::is_control) {
+            return Err(ConfigError::invalid(
+                "description",
+                format!("{:?}", self.description),
+                "allowed text without control characters",
             ));
         }
         positive("processor.mhz", self.processor.mhz as u64)?;
