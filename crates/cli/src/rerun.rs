@@ -42,17 +42,7 @@ fn from_json_value<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, anyhow
 
 /// "field: what is wrong", with Rust's type names put in words.
 fn json_error(path: &str, e: &serde_json::Error) -> anyhow::Error {
-    let mut m = e.to_string();
-    for (rust, plain) in [
-        ("expected u64", "expected a whole number from 0 to 2^64-1"),
-        ("expected u32", "expected a whole number from 0 to 2^32-1"),
-        ("expected u16", "expected a whole number from 0 to 65535"),
-        ("expected u8", "expected a whole number from 0 to 255"),
-        ("expected usize", "expected a whole number from 0 to 2^64-1"),
-        ("expected f64", "expected a number"),
-    ] {
-        m = m.replace(rust, plain);
-    }
+    let m = finegrain_core::config::plain_type_names(&e.to_string(), "2^64-1");
     match path {
         "" | "." => anyhow::anyhow!(m),
         _ => anyhow::anyhow!("{path}: {m}"),

@@ -59,22 +59,29 @@ impl ConfigError {
     }
 }
 
-/// serde names Rust types in what it expected; say what a file may hold.
+/// TOML's words for what serde says: Rust type names, and the parser's own
+/// phrases.
 fn plain_types(message: &str) -> String {
-    let mut m = message.to_string();
-    for (rust, plain) in [
-        ("expected u64", "expected a whole number from 0 to 2^63-1 (the largest TOML integer)"),
-        ("expected u32", "expected a whole number from 0 to 2^32-1"),
-        ("expected u16", "expected a whole number from 0 to 65535"),
-        ("expected u8", "expected a whole number from 0 to 255"),
-        ("expected usize", "expected a whole number from 0 to 2^63-1 (the largest TOML integer)"),
-        ("expected f64", "expected a number"),
+    plain_type_names(message, "2^63-1 (the largest TOML integer)")
         // An enum's field holding a number or a list: the words it allows
         // are in the unknown-variant error a quoted wrong word gets.
-        ("wanted string or table", "expected a quoted word"),
-        ("number too large to fit in target type", "number too large for TOML, whose integers stop at 2^63-1"),
+        .replace("wanted string or table", "expected a quoted word")
+        .replace("number too large to fit in target type", "number too large for TOML, whose integers stop at 2^63-1")
+}
+
+/// serde names Rust types in what it expected; says what a file may hold
+/// instead. `largest` is the largest whole number the format can write.
+pub fn plain_type_names(message: &str, largest: &str) -> String {
+    let mut m = message.to_string();
+    for (rust, plain) in [
+        ("expected u64", format!("expected a whole number from 0 to {largest}")),
+        ("expected usize", format!("expected a whole number from 0 to {largest}")),
+        ("expected u32", "expected a whole number from 0 to 2^32-1".into()),
+        ("expected u16", "expected a whole number from 0 to 65535".into()),
+        ("expected u8", "expected a whole number from 0 to 255".into()),
+        ("expected f64", "expected a number".into()),
     ] {
-        m = m.replace(rust, plain);
+        m = m.replace(rust, &plain);
     }
     m
 }
