@@ -685,6 +685,11 @@ fn rerun_refuses_records_it_cannot_compare_or_run() {
         std::fs::write(&p, r.to_string()).unwrap();
         assert_one_line_error(&["rerun", p.to_str().unwrap()], &[says]);
     }
+    // A number no preset could hold is named too.
+    let mut r = good.clone();
+    r["config"]["machine"]["bus"]["memory_latency"] = serde_json::json!(1u64 << 63);
+    std::fs::write(&p, r.to_string()).unwrap();
+    assert_one_line_error(&["rerun", p.to_str().unwrap()], &["invalid bus.memory_latency = a value beyond 2^63"]);
     // A field of the wrong type is named by its path, in plain words.
     let mut r = good;
     r["config"]["machine"]["bus"]["memory_latency"] = "x".into();

@@ -729,10 +729,16 @@ impl MachineConfig {
     /// so a field added later is covered by its name alone.
     fn check_magnitudes(&self) -> Result<(), ConfigError> {
         let tree = toml::Value::try_from(self).map_err(|_| {
+            // Serialized again to learn which field: a value TOML cannot
+            // hold (a run record's JSON can).
+            let mut text = String::new();
+            let field = serde_path_to_error::serialize(self, toml::Serializer::new(&mut text))
+                .err()
+                .map_or_else(|| "preset".to_string(), |e| e.path().to_string());
             ConfigError::invalid(
-                "preset",
-                self.name.as_str(),
-                format!("a value is beyond 2^63; costs are allowed at most {MAX_CYCLES} cycles"),
+                &field,
+                "a value beyond 2^63",
+                format!("costs are allowed at most {MAX_CYCLES} cycles, and no field holds more than 2^63-1"),
             )
         })?;
         let mut fields = Vec::new();
