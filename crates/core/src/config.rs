@@ -92,7 +92,8 @@ pub fn plain_type_names(message: &str, largest: &str) -> String {
 /// runs out.
 pub const INPUT_FILE_LIMIT: u64 = 16 << 20;
 
-/// Reads a UTF-8 input file of at most [`INPUT_FILE_LIMIT`] bytes.
+/// Reads a UTF-8 input file of at most [`INPUT_FILE_LIMIT`] bytes, without
+/// a leading byte-order mark.
 pub fn read_input(path: &std::path::Path) -> std::io::Result<String> {
     use std::io::Read;
     let mut text = String::new();
@@ -103,7 +104,12 @@ pub fn read_input(path: &std::path::Path) -> std::io::Result<String> {
             format!("larger than {} MiB, the most an input file may hold", INPUT_FILE_LIMIT >> 20),
         ));
     }
-    Ok(text)
+    // Editors on some systems start a UTF-8 file with a byte-order mark;
+    // the TOML parser skips it, the JSON one would not.
+    Ok(match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_string(),
+        None => text,
+    })
 }
 
 /// Derives independent, reproducible seeds from a run seed and two
@@ -816,6 +822,14 @@ fn positive(field: &str, v: u64) -> Result<(), ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_input_file_is_read_without_its_byte_order_mark() {
+        let path = std::env::temp_dir().join(format!("finegrain-bom-{}.toml", std::process::id()));
+        std::fs::write(&path, "\u{feff}seed = 3\n").unwrap();
+        assert_eq!(read_input(&path).unwrap(), "seed = 3\n");
+        std::fs::remove_file(&path).unwrap();
+    }
 
     #[test]
     fn shipped_presets_load() {
