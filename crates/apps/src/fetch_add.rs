@@ -328,6 +328,13 @@ async fn requests<P: Proc>(
 }
 
 async fn home_thread<P: Proc>(p: &P, cfg: &FetchAddConfig, shared: &Shared, rng: &mut ChaCha8Rng) {
+    if cfg.home_u == 0.0 {
+        // The home never computes: its processors are idle throughout, as
+        // a finished thread's are. (Idling in bursts instead would wake each
+        // thread every burst for nothing, and the events would grow with
+        // simulated time however few the messages.)
+        return;
+    }
     let burst = Exp::new(1.0 / cfg.home_burst_cycles).expect("positive mean");
     let idle_mean =
         if cfg.home_u > 0.0 { cfg.home_burst_cycles * (1.0 - cfg.home_u) / cfg.home_u } else { cfg.home_burst_cycles };

@@ -240,3 +240,19 @@ fn a_dispatch_device_spares_serial_dispatch_the_role_lock() {
     assert!(serial.0 as f64 <= pdq.0 as f64 * 1.05, "role cycles: serial {} vs PDQ {}", serial.0, pdq.0);
     assert!(serial.1 <= pdq.1 + pdq.1 / 20, "migration misses: serial {} vs PDQ {}", serial.1, pdq.1);
 }
+
+#[test]
+fn a_home_that_never_computes_adds_no_events_however_long_the_run() {
+    // Requesters that think for ~1e7 cycles before each request make a
+    // long run with few messages; an idle home must not wake in bursts
+    // all that time (it took ~1 event per 1000 simulated cycles).
+    let cfg =
+        FetchAddConfig { home_u: 0.0, think_cycles: 1e7, requests_per_thread: 2, ..workload(8, KeySkew::Uniform) };
+    for (policy, pp_kind) in [(Policy::Fixed { protocol_procs: 1 }, PpKind::Smp), (Policy::Floating, PpKind::Smp)] {
+        let max = (policy == Policy::Floating).then_some(1);
+        let out = fetch_add::simulate(&sim(policy, 3, Discipline::Pdq, pp_kind, max), &cfg).unwrap();
+        let s = &out.stats;
+        assert!(s.sim_cycles > 10_000_000, "a long run: {} cycles", s.sim_cycles);
+        assert!(s.events < 50 * s.messages, "{} events for {} messages", s.events, s.messages);
+    }
+}
