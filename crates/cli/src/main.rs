@@ -562,7 +562,9 @@ fn bad_value(e: &clap::Error) -> Option<String> {
     };
     let (flag, value) = (text(ContextKind::InvalidArg)?, text(ContextKind::InvalidValue)?);
     let cause = std::error::Error::source(e).map(|c| c.to_string()).unwrap_or_default();
-    let expected = if cause.contains("integer") || cause.contains("digit") || cause.contains(" is not in ") {
+    let expected = if cause.contains(" is not in ") || cause.contains("too large") || cause.contains("too small") {
+        "out of range"
+    } else if cause.contains("integer") || cause.contains("digit") {
         "expected a whole number"
     } else if cause.contains("float") {
         "expected a number"

@@ -32,7 +32,10 @@ struct Record {
 /// Parses a record, naming the field at fault in plain words.
 fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, anyhow::Error> {
     let mut de = serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(&mut de).map_err(|e| json_error(&e.path().to_string(), e.inner()))
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| json_error(&e.path().to_string(), e.inner()))?;
+    // Anything after the record (a second one, stray bytes) is refused.
+    de.end().map_err(|e| json_error("", &e))?;
+    Ok(value)
 }
 
 /// [`from_json`] of a part of a record already parsed.

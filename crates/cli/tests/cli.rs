@@ -685,6 +685,9 @@ fn rerun_refuses_records_it_cannot_compare_or_run() {
         std::fs::write(&p, r.to_string()).unwrap();
         assert_one_line_error(&["rerun", p.to_str().unwrap()], &[says]);
     }
+    // Nothing may follow the record.
+    std::fs::write(&p, format!("{good}\n{{}}")).unwrap();
+    assert_one_line_error(&["rerun", p.to_str().unwrap()], &["trailing characters"]);
     // A number no preset could hold is named too.
     let mut r = good.clone();
     r["config"]["machine"]["bus"]["memory_latency"] = serde_json::json!(1u64 << 63);
@@ -709,9 +712,11 @@ fn any_input_is_refused_in_one_line() {
     // A number that does not parse says what the flag takes and allows.
     assert_one_line_error(
         &["run", "--nodes=-1"],
-        &["invalid value '-1' for '--nodes <NODES>': expected a whole number", "Nodes, 2..=4096"],
+        &["invalid value '-1' for '--nodes <NODES>': out of range", "Nodes, 2..=4096"],
     );
-    assert_one_line_error(&["bench", "sim", "--rounds", "-1"], &["expected a whole number", "1..=1000"]);
+    assert_one_line_error(&["run", "--nodes", "x"], &["invalid value 'x'", "expected a whole number", "2..=4096"]);
+    assert_one_line_error(&["bench", "sim", "--rounds", "-1"], &["out of range", "1..=1000"]);
+    assert_one_line_error(&["run", "--nodes", "4294967296"], &["'4294967296'", "out of range", "2..=4096"]);
     // A missing preset key is placed in its table.
     let d = temp_dir("missing-key");
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
