@@ -336,13 +336,10 @@ async fn home_thread<P: Proc>(p: &P, cfg: &FetchAddConfig, shared: &Shared, rng:
         return;
     }
     let burst = Exp::new(1.0 / cfg.home_burst_cycles).expect("positive mean");
-    let idle_mean =
-        if cfg.home_u > 0.0 { cfg.home_burst_cycles * (1.0 - cfg.home_u) / cfg.home_u } else { cfg.home_burst_cycles };
+    let idle_mean = cfg.home_burst_cycles * (1.0 - cfg.home_u) / cfg.home_u;
     let idle = (idle_mean > 0.0).then(|| Exp::new(1.0 / idle_mean).expect("positive mean"));
     while shared.requesters_left.load(Ordering::Acquire) > 0 {
-        if cfg.home_u > 0.0 {
-            p.work((burst.sample(rng).round() as u64).max(1)).await;
-        }
+        p.work((burst.sample(rng).round() as u64).max(1)).await;
         if let Some(idle) = &idle {
             p.idle((idle.sample(rng).round() as u64).max(1)).await;
         }

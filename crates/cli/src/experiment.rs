@@ -34,11 +34,16 @@ impl Source {
     }
 }
 
+/// Reads an input file (config, experiment, run record) within the size
+/// limit every input has.
+pub fn read_input(path: &Path) -> Result<String> {
+    finegrain_core::config::read_input(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
 /// Finds an experiment by name, or reads it from a path ending in `.toml`.
 pub fn find(name: &str) -> Result<Source> {
     if name.ends_with(".toml") || Path::new(name).components().count() > 1 {
-        let text = finegrain_core::config::read_input(Path::new(name))
-            .with_context(|| format!("cannot read experiment file {name}"))?;
+        let text = read_input(Path::new(name))?;
         let file = Some(Path::new(name).to_path_buf());
         return Ok(Source { origin: name.to_string(), text, arg: name.to_string(), file });
     }

@@ -3,7 +3,7 @@
 
 use crate::experiment;
 use crate::pdq_study::{Kind, Point};
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use finegrain_apps::fetch_add::{self, FetchAddConfig, HomeMeasures, KeySkew};
 use finegrain_core::config::parse_toml;
@@ -83,8 +83,7 @@ impl FetchAddArgs {
     /// Flags override the file.
     fn merged(self) -> Result<FetchAddArgs> {
         let Some(path) = &self.config else { return Ok(self) };
-        let text =
-            finegrain_core::config::read_input(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let text = experiment::read_input(path)?;
         let mut f: FetchAddArgs = parse_toml(&path.display().to_string(), &text)?;
         f.preset = experiment::preset_beside(path, f.preset);
         Ok(FetchAddArgs {

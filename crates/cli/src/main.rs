@@ -1,7 +1,7 @@
 //! `finegrain`: run one simulation, reproduce a study, calibrate a preset,
 //! benchmark. A thin shell over the finegrain crates.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use finegrain::{bench, experiment, native_bench};
 use finegrain_apps::micro::{self, MicroConfig, Protocol};
@@ -187,8 +187,7 @@ impl RunArgs {
     /// Flags override the file; unset fields take documented defaults.
     fn merged(self) -> Result<RunArgs> {
         let Some(path) = &self.config else { return Ok(self) };
-        let text =
-            finegrain_core::config::read_input(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let text = experiment::read_input(path)?;
         let mut file: RunArgs = finegrain_core::config::parse_toml(&path.display().to_string(), &text)?;
         file.preset = experiment::preset_beside(path, file.preset);
         let flag_sets_compute = self.u.is_some() || self.compute_cycles.is_some();
@@ -582,20 +581,14 @@ fn bad_value(e: &clap::Error) -> Option<String> {
 
 /// The help line of flag `--long` of the subcommand the command line names.
 fn flag_help(long: &str) -> Option<String> {
-    let mut cmd = Cli::command();
-    for a in std::env::args().skip(1) {
-        match cmd.find_subcommand(&a) {
-            Some(sub) => cmd = sub.clone(),
-            None => break,
-        }
-    }
+    let (cmd, _) = named_subcommand(&std::env::args().skip(1).collect::<Vec<_>>());
     let arg = cmd.get_arguments().find(|a| a.get_long() == Some(long))?;
     Some(arg.get_help()?.to_string())
 }
 
-/// Names the subcommands that the command line `args` (without the program
-/// name) stops short of choosing between.
-fn missing_subcommand(args: &[String]) -> String {
+/// The deepest subcommand the command line `args` (without the program
+/// name) names, and the words naming it.
+fn named_subcommand(args: &[String]) -> (clap::Command, Vec<String>) {
     let mut cmd = Cli::command();
     let mut path = vec!["finegrain".to_string()];
     for a in args {
@@ -607,6 +600,13 @@ fn missing_subcommand(args: &[String]) -> String {
             None => break,
         }
     }
+    (cmd, path)
+}
+
+/// Names the subcommands that the command line `args` (without the program
+/// name) stops short of choosing between.
+fn missing_subcommand(args: &[String]) -> String {
+    let (cmd, path) = named_subcommand(args);
     let names: Vec<&str> = cmd.get_subcommands().map(|c| c.get_name()).filter(|n| *n != "help").collect();
     format!("`{}` needs a subcommand: one of {}", path.join(" "), names.join(", "))
 }
@@ -698,7 +698,15 @@ fn write_json<T: Serialize>(path: Option<PathBuf>, value: &T) -> Result<()> {
 /// A message on one line whatever the user typed: values and paths are
 /// echoed back, and a newline in one would split the error.
 fn one_line(msg: &str) -> String {
-    msg.chars().flat_map(|c| if c.is_control() { c.escape_default().collect::<Vec<_>>() } else { vec![c] }).collect()
+    let mut out = String::with_capacity(msg.len());
+    for c in msg.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn main() -> ExitCode {

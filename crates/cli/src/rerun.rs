@@ -146,7 +146,7 @@ pub struct Rerun {
 }
 
 pub fn rerun(path: &Path) -> Result<Rerun> {
-    let text = finegrain_core::config::read_input(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = crate::experiment::read_input(path)?;
     if serde_json::from_str::<Value>(&text).is_ok_and(|v| v.get("platform").and_then(Value::as_str) == Some("native")) {
         anyhow::bail!(
             "invalid run record {}: it is a native run's (platform native), measured on real threads, which no rerun \
@@ -264,45 +264,84 @@ fn derived_label_mismatch(
     (id != expected).then(|| format!("it names id = {id} but its labels make {expected}; {DESCRIBED}"))
 }
 
-/// Labels every simulated record may carry besides its workload's own, and
-/// the JSON each must be (null counts as absent). Those compared with the
-/// configuration (seed, effect_off, ...) are typed by that comparison.
-const COMMON_LABELS: &[(&str, &str)] = &[
-    ("experiment", "a string"),
-    ("id", "a string"),
-    ("sweep", "a string"),
-    ("platform", "\"sim\""),
-    ("wall_seconds", "a number"),
-    ("perf", "an object"),
-    ("derived", "an object"),
-    ("seed", ""),
-    ("effect_off", ""),
+/// What JSON a label must hold (null counts as absent).
+#[derive(Clone, Copy)]
+enum LabelType {
+    Text,
+    Sim,
+    Number,
+    Positive,
+    WholeU32,
+    Object,
+    /// Compared with the configuration and workload instead, which types it.
+    Compared,
+}
+
+impl LabelType {
+    fn admits(self, v: &Value) -> bool {
+        match self {
+            LabelType::Text => v.is_string(),
+            LabelType::Sim => v.as_str() == Some("sim"),
+            LabelType::Number => v.is_number(),
+            LabelType::Positive => v.as_f64().is_some_and(|x| x > 0.0 && x.is_finite()),
+            LabelType::WholeU32 => v.as_u64().is_some_and(|r| r <= u32::MAX as u64),
+            LabelType::Object => v.is_object(),
+            LabelType::Compared => true,
+        }
+    }
+
+    fn allowed(self) -> &'static str {
+        match self {
+            LabelType::Text => "a string",
+            LabelType::Sim => "\"sim\"",
+            LabelType::Number => "a number",
+            LabelType::Positive => "a positive number",
+            LabelType::WholeU32 => "a whole number",
+            LabelType::Object => "an object",
+            LabelType::Compared => "what the configuration says",
+        }
+    }
+}
+
+use LabelType::{Compared, Number, Object, Positive, Sim, Text, WholeU32};
+
+/// Labels every simulated record may carry besides its workload's own.
+const COMMON_LABELS: &[(&str, LabelType)] = &[
+    ("experiment", Text),
+    ("id", Text),
+    ("sweep", Text),
+    ("platform", Sim),
+    ("wall_seconds", Number),
+    ("perf", Object),
+    ("derived", Object),
+    ("seed", Compared),
+    ("effect_off", Compared),
 ];
 
 /// Labels only a scheduling microbenchmark's record carries.
-const MICRO_LABELS: &[(&str, &str)] = &[
-    ("protocol", ""),
-    ("policy", ""),
-    ("procs_per_node", ""),
-    ("compute_procs", ""),
-    ("oint_cycles", ""),
-    ("mean_compute_cycles", ""),
-    ("target_u", "a number"),
-    ("lmin_cycles", "a positive number"),
-    ("replicate", "a whole number"),
-    ("relinquish_rule", ""),
+const MICRO_LABELS: &[(&str, LabelType)] = &[
+    ("protocol", Compared),
+    ("policy", Compared),
+    ("procs_per_node", Compared),
+    ("compute_procs", Compared),
+    ("oint_cycles", Compared),
+    ("mean_compute_cycles", Compared),
+    ("target_u", Number),
+    ("lmin_cycles", Positive),
+    ("replicate", WholeU32),
+    ("relinquish_rule", Compared),
 ];
 
 /// Labels only a fetch&add record carries.
-const FETCH_ADD_LABELS: &[(&str, &str)] = &[
-    ("kind", ""),
-    ("discipline", ""),
-    ("protocol_procs", ""),
-    ("keys", ""),
-    ("skew", ""),
-    ("target_home_u", ""),
-    ("sequential_fraction", ""),
-    ("think_cycles", ""),
+const FETCH_ADD_LABELS: &[(&str, LabelType)] = &[
+    ("kind", Compared),
+    ("discipline", Compared),
+    ("protocol_procs", Compared),
+    ("keys", Compared),
+    ("skew", Compared),
+    ("target_home_u", Compared),
+    ("sequential_fraction", Compared),
+    ("think_cycles", Compared),
 ];
 
 /// A label this kind of record never carries, or one of the wrong JSON
@@ -315,7 +354,7 @@ fn unknown_or_mistyped_label(workload: &Workload, labels: &serde_json::Map<Strin
     };
     let known = || COMMON_LABELS.iter().chain(own);
     for (name, v) in labels.iter().filter(|(_, v)| !v.is_null()) {
-        let Some(&(_, what)) = known().find(|(n, _)| n == name) else {
+        let Some(&(_, ty)) = known().find(|(n, _)| n == name) else {
             let names: Vec<&str> = known().map(|(n, _)| *n).collect();
             return Some(format!(
                 "it has a label {name} that no {} record carries; allowed {}",
@@ -323,17 +362,8 @@ fn unknown_or_mistyped_label(workload: &Workload, labels: &serde_json::Map<Strin
                 names.join(", ")
             ));
         };
-        let ok = match what {
-            "a string" => v.is_string(),
-            "\"sim\"" => v.as_str() == Some("sim"),
-            "a number" => v.is_number(),
-            "a positive number" => v.as_f64().is_some_and(|x| x > 0.0 && x.is_finite()),
-            "an object" => v.is_object(),
-            "a whole number" => v.as_u64().is_some_and(|r| r <= u32::MAX as u64),
-            _ => true, // compared with the configuration instead
-        };
-        if !ok {
-            return Some(format!("{name} = {v}: allowed {what}"));
+        if !ty.admits(v) {
+            return Some(format!("{name} = {v}: allowed {}", ty.allowed()));
         }
     }
     None
