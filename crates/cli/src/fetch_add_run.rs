@@ -36,41 +36,47 @@ pub struct FetchAddArgs {
     /// serial, pdq, spin-lock or static [default: pdq].
     #[arg(long)]
     pub discipline: Option<String>,
-    /// Protocol processors at the home (for mult: most idle processors
-    /// serving at once) [default: 1].
+    /// Protocol processors at the home, 1..=63 with the compute processors
+    /// within 64 (for mult: most idle compute processors serving at once,
+    /// 1..=compute processors) [default: 1].
     #[arg(long)]
     pub protocol_procs: Option<u32>,
-    /// Distinct words (keys) at the home [default: 4096].
+    /// Distinct words (keys) at the home, 1 up to what the preset's home
+    /// protocol table holds (16384 for hpca99 with 8 compute processors)
+    /// [default: 4096].
     #[arg(long)]
     pub keys: Option<u64>,
     /// uniform or zipf:S, S in 0.01..=100 [default: uniform].
     #[arg(long)]
     pub skew: Option<String>,
-    /// Nodes besides the home [default: 4].
+    /// Nodes besides the home, 1..=4095 [default: 4].
     #[arg(long)]
     pub requester_nodes: Option<u32>,
-    /// Compute processors per node [default: 8].
+    /// Compute processors per node, 1..=64 with the protocol processors of
+    /// embedded or smp within 64 [default: 8].
     #[arg(long)]
     pub compute_procs: Option<u32>,
-    /// Handler instructions besides its accesses [default: 97, as in the pdq-micro study].
+    /// Handler instructions besides its accesses, 0..=1e9 [default: 97, as
+    /// in the pdq-micro study].
     #[arg(long)]
     pub handler_cycles: Option<u64>,
-    /// Requests each requester thread sends [default: 1500].
+    /// Requests each requester thread sends, 1..=1e9 [default: 1500].
     #[arg(long)]
     pub requests_per_thread: Option<u64>,
     /// Home compute utilization in [0, 1] [default: 0.5].
     #[arg(long, allow_negative_numbers = true)]
     pub home_u: Option<f64>,
-    /// Mean home compute burst in cycles [default: 2000].
+    /// Mean home compute burst in cycles, 1..=1e9 [default: 2000].
     #[arg(long, allow_negative_numbers = true)]
     pub home_burst_cycles: Option<f64>,
-    /// Mean requester computation before each request [default: 0].
+    /// Mean requester computation before each request in cycles, 0..=1e9
+    /// [default: 0].
     #[arg(long, allow_negative_numbers = true)]
     pub think_cycles: Option<f64>,
     /// Share of requests with the sequential key, in [0, 1] [default: 0].
     #[arg(long, allow_negative_numbers = true)]
     pub sequential_fraction: Option<f64>,
-    /// Base seed of the run's random streams [default: 1].
+    /// Base seed of the run's random streams, 0..=2^64-1 [default: 1].
     #[arg(long)]
     pub seed: Option<u64>,
     /// Write the full run record (configuration, seed, statistics) here.

@@ -116,7 +116,7 @@ enum BenchCommand {
         /// Repetitions, 1..=1000; the median is reported.
         #[arg(long, default_value_t = 5)]
         rounds: u32,
-        /// Requests each node's threads make per run.
+        /// Requests each node's threads make per run, 1..=1e9.
         #[arg(long, default_value_t = 50_000)]
         requests_per_node: u64,
         /// Also write the table as JSON.
@@ -161,11 +161,11 @@ struct RunArgs {
     /// [default: 0].
     #[arg(long, allow_negative_numbers = true)]
     compute_cycles: Option<f64>,
-    /// Requests each node makes, split over its compute threads
-    /// [default: 10000].
+    /// Requests each node makes, split over its compute threads,
+    /// 1..=1e9 [default: 10000].
     #[arg(long)]
     requests_per_node: Option<u64>,
-    /// Interrupt overhead in cycles (overrides the preset).
+    /// Interrupt overhead in cycles, 0..=1e9 (overrides the preset).
     #[arg(long)]
     oint: Option<u64>,
     /// When a processor acting as PP under Single or Floating gives the
@@ -174,7 +174,7 @@ struct RunArgs {
     /// [default: the preset's; native: eager].
     #[arg(long)]
     relinquish: Option<String>,
-    /// Seed of every random choice [default: 1].
+    /// Seed of every random choice, 0..=2^64-1 [default: 1].
     #[arg(long)]
     seed: Option<u64>,
     /// Write the full run record (configuration, seed, statistics) here.
@@ -338,6 +338,7 @@ fn run_native(a: RunArgs) -> Result<()> {
     let mut rt = finegrain_rt::RtConfig::new(topology, policy);
     if let Some(r) = &a.relinquish {
         rt.relinquish = Relinquish::parse(r)?;
+        relinquish_needs_floating(r, &policy)?;
     }
     rt.seed = a.seed.unwrap_or(1);
     rt.segment_bytes = machine.segment_bytes() as usize;
@@ -408,6 +409,20 @@ fn run_native(a: RunArgs) -> Result<()> {
     Ok(())
 }
 
+/// A relinquish rule given under a policy without a computing processor
+/// that acts as protocol processor would change nothing: refused, on either
+/// platform, rather than silently ignored.
+fn relinquish_needs_floating(rule: &str, policy: &Policy) -> Result<()> {
+    if *policy != Policy::Floating {
+        bail!(
+            "invalid relinquish = {rule} with policy {}: the rule decides when a computing processor acting as \
+             protocol processor gives the role up to a peer, which only policy floating has; allowed with floating",
+            policy.label()
+        );
+    }
+    Ok(())
+}
+
 fn run_sim(a: RunArgs) -> Result<()> {
     let mut machine = MachineConfig::load(a.preset.as_deref().unwrap_or("hpca97"))?;
     if let Some(o) = a.oint {
@@ -419,13 +434,7 @@ fn run_sim(a: RunArgs) -> Result<()> {
     let policy = Policy::parse(a.policy.as_deref().unwrap_or("fixed"))?;
     if let Some(r) = &a.relinquish {
         machine.protocol.relinquish = Relinquish::parse(r)?;
-        if policy != Policy::Floating {
-            bail!(
-                "invalid relinquish = {r} with policy {}: the rule decides when a computing processor acting as \
-                 protocol processor gives the role up to a peer, which only policy floating has; allowed with floating",
-                policy.label()
-            );
-        }
+        relinquish_needs_floating(r, &policy)?;
     }
     let topology = Topology { nodes: a.nodes.unwrap_or(2), procs_per_node: a.procs_per_node.unwrap_or(2) };
     let protocol = Protocol::parse(a.protocol.as_deref().unwrap_or("null")).map_err(anyhow::Error::msg)?;
@@ -696,11 +705,22 @@ fn write_json<T: Serialize>(path: Option<PathBuf>, value: &T) -> Result<()> {
 }
 
 /// A message on one line whatever the user typed: values and paths are
-/// echoed back, and a newline in one would split the error.
+/// echoed back, and a newline (or a Unicode line or paragraph separator) in
+/// one would split the error. A message longer than [`ERROR_CHARS`] loses
+/// its middle, which only a huge echoed value makes that long, so what is
+/// wrong (the start) and what is allowed (the end) both stay.
 fn one_line(msg: &str) -> String {
-    let mut out = String::with_capacity(msg.len());
-    for c in msg.chars() {
-        if c.is_control() {
+    let mut out = String::with_capacity(msg.len().min(4 * ERROR_CHARS));
+    let chars = msg.chars().count();
+    let (head, tail) = if chars > ERROR_CHARS { (ERROR_CHARS / 2, ERROR_CHARS / 2) } else { (chars, 0) };
+    for (i, c) in msg.chars().enumerate() {
+        if i == head && tail > 0 {
+            out.push_str(&format!(" [... {} characters left out ...] ", chars - head - tail));
+        }
+        if i >= head && i < chars - tail {
+            continue;
+        }
+        if c.is_control() || c == '\u{2028}' || c == '\u{2029}' {
             out.extend(c.escape_default());
         } else {
             out.push(c);
@@ -708,6 +728,10 @@ fn one_line(msg: &str) -> String {
     }
     out
 }
+
+/// Most characters of an error message shown whole; the longest the
+/// program writes itself are a few hundred.
+const ERROR_CHARS: usize = 1000;
 
 fn main() -> ExitCode {
     // Output piped into `head` and closed early ends the program quietly,

@@ -707,6 +707,15 @@ fn rerun_refuses_records_it_cannot_compare_or_run() {
 fn any_input_is_refused_in_one_line() {
     // A newline typed into a value is echoed back escaped.
     assert_one_line_error(&["run", "--platform", "native\nx"], &["invalid platform = native\\nx"]);
+    // So is a Unicode line separator, which some terminals break lines on.
+    assert_one_line_error(&["run", "--policy", "a\u{2028}b"], &["invalid policy = a\\u{2028}b"]);
+    // A huge value loses its middle, keeping what is wrong and what is allowed.
+    let huge = format!("fixed:{}", "9".repeat(100_000));
+    let out = finegrain(&["run", "--policy", &huge]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.len() < 1200, "{} bytes of error", err.len());
+    assert!(err.starts_with("error: invalid") && err.contains("characters left out"), "{err}");
+    assert!(err.trim_end().ends_with("fixed:K (K >= 1), floating"), "{err}");
     // A device that never ends is not read until memory runs out.
     assert_one_line_error(&["run", "--config", "/dev/zero"], &["cannot read /dev/zero", "larger than 16 MiB"]);
     // A number that does not parse says what the flag takes and allows.
@@ -901,16 +910,17 @@ fn the_relinquish_flag_or_file_field_sets_the_rule_a_run_uses() {
         &["run", "--platform", "native", "--policy", "floating", "--relinquish", "adaptive"],
         &["invalid relinquish = adaptive", "eager and handoff"],
     );
-    assert_one_line_error(
-        &["run", "--platform", "native", "--policy", "fixed", "--relinquish", "handoff"],
-        &["invalid relinquish = handoff", "policy floating with the serial discipline"],
-    );
-    // The rule only means something where computing processors act as PP.
-    for policy in ["fixed", "single"] {
-        assert_one_line_error(
-            &["run", "--policy", policy, "--procs-per-node", "2", "--relinquish", "handoff"],
-            &[&format!("invalid relinquish = handoff with policy {policy}"), "allowed with floating"],
-        );
+    // The rule only means something where computing processors act as PP,
+    // on either platform (natively eager is the default, not a no-op flag).
+    for platform in ["sim", "native"] {
+        for policy in ["fixed", "single"] {
+            for rule in ["eager", "handoff"] {
+                assert_one_line_error(
+                    &["run", "--platform", platform, "--policy", policy, "--procs-per-node", "2", "--relinquish", rule],
+                    &[&format!("invalid relinquish = {rule} with policy {policy}"), "allowed with floating"],
+                );
+            }
+        }
     }
     // Lmin is measured under Fixed, where the run's hand-off rule is moot.
     let native = ["run", "--platform", "native", "--policy", "floating", "--relinquish", "handoff"];

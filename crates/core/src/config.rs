@@ -80,10 +80,35 @@ pub fn plain_type_names(message: &str, largest: &str) -> String {
         ("expected u16", "expected a whole number from 0 to 65535".into()),
         ("expected u8", "expected a whole number from 0 to 255".into()),
         ("expected f64", "expected a number".into()),
+        ("expected variant identifier", "expected a quoted kind name".into()),
+        ("expected string or map", "expected a quoted word or a group of named fields".into()),
     ] {
         m = m.replace(rust, &plain);
     }
+    // "expected struct CacheParams": the user sees a group of named fields
+    // (a TOML table, a JSON object), not a Rust type.
+    for (rust, plain) in [
+        ("expected struct ", "expected a group of named fields"),
+        ("expected internally tagged enum ", "expected a group of named fields with its \"kind\""),
+    ] {
+        m = replace_type_name(&m, rust, plain);
+    }
     m
+}
+
+/// Replaces every `prefix` followed by a Rust type name with `plain`.
+fn replace_type_name(message: &str, prefix: &str, plain: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find(prefix) {
+        out.push_str(&rest[..at]);
+        out.push_str(plain);
+        let after = &rest[at + prefix.len()..];
+        let name_len = after.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(after.len());
+        rest = &after[name_len..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Most bytes an input file (preset, configuration, experiment, run
@@ -836,6 +861,18 @@ mod tests {
         for (name, _) in PRESETS {
             MachineConfig::load(name).unwrap();
         }
+    }
+
+    #[test]
+    fn rust_type_names_become_plain_words() {
+        let m = plain_type_names(
+            "a: invalid type: integer `5`, expected struct PdqParams; b: expected internally tagged enum Policy at line 1",
+            "2^64-1",
+        );
+        assert_eq!(
+            m,
+            "a: invalid type: integer `5`, expected a group of named fields; b: expected a group of named fields with its \"kind\" at line 1"
+        );
     }
 
     #[test]
