@@ -43,9 +43,20 @@ fn from_json_value<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, anyhow
     serde_path_to_error::deserialize(v).map_err(|e| json_error(&e.path().to_string(), e.inner()))
 }
 
-/// "field: what is wrong", with Rust's type names put in words.
+/// "field: what is wrong", with Rust's type names put in words: the
+/// record's tagged groups as they are written, the rest generically.
 fn json_error(path: &str, e: &serde_json::Error) -> anyhow::Error {
-    let m = finegrain_core::config::plain_type_names(&e.to_string(), "2^64-1");
+    let mut m = e.to_string();
+    for (rust, record) in [
+        ("internally tagged enum KeySkew", r#"skew {"kind": "uniform"} or {"kind": "zipf", "exponent": S}"#),
+        (
+            "internally tagged enum Policy",
+            r#"policy {"kind": "single"}, {"kind": "fixed", "protocol_procs": K} or {"kind": "floating"}"#,
+        ),
+    ] {
+        m = m.replace(rust, record);
+    }
+    let m = finegrain_core::config::plain_type_names(&m, "2^64-1");
     match path {
         "" | "." => anyhow::anyhow!(m),
         _ => anyhow::anyhow!("{path}: {m}"),
@@ -66,14 +77,9 @@ impl Workload {
     /// error of the workload it is meant to be.
     fn from_value(v: Value) -> Result<Workload> {
         if ["keys", "skew", "handler_cycles"].iter().any(|f| v.get(f).is_some()) {
-            return from_json_value(v).map(Workload::FetchAdd).map_err(|e| {
-                // serde names the Rust type; say what the record should hold.
-                let e = e.to_string().replace(
-                    "internally tagged enum KeySkew",
-                    "skew {\"kind\": \"uniform\"} or {\"kind\": \"zipf\", \"exponent\": S}",
-                );
-                anyhow::anyhow!("invalid fetch&add workload in the record: {e}")
-            });
+            return from_json_value(v)
+                .map(Workload::FetchAdd)
+                .map_err(|e| anyhow::anyhow!("invalid fetch&add workload in the record: {e}"));
         }
         from_json_value(v).map(Workload::Micro).map_err(|e| {
             anyhow::anyhow!(
