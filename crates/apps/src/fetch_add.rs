@@ -365,6 +365,11 @@ pub fn simulate(sim: &SimConfig, cfg: &FetchAddConfig) -> Result<SimOutput<Threa
     Ok(out)
 }
 
+/// Requests a run makes in all (each is answered once).
+pub fn total_requests(sim: &SimConfig, cfg: &FetchAddConfig) -> u64 {
+    requester_threads(sim).saturating_mul(cfg.requests_per_thread)
+}
+
 fn requester_threads(sim: &SimConfig) -> u64 {
     let per_node = sim.policy.compute_procs(sim.topology.procs_per_node) as u64;
     (sim.topology.nodes as u64 - 1) * per_node

@@ -200,6 +200,11 @@ pub fn two_nodes_at_least(nodes: u32) -> Result<(), String> {
     Ok(())
 }
 
+/// Requests a run makes in all (each is answered once).
+pub fn total_requests(sim: &SimConfig, cfg: &MicroConfig) -> u64 {
+    cfg.requests_per_node.saturating_mul(sim.topology.nodes as u64)
+}
+
 /// Runs the microbenchmark in the simulator.
 pub fn simulate(sim: &SimConfig, cfg: &MicroConfig) -> Result<SimOutput<u64>, SimError> {
     cfg.validate().map_err(|e| SimError::Config(ConfigError::Workload(e)))?;

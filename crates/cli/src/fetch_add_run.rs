@@ -229,7 +229,8 @@ pub fn run(args: FetchAddArgs) -> Result<()> {
 
 fn simulate(point: &Point, config: &SimConfig, workload: &FetchAddConfig, json: Option<PathBuf>) -> Result<()> {
     let t0 = Instant::now();
-    let out = fetch_add::simulate(config, workload)?;
+    let total = fetch_add::total_requests(config, workload);
+    let out = crate::progress::one_run(total, || fetch_add::simulate(config, workload))?;
     let wall = t0.elapsed().as_secs_f64();
     let home = fetch_add::home_measures(&config.machine, &out);
     print_summary(point, config, workload, &home);

@@ -8,6 +8,7 @@ pub mod fetch_add_run;
 pub mod figures;
 pub mod native_bench;
 pub mod pdq_study;
+pub mod progress;
 pub mod report;
 pub mod rerun;
 pub mod scheduling;

@@ -445,7 +445,8 @@ fn run_sim(a: RunArgs) -> Result<()> {
         micro_workload(&a, protocol, "cycles", || Ok(micro::measure_lmin(&config.machine, protocol, config.seed)?))?;
     let mean = workload.mean_compute_cycles;
     let t0 = Instant::now();
-    let out = micro::simulate(&config, &workload)?;
+    let total = micro::total_requests(&config, &workload);
+    let out = finegrain::progress::one_run(total, || micro::simulate(&config, &workload))?;
     let wall = t0.elapsed().as_secs_f64().max(1e-9);
     let s = &out.stats;
     let mhz = config.machine.processor.mhz as f64;

@@ -130,6 +130,14 @@ impl Workload {
 
     /// The run's statistics, and its home measures for fetch&add.
     fn simulate(&self, config: &SimConfig) -> Result<(RunStats, Option<Value>)> {
+        let total = match self {
+            Workload::Micro(w) => micro::total_requests(config, w),
+            Workload::FetchAdd(w) => fetch_add::total_requests(config, w),
+        };
+        crate::progress::one_run(total, || self.simulate_quietly(config))
+    }
+
+    fn simulate_quietly(&self, config: &SimConfig) -> Result<(RunStats, Option<Value>)> {
         Ok(match self {
             Workload::Micro(w) => (micro::simulate(config, w)?.stats, None),
             Workload::FetchAdd(w) => {

@@ -243,7 +243,12 @@ pub(crate) struct Engine<'a, 'h, T> {
     delivered: u64,
     requests: u64,
     replies: u64,
+    /// Where a caller showing progress reads the replies sent so far.
+    progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
+
+/// Events between two publications of progress (a few milliseconds).
+const PROGRESS_EVENTS: u64 = 1 << 14;
 
 impl<'a, 'h, T> Engine<'a, 'h, T> {
     pub(crate) fn new<F, Fut>(cfg: &'h SimConfig, handlers: &'h HandlerTable, mut spawn: F) -> Result<Self, SimError>
@@ -378,6 +383,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             delivered: 0,
             requests: 0,
             replies: 0,
+            progress: crate::progress::observer(),
         })
     }
 
@@ -403,6 +409,14 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             if let Some(e) = self.abort.take() {
                 return Err(e);
             }
+            if self.queue.popped().is_multiple_of(PROGRESS_EVENTS) {
+                if let Some(p) = &self.progress {
+                    crate::progress::publish(p, self.replies);
+                }
+            }
+        }
+        if let Some(p) = &self.progress {
+            crate::progress::publish(p, self.replies);
         }
         let results = std::mem::take(&mut self.results);
         let stats = self.finish_stats();
