@@ -249,7 +249,7 @@ pub fn load(src: &Source) -> Result<Experiment> {
 }
 
 /// Which part of the study a run belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Sweep {
     /// The grid of kinds, disciplines, processors, keys and skews.
@@ -291,24 +291,40 @@ struct RunSpec {
 
 impl RunSpec {
     fn id(&self) -> String {
-        let mut id = format!(
-            "{}-{}-k{}-keys{}-{}",
-            self.kind.label(),
-            self.discipline.label(),
-            self.protocol_procs,
-            self.keys,
-            self.skew.label().replace(':', "")
-        );
-        match self.sweep {
-            Sweep::Main => {}
-            Sweep::MultHomeU => id += &format!("-homeu{:.2}", self.home_u),
-            Sweep::Sequential => id += &format!("-seq{:.3}", self.sequential_fraction),
-            Sweep::Sensitivity => {
-                id += &format!("-{}", self.effect_off.map_or_else(|| "no-effect".into(), EffectOff::run_label))
-            }
-        }
-        id
+        let point = Point { kind: self.kind, discipline: self.discipline, protocol_procs: self.protocol_procs };
+        let (keys, skew, home_u, seq) = (self.keys, self.skew, self.home_u, self.sequential_fraction);
+        run_id(&point, keys, skew, self.sweep, home_u, seq, self.effect_off)
     }
+}
+
+/// A run's id (its record's file name): the point, the keys, and what its
+/// sweep varies. `finegrain rerun` rebuilds it from a record's labels.
+pub fn run_id(
+    point: &Point,
+    keys: u64,
+    skew: KeySkew,
+    sweep: Sweep,
+    home_u: f64,
+    sequential_fraction: f64,
+    effect_off: Option<EffectOff>,
+) -> String {
+    let mut id = format!(
+        "{}-{}-k{}-keys{}-{}",
+        point.kind.label(),
+        point.discipline.label(),
+        point.protocol_procs,
+        keys,
+        skew.label().replace(':', "")
+    );
+    match sweep {
+        Sweep::Main => {}
+        Sweep::MultHomeU => id += &format!("-homeu{home_u:.2}"),
+        Sweep::Sequential => id += &format!("-seq{sequential_fraction:.3}"),
+        Sweep::Sensitivity => {
+            id += &format!("-{}", effect_off.map_or_else(|| "no-effect".into(), EffectOff::run_label))
+        }
+    }
+    id
 }
 
 /// Everything one run measured, with the configuration that regenerates it.

@@ -4,7 +4,7 @@
 //! (`runs/<id>.json`) and on `finegrain run --json` output.
 
 use crate::experiment::EffectOff;
-use crate::pdq_study::Point;
+use crate::pdq_study::{self, Point, Sweep};
 use crate::scheduling;
 use anyhow::{Context, Result};
 use finegrain_apps::{fetch_add, fetch_add::FetchAddConfig, micro, micro::MicroConfig};
@@ -247,7 +247,10 @@ fn derived_label_mismatch(
             ));
         }
     }
-    let Workload::Micro(w) = workload else { return None };
+    let w = match workload {
+        Workload::Micro(w) => w,
+        Workload::FetchAdd(w) => return fetch_add_id_mismatch(w, c, effect, labels),
+    };
     let rule = match parsed_label::<Relinquish>(labels, "relinquish_rule", "eager, handoff or adaptive") {
         Ok(r) => r,
         Err(why) => return Some(why),
@@ -275,6 +278,24 @@ fn derived_label_mismatch(
     let policy = c.policy.label();
     let (procs, oint) = (c.topology.procs_per_node, c.machine.interrupt.overhead_cycles);
     let expected = scheduling::run_id(effect, rule, w.protocol, &policy, procs, u, oint, r as u32);
+    (id != expected).then(|| format!("it names id = {id} but its labels make {expected}; {DESCRIBED}"))
+}
+
+/// A PDQ study record's id against the one its sweep, configuration and
+/// workload make.
+fn fetch_add_id_mismatch(
+    w: &FetchAddConfig,
+    c: &SimConfig,
+    effect: Option<EffectOff>,
+    labels: &serde_json::Map<String, Value>,
+) -> Option<String> {
+    let sweep = match parsed_label::<Sweep>(labels, "sweep", "main, mult-home-u, sequential or sensitivity") {
+        Ok(s) => s,
+        Err(why) => return Some(why),
+    };
+    let (Some(id), Some(sweep)) = (labels.get("id").and_then(Value::as_str), sweep) else { return None };
+    let point = Point::of_config(c)?;
+    let expected = pdq_study::run_id(&point, w.keys, w.skew, sweep, w.home_u, w.sequential_fraction, effect);
     (id != expected).then(|| format!("it names id = {id} but its labels make {expected}; {DESCRIBED}"))
 }
 
@@ -323,7 +344,6 @@ use LabelType::{Compared, Number, Object, Positive, Sim, Text, WholeU32};
 const COMMON_LABELS: &[(&str, LabelType)] = &[
     ("experiment", Text),
     ("id", Text),
-    ("sweep", Text),
     ("platform", Sim),
     ("wall_seconds", Number),
     ("perf", Object),
@@ -348,6 +368,7 @@ const MICRO_LABELS: &[(&str, LabelType)] = &[
 
 /// Labels only a fetch&add record carries.
 const FETCH_ADD_LABELS: &[(&str, LabelType)] = &[
+    ("sweep", Compared),
     ("kind", Compared),
     ("discipline", Compared),
     ("protocol_procs", Compared),

@@ -424,6 +424,16 @@ p99_queue_delay_cycles,pp_busy_wait_fraction,seed";
     let claim4 = report.lines().find(|l| l.starts_with("claim 4:")).expect("a claim 4 line");
     assert!(claim4.contains("embedded uniform") && claim4.contains("smp zipf:1"), "claim 4 per kind: {claim4}");
     check_rerun(&d, "smp-pdq-k4-keys64-zipf1.json", "fetch&add on preset hpca99");
+    // A record's id and sweep must be the ones its configuration makes.
+    let record = "embedded-pdq-k4-keys4096-uniform-seq0.010.json";
+    check_rerun(&d, record, "fetch&add on preset hpca99");
+    for (field, value, says) in [
+        ("id", serde_json::json!("embedded-pdq-k4-keys4096-uniform-seq0.050"), "its labels make embedded-pdq-k4"),
+        ("sweep", serde_json::json!("main"), "its labels make embedded-pdq-k4-keys4096-uniform;"),
+        ("sweep", serde_json::json!("grid"), "sweep = \"grid\": allowed main, mult-home-u, sequential or sensitivity"),
+    ] {
+        check_mislabelled(&d, record, field, value, says);
+    }
     check_sensitivity(
         &d,
         "## Sensitivity of claim 5's SMP scaling",
