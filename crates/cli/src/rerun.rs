@@ -306,6 +306,8 @@ enum LabelType {
     Sim,
     Number,
     Positive,
+    /// A target utilization, in [0, 1).
+    Utilization,
     WholeU32,
     Object,
     /// Compared with the configuration and workload instead, which types it.
@@ -319,6 +321,7 @@ impl LabelType {
             LabelType::Sim => v.as_str() == Some("sim"),
             LabelType::Number => v.is_number(),
             LabelType::Positive => v.as_f64().is_some_and(|x| x > 0.0 && x.is_finite()),
+            LabelType::Utilization => v.as_f64().is_some_and(|x| (0.0..1.0).contains(&x)),
             LabelType::WholeU32 => v.as_u64().is_some_and(|r| r <= u32::MAX as u64),
             LabelType::Object => v.is_object(),
             LabelType::Compared => true,
@@ -331,6 +334,7 @@ impl LabelType {
             LabelType::Sim => "\"sim\"",
             LabelType::Number => "a number",
             LabelType::Positive => "a positive number",
+            LabelType::Utilization => "a utilization from 0 up to but not including 1",
             LabelType::WholeU32 => "a whole number",
             LabelType::Object => "an object",
             LabelType::Compared => "what the configuration says",
@@ -338,7 +342,7 @@ impl LabelType {
     }
 }
 
-use LabelType::{Compared, Number, Object, Positive, Sim, Text, WholeU32};
+use LabelType::{Compared, Number, Object, Positive, Sim, Text, Utilization, WholeU32};
 
 /// Labels every simulated record may carry besides its workload's own.
 const COMMON_LABELS: &[(&str, LabelType)] = &[
@@ -360,7 +364,7 @@ const MICRO_LABELS: &[(&str, LabelType)] = &[
     ("compute_procs", Compared),
     ("oint_cycles", Compared),
     ("mean_compute_cycles", Compared),
-    ("target_u", Number),
+    ("target_u", Utilization),
     ("lmin_cycles", Positive),
     ("replicate", WholeU32),
     ("relinquish_rule", Compared),

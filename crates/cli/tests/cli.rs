@@ -352,7 +352,8 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
             "relinquish_rule = \"lazy\": allowed eager, handoff or adaptive",
         ),
         ("target_u", serde_json::json!(0.5), "target_u = 0.5 and lmin_cycles"),
-        ("target_u", serde_json::json!("0.9"), "target_u = \"0.9\": allowed a number"),
+        ("target_u", serde_json::json!("0.9"), "target_u = \"0.9\": allowed a utilization from 0"),
+        ("target_u", serde_json::json!(1.5), "target_u = 1.5: allowed a utilization from 0 up to but not including 1"),
         ("lmin_cycles", serde_json::json!(1.0), "lmin_cycles = 1"),
         ("replicate", serde_json::json!(2), "names id"),
     ] {
