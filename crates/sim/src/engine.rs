@@ -998,9 +998,31 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             self.nodes[n].role = None;
         }
         self.procs[p].holds_role = false;
+        self.hand_off_notice(p);
         let cost = self.role_switch_cost(p, self.cfg.machine.protocol.role_release_cycles);
         self.start_busy(p, Cat::Role, cost, 0, After::Nothing);
         self.offer_role(n);
+    }
+
+    /// An acting PP hands the role over because a peer sits idle: it knows
+    /// so because the peer announced itself by writing the role's lock
+    /// line when it went idle (a waiting-for-the-role flag beside the
+    /// lock), so that line is the peer's, and the PP's release write below
+    /// fetches it back cache-to-cache before the peer's acquire takes it
+    /// again. The peer's write is placed now rather than when it went
+    /// idle: it was idle either way, and only its bus time and the line's
+    /// owner matter to anyone. Only a software role lock has this notice:
+    /// a dispatch device knows who serves, and a parallel discipline has
+    /// no single role.
+    fn hand_off_notice(&mut self, p: usize) {
+        let n = self.procs[p].node;
+        if self.parallel || self.device_dispatch || self.nodes[n].procs < 2 {
+            return;
+        }
+        let Some(peer) = self.procs_of(n).find(|&q| q != p && self.can_act(q)) else { return };
+        let (now, local) = (self.now, self.procs[peer].local);
+        let lock = self.nodes[n].mem.map().lock_line();
+        self.nodes[n].mem.access(now, now, local, lock, Access::Write);
     }
 
     /// The role just became free: a waiting processor takes it over, or an

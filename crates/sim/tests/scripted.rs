@@ -136,3 +136,26 @@ fn an_arrival_interrupts_a_thread_in_the_middle_of_its_own_access() {
     assert!(stats.request_latency.max_cycles < 3000, "the request took {} cycles", stats.request_latency.max_cycles);
     assert!(stats.sim_cycles > 16_000, "the access took only {} cycles", stats.sim_cycles);
 }
+
+#[test]
+fn a_hand_off_to_an_idle_peer_fetches_the_lock_line_the_peer_announced_itself_in() {
+    // Node 0's thread 0 waits for its reply as acting PP while thread 1
+    // waits for its own. Once thread 0's reply is in, processor 0 hands
+    // the role to idle processor 1, which it knows is idle because
+    // processor 1 said so in the role's lock line: processor 0's release
+    // write has to fetch that line back. Processor 0 takes the role only
+    // this once (processor 1 keeps it from then on, or gives it up with
+    // nobody idle: eager rule), handles no message after, and its
+    // acquire found the line in memory, so the fetch is its only migration
+    // miss; a free notice would leave it none.
+    let mut cfg = floating(5000);
+    cfg.machine.protocol.relinquish = finegrain_core::Relinquish::Eager;
+    let stats = run(&cfg, |node, thread| match (node, thread) {
+        (0, 0) => vec![Step::Request(1, 1), Step::Work(200_000)],
+        (0, _) => vec![Step::Work(300), Step::Request(1, 2), Step::Work(100_000)],
+        _ => vec![],
+    });
+    let procs = &stats.nodes[0].procs;
+    assert_eq!(procs[0].role_acquires, 1, "processor 0 took the role once");
+    assert_eq!(procs[0].misses.migration, 1, "processor 0's misses: {:?}", procs[0].misses);
+}
