@@ -130,9 +130,11 @@ pub fn raise(thread: u64) {
 /// it every 20 us. A round's cost is the busy chunk's extra time divided by
 /// the signals sent in it; the median over the rounds is returned, so one
 /// chunk disturbed by the machine does not decide it. `signals` (at least
-/// 20) sets how many are sent in all.
+/// 20) sets how many are sent in all. On a loaded machine thread B may be
+/// off its core for a whole busy chunk, so rounds go on (up to eight times
+/// as many) until at least one signal was sent.
 pub fn bare_signal_cost(signals: u64) -> Result<f64, String> {
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::Arc;
     // Held to the end: with no handler the signal's default action would
     // end the process.
@@ -150,11 +152,15 @@ pub fn bare_signal_cost(signals: u64) -> Result<f64, String> {
     const CHUNK_NS: f64 = 5_000_000.0;
     let per_round = (CHUNK_NS / SIGNAL_GAP_NS) as u64;
     let rounds = signals.max(20).div_ceil(per_round).max(5);
+    let most_rounds = 8 * rounds;
     // The victim's pthread id (0 until known), and the phase: 2r + 1 while
     // round r's busy chunk runs, even otherwise, u64::MAX when finished.
     let target = Arc::new(AtomicU64::new(0));
     let phase = Arc::new(AtomicU64::new(0));
-    let (t2, p2) = (target.clone(), phase.clone());
+    // Set once the signalling thread is on its core; signals sent so far.
+    let ready = Arc::new(AtomicBool::new(false));
+    let sent_so_far = Arc::new(AtomicU64::new(0));
+    let (t2, p2, ready2, sent2) = (target.clone(), phase.clone(), ready.clone(), sent_so_far.clone());
     let victim = std::thread::spawn(move || {
         // Ends the signaller's loop however this thread ends.
         struct Finished(Arc<AtomicU64>);
@@ -166,12 +172,22 @@ pub fn bare_signal_cost(signals: u64) -> Result<f64, String> {
         let _finished = Finished(p2.clone());
         crate::runtime::pin_to(0);
         t2.store(current_thread(), Ordering::Release);
+        // A busy chunk run before the signalling thread is on its core
+        // would get no signal (bounded: a signaller that never comes only
+        // makes the rounds go on without signals).
+        let since = std::time::Instant::now();
+        while !ready2.load(Ordering::Acquire) && since.elapsed() < std::time::Duration::from_secs(5) {
+            std::thread::yield_now();
+        }
         // Size a chunk from one timed run (no context registered: the
         // handler returns at once).
         let probe = 2_000_000;
         let iters = ((probe as f64) * CHUNK_NS / work(probe).max(1) as f64) as u64;
         let mut pairs = Vec::new();
-        for r in 0..rounds {
+        for r in 0..most_rounds {
+            if r >= rounds && sent2.load(Ordering::Acquire) > 0 {
+                break;
+            }
             let quiet = work(iters);
             p2.store(2 * r + 1, Ordering::Release);
             let busy = work(iters);
@@ -192,7 +208,8 @@ pub fn bare_signal_cost(signals: u64) -> Result<f64, String> {
             std::thread::yield_now();
         };
         crate::runtime::pin_to(1 % crate::runtime::online_cores());
-        let mut sent = vec![0u64; rounds as usize];
+        ready.store(true, Ordering::Release);
+        let mut sent = vec![0u64; most_rounds as usize];
         loop {
             let now = phase.load(Ordering::Acquire);
             if now == u64::MAX {
@@ -201,6 +218,7 @@ pub fn bare_signal_cost(signals: u64) -> Result<f64, String> {
             if now % 2 == 1 {
                 raise(victim);
                 sent[(now / 2) as usize] += 1;
+                sent_so_far.fetch_add(1, Ordering::Release);
                 let t = crate::clock::Stamp::now().plus_ns(SIGNAL_GAP_NS);
                 while !t.reached() {
                     std::hint::spin_loop();

@@ -331,19 +331,33 @@ mod tests {
         assert_eq!(slots_for(34), 5);
     }
 
+    /// Spins a while, then lets the other thread run: on a loaded machine
+    /// the two may share a core, where spinning alone waits out whole
+    /// scheduler slices (the test then took up to 21 s instead of 0.1 s).
+    fn back_off(spins: &mut u32) {
+        *spins += 1;
+        if spins.is_multiple_of(64) {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+
     #[test]
     fn threads_exchange_many_records() {
         let (mut p, mut c) = ring(16);
         let n = 100_000u64;
         let t = std::thread::spawn(move || {
+            let mut spins = 0;
             for i in 0..n {
                 let w = [i, i * 3, !i];
                 let len = (i % 4) as usize;
                 while p.try_push(i & META_MASK, &w[..len.min(3)]).is_err() {
-                    std::hint::spin_loop();
+                    back_off(&mut spins);
                 }
             }
         });
+        let mut spins = 0;
         let mut next = 0;
         while next < n {
             if let Some((m, a, b)) = c.try_pop(|r| (r.meta(), r.word(0), r.word(1))) {
@@ -357,7 +371,7 @@ mod tests {
                 }
                 next += 1;
             } else {
-                std::hint::spin_loop();
+                back_off(&mut spins);
             }
         }
         t.join().unwrap();
