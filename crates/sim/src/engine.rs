@@ -67,6 +67,18 @@ enum After {
     ThreadOpDone,
     /// The thread has read its completion flag: hand it its reply.
     ThreadResumed,
+    /// The release of the serial role is done (its lock write was last):
+    /// only now may another processor see the role free.
+    RoleReleased,
+}
+
+/// The order of a role switch's steps: taking the role (and giving up
+/// one without a lock) starts with the lock and the mask store; giving up
+/// a locked role ends with the lock's write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RoleSwitch {
+    LockFirst,
+    LockLast,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -163,6 +175,9 @@ struct Processor {
     stint_budget: u32,
     /// When a pending [`EventKind::Recheck`] of its holding fires.
     recheck_at: Option<u64>,
+    /// It has written, in the role's lock line, that it waits idle for the
+    /// role another processor holds (see [`Engine::announce_idle`]).
+    announced: bool,
     /// Static partitioning: the queue this (dedicated) processor serves.
     server: usize,
     /// PDQ: the key of the entry in service, completed when it finishes.
@@ -324,6 +339,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     stint_handled: 0,
                     stint_budget: 0,
                     recheck_at: None,
+                    announced: false,
                     server: p.saturating_sub(compute),
                     serving: None,
                     spin: 0,
@@ -496,10 +512,49 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 self.wake_holders(n, p);
             }
         } else if let Some(h) = self.nodes[n].role {
-            if h != p && self.can_act(p) && self.has_own_work(h) {
-                self.wake(h);
+            if h != p && self.can_act(p) {
+                self.announce_idle(p);
+                if self.has_own_work(h) {
+                    self.wake(h);
+                }
             }
         }
+    }
+
+    /// A processor that goes idle while another holds the serial role says
+    /// so by writing the role's lock line (a waiting-for-the-role flag
+    /// beside the lock): that is how an acting PP with work of its own
+    /// learns a peer could take over. The write takes the line from the
+    /// holder's cache, so the holder's release write fetches it back. The
+    /// processor is idle, so the write's latency delays nobody; it clears
+    /// the flag when it takes the role (the acquire's lock write) or goes
+    /// back to its own work ([`Engine::clear_announcement`]). A dispatch
+    /// device keeps track of who serves without a lock.
+    fn announce_idle(&mut self, p: usize) {
+        let n = self.procs[p].node;
+        if self.procs[p].announced || !self.has_role_lock(n) {
+            return;
+        }
+        self.procs[p].announced = true;
+        let (now, local) = (self.now, self.procs[p].local);
+        let lock = self.nodes[n].mem.map().lock_line();
+        self.nodes[n].mem.access(now, now, local, lock, Access::Write);
+    }
+
+    /// A processor that announced itself idle and now has work of its own
+    /// again clears its flag, a write to the lock line, before going on.
+    /// Returns whether it started doing so.
+    fn clear_announcement(&mut self, p: usize) -> bool {
+        if !self.procs[p].announced || self.procs[p].holds_role || !self.has_own_work(p) {
+            return false;
+        }
+        self.procs[p].announced = false;
+        let n = self.procs[p].node;
+        let (now, local) = (self.now, self.procs[p].local);
+        let lock = self.nodes[n].mem.map().lock_line();
+        let (lat, _) = self.nodes[n].mem.access(now, now, local, lock, Access::Write);
+        self.start_busy(p, Cat::Role, lat, 0, After::Nothing);
+        true
     }
 
     /// Parallel disciplines: servers keeping on for want of a successor
@@ -543,6 +598,12 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         pr.busy = false;
         pr.stall_until = 0;
         let after = std::mem::replace(&mut pr.after, After::Nothing);
+        if after == After::RoleReleased {
+            let n = pr.node;
+            self.nodes[n].role = None;
+            return self.offer_role(n);
+        }
+        let pr = &mut self.procs[p];
         let finished_compute = pr.compute.take().is_some();
         let completion = pr.completion.take();
         if let Some(key) = pr.serving.take() {
@@ -598,6 +659,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
         if self.procs[p].holds_role {
             return self.act_as_pp(p);
+        }
+        if self.clear_announcement(p) {
+            return;
         }
         if let Some(t) = self.procs[p].thread {
             match self.threads[t].state {
@@ -953,11 +1017,12 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             self.nodes[n].role = Some(p);
         }
         self.procs[p].holds_role = true;
+        self.procs[p].announced = false; // the acquire's lock write clears it
         self.procs[p].stint_handled = 0;
         let waiting = if self.procs[p].in_interrupt { self.nodes[n].rx.len() as u32 } else { 0 };
         self.procs[p].stint_budget = waiting.max(1);
         self.procs[p].stats.role_acquires += 1;
-        let cost = self.role_switch_cost(p, self.cfg.machine.protocol.role_acquire_cycles);
+        let cost = self.role_switch_cost(p, self.cfg.machine.protocol.role_acquire_cycles, RoleSwitch::LockFirst);
         self.start_busy(p, Cat::Role, cost, 0, After::Nothing);
     }
 
@@ -966,23 +1031,53 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// contend for it, masking or unmasking the NI's interrupt (an uncached
     /// write to the NI) unless the processor is inside an interrupt, where
     /// the hardware already masked it, and the bookkeeping instructions.
-    fn role_switch_cost(&mut self, p: usize, instructions: u64) -> u64 {
-        let n = self.procs[p].node;
+    /// Taking it, the lock comes first; giving up a locked role, the lock's
+    /// write comes last (unmasking after it would race with the next
+    /// holder's masking), so the role is free only once the release is done.
+    fn role_switch_cost(&mut self, p: usize, instructions: u64, switch: RoleSwitch) -> u64 {
         let now = self.now;
         let mut t = now;
-        // A dispatch device (the PDQ machines, whatever the discipline)
-        // keeps track of who serves, and parallel disciplines have no single
-        // role: neither takes a software lock.
-        if self.nodes[n].procs > 1 && !self.parallel && !self.device_dispatch {
-            let lock = self.nodes[n].mem.map().lock_line();
-            t += self.nodes[n].mem.access(now, t, self.procs[p].local, lock, Access::Write).0;
+        match switch {
+            RoleSwitch::LockFirst => {
+                t = self.role_lock_write(p, t);
+                t = self.role_mask_write(p, t);
+                t + instructions - now
+            }
+            RoleSwitch::LockLast => {
+                t = self.role_mask_write(p, t + instructions);
+                self.role_lock_write(p, t) - now
+            }
         }
-        if !self.procs[p].in_interrupt {
-            let ni = &self.cfg.machine.ni;
-            let (occ, mask_lat) = (ni.uncached_write_occupancy, ni.uncached_write_latency);
-            t = self.bus_read(n, t, occ, mask_lat);
+    }
+
+    /// Whether node `n`'s role is a software lock. A dispatch device (the
+    /// PDQ machines, whatever the discipline) keeps track of who serves,
+    /// and parallel disciplines have no single role: neither takes a
+    /// software lock, nor does a node of one processor.
+    fn has_role_lock(&self, n: usize) -> bool {
+        self.nodes[n].procs > 1 && !self.parallel && !self.device_dispatch
+    }
+
+    /// The role's lock write by `p` from cycle `t`, if the role has a lock;
+    /// returns when it is done.
+    fn role_lock_write(&mut self, p: usize, t: u64) -> u64 {
+        let n = self.procs[p].node;
+        if !self.has_role_lock(n) {
+            return t;
         }
-        t - now + instructions
+        let lock = self.nodes[n].mem.map().lock_line();
+        t + self.nodes[n].mem.access(self.now, t, self.procs[p].local, lock, Access::Write).0
+    }
+
+    /// Masking or unmasking the NI's interrupt from cycle `t`, unless inside
+    /// an interrupt; returns when it is done.
+    fn role_mask_write(&mut self, p: usize, t: u64) -> u64 {
+        if self.procs[p].in_interrupt {
+            return t;
+        }
+        let ni = &self.cfg.machine.ni;
+        let (occ, mask_lat) = (ni.uncached_write_occupancy, ni.uncached_write_latency);
+        self.bus_read(self.procs[p].node, t, occ, mask_lat)
     }
 
     fn start_release(&mut self, p: usize) {
@@ -992,37 +1087,24 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             // processor took the messages meanwhile.
             self.nodes[n].stats.spurious_interrupts += 1;
         }
+        self.procs[p].holds_role = false;
+        let instructions = self.cfg.machine.protocol.role_release_cycles;
+        if self.has_role_lock(n) {
+            // The role stays taken until the release's lock write is done:
+            // a peer spinning on the lock cannot see it free any sooner.
+            let cost = self.role_switch_cost(p, instructions, RoleSwitch::LockLast);
+            return self.start_busy(p, Cat::Role, cost, 0, After::RoleReleased);
+        }
+        // Without a lock, the unmasking store (which tells a dispatch
+        // device) comes first, and the role is free as the release starts.
+        let cost = self.role_switch_cost(p, instructions, RoleSwitch::LockFirst);
         if self.parallel {
             self.nodes[n].servers -= 1;
         } else {
             self.nodes[n].role = None;
         }
-        self.procs[p].holds_role = false;
-        self.hand_off_notice(p);
-        let cost = self.role_switch_cost(p, self.cfg.machine.protocol.role_release_cycles);
         self.start_busy(p, Cat::Role, cost, 0, After::Nothing);
         self.offer_role(n);
-    }
-
-    /// An acting PP hands the role over because a peer sits idle: it knows
-    /// so because the peer announced itself by writing the role's lock
-    /// line when it went idle (a waiting-for-the-role flag beside the
-    /// lock), so that line is the peer's, and the PP's release write below
-    /// fetches it back cache-to-cache before the peer's acquire takes it
-    /// again. The peer's write is placed now rather than when it went
-    /// idle: it was idle either way, and only its bus time and the line's
-    /// owner matter to anyone. Only a software role lock has this notice:
-    /// a dispatch device knows who serves, and a parallel discipline has
-    /// no single role.
-    fn hand_off_notice(&mut self, p: usize) {
-        let n = self.procs[p].node;
-        if self.parallel || self.device_dispatch || self.nodes[n].procs < 2 {
-            return;
-        }
-        let Some(peer) = self.procs_of(n).find(|&q| q != p && self.can_act(q)) else { return };
-        let (now, local) = (self.now, self.procs[peer].local);
-        let lock = self.nodes[n].mem.map().lock_line();
-        self.nodes[n].mem.access(now, now, local, lock, Access::Write);
     }
 
     /// The role just became free: a waiting processor takes it over, or an
