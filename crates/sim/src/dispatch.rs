@@ -122,25 +122,47 @@ impl NodeQueue {
 pub(crate) struct KeyLocks {
     /// Membership and lookup only, never iterated, so the hash order cannot
     /// leak into results.
-    releases: HashMap<u64, VecDeque<u64>>,
+    releases: HashMap<u64, VecDeque<Release>>,
+}
+
+/// A release still to come: when, and whether a waiter's cache holds a
+/// copy of the lock line by then (its store is then an upgrade).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Release {
+    at: u64,
+    shared: bool,
+}
+
+/// A release a waiter watches go by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Watched {
+    pub at: u64,
+    /// The first waiter with a cached copy to watch it: the releasing
+    /// store has to invalidate that copy (charged once, however many wait).
+    pub first_sharer: bool,
 }
 
 impl KeyLocks {
     /// When a handler that tries to take `key`'s lock at `t` (not before
     /// `now`) gets it, and the releases it watches while it waits, the last
-    /// being the one that lets it in.
-    pub(crate) fn acquire_at(&mut self, key: u64, now: u64, t: u64) -> (u64, Vec<u64>) {
+    /// being the one that lets it in. `cached`: the waiter spins on a
+    /// cached copy of the lock line (not a cacheless processor's polls).
+    pub(crate) fn acquire_at(&mut self, key: u64, now: u64, t: u64, cached: bool) -> (u64, Vec<Watched>) {
         let Some(pending) = self.releases.get_mut(&key) else { return (t, Vec::new()) };
         // Releases already past concern no later attempt.
-        while pending.front().is_some_and(|&r| r <= now) {
+        while pending.front().is_some_and(|r| r.at <= now) {
             pending.pop_front();
         }
-        let watched: Vec<u64> = pending.iter().copied().filter(|&r| r > t).collect();
-        (watched.last().copied().unwrap_or(t), watched)
+        let mut watched = Vec::new();
+        for r in pending.iter_mut().filter(|r| r.at > t) {
+            watched.push(Watched { at: r.at, first_sharer: cached && !r.shared });
+            r.shared |= cached;
+        }
+        (watched.last().map_or(t, |w| w.at), watched)
     }
 
     pub(crate) fn release(&mut self, key: u64, t: u64) {
-        self.releases.entry(key).or_default().push_back(t);
+        self.releases.entry(key).or_default().push_back(Release { at: t, shared: false });
     }
 }
 
@@ -175,13 +197,25 @@ mod tests {
     #[test]
     fn locks_queue_in_dispatch_order() {
         let mut l = KeyLocks::default();
-        assert_eq!(l.acquire_at(3, 100, 100), (100, vec![]));
+        let at = |(t, w): (u64, Vec<Watched>)| (t, w.iter().map(|w| w.at).collect::<Vec<_>>());
+        assert_eq!(at(l.acquire_at(3, 100, 100, true)), (100, vec![]));
         l.release(3, 250);
-        assert_eq!(l.acquire_at(3, 110, 120), (250, vec![250]), "waits for the holder");
+        assert_eq!(at(l.acquire_at(3, 110, 120, true)), (250, vec![250]), "waits for the holder");
         l.release(3, 400);
-        assert_eq!(l.acquire_at(3, 120, 130), (400, vec![250, 400]), "a ticket lock: behind both holders");
-        assert_eq!(l.acquire_at(3, 300, 300), (400, vec![400]), "the first release is past");
-        assert_eq!(l.acquire_at(3, 300, 450), (450, vec![]));
-        assert_eq!(l.acquire_at(4, 120, 120), (120, vec![]), "other keys are free");
+        assert_eq!(at(l.acquire_at(3, 120, 130, true)), (400, vec![250, 400]), "a ticket lock: behind both holders");
+        assert_eq!(at(l.acquire_at(3, 300, 300, true)), (400, vec![400]), "the first release is past");
+        assert_eq!(at(l.acquire_at(3, 300, 450, true)), (450, vec![]));
+        assert_eq!(at(l.acquire_at(4, 120, 120, true)), (120, vec![]), "other keys are free");
+    }
+
+    #[test]
+    fn a_release_invalidates_the_waiters_copies_once() {
+        let mut l = KeyLocks::default();
+        l.release(5, 200);
+        l.release(5, 300);
+        let firsts = |w: Vec<Watched>| w.iter().map(|w| w.first_sharer).collect::<Vec<_>>();
+        assert_eq!(firsts(l.acquire_at(5, 0, 10, false).1), vec![false, false], "a cacheless poller shares nothing");
+        assert_eq!(firsts(l.acquire_at(5, 0, 20, true).1), vec![true, true]);
+        assert_eq!(firsts(l.acquire_at(5, 0, 250, true).1), vec![false], "the second release already invalidates");
     }
 }

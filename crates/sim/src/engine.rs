@@ -20,7 +20,7 @@
 
 use crate::bus::Bus;
 use crate::config::SimConfig;
-use crate::dispatch::{KeyLocks, NodeQueue};
+use crate::dispatch::{KeyLocks, NodeQueue, Watched};
 use crate::event::{EventKind, EventQueue};
 use crate::memory::{AddressMap, NodeMemory, WordTransfer};
 use crate::stats::{BusStats, DelayStats, HandlerSpan, KeyCheck, LatencyStats, NodeStats, ProcStats, RunStats};
@@ -1389,7 +1389,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             return None;
         }
         let n = self.procs[p].node;
-        let (acquired, watched) = self.nodes[n].locks.acquire_at(k, self.now, *t);
+        let cached = self.device_access(p).is_none();
+        let (acquired, watched) = self.nodes[n].locks.acquire_at(k, self.now, *t, cached);
         self.procs[p].spin += acquired - *t;
         self.charge_spinning(p, *t, acquired, &watched);
         let line = self.nodes[n].mem.map().key_lock_line(k);
@@ -1407,11 +1408,14 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
 
     /// The bus traffic of spinning on a held lock from `from` to `until`. A
     /// cacheless (embedded) processor polls the lock word in memory, one
-    /// read after another. A cached one spins on its own copy and re-reads
-    /// the line from the releaser's cache after each release it watches
-    /// (the release's write invalidated the copy); the re-read after the
-    /// last release is the acquiring read-modify-write, charged already.
-    fn charge_spinning(&mut self, p: usize, from: u64, until: u64, watched: &[u64]) {
+    /// read after another. A cached one first reads the held line from the
+    /// holder's cache, then spins on its own copy; each release it watches
+    /// is a store that must invalidate the waiters' copies (an upgrade, once
+    /// per release however many wait), after which it re-reads the line from
+    /// the releaser's cache; the re-read after the last release is the
+    /// acquiring read-modify-write, charged already. Bus time only: the
+    /// holders' handlers were timed when they started.
+    fn charge_spinning(&mut self, p: usize, from: u64, until: u64, watched: &[Watched]) {
         let n = self.procs[p].node;
         let now = self.now;
         let bus = &self.cfg.machine.bus;
@@ -1426,9 +1430,18 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 }
             }
             None => {
-                let occupancy = bus.cache_to_cache_occupancy;
-                for &r in watched.iter().filter(|&&r| r < until) {
-                    self.nodes[n].mem.bus.reserve(now, r, occupancy);
+                let (transfer, upgrade) = (bus.cache_to_cache_occupancy, bus.upgrade_occupancy);
+                let b = &mut self.nodes[n].mem.bus;
+                if from < until {
+                    b.reserve(now, from, transfer);
+                }
+                for w in watched {
+                    if w.first_sharer {
+                        b.reserve(now, w.at, upgrade);
+                    }
+                    if w.at < until {
+                        b.reserve(now, w.at, transfer);
+                    }
                 }
             }
         }
