@@ -67,9 +67,9 @@ enum After {
     ThreadOpDone,
     /// The thread has read its completion flag: hand it its reply.
     ThreadResumed,
-    /// The release of the serial role is done (its lock write was last):
-    /// only now may another processor see the role free.
-    RoleReleased,
+    /// The release of a locked role has run its instructions and unmasked
+    /// the NI: the lock's releasing store is issued now.
+    ReleaseLock,
 }
 
 /// The order of a role switch's steps: taking the role (and giving up
@@ -197,8 +197,14 @@ struct Node {
     threads: u32,
     mem: NodeMemory,
     rx: NodeQueue,
-    /// Serial discipline: the processor holding the role.
+    /// Serial discipline: the processor holding the role (or releasing it,
+    /// until its lock's releasing store has landed).
     role: Option<usize>,
+    /// The releasing store of the role's lock is in flight: a processor
+    /// going idle now will be offered the role when it lands, and does not
+    /// announce itself (its write would reach the line after the store in
+    /// the cache model, which applies accesses in the order they are made).
+    lock_release_in_flight: bool,
     /// Parallel disciplines: processors serving, and how many may.
     servers: u32,
     max_servers: u32,
@@ -302,6 +308,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 mem: NodeMemory::new(m, map.clone(), &owners, compute as u32),
                 rx: NodeQueue::new(discipline, max_servers as usize, window),
                 role: None,
+                lock_release_in_flight: false,
                 servers: 0,
                 max_servers,
                 locks: KeyLocks::default(),
@@ -421,6 +428,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 EventKind::Interrupt { proc } => self.on_interrupt(proc as usize),
                 EventKind::IdleEnd { thread } => self.on_idle_end(thread as usize),
                 EventKind::Recheck { proc } => self.on_recheck(proc as usize),
+                EventKind::RoleFree { node } => self.on_role_free(node as usize),
             }
             if let Some(e) = self.abort.take() {
                 return Err(e);
@@ -513,7 +521,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             }
         } else if let Some(h) = self.nodes[n].role {
             if h != p && self.can_act(p) {
-                self.announce_idle(p);
+                if !self.nodes[n].lock_release_in_flight {
+                    self.announce_idle(p);
+                }
                 if self.has_own_work(h) {
                     self.wake(h);
                 }
@@ -542,19 +552,18 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     }
 
     /// A processor that announced itself idle and now has work of its own
-    /// again clears its flag, a write to the lock line, before going on.
-    /// Returns whether it started doing so.
-    fn clear_announcement(&mut self, p: usize) -> bool {
+    /// again clears its flag, a write to the lock line. The store drains
+    /// from the write buffer while the processor goes on, so it costs the
+    /// bus and moves the line but delays nobody.
+    fn clear_announcement(&mut self, p: usize) {
         if !self.procs[p].announced || self.procs[p].holds_role || !self.has_own_work(p) {
-            return false;
+            return;
         }
         self.procs[p].announced = false;
         let n = self.procs[p].node;
         let (now, local) = (self.now, self.procs[p].local);
         let lock = self.nodes[n].mem.map().lock_line();
-        let (lat, _) = self.nodes[n].mem.access(now, now, local, lock, Access::Write);
-        self.start_busy(p, Cat::Role, lat, 0, After::Nothing);
-        true
+        self.nodes[n].mem.access(now, now, local, lock, Access::Write);
     }
 
     /// Parallel disciplines: servers keeping on for want of a successor
@@ -598,10 +607,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         pr.busy = false;
         pr.stall_until = 0;
         let after = std::mem::replace(&mut pr.after, After::Nothing);
-        if after == After::RoleReleased {
-            let n = pr.node;
-            self.nodes[n].role = None;
-            return self.offer_role(n);
+        if after == After::ReleaseLock {
+            return self.issue_lock_release(p);
         }
         let pr = &mut self.procs[p];
         let finished_compute = pr.compute.take().is_some();
@@ -660,9 +667,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         if self.procs[p].holds_role {
             return self.act_as_pp(p);
         }
-        if self.clear_announcement(p) {
-            return;
-        }
+        self.clear_announcement(p);
         if let Some(t) = self.procs[p].thread {
             match self.threads[t].state {
                 ThreadState::Ready => return self.run_thread(t),
@@ -1043,10 +1048,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 t = self.role_mask_write(p, t);
                 t + instructions - now
             }
-            RoleSwitch::LockLast => {
-                t = self.role_mask_write(p, t + instructions);
-                self.role_lock_write(p, t) - now
-            }
+            // The lock's store is issued when this part ends
+            // ([`Engine::issue_lock_release`]).
+            RoleSwitch::LockLast => self.role_mask_write(p, t + instructions) - now,
         }
     }
 
@@ -1090,10 +1094,11 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.procs[p].holds_role = false;
         let instructions = self.cfg.machine.protocol.role_release_cycles;
         if self.has_role_lock(n) {
-            // The role stays taken until the release's lock write is done:
+            // The role stays taken until the lock's releasing store, issued
+            // once the instructions and the unmasking are done, has landed:
             // a peer spinning on the lock cannot see it free any sooner.
             let cost = self.role_switch_cost(p, instructions, RoleSwitch::LockLast);
-            return self.start_busy(p, Cat::Role, cost, 0, After::RoleReleased);
+            return self.start_busy(p, Cat::Role, cost, 0, After::ReleaseLock);
         }
         // Without a lock, the unmasking store (which tells a dispatch
         // device) comes first, and the role is free as the release starts.
@@ -1104,6 +1109,24 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             self.nodes[n].role = None;
         }
         self.start_busy(p, Cat::Role, cost, 0, After::Nothing);
+        self.offer_role(n);
+    }
+
+    /// The releasing store of the role's lock: it drains from the write
+    /// buffer while the releasing processor goes back to its own work (its
+    /// next `decide`), and the role is free once it has landed, fetching
+    /// the line back from a peer that announced itself idle.
+    fn issue_lock_release(&mut self, p: usize) {
+        let n = self.procs[p].node;
+        let done = self.role_lock_write(p, self.now);
+        self.nodes[n].lock_release_in_flight = true;
+        self.queue.push(done, EventKind::RoleFree { node: n as u32 });
+    }
+
+    fn on_role_free(&mut self, n: usize) {
+        let node = &mut self.nodes[n];
+        node.lock_release_in_flight = false;
+        node.role = None;
         self.offer_role(n);
     }
 

@@ -25,6 +25,8 @@ pub enum EventKind {
     /// A processor holding the role for want of a successor reconsiders
     /// whether the quiet since the last arrival makes giving it up pay.
     Recheck { proc: u32 },
+    /// The releasing store of a node's role lock is done: the role is free.
+    RoleFree { node: u32 },
 }
 
 #[derive(Clone, Copy, Debug)]

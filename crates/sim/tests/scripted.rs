@@ -186,3 +186,26 @@ fn a_released_role_is_free_only_once_the_release_is_done() {
         lat.max_cycles
     );
 }
+
+#[test]
+fn a_peer_going_idle_during_a_release_still_costs_the_lock_its_moves() {
+    // As above, but thread 1 goes idle while processor 0 runs its long
+    // release: it announces itself then, so the releasing store, issued
+    // at the release's end, must fetch the line back from it, and its
+    // acquire fetch it once more. (Timed at the release's start, the store
+    // used to come before the announcement in the cache model and both
+    // later writes were hits.)
+    let mut cfg = floating(5000);
+    cfg.machine.protocol.relinquish = finegrain_core::Relinquish::Eager;
+    cfg.machine.protocol.role_release_cycles = 5000;
+    let stats = run(&cfg, |node, thread| match (node, thread) {
+        (0, 0) => vec![Step::Request(1, 1), Step::Work(200_000)],
+        (0, _) => vec![Step::Work(2500), Step::Request(1, 2), Step::Work(100_000)],
+        _ => vec![],
+    });
+    let procs = &stats.nodes[0].procs;
+    assert_eq!((procs[0].role_acquires, procs[1].role_acquires), (1, 2), "who took the role");
+    // The releasing store's fetch, and processor 0's own announcement when
+    // its thread finishes (as in the test above).
+    assert_eq!(procs[0].misses.migration, 2, "processor 0's misses: {:?}", procs[0].misses);
+}
