@@ -74,9 +74,37 @@ fn floating_interrupts_when_every_thread_computes() {
     let (table, request) = echo_table();
     let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 2 }, Policy::Floating);
     cfg.segment_bytes = 1 << 16;
-    // Node 1's threads only compute (20 ms each, in pieces); node 0's send
-    // them requests meanwhile, which only an interrupt can serve.
-    let program = |p: finegrain_rt::RtProc| async move {
+    // Node 1's threads only compute, in 1 ms pieces, until node 0's threads
+    // have had all their requests answered (at most 10 s, so that a bug
+    // cannot hang the test), which only an interrupt can do meanwhile. A
+    // fixed 20 ms of computation could end before a loaded machine ran
+    // node 0's threads at all.
+    let pingers_done = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let program = |p: finegrain_rt::RtProc| {
+        let done = pingers_done.clone();
+        async move {
+            if p.node().0 == 1 {
+                let t0 = std::time::Instant::now();
+                while done.load(std::sync::atomic::Ordering::Acquire) < 2 && t0.elapsed().as_secs() < 10 {
+                    p.work(1_000_000).await;
+                }
+                Ok(0)
+            } else {
+                let sum = pinger(p, request, 100, 0).await;
+                done.fetch_add(1, std::sync::atomic::Ordering::Release);
+                sum
+            }
+        }
+    };
+    let out = run(&cfg, &table, program).unwrap();
+    let node1: u64 = out.stats.threads.iter().filter(|t| t.node == 1).map(|t| t.interrupts).sum();
+    assert!(node1 > 0, "requests to an all-computing node are served by interrupts: {:?}", out.stats.threads);
+    assert_eq!(out.stats.messages, 2 * 2 * 100);
+    let mut off = cfg.clone();
+    off.interrupts = false;
+    // Without interrupts the run still completes: node 1 serves once it
+    // stops computing (20 ms here).
+    let fixed_program = |p: finegrain_rt::RtProc| async move {
         if p.node().0 == 1 {
             for _ in 0..20 {
                 p.work(1_000_000).await;
@@ -86,14 +114,7 @@ fn floating_interrupts_when_every_thread_computes() {
             pinger(p, request, 100, 0).await
         }
     };
-    let out = run(&cfg, &table, program).unwrap();
-    let node1: u64 = out.stats.threads.iter().filter(|t| t.node == 1).map(|t| t.interrupts).sum();
-    assert!(node1 > 0, "requests to an all-computing node are served by interrupts: {:?}", out.stats.threads);
-    assert_eq!(out.stats.messages, 2 * 2 * 100);
-    let mut off = cfg.clone();
-    off.interrupts = false;
-    // Without interrupts the run still completes (node 1 serves once it stops computing).
-    let out = run(&off, &table, program).unwrap();
+    let out = run(&off, &table, fixed_program).unwrap();
     assert_eq!(out.stats.interrupts, 0);
     assert_eq!(out.stats.messages, 2 * 2 * 100);
 }
