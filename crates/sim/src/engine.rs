@@ -72,12 +72,15 @@ enum After {
     ReleaseLock,
 }
 
-/// The order of a role switch's steps: taking the role (and giving up
-/// one without a lock) starts with the lock and the mask store; giving up
-/// a locked role ends with the lock's write.
+/// The order of a role switch's steps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum RoleSwitch {
+    /// The lock's write (if the role has a lock) and the mask store, then
+    /// the instructions: taking the role, or giving up one without a lock
+    /// (the unmasking store tells a dispatch device at once).
     LockFirst,
+    /// The instructions and the unmasking, then the lock's releasing store,
+    /// made when they end: giving up a locked role.
     LockLast,
 }
 
@@ -1037,8 +1040,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// write to the NI) unless the processor is inside an interrupt, where
     /// the hardware already masked it, and the bookkeeping instructions.
     /// Taking it, the lock comes first; giving up a locked role, the lock's
-    /// write comes last (unmasking after it would race with the next
-    /// holder's masking), so the role is free only once the release is done.
+    /// store comes last (unmasking after it would race with the next
+    /// holder's masking), so the role is free only once that store lands.
     fn role_switch_cost(&mut self, p: usize, instructions: u64, switch: RoleSwitch) -> u64 {
         let now = self.now;
         let mut t = now;
