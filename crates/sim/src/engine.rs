@@ -1032,6 +1032,16 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.procs[p].stats.role_acquires += 1;
         let cost = self.role_switch_cost(p, self.cfg.machine.protocol.role_acquire_cycles, RoleSwitch::LockFirst);
         self.start_busy(p, Cat::Role, cost, 0, After::Nothing);
+        // Processors that went idle while the last releasing store was in
+        // flight, and lost the role to this one, wait for it now: their
+        // flags land after this acquire's lock write.
+        if self.has_role_lock(n) {
+            for q in self.procs_of(n) {
+                if q != p && self.can_act(q) {
+                    self.announce_idle(q);
+                }
+            }
+        }
     }
 
     /// Taking or giving up the role: the lock (a write that migrates the
