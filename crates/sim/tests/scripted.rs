@@ -34,6 +34,23 @@ fn floating(oint: u64) -> SimConfig {
     SimConfig::new(m, Topology { nodes: 2, procs_per_node: 2 }, Policy::Floating, 1)
 }
 
+/// Floating at Oint 5000 under the eager rule, with a release of
+/// `release_cycles` instructions: node 0's thread 0 takes the role while
+/// it waits for its reply, and thread 1 sends its own request after
+/// `thread1_work` cycles; node 1's threads do nothing but serve. Node 0's
+/// threads then compute for `after` cycles (thread 1 for half as long).
+fn hand_off(release_cycles: u64, thread1_work: u64, after: u64) -> RunStats {
+    let mut cfg = floating(5000);
+    cfg.machine.protocol.relinquish = finegrain_core::Relinquish::Eager;
+    cfg.machine.protocol.role_release_cycles = release_cycles;
+    let steps = move |node: u32, thread: u32| match (node, thread) {
+        (0, 0) => vec![Step::Request(1, 1), Step::Work(after)],
+        (0, _) => vec![Step::Work(thread1_work), Step::Request(1, 2), Step::Work(after / 2)],
+        _ => vec![],
+    };
+    run_steps(&cfg, &steps)
+}
+
 fn table() -> (HandlerTable, HandlerId) {
     let mut t = HandlerTable::new();
     let info = |n: &str| HandlerInfo { name: n.into(), body_cycles: 50, code_bytes: 128 };
@@ -48,6 +65,11 @@ fn table() -> (HandlerTable, HandlerId) {
 
 /// Runs `script(node, thread)` on every thread.
 fn run(cfg: &SimConfig, script: fn(u32, u32) -> Vec<Step>) -> RunStats {
+    run_steps(cfg, &script)
+}
+
+/// [`run`] of a script that captures its parameters.
+fn run_steps(cfg: &SimConfig, script: &(dyn Fn(u32, u32) -> Vec<Step> + Sync)) -> RunStats {
     let (t, request) = table();
     let out = simulate(cfg, &t, |p| async move {
         for step in script(p.node().0, p.thread().0) {
@@ -149,13 +171,7 @@ fn a_hand_off_to_an_idle_peer_fetches_the_lock_line_the_peer_announced_itself_in
     // announcement when its thread finishes while processor 1 (whose
     // thread finished first) holds the role. A free notice would leave it
     // only that one.
-    let mut cfg = floating(5000);
-    cfg.machine.protocol.relinquish = finegrain_core::Relinquish::Eager;
-    let stats = run(&cfg, |node, thread| match (node, thread) {
-        (0, 0) => vec![Step::Request(1, 1), Step::Work(200_000)],
-        (0, _) => vec![Step::Work(300), Step::Request(1, 2), Step::Work(100_000)],
-        _ => vec![],
-    });
+    let stats = hand_off(MachineConfig::load("hpca97").unwrap().protocol.role_release_cycles, 300, 200_000);
     let procs = &stats.nodes[0].procs;
     assert_eq!((procs[0].role_acquires, procs[1].role_acquires), (1, 2), "who took the role");
     assert_eq!(procs[0].misses.migration, 2, "processor 0's misses: {:?}", procs[0].misses);
@@ -167,14 +183,7 @@ fn a_released_role_is_free_only_once_the_release_is_done() {
     // When processor 0 gives the role up, processor 1 may take it only
     // after processor 0's release (instructions, unmasking, then the lock
     // write) is done, so their role-switch activities never overlap.
-    let mut cfg = floating(5000);
-    cfg.machine.protocol.relinquish = finegrain_core::Relinquish::Eager;
-    cfg.machine.protocol.role_release_cycles = 5000;
-    let stats = run(&cfg, |node, thread| match (node, thread) {
-        (0, 0) => vec![Step::Request(1, 1), Step::Work(50_000)],
-        (0, _) => vec![Step::Work(300), Step::Request(1, 2)],
-        _ => vec![],
-    });
+    let stats = hand_off(5000, 300, 50_000);
     // Thread 1's reply arrives about a round trip after its request, while
     // processor 0's 5000-cycle release goes on; it waits for the release,
     // so its round trip is thread 0's and most of the release.
@@ -195,14 +204,7 @@ fn a_peer_going_idle_during_a_release_still_costs_the_lock_its_moves() {
     // acquire fetch it once more. (Timed at the release's start, the store
     // used to come before the announcement in the cache model and both
     // later writes were hits.)
-    let mut cfg = floating(5000);
-    cfg.machine.protocol.relinquish = finegrain_core::Relinquish::Eager;
-    cfg.machine.protocol.role_release_cycles = 5000;
-    let stats = run(&cfg, |node, thread| match (node, thread) {
-        (0, 0) => vec![Step::Request(1, 1), Step::Work(200_000)],
-        (0, _) => vec![Step::Work(2500), Step::Request(1, 2), Step::Work(100_000)],
-        _ => vec![],
-    });
+    let stats = hand_off(5000, 2500, 200_000);
     let procs = &stats.nodes[0].procs;
     assert_eq!((procs[0].role_acquires, procs[1].role_acquires), (1, 2), "who took the role");
     // The releasing store's fetch, and processor 0's own announcement when
