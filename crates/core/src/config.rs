@@ -403,6 +403,20 @@ impl Relinquish {
     }
 }
 
+/// Which waiting processor gets a software role lock when its releasing
+/// store lands (the spec does not say how the machine's bus arbitrates the
+/// waiters' race; see README, "Open: who wins a released role").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RoleArbitration {
+    /// The lowest-numbered idle processor (fixed priority).
+    #[default]
+    Lowest,
+    /// The releaser if it wants the role again (its cache holds the line),
+    /// then the others in round-robin order from it.
+    RoundRobin,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProtocolParams {
@@ -423,6 +437,11 @@ pub struct ProtocolParams {
     /// When an acting protocol processor with work of its own gives up the
     /// role (Single and Floating).
     pub relinquish: Relinquish,
+    /// Who gets a released software role lock among the processors waiting
+    /// for it (Floating). Absent in records made before it existed, which
+    /// ran under `lowest`.
+    #[serde(default)]
+    pub role_arbitration: RoleArbitration,
     /// Instructions to mark a request complete for its waiting thread.
     pub completion_cycles: u64,
     /// Bytes of protocol-table state per protocol block.

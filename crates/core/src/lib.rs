@@ -14,7 +14,7 @@ pub mod proc_api;
 
 pub use config::{
     mix_seed, ConfigError, Discipline, Dispatch, Effects, MachineConfig, PdqParams, Policy, PpKind, Relinquish,
-    Topology,
+    RoleArbitration, Topology,
 };
 pub use handler::{AmError, HandlerCtx, HandlerFn, HandlerInfo, HandlerTable, ReplyGuard};
 pub use ids::{HandlerId, NodeId, ThreadId};

@@ -28,7 +28,7 @@ use crate::thread::{mix_seed, Op, OpResult, SimProc, ThreadShared};
 use crate::SimError;
 use finegrain_core::{
     Access, AmError, Discipline, HandlerCtx, HandlerId, HandlerTable, Message, MsgKind, NodeId, Policy, PpKind, Region,
-    Relinquish, Reply, ReplyGuard, SyncKey, ThreadId,
+    Relinquish, Reply, ReplyGuard, RoleArbitration, SyncKey, ThreadId,
 };
 use hdrhistogram::Histogram;
 use rand::SeedableRng;
@@ -1136,20 +1136,33 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.queue.push(done, EventKind::RoleFree { node: n as u32 });
     }
 
+    /// The releasing store has landed: the waiters race for the lock, and
+    /// the preset's arbitration decides who wins.
     fn on_role_free(&mut self, n: usize) {
         let node = &mut self.nodes[n];
         node.lock_release_in_flight = false;
-        node.role = None;
-        self.offer_role(n);
+        let releaser = node.role.take().unwrap_or(node.first_proc);
+        let first = match self.cfg.machine.protocol.role_arbitration {
+            RoleArbitration::Lowest => self.nodes[n].first_proc,
+            RoleArbitration::RoundRobin => releaser,
+        };
+        self.offer_role_from(n, first);
     }
 
     /// The role just became free: a waiting processor takes it over, or an
     /// interrupt is raised if messages wait.
     fn offer_role(&mut self, n: usize) {
+        self.offer_role_from(n, self.nodes[n].first_proc);
+    }
+
+    /// [`Engine::offer_role`], trying processors in round-robin order from
+    /// `first`.
+    fn offer_role_from(&mut self, n: usize, first: usize) {
         if self.parallel {
             return self.kick(n);
         }
-        if let Some(p) = self.procs_of(n).find(|&p| self.can_act(p)) {
+        let (base, count) = (self.nodes[n].first_proc, self.nodes[n].procs);
+        if let Some(p) = (0..count).map(|i| base + (first - base + i) % count).find(|&p| self.can_act(p)) {
             self.wake(p);
         } else {
             self.check_interrupt(n);

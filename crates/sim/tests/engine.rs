@@ -357,3 +357,23 @@ fn an_interrupt_during_a_memory_stall_leaves_the_stall_owed_not_forgiven() {
     assert!(interrupts > 100, "the run takes interrupts: {interrupts}");
     assert!(cycles_consistent(&out.stats));
 }
+
+/// Who wins a released role under Floating is the preset's arbitration:
+/// fixed priority keeps the role on the lowest-numbered processors, while
+/// round-robin from the releaser spreads it over the node.
+#[test]
+fn role_arbitration_decides_which_processors_serve() {
+    let (table, request) = echo_table();
+    let share_of_first_two = |arbitration| {
+        let mut cfg = config(Policy::Floating, 8, 5);
+        cfg.machine.protocol.role_arbitration = arbitration;
+        let out = simulate(&cfg, &table, |p| pinger(p, request, 200, 100)).unwrap();
+        let node = &out.stats.nodes[0];
+        let all: u64 = node.procs.iter().map(|p| p.handlers).sum();
+        (node.procs[0].handlers + node.procs[1].handlers) as f64 / all as f64
+    };
+    let lowest = share_of_first_two(finegrain_core::RoleArbitration::Lowest);
+    let round_robin = share_of_first_two(finegrain_core::RoleArbitration::RoundRobin);
+    assert!(lowest > 0.8, "fixed priority: processors 0 and 1 ran {lowest:.2} of the handlers");
+    assert!(round_robin < 0.5, "round-robin: processors 0 and 1 ran {round_robin:.2} of the handlers");
+}
