@@ -437,18 +437,21 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 return Err(e);
             }
             if self.queue.popped().is_multiple_of(PROGRESS_EVENTS) {
-                if let Some(p) = &self.progress {
-                    crate::progress::publish(p, self.replies);
-                }
+                self.publish_progress();
             }
         }
-        if let Some(p) = &self.progress {
-            crate::progress::publish(p, self.replies);
-        }
+        self.publish_progress();
         let results = std::mem::take(&mut self.results);
         let stats = self.finish_stats();
         let results = results.into_iter().map(|r| r.expect("every thread finished")).collect();
         Ok((results, stats))
+    }
+
+    /// Tells a caller showing progress how many requests are answered.
+    fn publish_progress(&self) {
+        if let Some(p) = &self.progress {
+            p.store(self.replies, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     // ----- time keeping ---------------------------------------------------
@@ -544,14 +547,11 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// back to its own work ([`Engine::clear_announcement`]). A dispatch
     /// device keeps track of who serves without a lock.
     fn announce_idle(&mut self, p: usize) {
-        let n = self.procs[p].node;
-        if self.procs[p].announced || !self.has_role_lock(n) {
+        if self.procs[p].announced || !self.has_role_lock(self.procs[p].node) {
             return;
         }
         self.procs[p].announced = true;
-        let (now, local) = (self.now, self.procs[p].local);
-        let lock = self.nodes[n].mem.map().lock_line();
-        self.nodes[n].mem.access(now, now, local, lock, Access::Write);
+        self.role_lock_write(p, self.now);
     }
 
     /// A processor that announced itself idle and now has work of its own
@@ -563,10 +563,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             return;
         }
         self.procs[p].announced = false;
-        let n = self.procs[p].node;
-        let (now, local) = (self.now, self.procs[p].local);
-        let lock = self.nodes[n].mem.map().lock_line();
-        self.nodes[n].mem.access(now, now, local, lock, Access::Write);
+        self.role_lock_write(p, self.now);
     }
 
     /// Parallel disciplines: servers keeping on for want of a successor
@@ -1035,11 +1032,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         // Processors that went idle while the last releasing store was in
         // flight, and lost the role to this one, wait for it now: their
         // flags land after this acquire's lock write.
-        if self.has_role_lock(n) {
-            for q in self.procs_of(n) {
-                if q != p && self.can_act(q) {
-                    self.announce_idle(q);
-                }
+        for q in self.procs_of(n) {
+            if q != p && self.can_act(q) {
+                self.announce_idle(q);
             }
         }
     }

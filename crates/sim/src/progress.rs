@@ -8,7 +8,7 @@
 //! depend on it.
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 thread_local! {
@@ -32,11 +32,6 @@ pub fn observed<R>(answered: &Arc<AtomicU64>, f: impl FnOnce() -> R) -> R {
 /// The counter of the caller observing this thread, if any.
 pub(crate) fn observer() -> Option<Arc<AtomicU64>> {
     OBSERVER.with(|o| o.borrow().clone())
-}
-
-/// Publishes `answered`; cheap enough for every few thousand events.
-pub(crate) fn publish(counter: &AtomicU64, answered: u64) {
-    counter.store(answered, Ordering::Relaxed);
 }
 
 #[cfg(test)]
