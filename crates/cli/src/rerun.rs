@@ -8,7 +8,7 @@ use crate::pdq_study::{self, Point, Sweep};
 use crate::scheduling;
 use anyhow::{Context, Result};
 use finegrain_apps::{fetch_add, fetch_add::FetchAddConfig, micro, micro::MicroConfig};
-use finegrain_core::Relinquish;
+use finegrain_core::{Relinquish, RoleArbitration};
 use finegrain_sim::{RunStats, SimConfig};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -262,6 +262,17 @@ fn derived_label_mismatch(
             c.machine.protocol.relinquish.label()
         ));
     }
+    let arbitration = match parsed_label::<RoleArbitration>(labels, "arbitration_rule", "lowest or round-robin") {
+        Ok(a) => a,
+        Err(why) => return Some(why),
+    };
+    if let Some(a) = arbitration.filter(|&a| a != c.machine.protocol.role_arbitration) {
+        return Some(format!(
+            "it names arbitration_rule = {} but its configuration runs under {}; {DESCRIBED}",
+            a.label(),
+            c.machine.protocol.role_arbitration.label()
+        ));
+    }
     let (Some(u), Some(lmin)) = (present("target_u")?.as_f64(), present("lmin_cycles")?.as_f64()) else { return None };
     let implied = scheduling::mean_compute(u, lmin);
     if implied != w.mean_compute_cycles {
@@ -277,7 +288,8 @@ fn derived_label_mismatch(
     };
     let policy = c.policy.label();
     let (procs, oint) = (c.topology.procs_per_node, c.machine.interrupt.overhead_cycles);
-    let expected = scheduling::run_id(effect, rule, w.protocol, &policy, procs, u, oint, r as u32);
+    let variant = scheduling::Variant { effect_off: effect, relinquish: rule, arbitration };
+    let expected = scheduling::run_id(variant, w.protocol, &policy, procs, u, oint, r as u32);
     (id != expected).then(|| format!("it names id = {id} but its labels make {expected}; {DESCRIBED}"))
 }
 
@@ -368,6 +380,7 @@ const MICRO_LABELS: &[(&str, LabelType)] = &[
     ("lmin_cycles", Positive),
     ("replicate", WholeU32),
     ("relinquish_rule", Compared),
+    ("arbitration_rule", Compared),
 ];
 
 /// Labels only a fetch&add record carries.

@@ -8,7 +8,7 @@ use crate::report::{markdown_table, Check, Verdict};
 use crate::sweep;
 use anyhow::{bail, Context, Result};
 use finegrain_apps::micro::{self, MicroConfig, Protocol};
-use finegrain_core::config::{parse_toml, Relinquish};
+use finegrain_core::config::{parse_toml, ProtocolParams, Relinquish, RoleArbitration};
 use finegrain_core::{MachineConfig, Policy, Topology};
 use finegrain_sim::{mix_seed, RunStats, SimConfig};
 use serde::{Deserialize, Serialize};
@@ -52,6 +52,12 @@ pub struct Grid {
     /// highest Oint); the report gives the claim's verdict under each.
     #[serde(default)]
     pub relinquish_sensitivity: Vec<Relinquish>,
+    /// Role arbitrations other than the preset's, each in extra runs of
+    /// claim 4's points (Floating at every processor count from 2, the
+    /// claim's low and high U, the lowest Oint); the report gives the
+    /// claim's verdict under each.
+    #[serde(default)]
+    pub arbitration_sensitivity: Vec<RoleArbitration>,
 }
 
 impl Grid {
@@ -126,18 +132,27 @@ impl Grid {
         }
         check_distinct(&field("sensitivity"), &self.sensitivity, EffectOff::to_string)?;
         check_distinct(&field("relinquish_sensitivity"), &self.relinquish_sensitivity, |r| r.label().to_string())?;
+        check_distinct(&field("arbitration_sensitivity"), &self.arbitration_sensitivity, |a| a.label().to_string())?;
         Ok(())
     }
 
-    /// A relinquish rule rerun for claim 2 must differ from the preset's
-    /// (its runs would repeat the study's own).
-    fn check_rules(&self, table: &str, preset_rule: Relinquish) -> Result<()> {
-        if self.relinquish_sensitivity.contains(&preset_rule) {
+    /// A rule rerun for claim 2 or 4 must differ from the preset's (its
+    /// runs would repeat the study's own).
+    fn check_rules(&self, table: &str, preset: &ProtocolParams) -> Result<()> {
+        if self.relinquish_sensitivity.contains(&preset.relinquish) {
             bail!(
                 "invalid {table}.relinquish_sensitivity = [{}]: {} is the preset's own rule; allowed the other rules \
                  of eager, handoff, adaptive",
                 self.relinquish_sensitivity.iter().map(|r| r.label()).collect::<Vec<_>>().join(", "),
-                preset_rule.label()
+                preset.relinquish.label()
+            );
+        }
+        if self.arbitration_sensitivity.contains(&preset.role_arbitration) {
+            bail!(
+                "invalid {table}.arbitration_sensitivity = [{}]: {} is the preset's own arbitration; allowed the \
+                 other one of lowest, round-robin",
+                self.arbitration_sensitivity.iter().map(|a| a.label()).collect::<Vec<_>>().join(", "),
+                preset.role_arbitration.label()
             );
         }
         Ok(())
@@ -158,19 +173,72 @@ struct RunSpec {
     replicate: u32,
     seed: u64,
     lmin: f64,
-    /// A sensitivity run: this effect is off (the compute time stays the
+    /// What a sensitivity run changes (the compute time stays the
     /// baseline's, so only the mechanism changes).
-    effect_off: Option<EffectOff>,
-    /// A sensitivity run of claim 2: this relinquish rule instead of the
-    /// preset's.
-    rule: Option<Relinquish>,
+    variant: Variant,
+}
+
+/// What a sensitivity run changes in the preset's machine; the study's own
+/// runs change nothing. A record holds its fields at its top level.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Variant {
+    /// An effect of the model switched off (claim 5's reruns).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effect_off: Option<EffectOff>,
+    /// Another rule for giving the acting-PP role up (claim 2's reruns).
+    #[serde(rename = "relinquish_rule", skip_serializing_if = "Option::is_none")]
+    pub relinquish: Option<Relinquish>,
+    /// Another arbitration of a released role (claim 4's reruns).
+    #[serde(rename = "arbitration_rule", skip_serializing_if = "Option::is_none")]
+    pub arbitration: Option<RoleArbitration>,
+}
+
+impl Variant {
+    /// The study's own runs.
+    const BASELINE: Variant = Variant { effect_off: None, relinquish: None, arbitration: None };
+
+    /// The start of a run id that names what the run changes.
+    fn id_prefix(&self) -> String {
+        let mut s = self.effect_off.map(|e| e.run_label() + "-").unwrap_or_default();
+        if let Some(r) = self.relinquish {
+            let _ = write!(s, "relinquish-{}-", r.label());
+        }
+        if let Some(a) = self.arbitration {
+            let _ = write!(s, "arbitration-{}-", a.label());
+        }
+        s
+    }
+
+    fn apply(&self, m: &mut MachineConfig) {
+        if let Some(e) = self.effect_off {
+            e.apply(&mut m.effects);
+        }
+        if let Some(r) = self.relinquish {
+            m.protocol.relinquish = r;
+        }
+        if let Some(a) = self.arbitration {
+            m.protocol.role_arbitration = a;
+        }
+    }
+
+    /// The variant whose runs stand for `policy` under this one. Fixed's
+    /// compute processors never act as PP and its dedicated one never gives
+    /// the role up, so neither rule changes a Fixed run; a single processor
+    /// never races anyone for the role. Their reruns pair with the study's
+    /// own runs of those policies.
+    fn seen_by(self, policy: &str) -> Variant {
+        match policy {
+            "fixed" => Variant { relinquish: None, arbitration: None, ..self },
+            "single" => Variant { arbitration: None, ..self },
+            _ => self,
+        }
+    }
 }
 
 impl RunSpec {
     fn id(&self) -> String {
         run_id(
-            self.effect_off,
-            self.rule,
+            self.variant,
             self.protocol,
             &self.policy.label(),
             self.procs_per_node,
@@ -189,8 +257,7 @@ impl RunSpec {
 /// and labels against each other with it).
 #[allow(clippy::too_many_arguments)]
 pub fn run_id(
-    effect_off: Option<EffectOff>,
-    rule: Option<Relinquish>,
+    variant: Variant,
     protocol: Protocol,
     policy_label: &str,
     procs_per_node: u32,
@@ -199,9 +266,8 @@ pub fn run_id(
     replicate: u32,
 ) -> String {
     format!(
-        "{}{}{}-{}-p{}-u{:.2}-oint{}-r{}",
-        effect_off.map(|e| e.run_label() + "-").unwrap_or_default(),
-        rule.map(|r| format!("relinquish-{}-", r.label())).unwrap_or_default(),
+        "{}{}-{}-p{}-u{:.2}-oint{}-r{}",
+        variant.id_prefix(),
         protocol,
         policy_label.replace(':', ""),
         procs_per_node,
@@ -231,14 +297,10 @@ pub struct RunRecord {
     pub seed: u64,
     pub lmin_cycles: f64,
     pub mean_compute_cycles: f64,
-    /// Set in sensitivity runs: the effect switched off (`config` holds the
+    /// Set in sensitivity runs: what they change (`config` holds the
     /// machine as run).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub effect_off: Option<EffectOff>,
-    /// Set in claim 2's sensitivity runs: the relinquish rule that replaced
-    /// the preset's (`config` holds the machine as run).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub relinquish_rule: Option<Relinquish>,
+    #[serde(flatten)]
+    pub variant: Variant,
     pub config: SimConfig,
     pub workload: MicroConfig,
     pub stats: RunStats,
@@ -302,7 +364,7 @@ pub fn reproduce(src: &Source, quick: bool, out: &Path) -> Result<PathBuf> {
     let grid = if quick { &exp.quick } else { &exp.full };
     let machine = MachineConfig::load(&src.preset(&exp.preset))?;
     for (table, g) in [("full", &exp.full), ("quick", &exp.quick)] {
-        g.check_rules(table, machine.protocol.relinquish)?;
+        g.check_rules(table, &machine.protocol)?;
     }
     let started = Instant::now();
     let mut lmin = BTreeMap::new();
@@ -327,7 +389,8 @@ pub fn reproduce(src: &Source, quick: bool, out: &Path) -> Result<PathBuf> {
     let sensitivity = Sensitivity {
         claim5: sensitivity(grid, &records),
         claim2: relinquish_sensitivity(grid, &records),
-        preset_rule: machine.protocol.relinquish,
+        claim4: arbitration_sensitivity(grid, &records),
+        preset: machine.protocol.clone(),
     };
     let report =
         render_report(&exp, src, mode, grid, &machine, &lmin, &records, &verdicts, &sensitivity, &figures, started);
@@ -382,13 +445,15 @@ fn plan(exp: &Experiment, grid: &Grid, lmin: &BTreeMap<Protocol, f64>) -> Vec<Ru
         // numbers), so ratios between policies are not blurred by noise.
         let seed = mix_seed(exp.seed, replicate as u64, 0x5c4e);
         for &protocol in &grid.protocols {
-            // Every policy at each processor count, for a U and an Oint.
-            let mut point = |target_u: f64, oint: u64, effect_off: Option<EffectOff>, rule: Option<Relinquish>| {
-                // Claim 2's reruns need only Floating on its two-processor
-                // node: no rule changes Fixed (see `rule_of`).
-                let counts: &[u32] = if rule.is_some() { &[2] } else { &grid.procs_per_node };
+            // The policies a variant changes at each processor count, for a
+            // U and an Oint (rules pair with the study's own Fixed runs,
+            // see `Variant::seen_by`).
+            let mut point = |target_u: f64, oint: u64, counts: &[u32], variant: Variant| {
                 for &ppn in counts {
-                    for policy in policies(ppn).into_iter().filter(|p| rule.is_none() || *p == Policy::Floating) {
+                    for policy in policies(ppn) {
+                        if variant.seen_by(&policy.label()) != variant {
+                            continue;
+                        }
                         specs.push(RunSpec {
                             protocol,
                             policy,
@@ -398,29 +463,40 @@ fn plan(exp: &Experiment, grid: &Grid, lmin: &BTreeMap<Protocol, f64>) -> Vec<Ru
                             replicate,
                             seed,
                             lmin: lmin[&protocol],
-                            effect_off,
-                            rule,
+                            variant,
                         });
                     }
                 }
             };
             for &oint in &grid.oint_cycles {
                 for &target_u in &grid.target_u {
-                    point(target_u, oint, None, None);
+                    point(target_u, oint, &grid.procs_per_node, Variant::BASELINE);
                 }
             }
             for &effect in &grid.sensitivity {
                 for &target_u in &grid.cost_performance_u {
-                    point(target_u, lo, Some(effect), None);
+                    point(
+                        target_u,
+                        lo,
+                        &grid.procs_per_node,
+                        Variant { effect_off: Some(effect), ..Variant::BASELINE },
+                    );
                 }
             }
+            // Claim 2 looks at the two-processor node only.
             if protocol == Protocol::Null {
                 for &rule in &grid.relinquish_sensitivity {
                     for oint in [lo, hi] {
                         for &target_u in &grid.target_u {
-                            point(target_u, oint, None, Some(rule));
+                            point(target_u, oint, &[2], Variant { relinquish: Some(rule), ..Variant::BASELINE });
                         }
                     }
+                }
+            }
+            for &arbitration in &grid.arbitration_sensitivity {
+                for target_u in claim4_us(&sorted_u(grid)) {
+                    let variant = Variant { arbitration: Some(arbitration), ..Variant::BASELINE };
+                    point(target_u, lo, &grid.procs_per_node, variant);
                 }
             }
         }
@@ -438,16 +514,11 @@ fn policies(ppn: u32) -> Vec<Policy> {
 }
 
 /// The simulated machine of one run: the preset with the run's Oint, and
-/// the effect it switches off or the relinquish rule it tries, if any.
+/// what its variant changes.
 fn sim_config(exp: &Experiment, machine: &MachineConfig, s: &RunSpec) -> SimConfig {
     let mut m = machine.clone();
     m.interrupt.overhead_cycles = s.oint;
-    if let Some(e) = s.effect_off {
-        e.apply(&mut m.effects);
-    }
-    if let Some(r) = s.rule {
-        m.protocol.relinquish = r;
-    }
+    s.variant.apply(&mut m);
     SimConfig::new(m, Topology { nodes: exp.nodes, procs_per_node: s.procs_per_node }, s.policy, s.seed)
 }
 
@@ -476,8 +547,7 @@ fn run_one(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) 
         seed: s.seed,
         lmin_cycles: s.lmin,
         mean_compute_cycles: s.mean_compute(),
-        effect_off: s.effect_off,
-        relinquish_rule: s.rule,
+        variant: s.variant,
         perf: Perf {
             wall_seconds: wall,
             events_per_wall_second: stats.events as f64 / wall,
@@ -491,32 +561,11 @@ fn run_one(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) 
 }
 
 /// Key of the configuration a run is compared against.
-type Key = (Option<EffectOff>, Option<Relinquish>, Protocol, u64, u64, u32, String, u32);
+type Key = (Variant, Protocol, u64, u64, u32, String, u32);
 
 fn key(r: &RunRecord, policy: &str, ppn: u32) -> Key {
     let u = (r.target_u * 1e6).round() as u64;
-    (
-        r.effect_off,
-        rule_of(policy, r.relinquish_rule),
-        r.protocol,
-        r.oint_cycles,
-        u,
-        r.replicate,
-        policy.to_string(),
-        ppn,
-    )
-}
-
-/// The relinquish rule whose runs stand for `policy` under `rule`: Fixed's
-/// compute processors never act as PP and its dedicated one never gives
-/// the role up, so no rule changes a Fixed run, and claim 2's reruns pair
-/// Floating with the study's own Fixed runs.
-fn rule_of(policy: &str, rule: Option<Relinquish>) -> Option<Relinquish> {
-    if policy == "fixed" {
-        None
-    } else {
-        rule
-    }
+    (r.variant.seen_by(policy), r.protocol, r.oint_cycles, u, r.replicate, policy.to_string(), ppn)
 }
 
 fn derive(records: &mut [RunRecord]) {
@@ -535,7 +584,7 @@ const CSV_HEADER: &str =
     "protocol,policy,procs_per_node,compute_procs,target_u,measured_u,oint_cycles,seed,sim_cycles,\
 time_norm_fixed,cost_performance,requests,interrupts,pp_occupancy,events,wall_seconds,replicate,lmin_cycles,\
 mean_compute_cycles,messages,mean_request_latency_cycles,migration_misses,placement_misses,interference_misses,\
-role_cycles,messages_per_wall_second,record,effect_off,relinquish";
+role_cycles,messages_per_wall_second,record,effect_off,relinquish,arbitration";
 
 fn csv(records: &[RunRecord]) -> String {
     let opt = |v: Option<f64>| v.map(|x| format!("{x:.4}")).unwrap_or_default();
@@ -545,7 +594,7 @@ fn csv(records: &[RunRecord]) -> String {
         let st = &r.stats;
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{:.4},{},{},{},{},{},{},{},{:.4},{},{:.4},{},{:.1},{:.1},{},{:.1},{},{},{},{},{:.0},runs/{}.json,{},{}",
+            "{},{},{},{},{},{:.4},{},{},{},{},{},{},{},{:.4},{},{:.4},{},{:.1},{:.1},{},{:.1},{},{},{},{},{:.0},runs/{}.json,{},{},{}",
             r.protocol,
             r.policy,
             r.procs_per_node,
@@ -573,20 +622,19 @@ fn csv(records: &[RunRecord]) -> String {
             st.cycles.role,
             r.perf.messages_per_wall_second,
             r.id,
-            r.effect_off.map(|e| e.to_string()).unwrap_or_default(),
-            r.relinquish_rule.map(|r| r.label()).unwrap_or_default()
+            r.variant.effect_off.map(|e| e.to_string()).unwrap_or_default(),
+            r.variant.relinquish.map(|r| r.label()).unwrap_or_default(),
+            r.variant.arbitration.map(|a| a.label()).unwrap_or_default()
         );
     }
     s
 }
 
 /// Mean over replicates of a metric for one configuration, among the runs
-/// of one sensitivity setting (an effect off, another relinquish rule, or
-/// neither: the study's own runs).
+/// of one variant (the baseline: the study's own runs).
 struct View<'a> {
     records: &'a [RunRecord],
-    effect: Option<EffectOff>,
-    rule: Option<Relinquish>,
+    variant: Variant,
     /// One seed's runs only (None: every seed's).
     replicate: Option<u32>,
 }
@@ -594,16 +642,15 @@ struct View<'a> {
 impl<'a> View<'a> {
     /// The study's own runs (no sensitivity setting).
     fn baseline(records: &'a [RunRecord]) -> View<'a> {
-        View { records, effect: None, rule: None, replicate: None }
+        View { records, variant: Variant::BASELINE, replicate: None }
     }
 
     fn select(&self, protocol: Protocol, policy: &str, ppn: u32, u: f64, oint: u64) -> Vec<&RunRecord> {
         self.records
             .iter()
             .filter(|r| {
-                r.effect_off == self.effect
+                r.variant == self.variant.seen_by(policy)
                     && self.replicate.is_none_or(|i| r.replicate == i)
-                    && r.relinquish_rule == rule_of(policy, self.rule)
                     && r.protocol == protocol
                     && r.policy == policy
                     && r.procs_per_node == ppn
@@ -694,7 +741,10 @@ fn sensitivity(grid: &Grid, records: &[RunRecord]) -> Vec<(EffectOff, Verdict)> 
     let (lo, _) = oint_range(grid);
     grid.sensitivity
         .iter()
-        .map(|&e| (e, claim5(&View { effect: Some(e), ..View::baseline(records) }, grid, lo)))
+        .map(|&e| {
+            let variant = Variant { effect_off: Some(e), ..Variant::BASELINE };
+            (e, claim5(&View { variant, ..View::baseline(records) }, grid, lo))
+        })
         .collect()
 }
 
@@ -704,7 +754,23 @@ fn relinquish_sensitivity(grid: &Grid, records: &[RunRecord]) -> Vec<(Relinquish
     let us = sorted_u(grid);
     grid.relinquish_sensitivity
         .iter()
-        .map(|&r| (r, claim2(&View { rule: Some(r), ..View::baseline(records) }, &us, lo, hi)))
+        .map(|&r| {
+            let variant = Variant { relinquish: Some(r), ..Variant::BASELINE };
+            (r, claim2(&View { variant, ..View::baseline(records) }, &us, lo, hi))
+        })
+        .collect()
+}
+
+/// Claim 4's verdict on the runs under each other role arbitration.
+fn arbitration_sensitivity(grid: &Grid, records: &[RunRecord]) -> Vec<(RoleArbitration, Verdict)> {
+    let (lo, _) = oint_range(grid);
+    let us = sorted_u(grid);
+    grid.arbitration_sensitivity
+        .iter()
+        .map(|&a| {
+            let variant = Variant { arbitration: Some(a), ..Variant::BASELINE };
+            (a, claim4(&View { variant, ..View::baseline(records) }, grid, &us, lo))
+        })
         .collect()
 }
 
@@ -712,7 +778,9 @@ fn relinquish_sensitivity(grid: &Grid, records: &[RunRecord]) -> Vec<(Relinquish
 struct Sensitivity {
     claim5: Vec<(EffectOff, Verdict)>,
     claim2: Vec<(Relinquish, Verdict)>,
-    preset_rule: Relinquish,
+    claim4: Vec<(RoleArbitration, Verdict)>,
+    /// The preset's rules, which the study's own runs follow.
+    preset: ProtocolParams,
 }
 
 /// Computes the verdict on each claim from the measured runs.
@@ -987,8 +1055,7 @@ fn claim4(v: &View, grid: &Grid, us: &[f64], lo: u64) -> Verdict {
     procs.dedup();
     procs.retain(|&p| p >= 2);
     let (&p_min, &p_max) = (procs.first().expect("validated"), procs.last().expect("validated"));
-    let u_low = us.iter().copied().find(|&u| u >= 0.1).unwrap_or(us[0]);
-    let u_high = high_u(us);
+    let [u_low, u_high] = claim4_us(us);
     let mut leveled = BTreeMap::new();
     for p in [Protocol::Null, Protocol::Fetch] {
         let r: Vec<(u32, f64)> =
@@ -1047,6 +1114,69 @@ fn claim4(v: &View, grid: &Grid, us: &[f64], lo: u64) -> Verdict {
         }
     }
     Verdict::from_checks(4, &checks)
+}
+
+/// The report's section on claim 4 under the other role arbitrations, with
+/// how evenly each spreads the handlers over a node's processors.
+fn arbitration_section(grid: &Grid, records: &[RunRecord], sensitivity: &Sensitivity) -> String {
+    let (lo, _) = oint_range(grid);
+    let [u_low, _] = claim4_us(&sorted_u(grid));
+    let p_max = *grid.procs_per_node.iter().max().expect("validated");
+    let spread = |variant: Variant| {
+        let v = View { variant, ..View::baseline(records) };
+        let share = |p| v.mean(p, "floating", p_max, u_low, lo, |r| Some(busiest_two_share(r))).map(f2);
+        format!(
+            "{} (null), {} (fetch)",
+            share(Protocol::Null).unwrap_or_else(|| "-".into()),
+            share(Protocol::Fetch).unwrap_or_else(|| "-".into())
+        )
+    };
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "## Sensitivity of claim 4\n\nClaim 4's points (Floating at every processor count from 2, U={u_low} and \
+         U={}, Oint {lo}) run again with another arbitration of a released acting-PP role among the processors \
+         waiting for it; the preset's is {}. These runs are in `runs/arbitration-<rule>-*.json` and are not used for \
+         the verdicts above. Under Floating at {p_max} processors, U={u_low}, the two busiest processors of a node \
+         run a share of its handlers of {} under {1}.\n",
+        high_u(&sorted_u(grid)),
+        sensitivity.preset.role_arbitration.label(),
+        spread(Variant::BASELINE)
+    );
+    for (a, v) in &sensitivity.claim4 {
+        let shares = spread(Variant { arbitration: Some(*a), ..Variant::BASELINE });
+        let _ = writeln!(
+            s,
+            "- arbitration {}: {} - {}; the two busiest processors run {shares} of the handlers",
+            a.label(),
+            v.status(),
+            v.evidence
+        );
+    }
+    s.push('\n');
+    s
+}
+
+/// Mean over nodes of the share of a node's handlers its two busiest
+/// processors ran.
+fn busiest_two_share(r: &RunRecord) -> f64 {
+    let shares: Vec<f64> = r
+        .stats
+        .nodes
+        .iter()
+        .map(|n| {
+            let mut h: Vec<u64> = n.procs.iter().map(|p| p.handlers).collect();
+            h.sort_unstable_by(|a, b| b.cmp(a));
+            h.iter().take(2).sum::<u64>() as f64 / h.iter().sum::<u64>().max(1) as f64
+        })
+        .collect();
+    shares.iter().sum::<f64>() / shares.len().max(1) as f64
+}
+
+/// Claim 4's low U (about 0.1, where Fixed overtakes) and high U (where
+/// Floating's advantage shrinks).
+fn claim4_us(us: &[f64]) -> [f64; 2] {
+    [us.iter().copied().find(|&u| u >= 0.1).unwrap_or(us[0]), high_u(us)]
 }
 
 /// Cost-performance (low Oint) at the configured U values.
@@ -1270,12 +1400,15 @@ fn render_report(
              run again with another rule for when an acting protocol processor with work of its own gives the role \
              up; the preset's rule is {}. These runs are in `runs/relinquish-<rule>-*.json` and are not used for the \
              verdicts above.\n",
-            sensitivity.preset_rule.label()
+            sensitivity.preset.relinquish.label()
         );
         for (r, v) in &sensitivity.claim2 {
             let _ = writeln!(s, "- relinquish {}: {} - {}", r.label(), v.status(), v.evidence);
         }
         let _ = writeln!(s);
+    }
+    if !sensitivity.claim4.is_empty() {
+        s += &arbitration_section(grid, records, sensitivity);
     }
     if !sensitivity.claim5.is_empty() {
         let _ = writeln!(

@@ -404,17 +404,29 @@ impl Relinquish {
 }
 
 /// Which waiting processor gets a software role lock when its releasing
-/// store lands (the spec does not say how the machine's bus arbitrates the
-/// waiters' race; see README, "Open: who wins a released role").
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// store lands: the waiters' re-reads race on the bus, and the bus
+/// arbiter's order decides (see README, "Who wins a released role").
+/// Records made before the field existed ran under `Lowest`, hence the
+/// default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RoleArbitration {
-    /// The lowest-numbered idle processor (fixed priority).
+    /// The lowest-numbered idle processor (a fixed-priority arbiter).
     #[default]
     Lowest,
     /// The releaser if it wants the role again (its cache holds the line),
-    /// then the others in round-robin order from it.
+    /// then the others in round-robin order from it (a rotating-priority
+    /// arbiter, whose last grant was the releaser's store).
     RoundRobin,
+}
+
+impl RoleArbitration {
+    pub fn label(self) -> &'static str {
+        match self {
+            RoleArbitration::Lowest => "lowest",
+            RoleArbitration::RoundRobin => "round-robin",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
