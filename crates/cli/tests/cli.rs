@@ -390,33 +390,30 @@ fn check_mislabelled(d: &Path, record: &str, field: &str, value: serde_json::Val
 }
 
 #[test]
-fn a_relinquish_rerun_of_the_presets_own_rule_is_refused() {
-    let d = temp_dir("relinquish-own");
+fn a_rerun_under_the_presets_own_rule_is_refused() {
+    let d = temp_dir("own-rule");
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
     let exp = std::fs::read_to_string(format!("{root}/experiments/scheduling-micro.toml")).unwrap();
     let file = d.join("e.toml");
-    let line = "relinquish_sensitivity = [\"eager\", \"handoff\"]";
-    assert!(exp.contains(line), "the experiment reruns claim 2 under eager and handoff");
-    std::fs::write(&file, exp.replacen(line, "relinquish_sensitivity = [\"adaptive\"]", 1)).unwrap();
-    assert_one_line_error(
-        &["reproduce", file.to_str().unwrap(), "--quick", "--out", d.join("out").to_str().unwrap()],
-        &["invalid full.relinquish_sensitivity = [adaptive]: adaptive is the preset's own rule"],
-    );
-}
-
-#[test]
-fn an_arbitration_rerun_of_the_presets_own_arbitration_is_refused() {
-    let d = temp_dir("arbitration-own");
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-    let exp = std::fs::read_to_string(format!("{root}/experiments/scheduling-micro.toml")).unwrap();
-    let file = d.join("e.toml");
-    let line = "arbitration_sensitivity = [\"lowest\"]";
-    assert!(exp.contains(line), "the experiment reruns claim 4 under lowest");
-    std::fs::write(&file, exp.replacen(line, "arbitration_sensitivity = [\"round-robin\"]", 1)).unwrap();
-    assert_one_line_error(
-        &["reproduce", file.to_str().unwrap(), "--quick", "--out", d.join("out").to_str().unwrap()],
-        &["invalid full.arbitration_sensitivity = [round-robin]: round-robin is the preset's own arbitration"],
-    );
+    for (line, own, says) in [
+        (
+            "relinquish_sensitivity = [\"eager\", \"handoff\"]",
+            "relinquish_sensitivity = [\"adaptive\"]",
+            "invalid full.relinquish_sensitivity = [adaptive]: adaptive is the preset's own rule",
+        ),
+        (
+            "arbitration_sensitivity = [\"lowest\"]",
+            "arbitration_sensitivity = [\"round-robin\"]",
+            "invalid full.arbitration_sensitivity = [round-robin]: round-robin is the preset's own arbitration",
+        ),
+    ] {
+        assert!(exp.contains(line), "the experiment has {line}");
+        std::fs::write(&file, exp.replacen(line, own, 1)).unwrap();
+        assert_one_line_error(
+            &["reproduce", file.to_str().unwrap(), "--quick", "--out", d.join("out").to_str().unwrap()],
+            &[says],
+        );
+    }
 }
 
 #[test]
