@@ -330,16 +330,14 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
         ("no-migration-fetch-floating-p2-u0.30-oint200-r0.json", "migration"),
     );
     // Claim 2 again under the relinquish rules the preset does not use.
-    let section = report.split("## Sensitivity of claim 2").nth(1).expect("a claim 2 sensitivity section");
-    for rule in ["eager", "handoff"] {
-        assert!(section.lines().any(|l| l.starts_with(&format!("- relinquish {rule}: "))), "no {rule}: {section}");
-    }
     let record = "relinquish-eager-null-floating-p2-u0.90-oint5000-r0.json";
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(d.join("runs").join(record)).unwrap()).unwrap();
-    assert_eq!(json["relinquish_rule"], "eager");
-    assert_eq!(json["config"]["machine"]["protocol"]["relinquish"], "eager", "{record} ran with another rule");
-    check_rerun(&d, record, "identical");
+    check_rule_rerun(
+        &d,
+        "## Sensitivity of claim 2",
+        &["- relinquish eager: ", "- relinquish handoff: "],
+        record,
+        ("relinquish_rule", "relinquish", "eager"),
+    );
     // Labels the others and the configuration imply are checked too.
     for (field, value, says) in [
         (
@@ -363,20 +361,35 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
     let sensitivity = "no-migration-fetch-floating-p2-u0.30-oint200-r0.json";
     check_mislabelled(&d, sensitivity, "effect_off", serde_json::json!("data_placement"), "with data_placement on");
     // Claim 4 again under the arbitration the preset does not use.
-    let section = report.split("## Sensitivity of claim 4").nth(1).expect("a claim 4 sensitivity section");
-    assert!(section.lines().any(|l| l.starts_with("- arbitration lowest: ")), "no lowest: {section}");
     let record = "arbitration-lowest-null-floating-p8-u0.10-oint200-r1.json";
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(d.join("runs").join(record)).unwrap()).unwrap();
-    assert_eq!(json["arbitration_rule"], "lowest");
-    assert_eq!(json["config"]["machine"]["protocol"]["role_arbitration"], "lowest", "{record} ran under lowest");
-    check_rerun(&d, record, "identical");
+    check_rule_rerun(
+        &d,
+        "## Sensitivity of claim 4",
+        &["- arbitration lowest: "],
+        record,
+        ("arbitration_rule", "role_arbitration", "lowest"),
+    );
     for (value, says) in [
         (serde_json::json!("round-robin"), "arbitration_rule = round-robin but its configuration runs under lowest"),
         (serde_json::json!("random"), "arbitration_rule = \"random\": allowed lowest or round-robin"),
     ] {
         check_mislabelled(&d, record, "arbitration_rule", value, says);
     }
+}
+
+/// A study's runs under another rule: the report's section has a line per
+/// rule, and the record names its rule, ran under it and reruns.
+fn check_rule_rerun(d: &Path, heading: &str, lines: &[&str], record: &str, (label, field, rule): (&str, &str, &str)) {
+    let report = std::fs::read_to_string(d.join("report.md")).unwrap();
+    let section = report.split(heading).nth(1).unwrap_or_else(|| panic!("no {heading} in {report}"));
+    for line in lines {
+        assert!(section.lines().any(|l| l.starts_with(line)), "no {line}: {section}");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("runs").join(record)).unwrap()).unwrap();
+    assert_eq!(json[label], rule);
+    assert_eq!(json["config"]["machine"]["protocol"][field], rule, "{record} ran under another rule");
+    check_rerun(d, record, "identical");
 }
 
 /// A copy of a study's record with one label changed is refused by rerun.
