@@ -493,8 +493,11 @@ fn plan(exp: &Experiment, grid: &Grid, lmin: &BTreeMap<Protocol, f64>) -> Vec<Ru
                     }
                 }
             }
+            // Claim 4's two U may be one (a grid with one U from 0.1 to 0.9).
+            let mut claim4_points = claim4_us(&sorted_u(grid)).to_vec();
+            claim4_points.dedup();
             for &arbitration in &grid.arbitration_sensitivity {
-                for target_u in claim4_us(&sorted_u(grid)) {
+                for &target_u in &claim4_points {
                     let variant = Variant { arbitration: Some(arbitration), ..Variant::BASELINE };
                     point(target_u, lo, &grid.procs_per_node, variant);
                 }
@@ -1120,7 +1123,8 @@ fn claim4(v: &View, grid: &Grid, us: &[f64], lo: u64) -> Verdict {
 /// how evenly each spreads the handlers over a node's processors.
 fn arbitration_section(grid: &Grid, records: &[RunRecord], sensitivity: &Sensitivity) -> String {
     let (lo, _) = oint_range(grid);
-    let [u_low, _] = claim4_us(&sorted_u(grid));
+    let [u_low, u_high] = claim4_us(&sorted_u(grid));
+    let us = if u_low == u_high { format!("U={u_low}") } else { format!("U={u_low} and U={u_high}") };
     let p_max = *grid.procs_per_node.iter().max().expect("validated");
     let spread = |variant: Variant| {
         let v = View { variant, ..View::baseline(records) };
@@ -1134,12 +1138,11 @@ fn arbitration_section(grid: &Grid, records: &[RunRecord], sensitivity: &Sensiti
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "## Sensitivity of claim 4\n\nClaim 4's points (Floating at every processor count from 2, U={u_low} and \
-         U={}, Oint {lo}) run again with another arbitration of a released acting-PP role among the processors \
+        "## Sensitivity of claim 4\n\nClaim 4's points (Floating at every processor count from 2, {us}, Oint {lo}) \
+         run again with another arbitration of a released acting-PP role among the processors \
          waiting for it; the preset's is {}. These runs are in `runs/arbitration-<rule>-*.json` and are not used for \
          the verdicts above. Under Floating at {p_max} processors, U={u_low}, the two busiest processors of a node \
-         run a share of its handlers of {} under {1}.\n",
-        high_u(&sorted_u(grid)),
+         run a share of its handlers of {} under {0}.\n",
         sensitivity.preset.role_arbitration.label(),
         spread(Variant::BASELINE)
     );

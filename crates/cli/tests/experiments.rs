@@ -272,6 +272,24 @@ fn csv_records(out: &Path) -> Vec<String> {
 }
 
 #[test]
+fn claim_4s_reruns_run_once_when_its_low_and_high_u_are_one() {
+    let d = temp_dir("claim4-one-u");
+    let out = d.join("out");
+    // U low (the first from 0.1) and U high (the last up to 0.9) are both 0.5.
+    let edits = [("quick.target_u", "[0.05, 0.5, 0.95]"), ("quick.arbitration_sensitivity", "[\"lowest\"]")];
+    let file = experiment(&d, "scheduling-micro", "one-u", &edits);
+    let o = finegrain(&d, &["reproduce", file.to_str().unwrap(), "--quick", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.code, Some(0), "{}", o.stderr);
+    let rows = csv_records(&out);
+    let mut distinct = rows.clone();
+    distinct.dedup();
+    assert_eq!(rows, distinct, "every run of results.csv once");
+    assert_eq!(records(&out), rows, "runs/ holds exactly the records of results.csv");
+    assert!(rows.iter().any(|r| r.starts_with("arbitration-lowest-")), "claim 4's reruns ran");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
 fn a_reused_output_directory_holds_only_the_last_studys_records() {
     let d = temp_dir("reuse");
     let out = d.join("out");
