@@ -433,8 +433,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 EventKind::Recheck { proc } => self.on_recheck(proc as usize),
                 EventKind::RoleFree { node } => self.on_role_free(node as usize),
             }
-            if let Some(e) = self.abort.take() {
-                return Err(e);
+            // Checked before taking: `take` would move the whole (large)
+            // error out and back on every event.
+            if self.abort.is_some() {
+                return Err(self.abort.take().expect("checked"));
             }
             if self.queue.popped().is_multiple_of(PROGRESS_EVENTS) {
                 self.publish_progress();
@@ -612,7 +614,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
         let pr = &mut self.procs[p];
         let finished_compute = pr.compute.take().is_some();
-        let completion = pr.completion.take();
+        // Most activities complete no request: test before taking, as a
+        // `take` copies the whole (message-sized) option every time.
+        let completion = if pr.completion.is_some() { pr.completion.take() } else { None };
         if let Some(key) = pr.serving.take() {
             let n = pr.node;
             if let Err(e) = self.nodes[n].rx.complete(key) {
@@ -1310,7 +1314,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let lock = self.lock_key(p, &msg, &mut t);
         let mut held = None;
         t += info.body_cycles;
-        let f = table.function(msg.handler).expect("info exists").clone();
+        // Borrowed from the table (which outlives the engine), not cloned:
+        // a clone of the `Arc` is two atomic operations per handler.
+        let f = table.function(msg.handler).expect("info exists");
         let threads = self.nodes[n].threads;
         let device = self.device_access(p);
         let mut ctx = SimHandlerCtx {
