@@ -86,10 +86,14 @@ impl Bus {
             self.push_after(now, t, t + count * occupancy);
             return t + (count - 1) * occupancy + latency;
         }
-        for i in 0..count {
-            let start = t + i * latency;
-            self.push_after(now, start, start + occupancy);
-        }
+        // Spaced out (latency > occupancy): the first may touch the last
+        // reservation; the rest neither touch nor overlap, so they are
+        // appended as they are. Pruning once at the end rather than after
+        // each changes no placement: it drops what has ended by `now`
+        // either way.
+        self.push_after(now, t, t + occupancy);
+        self.busy.extend((1..count).map(|i| (t + i * latency, t + i * latency + occupancy)));
+        self.prune(now);
         t + count * latency
     }
 
@@ -102,6 +106,12 @@ impl Bus {
             Some(last) if last.1 == start => last.1 = end,
             _ => self.busy.push((start, end)),
         }
+        self.prune(now);
+    }
+
+    /// Forgets expired intervals once more than a few are live.
+    #[inline(always)]
+    fn prune(&mut self, now: u64) {
         if self.busy.len() - self.head > 64 {
             self.forget_before(now);
         }
