@@ -197,7 +197,7 @@ impl AddressMap {
 
     /// The line a tag in a set stands for.
     fn line_of(&self, tag: u16, set: usize) -> u32 {
-        // `set` may lie in the second bank (see `Cache::tags`).
+        // `set` may lie in the second bank (see `Tags`).
         tag as u32 * self.sets + self.set(set as u32)
     }
 
@@ -358,11 +358,44 @@ impl ForeignSets {
     }
 }
 
+/// The tags of every cache of a node: the tag (with its state bits) each
+/// cache holds in each set. With cache interference switched off,
+/// non-segment lines use a second bank of sets so they never displace
+/// segment lines.
+///
+/// Stored set-major: the tags one set has in all the node's caches lie side
+/// by side. A miss looks the set up in every peer cache (a copy to supply,
+/// copies to invalidate), so a cache-major layout cost the host a cache
+/// miss per peer; set-major, the whole snoop reads one host cache line.
+struct Tags {
+    data: Vec<u16>,
+    caches: usize,
+}
+
+impl Tags {
+    fn new(caches: usize, sets: usize) -> Tags {
+        Tags { data: vec![INVALID; caches * sets], caches }
+    }
+
+    /// Cache `proc`'s tag in `set`.
+    #[inline(always)]
+    fn get(&self, proc: usize, set: usize) -> u16 {
+        self.data[set * self.caches + proc]
+    }
+
+    #[inline(always)]
+    fn put(&mut self, proc: usize, set: usize, tagged: u16) {
+        self.data[set * self.caches + proc] = tagged;
+    }
+
+    /// The tags `set` has in every cache, indexed by processor.
+    #[inline(always)]
+    fn set_row(&self, set: usize) -> &[u16] {
+        &self.data[set * self.caches..(set + 1) * self.caches]
+    }
+}
+
 struct Cache {
-    /// Line number (with the dirty bit) held by each set; with cache
-    /// interference switched off, non-segment lines use a second bank so
-    /// they never displace segment lines.
-    tags: Vec<u16>,
     /// The segment this processor's thread owns, if it runs one.
     own_thread: Option<u32>,
     foreign: ForeignSets,
@@ -403,6 +436,7 @@ pub fn check_host_memory(m: &MachineConfig, nodes: u32, procs_per_node: u32) -> 
 /// One node's caches and bus.
 pub struct NodeMemory {
     caches: Vec<Cache>,
+    tags: Tags,
     pub bus: Bus,
     map: AddressMap,
     bus_params: BusParams,
@@ -422,22 +456,23 @@ impl NodeMemory {
     pub fn new(m: &MachineConfig, map: AddressMap, own_threads: &[Option<u32>], threads: u32) -> NodeMemory {
         let sets = map.sets();
         let banks = if m.effects.cache_interference { 1 } else { 2 };
+        let mut tags = Tags::new(own_threads.len(), (sets * banks) as usize);
+        for (p, own) in own_threads.iter().enumerate() {
+            if let Some(t) = *own {
+                for s in 0..sets {
+                    tags.put(p, s as usize, map.tag(map.segment_line(t, s)) | DIRTY);
+                }
+            }
+        }
         let mut caches: Vec<Cache> = own_threads
             .iter()
-            .map(|own| {
-                let mut tags = vec![INVALID; (sets * banks) as usize];
-                if let Some(t) = *own {
-                    for s in 0..sets {
-                        tags[s as usize] = map.tag(map.segment_line(t, s)) | DIRTY;
-                    }
-                }
-                Cache { tags, own_thread: *own, foreign: ForeignSets::new(sets), code_missing: 0 }
-            })
+            .map(|own| Cache { own_thread: *own, foreign: ForeignSets::new(sets), code_missing: 0 })
             .collect();
         let mut mem_misses = Vec::new();
         mem_misses.resize_with(own_threads.len(), MissStats::default);
         let mut node = NodeMemory {
             caches: Vec::new(),
+            tags,
             bus: Bus::default(),
             bus_params: m.bus.clone(),
             hit_cycles: m.cache.hit_cycles,
@@ -456,14 +491,16 @@ impl NodeMemory {
                 let lines: Vec<u32> = node.map.protocol_lines(threads).collect();
                 for line in lines {
                     let set = node.set_of(line) as usize;
-                    caches[p].tags[set] = node.map.tag(line) | warm_state;
+                    node.tags.put(p, set, node.map.tag(line) | warm_state);
                 }
             }
         }
         let code: Vec<u32> = node.map.protocol_lines(0).filter(|&l| node.map.is_code(l)).collect();
-        for c in caches.iter_mut() {
-            c.code_missing =
-                code.iter().filter(|&&l| c.tags[node.set_of(l) as usize] & TAG_MASK != node.map.tag(l)).count() as u32;
+        for (p, c) in caches.iter_mut().enumerate() {
+            c.code_missing = code
+                .iter()
+                .filter(|&&l| node.tags.get(p, node.set_of(l) as usize) & TAG_MASK != node.map.tag(l))
+                .count() as u32;
         }
         node.caches = caches;
         node
@@ -537,18 +574,16 @@ impl NodeMemory {
         let set = self.set_in_bank(line, class) as usize;
         let write = kind == Access::Write;
         let tag = self.map.tag(line);
-        let held = self.caches[proc].tags[set];
+        let held = self.tags.get(proc, set);
         if held & TAG_MASK == tag {
             if write && held & SHARED == 0 {
-                self.caches[proc].tags[set] = tag | DIRTY; // E or M: silent
+                self.tags.put(proc, set, tag | DIRTY); // E or M: silent
             } else if write {
                 self.invalidate_others(proc, set, line);
                 // The same line stays: code residency is unchanged, so the
                 // state bits change in place.
-                let sets = self.sets;
-                let c = &mut self.caches[proc];
-                c.tags[set] = tag | DIRTY;
-                Self::track_foreign(c, set, sets);
+                self.tags.put(proc, set, tag | DIRTY);
+                Self::track_foreign(&mut self.caches[proc], tag | DIRTY, set, self.sets);
                 let effect = self.effect_of(proc, class, Outcome::Upgrade);
                 if self.waived(effect) {
                     return (self.hit_cycles, Outcome::Hit);
@@ -571,9 +606,7 @@ impl NodeMemory {
             DIRTY
         } else if let Some(q) = supplier {
             // The supplier keeps its copy: Modified becomes Owned.
-            let c = &mut self.caches[q];
-            c.tags[set] |= SHARED;
-            Self::track_foreign(c, set, self.sets);
+            self.share(q, set);
             SHARED
         } else {
             0
@@ -601,17 +634,15 @@ impl NodeMemory {
     }
 
     /// The first other cache holding `tag` in `set`, and whether any other
-    /// cache holds it dirty (Modified or Owned), in one pass.
+    /// cache holds it dirty (Modified or Owned). Every copy lies at or
+    /// after the first, so the dirty one is looked for from there, and
+    /// only if there is a copy at all. (A single pass folding both into
+    /// one loop compiled to several times the instructions.)
     fn peer_copies(&self, proc: usize, set: usize, tag: u16) -> (Option<usize>, bool) {
-        let mut first = None;
-        let mut dirty = false;
-        for (q, c) in self.caches.iter().enumerate() {
-            let held = c.tags[set];
-            if q != proc && held & TAG_MASK == tag {
-                first = first.or(Some(q));
-                dirty |= held & DIRTY != 0;
-            }
-        }
+        let row = self.tags.set_row(set);
+        let peer_copy = |q: usize| q != proc && row[q] & TAG_MASK == tag;
+        let first = (0..row.len()).find(|&q| peer_copy(q));
+        let dirty = first.is_some_and(|f| (f..row.len()).any(|q| peer_copy(q) && row[q] & DIRTY != 0));
         (first, dirty)
     }
 
@@ -637,8 +668,7 @@ impl NodeMemory {
             self.invalidate_others(usize::MAX, set, line);
             return self.bus.reserve(now, t, cost.occupancy) - t + cost.posted_write;
         }
-        let dirty = (0..self.caches.len())
-            .find(|&q| self.caches[q].tags[set] & TAG_MASK == tag && self.caches[q].tags[set] & DIRTY != 0);
+        let dirty = self.tags.set_row(set).iter().position(|&held| held & TAG_MASK == tag && held & DIRTY != 0);
         let p = &self.bus_params;
         let (outcome, lat) = match dirty {
             Some(_) => (Outcome::CacheToCache, p.cache_to_cache_latency),
@@ -646,9 +676,7 @@ impl NodeMemory {
         };
         if let Some(q) = dirty {
             // The supplier keeps the line, now shared (Owned).
-            let c = &mut self.caches[q];
-            c.tags[set] |= SHARED;
-            Self::track_foreign(c, set, self.sets);
+            self.share(q, set);
         }
         let latency = self.bus.reserve(now, t, cost.occupancy) - t + lat;
         self.record(recorder, class, outcome, latency);
@@ -671,7 +699,7 @@ impl NodeMemory {
         let mut spent = 0;
         let mut missed = 0;
         for line in first..first + count {
-            let held = self.caches[proc].tags[self.set_in_bank(line, class) as usize];
+            let held = self.tags.get(proc, self.set_in_bank(line, class) as usize);
             // A read hits any valid copy; a write hits only a Modified one.
             if held & TAG_MASK == self.map.tag(line) && (!write || held & (DIRTY | SHARED) == DIRTY) {
                 spent += self.hit_cycles;
@@ -687,47 +715,55 @@ impl NodeMemory {
     }
 
     fn install(&mut self, proc: usize, set: usize, tagged: u16) {
-        let before = self.caches[proc].tags[set];
+        let before = self.tags.get(proc, set);
         if before != INVALID && self.map.is_code(self.map.line_of(before & TAG_MASK, set)) {
             self.caches[proc].code_missing += 1;
         }
         if self.map.is_code(self.map.line_of(tagged & TAG_MASK, set)) {
             self.caches[proc].code_missing -= 1;
         }
-        let c = &mut self.caches[proc];
-        c.tags[set] = tagged;
-        Self::track_foreign(c, set, self.sets);
+        self.tags.put(proc, set, tagged);
+        Self::track_foreign(&mut self.caches[proc], tagged, set, self.sets);
+    }
+
+    /// Cache `q` supplies its copy of the line in `set` and keeps it,
+    /// shared: Modified becomes Owned, Exclusive becomes Shared.
+    fn share(&mut self, q: usize, set: usize) {
+        let tagged = self.tags.get(q, set) | SHARED;
+        self.tags.put(q, set, tagged);
+        Self::track_foreign(&mut self.caches[q], tagged, set, self.sets);
     }
 
     fn invalidate_others(&mut self, proc: usize, set: usize, line: u32) {
         let tag = self.map.tag(line);
         let code = self.map.is_code(line) as u32;
-        let sets = self.sets;
+        let row = set * self.tags.caches;
         for (q, c) in self.caches.iter_mut().enumerate() {
-            if q != proc && c.tags[set] & TAG_MASK == tag {
-                c.tags[set] = INVALID;
+            let held = &mut self.tags.data[row + q];
+            if q != proc && *held & TAG_MASK == tag {
+                *held = INVALID;
                 c.code_missing += code;
-                Self::track_foreign(c, set, sets);
+                Self::track_foreign(c, INVALID, set, self.sets);
             }
         }
     }
 
     /// Keeps the foreign-set list of a compute cache in step with its tags
-    /// (protocol processors' caches and the second bank have none).
+    /// (protocol processors' caches and the second bank have none): `held`
+    /// is what the cache now holds in `set`.
     #[inline(always)]
-    fn track_foreign(c: &mut Cache, set: usize, sets: u32) {
+    fn track_foreign(c: &mut Cache, held: u16, set: usize, sets: u32) {
         if let Some(own) = c.own_thread {
             if set < sets as usize {
-                Self::track_own_set(c, set, own);
+                Self::track_own_set(c, held, set, own);
             }
         }
     }
 
-    fn track_own_set(c: &mut Cache, set: usize, own: u32) {
+    fn track_own_set(c: &mut Cache, held: u16, set: usize, own: u32) {
         // A thread's segment line in set s has tag == the thread's number;
         // the set is the thread's own only if it may write it without a
         // bus transaction (Modified or Exclusive).
-        let held = c.tags[set];
         let kind = if held & TAG_MASK != own as u16 {
             Some(ABSENT)
         } else if held & SHARED != 0 {
@@ -798,7 +834,7 @@ impl NodeMemory {
             self.pick_sets(proc, kind, touch, newer_than, rng, &mut picks);
             for &set in &picks {
                 let line = self.map.segment_line(own, set);
-                let held = self.caches[proc].tags[set as usize];
+                let held = self.tags.get(proc, set as usize);
                 let (present, shared) = (held & TAG_MASK == own as u16, held & SHARED != 0);
                 let write = match kind {
                     SHARED_OWN => true,
