@@ -325,27 +325,51 @@ struct ForeignSets {
 const ABSENT: usize = 0;
 const SHARED_OWN: usize = 1;
 
+/// Which foreign list a compute cache's set belongs in while it holds
+/// `held`, for the thread `own` whose segment the cache computes on. A
+/// thread's segment line in set s has tag == the thread's number; the set
+/// is the thread's own only if it may write it without a bus transaction
+/// (Modified or Exclusive).
+#[inline(always)]
+fn foreign_kind(held: u16, own: u32) -> Option<usize> {
+    if held & TAG_MASK != own as u16 {
+        Some(ABSENT)
+    } else if held & SHARED != 0 {
+        Some(SHARED_OWN)
+    } else {
+        None
+    }
+}
+
 impl ForeignSets {
     fn new(sets: u32) -> ForeignSets {
         ForeignSets { lists: [Vec::new(), Vec::new()], pos: vec![NOT_LISTED; sets as usize], epoch: 0 }
     }
 
-    /// Puts `set` in list `kind` (None: in neither).
-    fn set(&mut self, set: u32, kind: Option<usize>) {
+    /// The list `set` is in (None: neither).
+    fn kind_of(&self, set: u32) -> Option<usize> {
         let p = self.pos[set as usize];
-        let current = (p != NOT_LISTED).then_some((p >> 31) as usize);
-        if current == kind {
+        (p != NOT_LISTED).then_some((p >> 31) as usize)
+    }
+
+    /// Moves `set` from list `from`, where it is, to list `to` (None: in
+    /// neither). The caller knows `from` (from the set's old tag), so a set
+    /// joining a list costs no read of its position, a random access into
+    /// a large array.
+    fn change(&mut self, set: u32, from: Option<usize>, to: Option<usize>) {
+        debug_assert_eq!(self.kind_of(set), from, "foreign lists out of step");
+        if from == to {
             return;
         }
-        if let Some(list) = current {
-            let i = (p & !(1 << 31)) as usize;
+        if let Some(list) = from {
+            let i = (self.pos[set as usize] & !(1 << 31)) as usize;
             self.lists[list].swap_remove(i);
             if let Some(&(moved, _)) = self.lists[list].get(i) {
                 self.pos[moved as usize] = (list as u32) << 31 | i as u32;
             }
             self.pos[set as usize] = NOT_LISTED;
         }
-        if let Some(list) = kind {
+        if let Some(list) = to {
             self.epoch += 1;
             self.pos[set as usize] = (list as u32) << 31 | self.lists[list].len() as u32;
             self.lists[list].push((set, self.epoch));
@@ -583,7 +607,7 @@ impl NodeMemory {
                 // The same line stays: code residency is unchanged, so the
                 // state bits change in place.
                 self.tags.put(proc, set, tag | DIRTY);
-                Self::track_foreign(&mut self.caches[proc], tag | DIRTY, set, self.sets);
+                Self::track_foreign(&mut self.caches[proc], held, tag | DIRTY, set, self.sets);
                 let effect = self.effect_of(proc, class, Outcome::Upgrade);
                 if self.waived(effect) {
                     return (self.hit_cycles, Outcome::Hit);
@@ -723,15 +747,15 @@ impl NodeMemory {
             self.caches[proc].code_missing -= 1;
         }
         self.tags.put(proc, set, tagged);
-        Self::track_foreign(&mut self.caches[proc], tagged, set, self.sets);
+        Self::track_foreign(&mut self.caches[proc], before, tagged, set, self.sets);
     }
 
     /// Cache `q` supplies its copy of the line in `set` and keeps it,
     /// shared: Modified becomes Owned, Exclusive becomes Shared.
     fn share(&mut self, q: usize, set: usize) {
-        let tagged = self.tags.get(q, set) | SHARED;
-        self.tags.put(q, set, tagged);
-        Self::track_foreign(&mut self.caches[q], tagged, set, self.sets);
+        let before = self.tags.get(q, set);
+        self.tags.put(q, set, before | SHARED);
+        Self::track_foreign(&mut self.caches[q], before, before | SHARED, set, self.sets);
     }
 
     fn invalidate_others(&mut self, proc: usize, set: usize, line: u32) {
@@ -741,37 +765,31 @@ impl NodeMemory {
         for (q, c) in self.caches.iter_mut().enumerate() {
             let held = &mut self.tags.data[row + q];
             if q != proc && *held & TAG_MASK == tag {
-                *held = INVALID;
+                let before = std::mem::replace(held, INVALID);
                 c.code_missing += code;
-                Self::track_foreign(c, INVALID, set, self.sets);
+                Self::track_foreign(c, before, INVALID, set, self.sets);
             }
         }
     }
 
     /// Keeps the foreign-set list of a compute cache in step with its tags
-    /// (protocol processors' caches and the second bank have none): `held`
-    /// is what the cache now holds in `set`.
+    /// (protocol processors' caches and the second bank have none): the
+    /// cache's tag in `set` went from `before` to `after`.
     #[inline(always)]
-    fn track_foreign(c: &mut Cache, held: u16, set: usize, sets: u32) {
+    fn track_foreign(c: &mut Cache, before: u16, after: u16, set: usize, sets: u32) {
         if let Some(own) = c.own_thread {
             if set < sets as usize {
-                Self::track_own_set(c, held, set, own);
+                Self::track_own_set(c, before, after, set, own);
             }
         }
     }
 
-    fn track_own_set(c: &mut Cache, held: u16, set: usize, own: u32) {
-        // A thread's segment line in set s has tag == the thread's number;
-        // the set is the thread's own only if it may write it without a
-        // bus transaction (Modified or Exclusive).
-        let kind = if held & TAG_MASK != own as u16 {
-            Some(ABSENT)
-        } else if held & SHARED != 0 {
-            Some(SHARED_OWN)
-        } else {
-            None
-        };
-        c.foreign.set(set as u32, kind);
+    /// The lists always match the tags, so the list a set is in follows
+    /// from its old tag. Most changes leave it where it was (a foreign line
+    /// replaced or invalidated, say) and touch no list.
+    #[inline]
+    fn track_own_set(c: &mut Cache, before: u16, after: u16, set: usize, own: u32) {
+        c.foreign.change(set as u32, foreign_kind(before, own), foreign_kind(after, own));
     }
 
     fn record(&mut self, proc: usize, class: LineClass, outcome: Outcome, latency: u64) {
