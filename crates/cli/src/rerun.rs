@@ -8,8 +8,9 @@ use crate::pdq_study::{self, Point, Sweep};
 use crate::scheduling;
 use anyhow::{Context, Result};
 use finegrain_apps::{fetch_add, fetch_add::FetchAddConfig, micro, micro::MicroConfig};
+use finegrain_core::{Relinquish, RoleArbitration};
 use finegrain_sim::{RunStats, SimConfig};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -250,16 +251,27 @@ fn derived_label_mismatch(
         Workload::Micro(w) => w,
         Workload::FetchAdd(w) => return fetch_add_id_mismatch(w, c, effect, labels),
     };
-    let rule = match named_rule(labels, "relinquish_rule", "eager, handoff or adaptive", c.machine.protocol.relinquish)
-    {
+    let protocol = &c.machine.protocol;
+    let rule = match named_rule(
+        labels,
+        "relinquish_rule",
+        "eager, handoff or adaptive",
+        protocol.relinquish,
+        Relinquish::label,
+    ) {
         Ok(r) => r,
         Err(why) => return Some(why),
     };
-    let arbitration =
-        match named_rule(labels, "arbitration_rule", "lowest or round-robin", c.machine.protocol.role_arbitration) {
-            Ok(a) => a,
-            Err(why) => return Some(why),
-        };
+    let arbitration = match named_rule(
+        labels,
+        "arbitration_rule",
+        "lowest or round-robin",
+        protocol.role_arbitration,
+        RoleArbitration::label,
+    ) {
+        Ok(a) => a,
+        Err(why) => return Some(why),
+    };
     let (Some(u), Some(lmin)) = (present("target_u")?.as_f64(), present("lmin_cycles")?.as_f64()) else { return None };
     let implied = scheduling::mean_compute(u, lmin);
     if implied != w.mean_compute_cycles {
@@ -408,35 +420,28 @@ fn unknown_or_mistyped_label(workload: &Workload, labels: &serde_json::Map<Strin
     None
 }
 
-/// A label naming one of a few values: None when absent (or null), an
-/// error saying what is allowed when it names none of them.
 /// A rule a sensitivity run's record names (if any), which must be the one
 /// its configuration runs under.
-fn named_rule<T: serde::de::DeserializeOwned + Serialize + PartialEq + Copy>(
+fn named_rule<T: serde::de::DeserializeOwned + PartialEq + Copy>(
     labels: &serde_json::Map<String, Value>,
     name: &str,
     allowed: &str,
     configured: T,
+    label: fn(T) -> &'static str,
 ) -> Result<Option<T>, String> {
     let rule = parsed_label::<T>(labels, name, allowed)?;
     match rule {
         Some(r) if r != configured => Err(format!(
             "it names {name} = {} but its configuration runs under {}; {DESCRIBED}",
-            plain(&r),
-            plain(&configured)
+            label(r),
+            label(configured)
         )),
         _ => Ok(rule),
     }
 }
 
-/// A rule's name as records write it.
-fn plain<T: Serialize>(rule: &T) -> String {
-    match serde_json::to_value(rule) {
-        Ok(Value::String(s)) => s,
-        other => format!("{other:?}"),
-    }
-}
-
+/// A label naming one of a few values: None when absent (or null), an
+/// error saying what is allowed when it names none of them.
 fn parsed_label<T: serde::de::DeserializeOwned>(
     labels: &serde_json::Map<String, Value>,
     name: &str,

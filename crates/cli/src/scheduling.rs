@@ -386,10 +386,27 @@ pub fn reproduce(src: &Source, quick: bool, out: &Path) -> Result<PathBuf> {
     // sensitivity runs).
     let figures = draw_figures(out, grid, &records)?;
     let verdicts = evaluate(grid, &records);
+    // Each claim again on the runs of each sensitivity setting.
+    let ((lo, hi), us) = (oint_range(grid), sorted_u(grid));
     let sensitivity = Sensitivity {
-        claim5: sensitivity(grid, &records),
-        claim2: relinquish_sensitivity(grid, &records),
-        claim4: arbitration_sensitivity(grid, &records),
+        claim5: verdicts_under(
+            &grid.sensitivity,
+            &records,
+            |e| Variant { effect_off: Some(e), ..Variant::BASELINE },
+            |v| claim5(v, grid, lo),
+        ),
+        claim2: verdicts_under(
+            &grid.relinquish_sensitivity,
+            &records,
+            |r| Variant { relinquish: Some(r), ..Variant::BASELINE },
+            |v| claim2(v, &us, lo, hi),
+        ),
+        claim4: verdicts_under(
+            &grid.arbitration_sensitivity,
+            &records,
+            |a| Variant { arbitration: Some(a), ..Variant::BASELINE },
+            |v| claim4(v, grid, &us, lo),
+        ),
         preset: machine.protocol.clone(),
     };
     let report =
@@ -739,42 +756,15 @@ fn f2(x: f64) -> String {
     format!("{x:.2}")
 }
 
-/// Claim 5's verdict on the runs with each sensitivity effect off.
-fn sensitivity(grid: &Grid, records: &[RunRecord]) -> Vec<(EffectOff, Verdict)> {
-    let (lo, _) = oint_range(grid);
-    grid.sensitivity
-        .iter()
-        .map(|&e| {
-            let variant = Variant { effect_off: Some(e), ..Variant::BASELINE };
-            (e, claim5(&View { variant, ..View::baseline(records) }, grid, lo))
-        })
-        .collect()
-}
-
-/// Claim 2's verdict on the runs under each other relinquish rule.
-fn relinquish_sensitivity(grid: &Grid, records: &[RunRecord]) -> Vec<(Relinquish, Verdict)> {
-    let (lo, hi) = oint_range(grid);
-    let us = sorted_u(grid);
-    grid.relinquish_sensitivity
-        .iter()
-        .map(|&r| {
-            let variant = Variant { relinquish: Some(r), ..Variant::BASELINE };
-            (r, claim2(&View { variant, ..View::baseline(records) }, &us, lo, hi))
-        })
-        .collect()
-}
-
-/// Claim 4's verdict on the runs under each other role arbitration.
-fn arbitration_sensitivity(grid: &Grid, records: &[RunRecord]) -> Vec<(RoleArbitration, Verdict)> {
-    let (lo, _) = oint_range(grid);
-    let us = sorted_u(grid);
-    grid.arbitration_sensitivity
-        .iter()
-        .map(|&a| {
-            let variant = Variant { arbitration: Some(a), ..Variant::BASELINE };
-            (a, claim4(&View { variant, ..View::baseline(records) }, grid, &us, lo))
-        })
-        .collect()
+/// A claim's verdict, by `judge`, on the runs of each sensitivity setting
+/// (the variant `variant` makes of it).
+fn verdicts_under<K: Copy>(
+    settings: &[K],
+    records: &[RunRecord],
+    variant: impl Fn(K) -> Variant,
+    judge: impl Fn(&View) -> Verdict,
+) -> Vec<(K, Verdict)> {
+    settings.iter().map(|&k| (k, judge(&View { variant: variant(k), ..View::baseline(records) }))).collect()
 }
 
 /// The sensitivity runs' verdicts, for the report.
