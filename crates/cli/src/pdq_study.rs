@@ -1121,7 +1121,7 @@ fn occupancy_table(grid: &Grid, records: &[RunRecord]) -> String {
                 f2(r.throughput()),
                 format!("{:.0}", r.pp_cycles_per_request()),
                 format!("{:.1}", r.home.bus_transactions_per_request),
-                format!("{:.2}", home.bus.busy_cycles as f64 / end),
+                format!("{:.2}", home.bus.bottleneck_busy_cycles() as f64 / end),
                 format!("{:.1}", home.bus.wait_cycles as f64 / home.bus.transactions.max(1) as f64),
                 format!("{:.2}", r.migration_per_request()),
             ]);
@@ -1134,7 +1134,7 @@ fn occupancy_table(grid: &Grid, records: &[RunRecord]) -> String {
             "requests per us",
             "PP cycles per request",
             "bus transactions per request",
-            "bus utilization",
+            "bus utilization (busier phase)",
             "bus wait per transaction",
             "migration misses per request",
         ],

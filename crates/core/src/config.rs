@@ -315,6 +315,14 @@ pub struct BusParams {
     pub upgrade_latency: u64,
     pub upgrade_occupancy: u64,
     pub writeback_occupancy: u64,
+    /// Split transactions: cycles of a transaction's address phase on the
+    /// address bus; the rest of its occupancy is its data phase on the data
+    /// bus, when the data moves (so one transaction's address goes out
+    /// while another's data moves). Upgrades carry no data. Absent, the
+    /// bus is one resource held for a transaction's whole occupancy at
+    /// once, as every record made before this field ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address_phase_cycles: Option<u64>,
 }
 
 /// Kinds of network interface. Only the CM-5-like one exists so far.
@@ -721,6 +729,7 @@ impl MachineConfig {
                 "allowed a power of two between cache.line_bytes and cache.size_bytes",
             ));
         }
+        self.check_address_phase()?;
         if let Some(p) = &self.pdq {
             if p.search_window == 0 {
                 return Err(ConfigError::invalid("pdq.search_window", 0, "allowed a positive integer"));
@@ -747,6 +756,30 @@ impl MachineConfig {
             }
         }
         Ok(())
+    }
+
+    /// A split bus's address phase is positive and fits in every
+    /// transaction that carries data, so that each has a data phase.
+    fn check_address_phase(&self) -> Result<(), ConfigError> {
+        let Some(a) = self.bus.address_phase_cycles else { return Ok(()) };
+        let (b, ni) = (&self.bus, &self.ni);
+        let carrying = [
+            ("bus.memory_occupancy", b.memory_occupancy),
+            ("bus.cache_to_cache_occupancy", b.cache_to_cache_occupancy),
+            ("bus.writeback_occupancy", b.writeback_occupancy),
+            ("ni.uncached_read_occupancy", ni.uncached_read_occupancy),
+            ("ni.uncached_write_occupancy", ni.uncached_write_occupancy),
+            ("ni.register_read_occupancy", ni.register_read_occupancy),
+        ];
+        match carrying.iter().find(|(_, occ)| *occ <= a) {
+            _ if a == 0 => Err(ConfigError::invalid("bus.address_phase_cycles", a, "allowed a positive integer")),
+            Some((field, occ)) => Err(ConfigError::invalid(
+                "bus.address_phase_cycles",
+                a,
+                format!("allowed less than every data-carrying occupancy ({field} is {occ})"),
+            )),
+            None => Ok(()),
+        }
     }
 
     /// Bytes of a compute thread's private segment (as large as its cache).
@@ -951,6 +984,22 @@ mod tests {
         m.cache.line_bytes = 48;
         let e = m.validate().unwrap_err().to_string();
         assert_eq!(e, "invalid cache.line_bytes = 48: allowed a power of two from 8 to 4096");
+    }
+
+    #[test]
+    fn a_split_bus_address_phase_must_leave_every_data_transfer_a_data_phase() {
+        let mut m = MachineConfig::load("hpca97").unwrap();
+        m.bus.address_phase_cycles = Some(0);
+        let e = m.validate().unwrap_err().to_string();
+        assert_eq!(e, "invalid bus.address_phase_cycles = 0: allowed a positive integer");
+        m.bus.address_phase_cycles = Some(m.ni.uncached_write_occupancy);
+        let e = m.validate().unwrap_err().to_string();
+        assert!(
+            e.starts_with("invalid bus.address_phase_cycles = 4: allowed less than every data-carrying occupancy"),
+            "{e}"
+        );
+        m.bus.address_phase_cycles = Some(1);
+        m.validate().unwrap();
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! A node's split-transaction memory bus as a reservation calendar.
+//! A node's split-transaction memory bus, and the reservation calendar it
+//! and the NI ports are made of.
 //!
 //! A processor activity (a handler, a burst of misses) is timed in one go,
 //! so its bus transactions are reserved at future cycles. A transaction
@@ -8,8 +9,11 @@
 //! Transactions therefore queue for the bus in (roughly) request-time order,
 //! which is what a FIFO bus arbiter does.
 
+use finegrain_core::config::BusParams;
+
+/// One resource reserved by intervals: a bus phase or an NI port.
 #[derive(Clone, Debug, Default)]
-pub struct Bus {
+pub struct Calendar {
     /// Busy intervals [start, end), sorted, non-overlapping (so their ends
     /// are sorted too, which lets a reservation binary-search its place).
     /// Entries before `head` are expired; they are dropped in batches.
@@ -20,7 +24,7 @@ pub struct Bus {
     pub wait_cycles: u64,
 }
 
-impl Bus {
+impl Calendar {
     /// Reserves `occupancy` cycles of bus at or after `t`; returns the cycle
     /// the transaction gets the bus. `now` is the simulation clock: nothing
     /// can be requested before it, so older intervals are forgotten.
@@ -149,13 +153,126 @@ impl Bus {
     }
 }
 
+/// When a transaction's data moves, which on a split-transaction bus
+/// decides when its data phase takes the data bus.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phases {
+    /// The data comes back at the end, once its supplier has it (a miss
+    /// served by memory or a peer cache, an uncached load).
+    Read,
+    /// The data follows the address at once: the requester holds it (a
+    /// write-back, a posted uncached store).
+    Write,
+    /// No data at all (an upgrade's invalidation).
+    AddressOnly,
+}
+
+/// When a transaction got the bus, and when its requester is done with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Granted {
+    pub start: u64,
+    pub done: u64,
+}
+
+/// A node's memory bus. Split into an address bus and a data bus when the
+/// preset gives the address phase's length, so that one transaction's
+/// address goes out while another's data moves, and a transaction with no
+/// data (an upgrade) never waits for data; otherwise one resource that each
+/// transaction holds for its whole occupancy at once (what records made
+/// before the phases were modelled ran under).
+#[derive(Clone, Debug, Default)]
+pub struct MemoryBus {
+    address_phase: Option<u64>,
+    /// The address bus, or the whole bus when it is not split.
+    address: Calendar,
+    data: Calendar,
+    /// Split bus only (the unsplit one's are its calendar's).
+    transactions: u64,
+    busy_cycles: u64,
+    wait_cycles: u64,
+}
+
+/// A memory bus's totals: transactions, their occupancy, the cycles they
+/// were held back by others, and on a split bus each phase's busy cycles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BusTotals {
+    pub transactions: u64,
+    pub busy_cycles: u64,
+    pub wait_cycles: u64,
+    pub phases: Option<(u64, u64)>,
+}
+
+impl MemoryBus {
+    pub fn new(params: &BusParams) -> MemoryBus {
+        MemoryBus { address_phase: params.address_phase_cycles, ..MemoryBus::default() }
+    }
+
+    /// One transaction of `occupancy` cycles requested at `t`, whose
+    /// requester is done `latency` after the bus granted it, when nothing
+    /// queues. On a split bus, the address phase takes the address bus
+    /// (all of the occupancy if the transaction has no data) and the rest
+    /// of the occupancy is the data phase: right after the address for a
+    /// write, and ending at `latency` for a read; a read whose data phase
+    /// must queue completes late.
+    #[inline]
+    pub fn transact(&mut self, now: u64, t: u64, phases: Phases, occupancy: u64, latency: u64) -> Granted {
+        let Some(address_phase) = self.address_phase else {
+            let start = self.address.reserve(now, t, occupancy);
+            return Granted { start, done: start + latency };
+        };
+        let address = if phases == Phases::AddressOnly { occupancy } else { address_phase.min(occupancy) };
+        let data = occupancy - address;
+        let start = self.address.reserve(now, t, address);
+        let data_from = match phases {
+            Phases::Read => (start + latency).saturating_sub(data).max(start + address),
+            Phases::Write | Phases::AddressOnly => start + address,
+        };
+        let data_start = self.data.reserve(now, data_from, data);
+        let done = (start + latency).max(data_start + data);
+        self.transactions += 1;
+        self.busy_cycles += occupancy;
+        self.wait_cycles += done - t - latency.max(occupancy);
+        Granted { start, done }
+    }
+
+    /// `count` transactions issued back to back by one processor, each when
+    /// the previous is done; returns when the last is done.
+    pub fn train(&mut self, now: u64, t: u64, count: u64, phases: Phases, occupancy: u64, latency: u64) -> u64 {
+        if self.address_phase.is_none() {
+            return self.address.reserve_train(now, t, count, occupancy, latency);
+        }
+        let mut done = t;
+        for _ in 0..count {
+            done = self.transact(now, done, phases, occupancy, latency).done;
+        }
+        done
+    }
+
+    pub fn totals(&self) -> BusTotals {
+        match self.address_phase {
+            None => BusTotals {
+                transactions: self.address.transactions,
+                busy_cycles: self.address.busy_cycles,
+                wait_cycles: self.address.wait_cycles,
+                phases: None,
+            },
+            Some(_) => BusTotals {
+                transactions: self.transactions,
+                busy_cycles: self.busy_cycles,
+                wait_cycles: self.wait_cycles,
+                phases: Some((self.address.busy_cycles, self.data.busy_cycles)),
+            },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn back_to_back_transactions_queue() {
-        let mut b = Bus::default();
+        let mut b = Calendar::default();
         assert_eq!(b.reserve(0, 0, 10), 0);
         assert_eq!(b.reserve(0, 0, 10), 10);
         assert_eq!(b.reserve(0, 5, 10), 20);
@@ -165,7 +282,7 @@ mod tests {
 
     #[test]
     fn later_request_fills_an_earlier_gap() {
-        let mut b = Bus::default();
+        let mut b = Calendar::default();
         assert_eq!(b.reserve(0, 100, 10), 100);
         // Earlier in simulated time, processed later: uses the gap before 100.
         assert_eq!(b.reserve(0, 20, 10), 20);
@@ -176,7 +293,7 @@ mod tests {
 
     #[test]
     fn train_never_overlaps_even_when_latency_is_below_occupancy() {
-        let mut b = Bus::default();
+        let mut b = Calendar::default();
         let done = b.reserve_train(0, 0, 3, 10, 4);
         assert_eq!(b.intervals(), vec![(0, 30)]);
         assert_eq!(done, 24);
@@ -184,8 +301,8 @@ mod tests {
 
     #[test]
     fn train_matches_single_reservations() {
-        let mut a = Bus::default();
-        let mut b = Bus::default();
+        let mut a = Calendar::default();
+        let mut b = Calendar::default();
         for bus in [&mut a, &mut b] {
             bus.reserve(0, 30, 10);
             bus.reserve(0, 95, 3);
@@ -204,8 +321,8 @@ mod tests {
     #[test]
     fn train_on_a_clear_calendar_matches_single_reservations() {
         for (occ, lat) in [(4, 10), (4, 4), (10, 4)] {
-            let mut a = Bus::default();
-            let mut b = Bus::default();
+            let mut a = Calendar::default();
+            let mut b = Calendar::default();
             for bus in [&mut a, &mut b] {
                 bus.reserve(0, 0, 7);
                 bus.reserve(0, 20, 5);
@@ -220,9 +337,57 @@ mod tests {
         }
     }
 
+    fn split(address: u64) -> MemoryBus {
+        MemoryBus { address_phase: Some(address), ..MemoryBus::default() }
+    }
+
+    #[test]
+    fn an_unsplit_bus_holds_the_whole_occupancy_at_once() {
+        let mut b = MemoryBus::default();
+        assert_eq!(b.transact(0, 0, Phases::Read, 10, 56), Granted { start: 0, done: 56 });
+        // An upgrade queues behind the whole line transfer.
+        assert_eq!(b.transact(0, 0, Phases::AddressOnly, 4, 16), Granted { start: 10, done: 26 });
+        assert_eq!(b.totals(), BusTotals { transactions: 2, busy_cycles: 14, wait_cycles: 10, phases: None });
+    }
+
+    #[test]
+    fn a_split_bus_overlaps_one_transactions_address_with_anothers_data() {
+        let mut b = split(2);
+        // A read: address [0, 2), data at the end [48, 56).
+        assert_eq!(b.transact(0, 0, Phases::Read, 10, 56), Granted { start: 0, done: 56 });
+        // An upgrade only waits for the address bus.
+        assert_eq!(b.transact(0, 0, Phases::AddressOnly, 4, 16), Granted { start: 2, done: 18 });
+        // A read whose data would land on [48, 56) too: its address waits
+        // for the upgrade's, its data queues to [56, 64).
+        assert_eq!(b.transact(0, 0, Phases::Read, 10, 50), Granted { start: 6, done: 64 });
+        // A posted write: data right after its address.
+        assert_eq!(b.transact(0, 8, Phases::Write, 4, 4), Granted { start: 8, done: 12 });
+        let totals = b.totals();
+        assert_eq!(totals.phases, Some((2 + 4 + 2 + 2, 8 + 8 + 2)));
+        assert_eq!((totals.transactions, totals.busy_cycles), (4, 28));
+        // Done later than on an idle bus: the upgrade by 2, the second read
+        // by 14 (64 against 50), the write not at all.
+        assert_eq!(totals.wait_cycles, 2 + 14);
+    }
+
+    #[test]
+    fn a_split_train_is_its_transactions_back_to_back() {
+        let mut a = split(2);
+        let mut b = split(2);
+        for bus in [&mut a, &mut b] {
+            bus.transact(0, 3, Phases::Read, 10, 56);
+        }
+        let mut t = 0;
+        for _ in 0..6 {
+            t = a.transact(0, t, Phases::Write, 4, 4).done;
+        }
+        assert_eq!(b.train(0, 0, 6, Phases::Write, 4, 4), t);
+        assert_eq!(a.totals(), b.totals());
+    }
+
     #[test]
     fn forgets_the_past() {
-        let mut b = Bus::default();
+        let mut b = Calendar::default();
         for k in 0..10_000u64 {
             let now = k * 20;
             assert_eq!(b.reserve(now, now + 5, 4), now + 5);

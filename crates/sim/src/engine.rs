@@ -18,7 +18,7 @@
 //! spin-lock, static partitioning) up to a limit of processors serve at
 //! once, each taking entries the node's [`NodeQueue`] lets it run.
 
-use crate::bus::Bus;
+use crate::bus::{Calendar, Phases};
 use crate::config::SimConfig;
 use crate::dispatch::{KeyLocks, NodeQueue, Watched};
 use crate::event::{EventKind, EventQueue};
@@ -224,8 +224,8 @@ struct Node {
     /// The NI's injection and ejection ports, as calendars like the bus:
     /// a message sent later in event order but earlier in simulated time
     /// does not queue behind replies timed into the future.
-    out_port: Bus,
-    in_port: Bus,
+    out_port: Calendar,
+    in_port: Calendar,
     stats: NodeStats,
     /// Verifies the synchronization-key rules on every handler started.
     key_check: KeyCheck,
@@ -322,8 +322,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 arrivals: 0,
                 last_arrival: None,
                 arrival_gap_x16: None,
-                out_port: Bus::default(),
-                in_port: Bus::default(),
+                out_port: Calendar::default(),
+                in_port: Calendar::default(),
                 stats: NodeStats::default(),
                 key_check: KeyCheck::default(),
             });
@@ -1214,7 +1214,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             t += words * word_cycles;
         } else {
             let (occ, lat) = (ni.uncached_write_occupancy, ni.uncached_write_latency);
-            t = self.nodes[n].mem.bus.reserve_train(self.now, t, words, occ, lat);
+            t = self.nodes[n].mem.bus.train(self.now, t, words, Phases::Write, occ, lat);
         }
         self.inject(n, t, words, msg);
         t
@@ -1281,8 +1281,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
 
     /// One bus transaction issued at `t`; returns when it completes.
     fn bus_read(&mut self, n: usize, t: u64, occ: u64, lat: u64) -> u64 {
-        let start = self.nodes[n].mem.bus.reserve(self.now, t, occ);
-        start + lat
+        self.nodes[n].mem.bus.transact(self.now, t, Phases::Read, occ, lat).done
     }
 
     /// Runs the handler of the message in `slot`: notice and dispatch it,
@@ -1416,7 +1415,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
         t = self.bus_read(n, t, m.ni.register_read_occupancy, m.ni.register_read_latency);
         let (occ, lat) = (m.ni.uncached_read_occupancy, m.ni.uncached_read_latency);
-        t = self.nodes[n].mem.bus.reserve_train(self.now, t, words, occ, lat);
+        t = self.nodes[n].mem.bus.train(self.now, t, words, Phases::Read, occ, lat);
         t += m.protocol.dispatch_cycles;
         let (first, count) = self.code.dispatch;
         t += self.nodes[n].mem.access_lines(self.now, t, local, first, count, Access::Read).0;
@@ -1476,21 +1475,22 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 let period = bus.memory_latency.max(1);
                 let mut at = from;
                 while at + period <= until {
-                    at = self.nodes[n].mem.bus.reserve(now, at, d.word_occupancy) + period;
+                    at = self.nodes[n].mem.bus.transact(now, at, Phases::Read, d.word_occupancy, period).done;
                 }
             }
             None => {
-                let (transfer, upgrade) = (bus.cache_to_cache_occupancy, bus.upgrade_occupancy);
+                let transfer = (bus.cache_to_cache_occupancy, bus.cache_to_cache_latency);
+                let upgrade = (bus.upgrade_occupancy, bus.upgrade_latency);
                 let b = &mut self.nodes[n].mem.bus;
                 if from < until {
-                    b.reserve(now, from, transfer);
+                    b.transact(now, from, Phases::Read, transfer.0, transfer.1);
                 }
                 for w in watched {
                     if w.first_sharer {
-                        b.reserve(now, w.at, upgrade);
+                        b.transact(now, w.at, Phases::AddressOnly, upgrade.0, upgrade.1);
                     }
                     if w.at < until {
-                        b.reserve(now, w.at, transfer);
+                        b.transact(now, w.at, Phases::Read, transfer.0, transfer.1);
                     }
                 }
             }
@@ -1822,8 +1822,14 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             if sim > 0 {
                 occupancy += handler_cycles as f64 / sim as f64;
             }
-            let b = &node.mem.bus;
-            ns.bus = BusStats { transactions: b.transactions, busy_cycles: b.busy_cycles, wait_cycles: b.wait_cycles };
+            let b = node.mem.bus.totals();
+            ns.bus = BusStats {
+                transactions: b.transactions,
+                busy_cycles: b.busy_cycles,
+                wait_cycles: b.wait_cycles,
+                address_busy_cycles: b.phases.map(|p| p.0),
+                data_busy_cycles: b.phases.map(|p| p.1),
+            };
             let d = &node.delays;
             ns.queue_delay = DelayStats {
                 count: d.len(),

@@ -16,7 +16,7 @@
 //! sets chosen at random, which is exact in distribution and costs O(misses)
 //! instead of O(accesses).
 
-use crate::bus::Bus;
+use crate::bus::{MemoryBus, Phases};
 use crate::stats::MissStats;
 use finegrain_core::config::{BusParams, Effects, MachineConfig};
 use finegrain_core::ConfigError;
@@ -510,7 +510,7 @@ pub fn check_host_memory(m: &MachineConfig, nodes: u32, procs_per_node: u32) -> 
 pub struct NodeMemory {
     caches: Vec<Cache>,
     tags: Tags,
-    pub bus: Bus,
+    pub bus: MemoryBus,
     map: AddressMap,
     bus_params: BusParams,
     hit_cycles: u64,
@@ -546,7 +546,7 @@ impl NodeMemory {
         let mut node = NodeMemory {
             caches: Vec::new(),
             tags,
-            bus: Bus::default(),
+            bus: MemoryBus::new(&m.bus),
             bus_params: m.bus.clone(),
             hit_cycles: m.cache.hit_cycles,
             effects: m.effects,
@@ -663,8 +663,7 @@ impl NodeMemory {
                 }
                 let p = &self.bus_params;
                 let (occ, lat) = (p.upgrade_occupancy, p.upgrade_latency);
-                let start = self.bus.reserve(now, t, occ);
-                let latency = start - t + lat;
+                let latency = self.bus.transact(now, t, Phases::AddressOnly, occ, lat).done - t;
                 self.count(proc, effect, latency);
                 return (latency, Outcome::Upgrade);
             }
@@ -692,16 +691,21 @@ impl NodeMemory {
         };
         let effect = self.effect_of(proc, class, outcome);
         let waived = self.waived(effect);
-        let (start, occ) = if waived { (t, 0) } else { (self.bus.reserve(now, t, occ), occ) };
+        let (start, done, occ) = if waived {
+            (t, t, 0)
+        } else {
+            let g = self.bus.transact(now, t, Phases::Read, occ, lat);
+            (g.start, g.done, occ)
+        };
         if held != INVALID && held & DIRTY != 0 {
             // Queued behind the fetch that displaced the victim.
-            self.bus.reserve(now, start + occ, self.bus_params.writeback_occupancy);
+            self.bus.transact(now, start + occ, Phases::Write, self.bus_params.writeback_occupancy, 0);
         }
         self.install(proc, set, tag | state);
         if waived {
             return (self.hit_cycles, Outcome::Hit);
         }
-        let latency = start - t + lat;
+        let latency = done - t;
         self.count(proc, effect, latency);
         (latency, outcome)
     }
@@ -739,7 +743,7 @@ impl NodeMemory {
         let tag = self.map.tag(line);
         if kind == Access::Write {
             self.invalidate_others(usize::MAX, set, line);
-            return self.bus.reserve(now, t, cost.occupancy) - t + cost.posted_write;
+            return self.bus.transact(now, t, Phases::Write, cost.occupancy, cost.posted_write).done - t;
         }
         let dirty = self.tags.set_row(set).iter().position(|&held| held & TAG_MASK == tag && held & DIRTY != 0);
         let p = &self.bus_params;
@@ -751,7 +755,7 @@ impl NodeMemory {
             // The supplier keeps the line, now shared (Owned).
             self.share(q, set);
         }
-        let latency = self.bus.reserve(now, t, cost.occupancy) - t + lat;
+        let latency = self.bus.transact(now, t, Phases::Read, cost.occupancy, lat).done - t;
         self.record(recorder, class, outcome, latency);
         latency
     }
@@ -1163,9 +1167,9 @@ mod tests {
         let lock = n.map().lock_line();
         assert_eq!(n.access(0, 0, 0, lock, Access::Read).1, Outcome::Memory);
         assert_eq!(n.access(0, 100, 0, lock, Access::Write).1, Outcome::Hit);
-        let tx = n.bus.transactions;
+        let tx = n.bus.totals().transactions;
         assert_eq!(n.access_lines(0, 200, 0, lock, 1, Access::Write), (m.cache.hit_cycles, 0));
-        assert_eq!(n.bus.transactions, tx);
+        assert_eq!(n.bus.totals().transactions, tx);
     }
 
     #[test]
@@ -1299,13 +1303,31 @@ mod tests {
     #[test]
     fn a_write_back_follows_the_fetch_that_displaced_its_line() {
         let mut m = machine();
-        (m.bus.memory_occupancy, m.bus.writeback_occupancy) = (10, 30);
+        (m.bus.memory_occupancy, m.bus.writeback_occupancy, m.bus.address_phase_cycles) = (10, 30, None);
         let mut n = node(&m, &[Some(0)]);
         // The lock's set holds thread 0's dirty segment line.
         let lock = n.map().lock_line();
         assert_eq!(n.access(0, 0, 0, lock, Access::Read).1, Outcome::Memory);
         // The fetch holds the bus for 10 cycles, then the write-back for 30.
-        assert_eq!(n.bus.reserve(0, 10, 1), 40);
+        assert_eq!(n.bus.transact(0, 10, Phases::AddressOnly, 1, 0).start, 40);
+    }
+
+    #[test]
+    fn on_a_split_bus_a_write_back_takes_the_data_bus_after_the_fetchs_data() {
+        let mut m = machine();
+        m.bus.address_phase_cycles = Some(2);
+        (m.bus.memory_latency, m.bus.memory_occupancy, m.bus.writeback_occupancy) = (56, 10, 10);
+        let mut n = node(&m, &[Some(0)]);
+        let lock = n.map().lock_line();
+        // Address [0, 2), data [48, 56): the miss completes at 56.
+        assert_eq!(n.access(0, 0, 0, lock, Access::Read), (56, Outcome::Memory));
+        // The write-back's address goes at 10, its data at [12, 20): both
+        // buses are free then, so an upgrade's address phase goes at once
+        // and a write needing the data bus from 20 to 28 waits for none.
+        assert_eq!(n.bus.transact(0, 2, Phases::AddressOnly, 2, 4).done, 6);
+        assert_eq!(n.bus.transact(0, 12, Phases::Write, 10, 10).done, 28);
+        let totals = n.bus.totals();
+        assert_eq!(totals.phases, Some((2 + 2 + 2 + 2, 8 + 8 + 8)));
     }
 
     #[test]

@@ -116,8 +116,26 @@ pub struct ProcStats {
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct BusStats {
     pub transactions: u64,
+    /// The transactions' occupancy, both phases together on a split bus.
     pub busy_cycles: u64,
+    /// How much later than on an idle bus the transactions were done.
     pub wait_cycles: u64,
+    /// Split bus only: the address bus's and the data bus's busy cycles.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address_busy_cycles: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_busy_cycles: Option<u64>,
+}
+
+impl BusStats {
+    /// Busy cycles of the busier resource: the whole bus, or on a split bus
+    /// its busier phase (what saturates first).
+    pub fn bottleneck_busy_cycles(&self) -> u64 {
+        match (self.address_busy_cycles, self.data_busy_cycles) {
+            (Some(a), Some(d)) => a.max(d),
+            _ => self.busy_cycles,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
