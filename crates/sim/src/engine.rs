@@ -1093,7 +1093,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
         let ni = &self.cfg.machine.ni;
         let (occ, mask_lat) = (ni.uncached_write_occupancy, ni.uncached_write_latency);
-        self.bus_read(self.procs[p].node, t, occ, mask_lat)
+        self.bus_transaction(self.procs[p].node, t, Phases::Write, occ, mask_lat)
     }
 
     fn start_release(&mut self, p: usize) {
@@ -1280,8 +1280,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     }
 
     /// One bus transaction issued at `t`; returns when it completes.
-    fn bus_read(&mut self, n: usize, t: u64, occ: u64, lat: u64) -> u64 {
-        self.nodes[n].mem.bus.transact(self.now, t, Phases::Read, occ, lat).done
+    fn bus_transaction(&mut self, n: usize, t: u64, phases: Phases, occ: u64, lat: u64) -> u64 {
+        self.nodes[n].mem.bus.transact(self.now, t, phases, occ, lat).done
     }
 
     /// Runs the handler of the message in `slot`: notice and dispatch it,
@@ -1411,9 +1411,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             // new arrivals. (A dispatch device loads each processor's own
             // dispatch register: that is its notice.)
             self.procs[p].seen_arrivals = self.nodes[n].arrivals;
-            t = self.bus_read(n, t, m.ni.register_read_occupancy, m.ni.register_read_latency);
+            t = self.bus_transaction(n, t, Phases::Read, m.ni.register_read_occupancy, m.ni.register_read_latency);
         }
-        t = self.bus_read(n, t, m.ni.register_read_occupancy, m.ni.register_read_latency);
+        t = self.bus_transaction(n, t, Phases::Read, m.ni.register_read_occupancy, m.ni.register_read_latency);
         let (occ, lat) = (m.ni.uncached_read_occupancy, m.ni.uncached_read_latency);
         t = self.nodes[n].mem.bus.train(self.now, t, words, Phases::Read, occ, lat);
         t += m.protocol.dispatch_cycles;
@@ -1525,7 +1525,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let n = self.procs[p].node;
         let ni = &self.cfg.machine.ni;
         let (occ, lat) = (ni.uncached_write_occupancy, ni.uncached_write_latency);
-        self.bus_read(n, t, occ, lat)
+        self.bus_transaction(n, t, Phases::Write, occ, lat)
     }
 
     /// Threads are numbered node-major, like processors.
