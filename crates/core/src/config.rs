@@ -994,9 +994,10 @@ mod tests {
         assert_eq!(e, "invalid bus.address_phase_cycles = 0: allowed a positive integer");
         m.bus.address_phase_cycles = Some(m.ni.uncached_write_occupancy);
         let e = m.validate().unwrap_err().to_string();
-        assert!(
-            e.starts_with("invalid bus.address_phase_cycles = 4: allowed less than every data-carrying occupancy"),
-            "{e}"
+        assert_eq!(
+            e,
+            "invalid bus.address_phase_cycles = 4: allowed less than every data-carrying occupancy \
+             (ni.uncached_read_occupancy is 4)"
         );
         m.bus.address_phase_cycles = Some(1);
         m.validate().unwrap();

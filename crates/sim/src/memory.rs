@@ -16,6 +16,8 @@
 //! sets chosen at random, which is exact in distribution and costs O(misses)
 //! instead of O(accesses).
 
+#[cfg(test)]
+use crate::bus::Granted;
 use crate::bus::{MemoryBus, Phases};
 use crate::stats::MissStats;
 use finegrain_core::config::{BusParams, Effects, MachineConfig};
@@ -691,15 +693,15 @@ impl NodeMemory {
         };
         let effect = self.effect_of(proc, class, outcome);
         let waived = self.waived(effect);
-        let (start, done, occ) = if waived {
-            (t, t, 0)
+        let (done, bus_free) = if waived {
+            (t, t)
         } else {
             let g = self.bus.transact(now, t, Phases::Read, occ, lat);
-            (g.start, g.done, occ)
+            (g.done, g.bus_free)
         };
         if held != INVALID && held & DIRTY != 0 {
             // Queued behind the fetch that displaced the victim.
-            self.bus.transact(now, start + occ, Phases::Write, self.bus_params.writeback_occupancy, 0);
+            self.bus.transact(now, bus_free, Phases::Write, self.bus_params.writeback_occupancy, 0);
         }
         self.install(proc, set, tag | state);
         if waived {
@@ -1318,16 +1320,20 @@ mod tests {
         m.bus.address_phase_cycles = Some(2);
         (m.bus.memory_latency, m.bus.memory_occupancy, m.bus.writeback_occupancy) = (56, 10, 10);
         let mut n = node(&m, &[Some(0)]);
+        // The lock's set holds thread 0's dirty segment line.
         let lock = n.map().lock_line();
-        // Address [0, 2), data [48, 56): the miss completes at 56.
+        // Address [0, 2), data [48, 56): the miss completes at 56. The
+        // victim's write-back goes once the fill has arrived: address
+        // [56, 58), data [58, 66).
         assert_eq!(n.access(0, 0, 0, lock, Access::Read), (56, Outcome::Memory));
-        // The write-back's address goes at 10, its data at [12, 20): both
-        // buses are free then, so an upgrade's address phase goes at once
-        // and a write needing the data bus from 20 to 28 waits for none.
+        // Meanwhile both buses are free: an upgrade's address goes at once.
         assert_eq!(n.bus.transact(0, 2, Phases::AddressOnly, 2, 4).done, 6);
-        assert_eq!(n.bus.transact(0, 12, Phases::Write, 10, 10).done, 28);
+        // A store issued at 56 queues behind the write-back on both buses:
+        // address at 58, data at 66 instead of 60, so it is done 6 late.
+        assert_eq!(n.bus.transact(0, 56, Phases::Write, 10, 10), Granted { start: 58, done: 74, bus_free: 74 });
         let totals = n.bus.totals();
         assert_eq!(totals.phases, Some((2 + 2 + 2 + 2, 8 + 8 + 8)));
+        assert_eq!(totals.wait_cycles, 2 + 6);
     }
 
     #[test]
