@@ -256,3 +256,31 @@ fn a_home_that_never_computes_adds_no_events_however_long_the_run() {
         assert!(s.events < 50 * s.messages, "{} events for {} messages", s.events, s.messages);
     }
 }
+
+/// The presets' bus is split-transaction: one transaction's address goes
+/// out while another's data moves, so four SMP protocol processors wait
+/// less for it than on a bus held for each transaction's whole occupancy,
+/// and serve more requests per microsecond.
+#[test]
+fn a_split_bus_queues_smp_protocol_processors_less_than_one_held_whole() {
+    let run = |split: bool| {
+        let mut cfg = sim(Policy::Fixed { protocol_procs: 4 }, 8, Discipline::Pdq, PpKind::Smp, None);
+        if !split {
+            cfg.machine.bus.address_phase_cycles = None;
+        }
+        let w = FetchAddConfig { requests_per_thread: 200, home_u: 0.0, ..workload(4096, KeySkew::Uniform) };
+        let out = fetch_add::simulate(&cfg, &w).unwrap();
+        let bus = out.stats.nodes[0].bus.clone();
+        (fetch_add::home_measures(&cfg.machine, &out).throughput_msgs_per_us, bus)
+    };
+    let ((split_rate, split), (whole_rate, whole)) = (run(true), run(false));
+    assert!(split.data_busy_cycles.is_some() && whole.data_busy_cycles.is_none());
+    let wait = |b: &finegrain_sim::stats::BusStats| b.wait_cycles as f64 / b.transactions as f64;
+    assert!(
+        wait(&split) < 0.7 * wait(&whole),
+        "wait per transaction: split {:.1}, whole {:.1}",
+        wait(&split),
+        wait(&whole)
+    );
+    assert!(split_rate > whole_rate, "requests per us: split {split_rate:.2}, whole {whole_rate:.2}");
+}
