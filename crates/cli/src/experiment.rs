@@ -3,6 +3,7 @@
 //! another file works too).
 
 use anyhow::{bail, Context, Result};
+use finegrain_core::MachineConfig;
 use std::path::Path;
 
 /// Experiments shipped with finegrain: (name, TOML text).
@@ -296,24 +297,40 @@ fn repeated(field: &str, written: &[String], names: &[String], note: &str) -> Re
     Ok(())
 }
 
-/// One of the model's indirect effects (`[effects]` of a preset), switched
-/// off in a study's sensitivity runs: the claim-deciding points are run
-/// again without it, so a report can show which mechanism decides a claim.
+/// One of the model's mechanisms switched off in a study's sensitivity runs:
+/// an indirect effect (`[effects]` of a preset), or the split-transaction
+/// bus (its runs hold the bus for a transaction's whole occupancy). The
+/// claim-deciding points are run again without it, so a report can show
+/// which mechanism decides a claim.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EffectOff {
     CacheInterference,
     Migration,
     DataPlacement,
+    SplitBus,
 }
 
 impl EffectOff {
-    pub fn apply(self, effects: &mut finegrain_core::config::Effects) {
+    /// Every name, for messages.
+    pub const NAMES: &'static str = "cache_interference, migration, data_placement or split_bus";
+
+    pub fn apply(self, machine: &mut MachineConfig) {
+        let effects = &mut machine.effects;
         match self {
             EffectOff::CacheInterference => effects.cache_interference = false,
             EffectOff::Migration => effects.migration = false,
             EffectOff::DataPlacement => effects.data_placement = false,
+            EffectOff::SplitBus => machine.bus.address_phase_cycles = None,
         }
+    }
+
+    /// Whether `machine` has the mechanism on (a run without it would
+    /// otherwise repeat the study's own).
+    pub fn is_on(self, machine: &MachineConfig) -> bool {
+        let mut off = machine.clone();
+        self.apply(&mut off);
+        off != *machine
     }
 
     /// How a sensitivity run's id names it: `no-` and the effect, dashed.
@@ -321,13 +338,27 @@ impl EffectOff {
         format!("no-{}", self.name().replace('_', "-"))
     }
 
-    /// The `[effects]` field's name.
+    /// The `[effects]` field's name, or `split_bus`.
     pub fn name(self) -> &'static str {
         match self {
             EffectOff::CacheInterference => "cache_interference",
             EffectOff::Migration => "migration",
             EffectOff::DataPlacement => "data_placement",
+            EffectOff::SplitBus => "split_bus",
         }
+    }
+}
+
+/// Every mechanism a sensitivity list switches off must be on in the
+/// preset (`field` names the list).
+pub fn check_sensitivity_on(field: &str, sensitivity: &[EffectOff], machine: &MachineConfig) -> Result<()> {
+    match sensitivity.iter().find(|e| !e.is_on(machine)) {
+        Some(e) => bail!(
+            "invalid {field} = [{}]: {e} is already off in preset {}; allowed mechanisms the preset has on",
+            sensitivity.iter().map(|e| e.name()).collect::<Vec<_>>().join(", "),
+            machine.name
+        ),
+        None => Ok(()),
     }
 }
 

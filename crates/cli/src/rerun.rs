@@ -232,15 +232,12 @@ fn derived_label_mismatch(
     labels: &serde_json::Map<String, Value>,
 ) -> Option<String> {
     let present = |name: &str| labels.get(name).filter(|v| !v.is_null());
-    let effect =
-        match parsed_label::<EffectOff>(labels, "effect_off", "cache_interference, migration or data_placement") {
-            Ok(e) => e,
-            Err(why) => return Some(why),
-        };
+    let effect = match parsed_label::<EffectOff>(labels, "effect_off", EffectOff::NAMES) {
+        Ok(e) => e,
+        Err(why) => return Some(why),
+    };
     if let Some(e) = effect {
-        let mut off = c.machine.effects;
-        e.apply(&mut off);
-        if off != c.machine.effects {
+        if e.is_on(&c.machine) {
             return Some(format!(
                 "it names effect_off = {} but its configuration runs with {0} on; {DESCRIBED}",
                 e.name()

@@ -2,7 +2,9 @@
 //! microbenchmarks of Falsafi & Wood (HPCA 1997), with the verdicts on the
 //! five claims of spec/scheduling.md computed from the measured data.
 
-use crate::experiment::{check_distinct, check_distinct_decimals, shown, EffectOff, Source, MAX_CYCLES, MAX_REQUESTS};
+use crate::experiment::{
+    check_distinct, check_distinct_decimals, check_sensitivity_on, shown, EffectOff, Source, MAX_CYCLES, MAX_REQUESTS,
+};
 use crate::figures::{line_chart, Chart, Series};
 use crate::report::{markdown_table, Check, Verdict};
 use crate::sweep;
@@ -211,7 +213,7 @@ impl Variant {
 
     fn apply(&self, m: &mut MachineConfig) {
         if let Some(e) = self.effect_off {
-            e.apply(&mut m.effects);
+            e.apply(m);
         }
         if let Some(r) = self.relinquish {
             m.protocol.relinquish = r;
@@ -365,6 +367,7 @@ pub fn reproduce(src: &Source, quick: bool, out: &Path) -> Result<PathBuf> {
     let machine = MachineConfig::load(&src.preset(&exp.preset))?;
     for (table, g) in [("full", &exp.full), ("quick", &exp.quick)] {
         g.check_rules(table, &machine.protocol)?;
+        check_sensitivity_on(&format!("{table}.sensitivity"), &g.sensitivity, &machine)?;
     }
     let started = Instant::now();
     let mut lmin = BTreeMap::new();

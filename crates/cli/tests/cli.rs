@@ -479,9 +479,19 @@ p99_queue_delay_cycles,pp_busy_wait_fraction,seed";
     check_sensitivity(
         &d,
         "## Sensitivity of claim 5's SMP scaling",
-        &["migration", "cache_interference"],
+        &["migration", "cache_interference", "split_bus"],
         ("smp-pdq-k4-keys4096-uniform-no-migration.json", "migration"),
     );
+    // Without the split bus: the record says so, ran with the bus held
+    // whole, and reruns; a split run labelled so is refused.
+    let unsplit = "smp-pdq-k4-keys4096-uniform-no-split-bus.json";
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("runs").join(unsplit)).unwrap()).unwrap();
+    assert_eq!(json["effect_off"], "split_bus");
+    assert!(json["config"]["machine"]["bus"].get("address_phase_cycles").is_none(), "{unsplit} ran on a split bus");
+    check_rerun(&d, unsplit, "identical");
+    let split = "smp-pdq-k4-keys4096-uniform-no-migration.json";
+    check_mislabelled(&d, split, "effect_off", serde_json::json!("split_bus"), "with split_bus on");
 }
 
 /// A study's report has one decided verdict, with its numbers, per claim,

@@ -322,3 +322,26 @@ fn a_reused_output_directory_holds_only_the_last_studys_records() {
     assert!(figures.iter().any(|f| f == "notes.txt"), "a file that is not a figure was removed: {figures:?}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A sensitivity run switches a mechanism off: one the preset has off
+/// already would repeat the study's own runs under another name.
+#[test]
+fn a_sensitivity_run_of_a_mechanism_the_preset_has_off_is_rejected() {
+    let d = temp_dir("unsplit-preset");
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets/hpca99.toml");
+    let unsplit: String = std::fs::read_to_string(shipped)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with("address_phase_cycles"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let preset = d.join("hpca99-unsplit.toml");
+    std::fs::write(&preset, unsplit).unwrap();
+    let preset = format!("{:?}", preset.display().to_string());
+    assert_rejected(
+        "pdq-micro",
+        &[("preset", &preset), ("full.sensitivity", r#"["migration"]"#), ("quick.sensitivity", r#"["split_bus"]"#)],
+        &["quick.sensitivity = [split_bus]: split_bus is already off in preset hpca99", "allowed mechanisms"],
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
