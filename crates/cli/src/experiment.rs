@@ -315,6 +315,9 @@ impl EffectOff {
     /// Every name, for messages.
     pub const NAMES: &'static str = "cache_interference, migration, data_placement or split_bus";
 
+    pub const ALL: [EffectOff; 4] =
+        [EffectOff::CacheInterference, EffectOff::Migration, EffectOff::DataPlacement, EffectOff::SplitBus];
+
     pub fn apply(self, machine: &mut MachineConfig) {
         let effects = &mut machine.effects;
         match self {
@@ -350,16 +353,20 @@ impl EffectOff {
 }
 
 /// Every mechanism a sensitivity list switches off must be on in the
-/// preset (`field` names the list).
-pub fn check_sensitivity_on(field: &str, sensitivity: &[EffectOff], machine: &MachineConfig) -> Result<()> {
-    match sensitivity.iter().find(|e| !e.is_on(machine)) {
-        Some(e) => bail!(
-            "invalid {field} = [{}]: {e} is already off in preset {}; allowed mechanisms the preset has on",
-            sensitivity.iter().map(|e| e.name()).collect::<Vec<_>>().join(", "),
-            machine.name
-        ),
-        None => Ok(()),
-    }
+/// preset (`field` names the list, `preset` the experiment's preset).
+pub fn check_sensitivity_on(
+    field: &str,
+    sensitivity: &[EffectOff],
+    machine: &MachineConfig,
+    preset: &str,
+) -> Result<()> {
+    let Some(off) = sensitivity.iter().find(|e| !e.is_on(machine)) else { return Ok(()) };
+    let on: Vec<&str> = EffectOff::ALL.iter().filter(|e| e.is_on(machine)).map(|e| e.name()).collect();
+    bail!(
+        "invalid {field} = [{}]: {off} is already off in preset {preset}; allowed the mechanisms it has on ({})",
+        sensitivity.iter().map(|e| e.name()).collect::<Vec<_>>().join(", "),
+        if on.is_empty() { "none".to_string() } else { on.join(", ") }
+    )
 }
 
 impl std::fmt::Display for EffectOff {

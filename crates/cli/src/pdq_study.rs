@@ -219,7 +219,7 @@ pub fn load(src: &Source) -> Result<Experiment> {
         bail!("invalid preset = {}: the study needs a machine with a [pdq] section (for example hpca99)", e.preset);
     }
     for (table, grid) in [("full", &e.full), ("quick", &e.quick)] {
-        check_sensitivity_on(&format!("{table}.sensitivity"), &grid.sensitivity, &machine)?;
+        check_sensitivity_on(&format!("{table}.sensitivity"), &grid.sensitivity, &machine, &e.preset)?;
     }
     let capacity = fetch_add::key_capacity(&machine, e.compute_procs);
     for (table, grid) in [("full", &e.full), ("quick", &e.quick)] {

@@ -367,7 +367,7 @@ pub fn reproduce(src: &Source, quick: bool, out: &Path) -> Result<PathBuf> {
     let machine = MachineConfig::load(&src.preset(&exp.preset))?;
     for (table, g) in [("full", &exp.full), ("quick", &exp.quick)] {
         g.check_rules(table, &machine.protocol)?;
-        check_sensitivity_on(&format!("{table}.sensitivity"), &g.sensitivity, &machine)?;
+        check_sensitivity_on(&format!("{table}.sensitivity"), &g.sensitivity, &machine, &exp.preset)?;
     }
     let started = Instant::now();
     let mut lmin = BTreeMap::new();
@@ -1409,9 +1409,11 @@ fn render_report(
     if !sensitivity.claim5.is_empty() {
         let _ = writeln!(
             s,
-            "## Sensitivity of claim 5\n\nClaim 5's points (cost-performance at low Oint) run again with one effect \
-             of the model switched off and the same compute times, to show which mechanism decides the verdict. \
-             These runs are in `runs/no-<effect>-*.json` (the effect's name with dashes) and are not used for the verdicts above.\n"
+            "## Sensitivity of claim 5\n\nClaim 5's points (cost-performance at low Oint) run again with one \
+             mechanism of the model switched off (an effect, or the split-transaction bus: `split_bus` holds the bus \
+             for a transaction's whole occupancy) and the same compute times, to show which decides the verdict. \
+             These runs are in `runs/no-<mechanism>-*.json` (its name with dashes) and are not used for the verdicts \
+             above.\n"
         );
         for (e, v) in &sensitivity.claim5 {
             let _ = writeln!(s, "- without {e}: {} - {}", v.status(), v.evidence);
