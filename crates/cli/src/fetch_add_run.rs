@@ -234,6 +234,8 @@ fn simulate(point: &Point, config: &SimConfig, workload: &FetchAddConfig, json: 
     let wall = t0.elapsed().as_secs_f64();
     let home = fetch_add::home_measures(&config.machine, &out);
     print_summary(point, config, workload, &home);
+    let home_node = &out.stats.nodes[0];
+    println!("home bus          {}", home_node.bus.summary(home_node.last_handler_end));
     if let Some(path) = json {
         let rec = Record { kind: point.kind, config, workload, home: &home, stats: &out.stats, wall_seconds: wall };
         experiment::write_json(&path, &rec)?;

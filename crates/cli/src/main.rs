@@ -468,6 +468,9 @@ fn run_sim(a: RunArgs) -> Result<()> {
     println!("requests         {}  (mean round trip {:.1} cycles)", s.requests, s.request_latency.mean_cycles);
     println!("interrupts       {}", s.interrupts);
     println!("PP occupancy     {:.3}", s.pp_occupancy);
+    for (n, node) in s.nodes.iter().enumerate() {
+        println!("bus (node {n})     {}", node.bus.summary(s.sim_cycles));
+    }
     let c = &s.cycles;
     println!(
         "cycles (all processors): compute {} stall {} send {} wait {} handler {} interrupt {} role {} poll-idle {} hold {} idle {}",

@@ -136,6 +136,18 @@ impl BusStats {
             _ => self.busy_cycles,
         }
     }
+
+    /// One line for a text summary: the share of `cycles` the bus (each
+    /// phase of a split one) was busy, and the mean wait per transaction.
+    pub fn summary(&self, cycles: u64) -> String {
+        let share = |busy: u64| busy as f64 / cycles.max(1) as f64;
+        let busy = match (self.address_busy_cycles, self.data_busy_cycles) {
+            (Some(a), Some(d)) => format!("address bus {:.2}, data bus {:.2} busy", share(a), share(d)),
+            _ => format!("{:.2} busy", share(self.busy_cycles)),
+        };
+        let wait = self.wait_cycles as f64 / self.transactions.max(1) as f64;
+        format!("{busy}; {wait:.1} cycles wait per transaction")
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -289,6 +301,15 @@ fn describe(a: Option<HandlerSpan>, b: HandlerSpan) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_bus_summary_gives_each_phase_of_a_split_bus() {
+        let whole = BusStats { transactions: 4, busy_cycles: 40, wait_cycles: 6, ..BusStats::default() };
+        assert_eq!(whole.summary(100), "0.40 busy; 1.5 cycles wait per transaction");
+        let split = BusStats { address_busy_cycles: Some(8), data_busy_cycles: Some(32), ..whole };
+        assert_eq!(split.summary(100), "address bus 0.08, data bus 0.32 busy; 1.5 cycles wait per transaction");
+        assert_eq!(split.bottleneck_busy_cycles(), 32);
+    }
+
     use super::*;
 
     fn span(proc: u32, key: SyncKey, start: u64, end: u64) -> HandlerSpan {
