@@ -191,6 +191,23 @@ pub async fn thread<P: Proc>(p: &P, cfg: &MicroConfig, h: &MicroHandlers) -> Res
     Ok(iterations)
 }
 
+/// The fetch-block benchmark's reply carries the block as its payload, so
+/// the preset's block must fit in one.
+pub fn block_fits(protocol: Protocol, machine: &MachineConfig) -> Result<(), ConfigError> {
+    let block_bytes = machine.protocol.block_bytes;
+    if protocol == Protocol::Fetch && block_bytes > MAX_BLOCK_BYTES {
+        return Err(ConfigError::invalid(
+            "protocol.block_bytes",
+            block_bytes,
+            format!(
+                "the fetch-block benchmark moves a block in one message; allowed a power of two from \
+                 cache.line_bytes to {MAX_BLOCK_BYTES}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Requests go to another node, so a run needs two nodes.
 pub fn two_nodes_at_least(nodes: u32) -> Result<(), String> {
     let most = finegrain_core::config::MAX_NODES;
@@ -209,6 +226,7 @@ pub fn total_requests(sim: &SimConfig, cfg: &MicroConfig) -> u64 {
 pub fn simulate(sim: &SimConfig, cfg: &MicroConfig) -> Result<SimOutput<u64>, SimError> {
     cfg.validate().map_err(|e| SimError::Config(ConfigError::Workload(e)))?;
     two_nodes_at_least(sim.topology.nodes).map_err(|e| SimError::Config(ConfigError::Workload(e)))?;
+    block_fits(cfg.protocol, &sim.machine).map_err(SimError::Config)?;
     let (table, h) = handlers(cfg.protocol, &sim.machine).map_err(SimError::Handler)?;
     finegrain_sim::simulate(sim, &table, |p| {
         let (cfg, h) = (cfg.clone(), h.clone());

@@ -165,10 +165,10 @@ struct RunArgs {
     /// 1..=1e9 [default: 10000].
     #[arg(long)]
     requests_per_node: Option<u64>,
-    /// Interrupt overhead in cycles, 0..=1e9 (overrides the preset).
+    /// Interrupt overhead in cycles, 0..=1000000000 (overrides the preset).
     #[arg(long)]
     oint: Option<u64>,
-    /// When a processor acting as PP under Single or Floating gives the
+    /// When a processor acting as PP under Floating gives the
     /// role up once its own work can continue: eager, handoff or adaptive
     /// (overrides the preset; native runs take eager or handoff)
     /// [default: the preset's; native: eager].

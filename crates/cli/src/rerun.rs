@@ -179,7 +179,8 @@ pub fn rerun(path: &Path) -> Result<Rerun> {
     record.config.validate()?;
     if !record.stats.get("sim_cycles").is_some_and(Value::is_u64) {
         anyhow::bail!(
-            "invalid run record {}: its stats are not a run's statistics (no sim_cycles), so nothing could be compared",
+            "invalid run record {}: its stats have no sim_cycles as a whole number of cycles, so they are not a run's \
+             statistics and nothing could be compared",
             path.display()
         );
     }

@@ -689,6 +689,20 @@ fn preset_costs_and_sizes_are_bounded() {
         let small = ["--requester-nodes", "1", "--compute-procs", "1"];
         assert_one_line_error(&[&["fetch-add", "--preset", p.to_str().unwrap()][..], &small].concat(), &[needle]);
     }
+    // The fetch-block benchmark refuses a block its reply cannot carry
+    // before it runs (the null handler carries none).
+    let big = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../presets/hpca97.toml"))
+        .unwrap()
+        .replace("block_bytes = 128", "block_bytes = 8192");
+    let p = d.join("big-block.toml");
+    std::fs::write(&p, big).unwrap();
+    let run = ["run", "--preset", p.to_str().unwrap(), "--requests-per-node", "10", "--protocol"];
+    assert_one_line_error(
+        &[&run[..], &["fetch"]].concat(),
+        &["invalid protocol.block_bytes = 8192: the fetch-block benchmark moves a block in one message"],
+    );
+    let out = finegrain(&[&run[..], &["null"]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let cal = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../presets/hpca97.toml"))
         .unwrap()
         .replace("lmin_null_us = 3.0", "lmin_null_us = -3");
@@ -720,7 +734,10 @@ fn rerun_refuses_records_it_cannot_compare_or_run() {
     no_stats["stats"] = serde_json::Value::Null;
     let p = d.join("no-stats.json");
     std::fs::write(&p, no_stats.to_string()).unwrap();
-    assert_one_line_error(&["rerun", p.to_str().unwrap()], &["its stats are not a run's statistics"]);
+    assert_one_line_error(
+        &["rerun", p.to_str().unwrap()],
+        &["its stats have no sim_cycles as a whole number of cycles"],
+    );
     let mut one_node = record;
     one_node["config"]["topology"]["nodes"] = 1.into();
     let p = d.join("one-node.json");

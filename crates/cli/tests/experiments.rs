@@ -327,23 +327,19 @@ fn a_reused_output_directory_holds_only_the_last_studys_records() {
 /// already would repeat the study's own runs under another name.
 #[test]
 fn a_sensitivity_run_of_a_mechanism_the_preset_has_off_is_rejected() {
-    let d = temp_dir("unsplit-preset");
+    let d = temp_dir("no-migration-preset");
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets/hpca99.toml");
-    let unsplit: String = std::fs::read_to_string(shipped)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.starts_with("address_phase_cycles"))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    let preset = d.join("hpca99-unsplit.toml");
-    std::fs::write(&preset, unsplit).unwrap();
+    let text = std::fs::read_to_string(shipped).unwrap();
+    assert!(text.contains("migration = true"));
+    let preset = d.join("hpca99-no-migration.toml");
+    std::fs::write(&preset, text.replace("migration = true", "migration = false")).unwrap();
     let preset = format!("{:?}", preset.display().to_string());
     assert_rejected(
         "pdq-micro",
-        &[("preset", &preset), ("full.sensitivity", r#"["migration"]"#), ("quick.sensitivity", r#"["split_bus"]"#)],
+        &[("preset", &preset), ("full.sensitivity", r#"["split_bus"]"#), ("quick.sensitivity", r#"["migration"]"#)],
         &[
-            "quick.sensitivity = [split_bus]: split_bus is already off in preset ",
-            "hpca99-unsplit.toml; allowed the mechanisms it has on (cache_interference, migration, data_placement)",
+            "quick.sensitivity = [migration]: migration is already off in preset ",
+            "hpca99-no-migration.toml; allowed the mechanisms it has on (cache_interference, data_placement, split_bus)",
         ],
     );
     let _ = std::fs::remove_dir_all(&d);

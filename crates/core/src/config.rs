@@ -668,6 +668,7 @@ impl MachineConfig {
 
     pub fn from_toml(origin: &str, text: &str) -> Result<MachineConfig, ConfigError> {
         let m: MachineConfig = parse_toml(origin, text)?;
+        require_named(origin, text)?;
         m.validate()?;
         Ok(m)
     }
@@ -730,6 +731,7 @@ impl MachineConfig {
             ));
         }
         self.check_address_phase()?;
+        self.check_read_latencies()?;
         if let Some(p) = &self.pdq {
             if p.search_window == 0 {
                 return Err(ConfigError::invalid("pdq.search_window", 0, "allowed a positive integer"));
@@ -771,12 +773,48 @@ impl MachineConfig {
             ("ni.uncached_write_occupancy", ni.uncached_write_occupancy),
             ("ni.register_read_occupancy", ni.register_read_occupancy),
         ];
-        match carrying.iter().find(|(_, occ)| *occ <= a) {
-            _ if a == 0 => Err(ConfigError::invalid("bus.address_phase_cycles", a, "allowed a positive integer")),
-            Some((field, occ)) => Err(ConfigError::invalid(
-                "bus.address_phase_cycles",
-                a,
-                format!("allowed less than every data-carrying occupancy ({field} is {occ})"),
+        let (field, least) = carrying.into_iter().min_by_key(|&(_, occ)| occ).expect("six occupancies");
+        if a == 0 || a >= least {
+            let allowed = if least > 1 {
+                format!("allowed 1..={} (below every data-carrying occupancy; {field} is {least})", least - 1)
+            } else {
+                format!("allowed none while {field} is {least} (every data-carrying transaction needs a data phase)")
+            };
+            return Err(ConfigError::invalid("bus.address_phase_cycles", a, allowed));
+        }
+        Ok(())
+    }
+
+    /// A read's requester has its data when the transfer is over: its
+    /// latency is at least the bus occupancy that moves the data.
+    fn check_read_latencies(&self) -> Result<(), ConfigError> {
+        let (b, ni) = (&self.bus, &self.ni);
+        let reads = [
+            ("bus.memory_latency", b.memory_latency, "bus.memory_occupancy", b.memory_occupancy),
+            (
+                "bus.cache_to_cache_latency",
+                b.cache_to_cache_latency,
+                "bus.cache_to_cache_occupancy",
+                b.cache_to_cache_occupancy,
+            ),
+            (
+                "ni.uncached_read_latency",
+                ni.uncached_read_latency,
+                "ni.uncached_read_occupancy",
+                ni.uncached_read_occupancy,
+            ),
+            (
+                "ni.register_read_latency",
+                ni.register_read_latency,
+                "ni.register_read_occupancy",
+                ni.register_read_occupancy,
+            ),
+        ];
+        match reads.into_iter().find(|&(_, lat, _, occ)| lat < occ) {
+            Some((field, lat, occupancy, occ)) => Err(ConfigError::invalid(
+                field,
+                lat,
+                format!("allowed at least {occupancy} ({occ}): a read is over once the bus has moved its data"),
             )),
             None => Ok(()),
         }
@@ -804,6 +842,32 @@ impl MachineConfig {
     pub fn us_to_cycles(&self, us: f64) -> f64 {
         us * self.processor.mhz as f64
     }
+}
+
+/// Fields that run records made before them may omit (they ran without
+/// them), but a preset must name: the table, the field, what it allows.
+const NAMED_IN_PRESETS: [(&str, &str, &str); 2] = [
+    ("bus", "address_phase_cycles", "the split bus's address phase, a positive number of cycles"),
+    ("protocol", "role_arbitration", "lowest or round-robin"),
+];
+
+/// A preset names every field, including those records may omit.
+fn require_named(origin: &str, text: &str) -> Result<(), ConfigError> {
+    // The text parsed as a preset already, so it parses as a table.
+    let Ok(table) = text.parse::<toml::Table>() else { return Ok(()) };
+    for (section, field, allowed) in NAMED_IN_PRESETS {
+        let named = table.get(section).and_then(toml::Value::as_table).is_some_and(|t| t.contains_key(field));
+        if !named {
+            return Err(ConfigError::Toml {
+                origin: origin.to_string(),
+                message: format!(
+                    "missing field `{field}` in [{section}]: a preset names it (allowed {allowed}); only run records \
+                     made before it existed may leave it out"
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The most nodes a machine may have.
@@ -989,18 +1053,39 @@ mod tests {
     #[test]
     fn a_split_bus_address_phase_must_leave_every_data_transfer_a_data_phase() {
         let mut m = MachineConfig::load("hpca97").unwrap();
-        m.bus.address_phase_cycles = Some(0);
-        let e = m.validate().unwrap_err().to_string();
-        assert_eq!(e, "invalid bus.address_phase_cycles = 0: allowed a positive integer");
-        m.bus.address_phase_cycles = Some(m.ni.uncached_write_occupancy);
+        let refused = "allowed 1..=3 (below every data-carrying occupancy; ni.uncached_read_occupancy is 4)";
+        for bad in [0, 4, 9] {
+            m.bus.address_phase_cycles = Some(bad);
+            let e = m.validate().unwrap_err().to_string();
+            assert_eq!(e, format!("invalid bus.address_phase_cycles = {bad}: {refused}"));
+        }
+        m.bus.address_phase_cycles = Some(1);
+        m.validate().unwrap();
+    }
+
+    #[test]
+    fn a_read_cannot_be_over_before_the_bus_has_moved_its_data() {
+        let mut m = MachineConfig::load("hpca97").unwrap();
+        m.bus.memory_latency = 5;
         let e = m.validate().unwrap_err().to_string();
         assert_eq!(
             e,
-            "invalid bus.address_phase_cycles = 4: allowed less than every data-carrying occupancy \
-             (ni.uncached_read_occupancy is 4)"
+            "invalid bus.memory_latency = 5: allowed at least bus.memory_occupancy (10): a read is over once the bus \
+             has moved its data"
         );
-        m.bus.address_phase_cycles = Some(1);
-        m.validate().unwrap();
+    }
+
+    #[test]
+    fn a_preset_names_the_fields_old_records_may_leave_out() {
+        let text = PRESETS[0].1;
+        for (line, says) in [
+            ("address_phase_cycles = 2", "missing field `address_phase_cycles` in [bus]: a preset names it"),
+            ("role_arbitration = \"round-robin\"", "missing field `role_arbitration` in [protocol]: a preset names it"),
+        ] {
+            assert!(text.contains(line), "{line}");
+            let e = MachineConfig::from_toml("x.toml", &text.replace(line, "")).unwrap_err().to_string();
+            assert!(e.contains(says) && e.contains("allowed"), "{e}");
+        }
     }
 
     #[test]
