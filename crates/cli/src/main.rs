@@ -352,7 +352,11 @@ fn run_native(a: RunArgs) -> Result<()> {
     let measured_u = compute.iter().map(|t| t.compute_ns as f64 / t.wall_ns.max(1) as f64).sum::<f64>()
         / compute.len().max(1) as f64;
     println!(
-        "platform native  policy {} (relinquish {})  {} nodes x {} threads  protocol {}  seed {}",
+        "platform native  preset {} (segment {} bytes, block {} bytes)  policy {} (relinquish {})  {} nodes x {} \
+         threads  protocol {}  seed {}",
+        machine.name,
+        machine.segment_bytes(),
+        machine.protocol.block_bytes,
         policy.label(),
         rt.relinquish.label(),
         topology.nodes,
