@@ -312,9 +312,6 @@ pub enum EffectOff {
 }
 
 impl EffectOff {
-    /// Every name, for messages.
-    pub const NAMES: &'static str = "cache_interference, migration, data_placement or split_bus";
-
     pub const ALL: [EffectOff; 4] =
         [EffectOff::CacheInterference, EffectOff::Migration, EffectOff::DataPlacement, EffectOff::SplitBus];
 
@@ -326,6 +323,13 @@ impl EffectOff {
             EffectOff::DataPlacement => effects.data_placement = false,
             EffectOff::SplitBus => machine.bus.address_phase_cycles = None,
         }
+    }
+
+    /// Every name, for messages: "a, b, c or d".
+    pub fn allowed_names() -> String {
+        let names: Vec<&str> = EffectOff::ALL.iter().map(|e| e.name()).collect();
+        let (last, rest) = names.split_last().expect("four mechanisms");
+        format!("{} or {last}", rest.join(", "))
     }
 
     /// Whether `machine` has the mechanism on (a run without it would

@@ -233,7 +233,7 @@ fn derived_label_mismatch(
     labels: &serde_json::Map<String, Value>,
 ) -> Option<String> {
     let present = |name: &str| labels.get(name).filter(|v| !v.is_null());
-    let effect = match parsed_label::<EffectOff>(labels, "effect_off", EffectOff::NAMES) {
+    let effect = match parsed_label::<EffectOff>(labels, "effect_off", &EffectOff::allowed_names()) {
         Ok(e) => e,
         Err(why) => return Some(why),
     };

@@ -9,6 +9,7 @@
 //! Transactions therefore queue for the bus in (roughly) request-time order,
 //! which is what a FIFO bus arbiter does.
 
+use crate::stats::BusStats;
 use finegrain_core::config::BusParams;
 
 /// One resource reserved by intervals: a bus phase or an NI port.
@@ -86,28 +87,24 @@ impl Calendar {
         // moving a message's words): the transactions follow each other at
         // the larger of latency and occupancy, as one reservation per
         // transaction would place them.
-        self.transactions += count;
-        self.busy_cycles += count * occupancy;
-        if latency <= occupancy {
+        if latency < occupancy {
             // Back to back: one interval; each waits for the previous.
+            self.transactions += count;
+            self.busy_cycles += count * occupancy;
             self.wait_cycles += (count - 1) * (occupancy - latency);
             self.push_after(now, t, t + count * occupancy);
             return t + (count - 1) * occupancy + latency;
         }
-        // Spaced out (latency > occupancy): the first may touch the last
-        // reservation; the rest neither touch nor overlap, so they are
-        // appended as they are. Pruning once at the end rather than after
-        // each changes no placement: it drops what has ended by `now`
-        // either way.
-        self.push_after(now, t, t + occupancy);
-        self.busy.extend((1..count).map(|i| (t + i * latency, t + i * latency + occupancy)));
-        self.prune(now);
+        self.append_periodic(now, t, count, occupancy, latency);
         t + count * latency
     }
 
     /// Reserves `count` intervals of `len` cycles, `period` apart from
     /// `start` on, on a calendar clear from `start` (as many reservations
-    /// of them in turn would).
+    /// of them in turn would). The first may touch the last reservation;
+    /// the rest neither touch nor overlap, so they are appended as they
+    /// are. Pruning once at the end rather than after each changes no
+    /// placement: it drops what has ended by `now` either way.
     fn append_periodic(&mut self, now: u64, start: u64, count: u64, len: u64, period: u64) {
         debug_assert!(self.clear_from(start) && period >= len);
         self.transactions += count;
@@ -230,16 +227,6 @@ pub struct MemoryBus {
     wait_cycles: u64,
 }
 
-/// A memory bus's totals: transactions, their occupancy, the cycles they
-/// were held back by others, and on a split bus each phase's busy cycles.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct BusTotals {
-    pub transactions: u64,
-    pub busy_cycles: u64,
-    pub wait_cycles: u64,
-    pub phases: Option<(u64, u64)>,
-}
-
 impl MemoryBus {
     pub fn new(params: &BusParams) -> MemoryBus {
         MemoryBus { address_phase: params.address_phase_cycles, ..MemoryBus::default() }
@@ -295,19 +282,22 @@ impl MemoryBus {
         done
     }
 
-    pub fn totals(&self) -> BusTotals {
+    /// The run's totals, each phase's busy cycles included on a split bus.
+    pub fn totals(&self) -> BusStats {
         match self.address_phase {
-            None => BusTotals {
+            None => BusStats {
                 transactions: self.address.transactions,
                 busy_cycles: self.address.busy_cycles,
                 wait_cycles: self.address.wait_cycles,
-                phases: None,
+                address_busy_cycles: None,
+                data_busy_cycles: None,
             },
-            Some(_) => BusTotals {
+            Some(_) => BusStats {
                 transactions: self.transactions,
                 busy_cycles: self.busy_cycles,
                 wait_cycles: self.wait_cycles,
-                phases: Some((self.address.busy_cycles, self.data.busy_cycles)),
+                address_busy_cycles: Some(self.address.busy_cycles),
+                data_busy_cycles: Some(self.data.busy_cycles),
             },
         }
     }
@@ -394,7 +384,8 @@ mod tests {
         assert_eq!(b.transact(0, 0, Phases::Read, 10, 56), Granted { start: 0, done: 56, bus_free: 10 });
         // An upgrade queues behind the whole line transfer.
         assert_eq!(b.transact(0, 0, Phases::AddressOnly, 4, 16), Granted { start: 10, done: 26, bus_free: 14 });
-        assert_eq!(b.totals(), BusTotals { transactions: 2, busy_cycles: 14, wait_cycles: 10, phases: None });
+        let whole = BusStats { transactions: 2, busy_cycles: 14, wait_cycles: 10, ..BusStats::default() };
+        assert_eq!(b.totals(), whole);
     }
 
     #[test]
@@ -410,7 +401,7 @@ mod tests {
         // A posted write: data right after its address.
         assert_eq!(b.transact(0, 8, Phases::Write, 4, 4), Granted { start: 8, done: 12, bus_free: 12 });
         let totals = b.totals();
-        assert_eq!(totals.phases, Some((2 + 4 + 2 + 2, 8 + 8 + 2)));
+        assert_eq!((totals.address_busy_cycles, totals.data_busy_cycles), (Some(2 + 4 + 2 + 2), Some(8 + 8 + 2)));
         assert_eq!((totals.transactions, totals.busy_cycles), (4, 28));
         // Done later than on an idle bus: the upgrade by 2, the second read
         // by 14 (64 against 50), the write not at all.

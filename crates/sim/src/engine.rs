@@ -23,7 +23,7 @@ use crate::config::SimConfig;
 use crate::dispatch::{KeyLocks, NodeQueue, Watched};
 use crate::event::{EventKind, EventQueue};
 use crate::memory::{AddressMap, NodeMemory, WordTransfer};
-use crate::stats::{BusStats, DelayStats, HandlerSpan, KeyCheck, LatencyStats, NodeStats, ProcStats, RunStats};
+use crate::stats::{DelayStats, HandlerSpan, KeyCheck, LatencyStats, NodeStats, ProcStats, RunStats};
 use crate::thread::{mix_seed, Op, OpResult, SimProc, ThreadShared};
 use crate::SimError;
 use finegrain_core::{
@@ -1822,14 +1822,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             if sim > 0 {
                 occupancy += handler_cycles as f64 / sim as f64;
             }
-            let b = node.mem.bus.totals();
-            ns.bus = BusStats {
-                transactions: b.transactions,
-                busy_cycles: b.busy_cycles,
-                wait_cycles: b.wait_cycles,
-                address_busy_cycles: b.phases.map(|p| p.0),
-                data_busy_cycles: b.phases.map(|p| p.1),
-            };
+            ns.bus = node.mem.bus.totals();
             let d = &node.delays;
             ns.queue_delay = DelayStats {
                 count: d.len(),

@@ -1332,7 +1332,7 @@ mod tests {
         // address at 58, data at 66 instead of 60, so it is done 6 late.
         assert_eq!(n.bus.transact(0, 56, Phases::Write, 10, 10), Granted { start: 58, done: 74, bus_free: 74 });
         let totals = n.bus.totals();
-        assert_eq!(totals.phases, Some((2 + 2 + 2 + 2, 8 + 8 + 8)));
+        assert_eq!((totals.address_busy_cycles, totals.data_busy_cycles), (Some(2 + 2 + 2 + 2), Some(8 + 8 + 8)));
         assert_eq!(totals.wait_cycles, 2 + 6);
     }
 
