@@ -1,0 +1,484 @@
+//! Messages: arrival at a node's queue, sending through the NI, and
+//! handling (dispatch, key locks, the handler's timed accesses, its reply).
+//! [`SimHandlerCtx`] is the handler's view of the simulated machine.
+
+use super::*;
+
+impl<'a, 'h, T> Engine<'a, 'h, T> {
+    pub(super) fn on_arrive(&mut self, slot: u32) {
+        let msg = self.messages[slot as usize].as_ref().expect("live message");
+        let (n, key) = (msg.dst_node.index(), msg.key);
+        self.arrived_at[slot as usize] = self.now;
+        let node = &mut self.nodes[n];
+        node.rx.push(key, slot);
+        node.arrivals += 1;
+        if let Some(last) = node.last_arrival {
+            let gap_x16 = (self.now - last) * 16;
+            node.arrival_gap_x16 = Some(match node.arrival_gap_x16 {
+                Some(avg) => avg - avg / GAP_AVERAGE_WEIGHT + gap_x16 / GAP_AVERAGE_WEIGHT,
+                None => gap_x16,
+            });
+        }
+        node.last_arrival = Some(self.now);
+        node.stats.messages_received += 1;
+        node.stats.max_receive_queue = node.stats.max_receive_queue.max(node.rx.len() as u64);
+        self.delivered += 1;
+        if self.parallel {
+            return self.kick(n);
+        }
+        match node.role {
+            Some(h) => self.wake(h),
+            None => self.check_interrupt(n),
+        }
+    }
+
+    fn nis_words(&self, msg: &Message) -> u64 {
+        let wb = self.cfg.machine.ni.word_bytes as usize;
+        (msg.args.len() + msg.payload.len().div_ceil(wb)) as u64
+    }
+
+    /// The processor writes the message into the NI a word at a time
+    /// (uncached stores), then the NI injects it. Returns the cycle the
+    /// processor is done.
+    pub(super) fn send_message(&mut self, p: usize, mut t: u64, msg: Message) -> u64 {
+        let ni = &self.cfg.machine.ni;
+        let words = ni.header_words as u64 + self.nis_words(&msg);
+        let n = self.procs[p].node;
+        if let Some(word_cycles) = self.embedded_word_cycles(p) {
+            // An embedded PP writes the send queue on its own device.
+            t += words * word_cycles;
+        } else {
+            let (occ, lat) = (ni.uncached_write_occupancy, ni.uncached_write_latency);
+            t = self.nodes[n].mem.bus.train(self.now, t, words, Phases::Write, occ, lat);
+        }
+        self.inject(n, t, words, msg);
+        t
+    }
+
+    /// How processor `p` reaches node memory if it is an embedded
+    /// (cacheless) protocol processor: word transfers over the bus.
+    fn device_access(&self, p: usize) -> Option<DeviceAccess> {
+        self.embedded_word_cycles(p)?;
+        let m = &self.cfg.machine;
+        Some(DeviceAccess {
+            word_occupancy: m.ni.uncached_read_occupancy,
+            posted_write: m.ni.uncached_write_latency,
+            word_bytes: m.ni.word_bytes as u64,
+            line_bytes: m.cache.line_bytes as u64,
+        })
+    }
+
+    /// One word access to `line` by a protocol processor: through its cache
+    /// (SMP) or over the bus (embedded). Returns the latency.
+    fn pp_access(&mut self, p: usize, t: u64, line: u32, kind: Access) -> u64 {
+        let n = self.procs[p].node;
+        let local = self.procs[p].local;
+        match self.device_access(p) {
+            Some(d) => {
+                let cost = WordTransfer { occupancy: d.word_occupancy, posted_write: d.posted_write };
+                self.nodes[n].mem.access_device(self.now, t, local, line, kind, cost)
+            }
+            None => self.nodes[n].mem.access(self.now, t, local, line, kind).0,
+        }
+    }
+
+    /// Embedded protocol processors reach the device's queues without the
+    /// memory bus: the cycles per message word, or None for an SMP processor.
+    fn embedded_word_cycles(&self, p: usize) -> Option<u64> {
+        let embedded = self.cfg.dispatch.pp_kind == PpKind::Embedded && self.procs[p].dedicated;
+        embedded.then(|| self.cfg.machine.pdq.as_ref().map_or(0, |d| d.embedded_word_cycles))
+    }
+
+    /// NI ports serialize messages (contention at the interfaces); the
+    /// network itself adds a constant latency.
+    fn inject(&mut self, n: usize, t: u64, words: u64, msg: Message) {
+        let busy = words * self.cfg.machine.ni.port_cycles_per_word;
+        let now = self.now;
+        let src = &mut self.nodes[n];
+        let out_start = src.out_port.reserve(now, t, busy);
+        src.stats.messages_sent += 1;
+        let at_dst = out_start + busy + self.cfg.machine.network.latency_cycles;
+        let dst = &mut self.nodes[msg.dst_node.index()];
+        let arrive = dst.in_port.reserve(now, at_dst, busy) + busy;
+        let slot = match self.free_messages.pop() {
+            Some(s) => {
+                self.messages[s as usize] = Some(msg);
+                s
+            }
+            None => {
+                self.messages.push(Some(msg));
+                self.arrived_at.push(0);
+                (self.messages.len() - 1) as u32
+            }
+        };
+        self.queue.push(arrive, EventKind::Arrive { msg: slot });
+    }
+
+    /// One bus transaction issued at `t`; returns when it completes.
+    pub(super) fn bus_transaction(&mut self, n: usize, t: u64, phases: Phases, occ: u64, lat: u64) -> u64 {
+        self.nodes[n].mem.bus.transact(self.now, t, phases, occ, lat).done
+    }
+
+    /// Runs the handler of the message in `slot`: notice and dispatch it,
+    /// run the handler (taking its key's lock under the spin-lock
+    /// discipline), send the reply or complete the waiting thread.
+    pub(super) fn start_handle(&mut self, p: usize, slot: u32) {
+        let n = self.procs[p].node;
+        let local = self.procs[p].local;
+        let msg = self.messages[slot as usize].take().expect("live message");
+        self.free_messages.push(slot);
+        self.procs[p].stint_handled += 1;
+        let waited = self.now - self.arrived_at[slot as usize];
+        self.nodes[n].delays.saturating_record(waited);
+        let m = &self.cfg.machine;
+        let mut t = self.receive(p, &msg);
+        let embedded = self.embedded_word_cycles(p).is_some();
+        let key = msg.key;
+        let table = self.handlers;
+        let info = match table.info(msg.handler) {
+            Ok(i) => i,
+            Err(e) => return self.fail(SimError::Handler(e)),
+        };
+        if !embedded {
+            // Embedded processors run handlers from the device's own
+            // instruction memory.
+            let (first, count) = self.code.handlers[msg.handler.index()];
+            t += self.nodes[n].mem.access_lines(self.now, t, local, first, count, Access::Read).0;
+        }
+        let lock = self.lock_key(p, &msg, &mut t);
+        let mut held = None;
+        t += info.body_cycles;
+        // Borrowed from the table (which outlives the engine), not cloned:
+        // a clone of the `Arc` is two atomic operations per handler.
+        let f = table.function(msg.handler).expect("info exists");
+        let threads = self.nodes[n].threads;
+        let device = self.device_access(p);
+        let mut ctx = SimHandlerCtx {
+            mem: &mut self.nodes[n].mem,
+            now: self.now,
+            t,
+            proc: local,
+            node: NodeId(n as u32),
+            threads,
+            guard: ReplyGuard::new(msg.kind, &info.name),
+            reply: None,
+            error: None,
+            device,
+        };
+        let outcome = f(&mut ctx, &msg);
+        let (t_after, reply, region_error, replied) = (ctx.t, ctx.reply, ctx.error, ctx.guard.replied());
+        t = t_after;
+        if let Err(e) = outcome {
+            return self.fail(SimError::Handler(e));
+        }
+        if let Some(reason) = region_error {
+            return self.fail(SimError::Handler(AmError::HandlerFailed { handler: info.name.clone(), reason }));
+        }
+        if let Some((k, acquired)) = lock {
+            t = self.unlock_key(p, k, t);
+            held = Some((acquired, t));
+        }
+        match msg.kind {
+            MsgKind::Request => {
+                let Some(reply) = reply.filter(|_| replied) else {
+                    return self.fail(SimError::Handler(AmError::HandlerFailed {
+                        handler: info.name.clone(),
+                        reason: "returned without replying to a request sent with Proc::request, whose thread would wait forever".into(),
+                    }));
+                };
+                self.replies += 1;
+                let out = Message {
+                    kind: MsgKind::Reply,
+                    src_node: NodeId(n as u32),
+                    src_thread: msg.src_thread,
+                    dst_node: msg.src_node,
+                    handler: reply.handler,
+                    key: SyncKey::NoSync,
+                    args: reply.args,
+                    payload: reply.payload,
+                    token: msg.token,
+                };
+                t = self.send_message(p, t, out);
+            }
+            MsgKind::Reply => {
+                // Mark the request complete: the waiting thread spins on a
+                // flag in its own line.
+                let global = self.thread_index(n, msg.src_thread.0);
+                t += m.protocol.completion_cycles;
+                let flag = self.nodes[n].mem.map().flag_line(msg.src_thread.0);
+                t += self.pp_access(p, t, flag, Access::Write);
+                self.procs[p].completion = Some((global, msg));
+            }
+        }
+        t = self.finish_dispatch(p, t, key);
+        self.procs[p].stats.handlers += 1;
+        let node = &mut self.nodes[n];
+        node.stats.last_handler_end = node.stats.last_handler_end.max(t);
+        // The dispatch disciplines promise what the check verifies; a
+        // breach is the simulator's own bug, and no workload could see it.
+        let span = HandlerSpan { node: n as u32, proc: local as u32, key, start: self.now, end: t, lock: held };
+        if let Err(e) = node.key_check.admit(span) {
+            return self.fail(SimError::Invariant(e));
+        }
+        if self.cfg.trace_handlers {
+            self.spans.push(span);
+        }
+        let duration = t - self.now;
+        self.start_busy(p, Cat::Handler, duration, 0, After::Nothing);
+    }
+
+    /// Noticing a message and dispatching it, up to the handler's first
+    /// instruction; returns the cycle the handler starts.
+    fn receive(&mut self, p: usize, msg: &Message) -> u64 {
+        let n = self.procs[p].node;
+        let local = self.procs[p].local;
+        let m = &self.cfg.machine;
+        let words = self.nis_words(msg);
+        let mut t = self.now;
+        if let Some(word_cycles) = self.embedded_word_cycles(p) {
+            // The dispatch register and the message sit on the embedded
+            // processor's cache bus.
+            let dispatch = m.pdq.as_ref().map_or(0, |d| d.embedded_dispatch_cycles);
+            return t + dispatch + words * word_cycles;
+        }
+        if !self.device_dispatch && self.procs[p].seen_arrivals != self.nodes[n].arrivals {
+            // The acting PP's cached arrival register was invalidated by
+            // new arrivals. (A dispatch device loads each processor's own
+            // dispatch register: that is its notice.)
+            self.procs[p].seen_arrivals = self.nodes[n].arrivals;
+            t = self.bus_transaction(n, t, Phases::Read, m.ni.register_read_occupancy, m.ni.register_read_latency);
+        }
+        t = self.bus_transaction(n, t, Phases::Read, m.ni.register_read_occupancy, m.ni.register_read_latency);
+        let (occ, lat) = (m.ni.uncached_read_occupancy, m.ni.uncached_read_latency);
+        t = self.nodes[n].mem.bus.train(self.now, t, words, Phases::Read, occ, lat);
+        t += m.protocol.dispatch_cycles;
+        let (first, count) = self.code.dispatch;
+        t += self.nodes[n].mem.access_lines(self.now, t, local, first, count, Access::Read).0;
+        if !self.device_dispatch {
+            // The software dispatch loop's shared state (queue pointers):
+            // a dispatch device keeps it.
+            let (first, count) = self.nodes[n].mem.map().dispatch_state();
+            t += self.nodes[n].mem.access_lines(self.now, t, local, first, count, Access::Write).0;
+        }
+        t
+    }
+
+    /// Spin-lock discipline: a handler with a numbered key takes the key's
+    /// lock first, spinning while another handler holds it. Returns the key
+    /// locked and when it was acquired, and advances `t` past the wait and
+    /// the lock's read-modify-write.
+    fn lock_key(&mut self, p: usize, msg: &Message, t: &mut u64) -> Option<(u64, u64)> {
+        let SyncKey::Key(k) = msg.key else { return None };
+        if self.cfg.dispatch.discipline != Discipline::SpinLock {
+            return None;
+        }
+        let n = self.procs[p].node;
+        let cached = self.device_access(p).is_none();
+        let (acquired, watched) = self.nodes[n].locks.acquire_at(k, self.now, *t, cached);
+        self.procs[p].spin += acquired - *t;
+        self.charge_spinning(p, *t, acquired, &watched);
+        let line = self.nodes[n].mem.map().key_lock_line(k);
+        let rmw = if self.device_access(p).is_some() {
+            // A cacheless processor's atomic swap: a read and a write.
+            let read = self.pp_access(p, acquired, line, Access::Read);
+            read + self.pp_access(p, acquired + read, line, Access::Write)
+        } else {
+            self.pp_access(p, acquired, line, Access::Write)
+        };
+        let instructions = self.cfg.machine.pdq.as_ref().map_or(0, |d| d.lock_cycles);
+        *t = acquired + rmw + instructions;
+        Some((k, acquired))
+    }
+
+    /// The bus traffic of spinning on a held lock from `from` to `until`. A
+    /// cacheless (embedded) processor polls the lock word in memory, one
+    /// read after another. A cached one first reads the held line from the
+    /// holder's cache, then spins on its own copy; each release it watches
+    /// is a store that must invalidate the waiters' copies (an upgrade, once
+    /// per release however many wait), after which it re-reads the line from
+    /// the releaser's cache; the re-read after the last release is the
+    /// acquiring read-modify-write, charged already. Bus time only: the
+    /// holders' handlers were timed when they started.
+    fn charge_spinning(&mut self, p: usize, from: u64, until: u64, watched: &[Watched]) {
+        let n = self.procs[p].node;
+        let now = self.now;
+        let bus = &self.cfg.machine.bus;
+        match self.device_access(p) {
+            Some(d) => {
+                // One poll outstanding at a time: the next is issued when the
+                // last one's word is back, so a busy bus slows the polling.
+                let period = bus.memory_latency.max(1);
+                let mut at = from;
+                while at + period <= until {
+                    at = self.nodes[n].mem.bus.transact(now, at, Phases::Read, d.word_occupancy, period).done;
+                }
+            }
+            None => {
+                let transfer = (bus.cache_to_cache_occupancy, bus.cache_to_cache_latency);
+                let upgrade = (bus.upgrade_occupancy, bus.upgrade_latency);
+                let b = &mut self.nodes[n].mem.bus;
+                if from < until {
+                    b.transact(now, from, Phases::Read, transfer.0, transfer.1);
+                }
+                for w in watched {
+                    if w.first_sharer {
+                        b.transact(now, w.at, Phases::AddressOnly, upgrade.0, upgrade.1);
+                    }
+                    if w.at < until {
+                        b.transact(now, w.at, Phases::Read, transfer.0, transfer.1);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Releases a key lock (a store to its line); returns when done.
+    fn unlock_key(&mut self, p: usize, k: u64, t: u64) -> u64 {
+        let n = self.procs[p].node;
+        let line = self.nodes[n].mem.map().key_lock_line(k);
+        let store = self.pp_access(p, t, line, Access::Write);
+        let instructions = self.cfg.machine.pdq.as_ref().map_or(0, |d| d.lock_cycles);
+        let end = t + store + instructions;
+        self.nodes[n].locks.release(k, end);
+        end
+    }
+
+    /// Dispatch device: the handler tells the device it is done (an
+    /// uncached store to its dispatch register from an SMP processor, a
+    /// register write on the device from an embedded one) and PDQ frees its
+    /// key when the handler's activity ends.
+    fn finish_dispatch(&mut self, p: usize, t: u64, key: SyncKey) -> u64 {
+        if !self.device_dispatch {
+            return t;
+        }
+        if self.cfg.dispatch.discipline == Discipline::Pdq {
+            self.procs[p].serving = Some(key);
+        }
+        if let Some(word_cycles) = self.embedded_word_cycles(p) {
+            return t + word_cycles;
+        }
+        let n = self.procs[p].node;
+        let ni = &self.cfg.machine.ni;
+        let (occ, lat) = (ni.uncached_write_occupancy, ni.uncached_write_latency);
+        self.bus_transaction(n, t, Phases::Write, occ, lat)
+    }
+
+    /// Threads are numbered node-major, like processors.
+    fn thread_index(&self, n: usize, local_thread: u32) -> usize {
+        let per_node = self.nodes[n].threads as usize;
+        n * per_node + local_thread as usize
+    }
+
+    /// A reply handler finished: the thread's request is complete. Its
+    /// processor notices when it next reads its flag.
+    pub(super) fn complete_request(&mut self, handler_proc: usize, t: usize, reply: Message) {
+        let th = &mut self.threads[t];
+        th.state = ThreadState::ReplyArrived;
+        th.reply = Some(reply);
+        th.waiting_on = None;
+        let p = th.proc;
+        if p != handler_proc {
+            self.wake(p);
+        }
+    }
+
+    /// The waiting thread reads its completion flag (a cache-to-cache
+    /// transfer when another processor ran the reply handler).
+    pub(super) fn start_resume(&mut self, p: usize, t: usize) {
+        let n = self.procs[p].node;
+        let flag = self.nodes[n].mem.map().flag_line(self.threads[t].local);
+        let (lat, _) = self.nodes[n].mem.access(self.now, self.now, self.procs[p].local, flag, Access::Read);
+        self.threads[t].state = ThreadState::Busy;
+        self.start_busy(p, Cat::Wait, lat, 0, After::ThreadResumed);
+    }
+}
+
+/// The simulator's [`HandlerCtx`]: every call advances the handler's
+/// timeline on the processor running it.
+struct SimHandlerCtx<'m, 'n> {
+    mem: &'m mut NodeMemory,
+    now: u64,
+    t: u64,
+    proc: usize,
+    node: NodeId,
+    threads: u32,
+    guard: ReplyGuard<'n>,
+    reply: Option<Reply>,
+    error: Option<String>,
+    /// An embedded processor reaches memory as a cacheless bus agent.
+    device: Option<DeviceAccess>,
+}
+
+/// Bus costs of a cacheless embedded processor's word transfers.
+#[derive(Clone, Copy, Debug)]
+struct DeviceAccess {
+    word_occupancy: u64,
+    posted_write: u64,
+    word_bytes: u64,
+    line_bytes: u64,
+}
+
+impl DeviceAccess {
+    /// Accesses `len` bytes at `offset` lying in lines `first..first+count`,
+    /// one bus transaction per line; returns the latency.
+    #[allow(clippy::too_many_arguments)]
+    fn touch(
+        &self,
+        mem: &mut NodeMemory,
+        now: u64,
+        t: u64,
+        proc: usize,
+        first: u32,
+        count: u32,
+        offset: u64,
+        len: u32,
+        kind: Access,
+    ) -> u64 {
+        let mut spent = 0;
+        let end = offset + len as u64;
+        for i in 0..count as u64 {
+            let line_start = (offset / self.line_bytes + i) * self.line_bytes;
+            let bytes = end.min(line_start + self.line_bytes) - offset.max(line_start);
+            let occupancy = self.word_occupancy * bytes.div_ceil(self.word_bytes).max(1);
+            let cost = WordTransfer { occupancy, posted_write: self.posted_write };
+            spent += mem.access_device(now, t + spent, proc, first + i as u32, kind, cost);
+        }
+        spent
+    }
+}
+
+impl HandlerCtx for SimHandlerCtx<'_, '_> {
+    fn node(&self) -> NodeId {
+        self.node
+    }
+
+    fn reply(&mut self, reply: Reply) -> Result<(), AmError> {
+        self.guard.admit_reply()?;
+        self.reply = Some(reply);
+        Ok(())
+    }
+
+    fn access(&mut self, region: Region, offset: u64, len: u32, kind: Access) {
+        match self.mem.map().lines(region, offset, len, self.threads) {
+            Ok((first, count)) => {
+                self.t += match &self.device {
+                    Some(d) => d.touch(self.mem, self.now, self.t, self.proc, first, count, offset, len, kind),
+                    None => self.mem.access_lines(self.now, self.t, self.proc, first, count, kind).0,
+                };
+            }
+            Err(reason) => {
+                self.error.get_or_insert(reason);
+            }
+        }
+    }
+
+    fn charge(&mut self, cycles: u64) {
+        match self.t.checked_add(cycles).filter(|&t| t <= CLOCK_LIMIT) {
+            Some(t) => self.t = t,
+            None => {
+                let e = SimError::ClockLimit { now: self.t, duration: cycles };
+                self.error.get_or_insert(e.to_string());
+            }
+        }
+    }
+}

@@ -1,0 +1,755 @@
+//! The discrete-event engine and the protocol-processing policies.
+//!
+//! Each processor runs one activity at a time (computing, sending,
+//! handling, taking an interrupt, taking or giving up the protocol-processor
+//! role) whose end is an event. An activity's timing is worked out when it
+//! starts: its bus transactions are reserved on the node's bus calendar and
+//! its cache accesses update the caches. Computation (a thread's work and
+//! its own memory accesses) is the only preemptible activity: an interrupt
+//! stops it, and what is left over is resumed afterwards (delayed, never
+//! lost).
+//!
+//! When an activity ends the processor decides what to do next
+//! ([`Engine::decide`]); the policy (Single, Fixed, Floating) enters only
+//! there and in [`Engine::check_interrupt`].
+//!
+//! Under the serial discipline one processor at a time holds a node's
+//! protocol-processor role (a lock). Under the parallel disciplines (PDQ,
+//! spin-lock, static partitioning) up to a limit of processors serve at
+//! once, each taking entries the node's [`NodeQueue`] lets it run.
+
+mod messages;
+mod policy;
+mod role;
+mod threads;
+
+use crate::bus::{Calendar, Phases};
+use crate::config::SimConfig;
+use crate::dispatch::{KeyLocks, NodeQueue, Watched};
+use crate::event::{EventKind, EventQueue};
+use crate::memory::{AddressMap, NodeMemory, WordTransfer};
+use crate::stats::{DelayStats, HandlerSpan, KeyCheck, LatencyStats, NodeStats, ProcStats, RunStats};
+use crate::thread::{mix_seed, Op, OpResult, SimProc, ThreadShared};
+use crate::SimError;
+use finegrain_core::{
+    Access, AmError, Discipline, HandlerCtx, HandlerId, HandlerTable, Message, MsgKind, NodeId, Policy, PpKind, Region,
+    Relinquish, Reply, ReplyGuard, RoleArbitration, SyncKey, ThreadId,
+};
+use hdrhistogram::Histogram;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+/// Simulated time may not pass this cycle (about 730 years at 200 MHz):
+/// well below where u64 arithmetic on times could wrap.
+pub const CLOCK_LIMIT: u64 = 1 << 62;
+
+/// Accounting category of a processor's current activity or idle state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cat {
+    Compute,
+    Send,
+    Wait,
+    Handler,
+    Interrupt,
+    Role,
+    PollIdle,
+    /// Acting PP whose own work could run, keeping the role for want of a
+    /// successor (the hand-off and adaptive relinquish rules).
+    Hold,
+    Idle,
+}
+
+/// What must happen when a processor's activity ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum After {
+    Nothing,
+    /// The thread's operation is complete.
+    ThreadOpDone,
+    /// The thread has read its completion flag: hand it its reply.
+    ThreadResumed,
+    /// The release of a locked role has run its instructions and unmasked
+    /// the NI: the lock's releasing store is issued now.
+    ReleaseLock,
+}
+
+/// The order of a role switch's steps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RoleSwitch {
+    /// The lock's write (if the role has a lock) and the mask store, then
+    /// the instructions: taking the role, or giving up one without a lock
+    /// (the unmasking store tells a dispatch device at once).
+    LockFirst,
+    /// The instructions and the unmasking, then the lock's releasing store,
+    /// made when they end: giving up a locked role.
+    LockLast,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct ComputeSegment {
+    start: u64,
+    work: u64,
+    stall: u64,
+    /// Foreign-set epoch its misses were sampled at.
+    sampled: u32,
+    /// The thread's own work (`Proc::work`, charged cycles), whose random
+    /// segment accesses are sampled when it resumes; otherwise a
+    /// `Proc::access`, whose accesses were all made when it started.
+    synthetic: bool,
+}
+
+/// Work an interrupt stopped: what is left, the epoch its misses were
+/// already sampled at, and the part of their stall not yet served (a
+/// segment's stall comes first, so an early interrupt leaves some).
+#[derive(Clone, Copy, Debug)]
+struct SavedWork {
+    work: u64,
+    sampled: u32,
+    stall: u64,
+    synthetic: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ThreadState {
+    /// Its task must be polled.
+    Ready,
+    /// An operation is being simulated on its processor.
+    Busy,
+    /// Waiting for the reply to its request.
+    Waiting,
+    /// Its reply handler has run; it has not noticed yet.
+    ReplyArrived,
+    /// At a poll site, handling messages as protocol processor.
+    PollDrain,
+    /// Nothing to compute until its `idle` period ends.
+    Paused,
+    Finished,
+}
+
+/// The arrival-gap average gives each new gap this inverse weight: long
+/// enough to see through the burst of a request and its reply.
+const GAP_AVERAGE_WEIGHT: u64 = 32;
+
+type Task<'a, T> = Pin<Box<dyn Future<Output = Result<T, AmError>> + 'a>>;
+
+struct Thread<'a, T> {
+    shared: Rc<ThreadShared>,
+    task: Option<Task<'a, T>>,
+    state: ThreadState,
+    proc: usize,
+    local: u32,
+    reply: Option<Message>,
+    issued_at: u64,
+    waiting_on: Option<HandlerId>,
+    /// What the thread does once its charged cycles are computed.
+    deferred: Option<Deferred>,
+}
+
+/// A thread step waiting behind charged computation.
+enum Deferred {
+    Op(Op),
+    Finish,
+}
+
+struct Processor {
+    node: usize,
+    local: usize,
+    thread: Option<usize>,
+    dedicated: bool,
+    /// Bumped whenever a new activity starts or one is preempted, so stale
+    /// end events are recognised.
+    gen: u32,
+    busy: bool,
+    wake_pending: bool,
+    cat: Cat,
+    since: u64,
+    /// Cycles before this time belong to `stall` rather than `cat`.
+    stall_until: u64,
+    after: After,
+    compute: Option<ComputeSegment>,
+    saved_work: Option<SavedWork>,
+    in_interrupt: bool,
+    interrupt_claim_tried: bool,
+    holds_role: bool,
+    /// Handlers run since this processor last took the role.
+    stint_handled: u32,
+    /// Handlers it runs in this stint before going back to work of its own
+    /// (with a dispatch device): the messages waiting when an interrupted
+    /// processor took the role, else one.
+    stint_budget: u32,
+    /// When a pending [`EventKind::Recheck`] of its holding fires.
+    recheck_at: Option<u64>,
+    /// It has written, in the role's lock line, that it waits idle for the
+    /// role another processor holds (see [`Engine::announce_idle`]).
+    announced: bool,
+    /// Static partitioning: the queue this (dedicated) processor serves.
+    server: usize,
+    /// PDQ: the key of the entry in service, completed when it finishes.
+    serving: Option<SyncKey>,
+    /// Cycles of the current handler spent spinning on a key lock.
+    spin: u64,
+    /// Completion a reply handler produces, applied when it finishes.
+    completion: Option<(usize, Message)>,
+    seen_arrivals: u64,
+    rng: ChaCha8Rng,
+    stats: ProcStats,
+}
+
+struct Node {
+    first_proc: usize,
+    procs: usize,
+    threads: u32,
+    mem: NodeMemory,
+    rx: NodeQueue,
+    /// Serial discipline: the processor holding the role (or releasing it,
+    /// until its lock's releasing store has landed).
+    role: Option<usize>,
+    /// The releasing store of the role's lock is in flight: a processor
+    /// going idle now will be offered the role when it lands, and does not
+    /// announce itself (its write would reach the line after the store in
+    /// the cache model, which applies accesses in the order they are made).
+    lock_release_in_flight: bool,
+    /// Parallel disciplines: processors serving, and how many may.
+    servers: u32,
+    max_servers: u32,
+    locks: KeyLocks,
+    delays: Histogram<u64>,
+    irq_pending: bool,
+    arbiter_next: usize,
+    /// Arrival count: a change invalidates the PPs' cached arrival register.
+    arrivals: u64,
+    last_arrival: Option<u64>,
+    /// Moving average of the time between arrivals (x16, fixed point), what
+    /// the adaptive relinquish rule weighs the interrupt overhead against.
+    arrival_gap_x16: Option<u64>,
+    /// The NI's injection and ejection ports, as calendars like the bus:
+    /// a message sent later in event order but earlier in simulated time
+    /// does not queue behind replies timed into the future.
+    out_port: Calendar,
+    in_port: Calendar,
+    stats: NodeStats,
+    /// Verifies the synchronization-key rules on every handler started.
+    key_check: KeyCheck,
+}
+
+/// Code lines of the dispatch loop and of each handler (same on every node).
+struct CodeLayout {
+    dispatch: (u32, u32),
+    handlers: Vec<(u32, u32)>,
+}
+
+pub(crate) struct Engine<'a, 'h, T> {
+    cfg: &'h SimConfig,
+    handlers: &'h HandlerTable,
+    code: CodeLayout,
+    now: u64,
+    queue: EventQueue,
+    nodes: Vec<Node>,
+    procs: Vec<Processor>,
+    threads: Vec<Thread<'a, T>>,
+    results: Vec<Option<T>>,
+    messages: Vec<Option<Message>>,
+    /// When each message slot's message reached its node's queue.
+    arrived_at: Vec<u64>,
+    free_messages: Vec<u32>,
+    /// Several processors of a node may handle at once.
+    parallel: bool,
+    /// The NI is a dispatch device (the machine has a `[pdq]` section):
+    /// each protocol processor has its own dispatch register and the device
+    /// keeps the queue, under every discipline. Otherwise the NI is a plain
+    /// queue the acting PP drains in software.
+    device_dispatch: bool,
+    next_token: u64,
+    finished: usize,
+    abort: Option<SimError>,
+    latency: LatencyStats,
+    latency_sum: u128,
+    spans: Vec<HandlerSpan>,
+    delivered: u64,
+    requests: u64,
+    replies: u64,
+    /// Where a caller showing progress reads the replies sent so far.
+    progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+}
+
+/// Events between two publications of progress (a few milliseconds).
+const PROGRESS_EVENTS: u64 = 1 << 14;
+
+impl<'a, 'h, T> Engine<'a, 'h, T> {
+    pub(crate) fn new<F, Fut>(cfg: &'h SimConfig, handlers: &'h HandlerTable, mut spawn: F) -> Result<Self, SimError>
+    where
+        F: FnMut(SimProc) -> Fut,
+        Fut: Future<Output = Result<T, AmError>> + 'a,
+    {
+        cfg.validate()?;
+        let m = &cfg.machine;
+        let ppn = cfg.topology.procs_per_node as usize;
+        let compute = cfg.policy.compute_procs(cfg.topology.procs_per_node) as usize;
+        let handler_code: Vec<u32> = handlers.infos().map(|(_, info)| info.code_bytes).collect();
+        let code_pieces: Vec<u32> =
+            std::iter::once(m.protocol.dispatch_code_bytes).chain(handler_code.iter().copied()).collect();
+        let mut map = AddressMap::new(m, &code_pieces)?;
+        let code = CodeLayout {
+            dispatch: map.alloc_code(m.protocol.dispatch_code_bytes),
+            handlers: handler_code.iter().map(|&bytes| map.alloc_code(bytes)).collect(),
+        };
+        let mut nodes = Vec::new();
+        let mut procs = Vec::new();
+        let mut threads = Vec::new();
+        let discipline = cfg.dispatch.discipline;
+        let max_servers = match cfg.policy {
+            Policy::Single => 1,
+            Policy::Fixed { protocol_procs } => protocol_procs,
+            Policy::Floating => cfg.dispatch.max_servers.unwrap_or(ppn as u32),
+        };
+        let window = m.pdq.as_ref().map_or(1, |p| p.search_window);
+        for n in 0..cfg.topology.nodes as usize {
+            let owners: Vec<Option<u32>> = (0..ppn).map(|p| (p < compute).then_some(p as u32)).collect();
+            nodes.push(Node {
+                first_proc: procs.len(),
+                procs: ppn,
+                threads: compute as u32,
+                mem: NodeMemory::new(m, map.clone(), &owners, compute as u32),
+                rx: NodeQueue::new(discipline, max_servers as usize, window),
+                role: None,
+                lock_release_in_flight: false,
+                servers: 0,
+                max_servers,
+                locks: KeyLocks::default(),
+                // Up to 2^40 cycles (far beyond any run) at 3 significant figures.
+                delays: Histogram::new_with_max(1 << 40, 3).expect("valid histogram bounds"),
+                irq_pending: false,
+                arbiter_next: 0,
+                arrivals: 0,
+                last_arrival: None,
+                arrival_gap_x16: None,
+                out_port: Calendar::default(),
+                in_port: Calendar::default(),
+                stats: NodeStats::default(),
+                key_check: KeyCheck::default(),
+            });
+            for p in 0..ppn {
+                let thread = (p < compute).then(|| threads.len() + p);
+                procs.push(Processor {
+                    node: n,
+                    local: p,
+                    thread,
+                    dedicated: p >= compute,
+                    gen: 0,
+                    busy: false,
+                    wake_pending: false,
+                    cat: Cat::Idle,
+                    since: 0,
+                    stall_until: 0,
+                    after: After::Nothing,
+                    compute: None,
+                    saved_work: None,
+                    in_interrupt: false,
+                    interrupt_claim_tried: false,
+                    holds_role: false,
+                    stint_handled: 0,
+                    stint_budget: 0,
+                    recheck_at: None,
+                    announced: false,
+                    server: p.saturating_sub(compute),
+                    serving: None,
+                    spin: 0,
+                    completion: None,
+                    seen_arrivals: 0,
+                    rng: ChaCha8Rng::seed_from_u64(mix_seed(cfg.seed, n as u64 + 1, p as u64 + 0x1000)),
+                    stats: ProcStats { role: if p < compute { "compute" } else { "protocol" }, ..ProcStats::default() },
+                });
+            }
+            for t in 0..compute {
+                let shared = Rc::new(ThreadShared {
+                    node: NodeId(n as u32),
+                    thread: ThreadId(t as u32),
+                    nodes: cfg.topology.nodes,
+                    threads_per_node: compute as u32,
+                    seed: mix_seed(cfg.seed, n as u64 + 1, t as u64 + 1),
+                    op: RefCell::new(None),
+                    result: RefCell::new(None),
+                    charged: Cell::new(0),
+                });
+                let task: Task<'a, T> = Box::pin(spawn(SimProc { shared: shared.clone() }));
+                threads.push(Thread {
+                    shared,
+                    task: Some(task),
+                    state: ThreadState::Ready,
+                    proc: n * ppn + t,
+                    local: t as u32,
+                    reply: None,
+                    issued_at: 0,
+                    waiting_on: None,
+                    deferred: None,
+                });
+            }
+        }
+        let results = threads.iter().map(|_| None).collect();
+        Ok(Engine {
+            cfg,
+            handlers,
+            code,
+            now: 0,
+            queue: EventQueue::with_capacity(1024),
+            nodes,
+            procs,
+            threads,
+            results,
+            messages: Vec::new(),
+            arrived_at: Vec::new(),
+            free_messages: Vec::new(),
+            parallel: discipline.parallel(),
+            device_dispatch: m.pdq.is_some(),
+            next_token: 0,
+            finished: 0,
+            abort: None,
+            latency: LatencyStats { min_cycles: u64::MAX, ..LatencyStats::default() },
+            latency_sum: 0,
+            spans: Vec::new(),
+            delivered: 0,
+            requests: 0,
+            replies: 0,
+            progress: crate::progress::observer(),
+        })
+    }
+
+    /// Runs until every thread has finished; returns per-thread results
+    /// (node-major) and the statistics.
+    pub(crate) fn run(mut self) -> Result<(Vec<T>, RunStats), SimError> {
+        for p in 0..self.procs.len() {
+            self.wake(p);
+        }
+        while self.finished < self.threads.len() {
+            let Some(ev) = self.queue.pop() else {
+                return Err(SimError::Deadlock(self.describe_stuck()));
+            };
+            debug_assert!(ev.time >= self.now);
+            self.now = ev.time;
+            match ev.kind {
+                EventKind::ProcWake { proc, gen } => self.on_proc_wake(proc as usize, gen),
+                EventKind::Arrive { msg } => self.on_arrive(msg),
+                EventKind::Interrupt { proc } => self.on_interrupt(proc as usize),
+                EventKind::IdleEnd { thread } => self.on_idle_end(thread as usize),
+                EventKind::Recheck { proc } => self.on_recheck(proc as usize),
+                EventKind::RoleFree { node } => self.on_role_free(node as usize),
+            }
+            // Checked before taking: `take` would move the whole (large)
+            // error out and back on every event.
+            if self.abort.is_some() {
+                return Err(self.abort.take().expect("checked"));
+            }
+            if self.queue.popped().is_multiple_of(PROGRESS_EVENTS) {
+                self.publish_progress();
+            }
+        }
+        self.publish_progress();
+        let results = std::mem::take(&mut self.results);
+        let stats = self.finish_stats();
+        let results = results.into_iter().map(|r| r.expect("every thread finished")).collect();
+        Ok((results, stats))
+    }
+
+    /// Tells a caller showing progress how many requests are answered.
+    fn publish_progress(&self) {
+        if let Some(p) = &self.progress {
+            p.store(self.replies, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    // ----- time keeping ---------------------------------------------------
+
+    fn account(&mut self, p: usize) {
+        let now = self.now;
+        let pr = &mut self.procs[p];
+        let elapsed = now - pr.since;
+        let stall = pr.stall_until.saturating_sub(pr.since).min(elapsed);
+        let c = &mut pr.stats.cycles;
+        c.stall += stall;
+        let rest = elapsed - stall;
+        match pr.cat {
+            Cat::Compute => c.compute += rest,
+            Cat::Send => c.send += rest,
+            Cat::Wait => c.wait += rest,
+            Cat::Handler => {
+                let spin = pr.spin.min(rest);
+                pr.spin -= spin;
+                c.busy_wait += spin;
+                c.handler += rest - spin;
+            }
+            Cat::Interrupt => c.interrupt += rest,
+            Cat::Role => c.role += rest,
+            Cat::PollIdle => c.poll_idle += rest,
+            Cat::Hold => c.hold += rest,
+            Cat::Idle => c.idle += rest,
+        }
+        pr.since = now;
+    }
+
+    /// Starts a non-idle activity of `duration` cycles, the first `stall` of
+    /// which are stalled on memory.
+    fn start_busy(&mut self, p: usize, cat: Cat, duration: u64, stall: u64, after: After) {
+        self.account(p);
+        let now = self.now;
+        let pr = &mut self.procs[p];
+        pr.gen = pr.gen.wrapping_add(1);
+        pr.busy = true;
+        pr.wake_pending = false;
+        pr.cat = cat;
+        pr.stall_until = now + stall;
+        pr.after = after;
+        let gen = pr.gen;
+        let end = self.deadline(duration);
+        self.queue.push(end, EventKind::ProcWake { proc: p as u32, gen });
+    }
+
+    /// The cycle `duration` from now. Durations come from the application
+    /// (work, idle, charged cycles), so one that would take the clock past
+    /// [`CLOCK_LIMIT`] ends the run with an error instead of wrapping it.
+    fn deadline(&mut self, duration: u64) -> u64 {
+        let end = self.now.saturating_add(duration);
+        if end > CLOCK_LIMIT {
+            self.fail(SimError::ClockLimit { now: self.now, duration });
+            return CLOCK_LIMIT;
+        }
+        end
+    }
+
+    fn go_idle(&mut self, p: usize, cat: Cat) {
+        self.account(p);
+        let pr = &mut self.procs[p];
+        pr.busy = false;
+        pr.cat = cat;
+        pr.stall_until = 0;
+        // An acting PP holding the role for want of a successor may now
+        // hand it over.
+        let n = self.procs[p].node;
+        if self.parallel {
+            if self.can_act(p) || self.idle_server(p) {
+                self.wake_holders(n, p);
+            }
+        } else if let Some(h) = self.nodes[n].role {
+            if h != p && self.can_act(p) {
+                if !self.nodes[n].lock_release_in_flight {
+                    self.announce_idle(p);
+                }
+                if self.has_own_work(h) {
+                    self.wake(h);
+                }
+            }
+        }
+    }
+
+    /// A processor that goes idle while another holds the serial role says
+    /// so by writing the role's lock line (a waiting-for-the-role flag
+    /// beside the lock): that is how an acting PP with work of its own
+    /// learns a peer could take over. The write takes the line from the
+    /// holder's cache, so the holder's release write fetches it back. The
+    /// processor is idle, so the write's latency delays nobody; it clears
+    /// the flag when it takes the role (the acquire's lock write) or goes
+    /// back to its own work ([`Engine::clear_announcement`]). A dispatch
+    /// device keeps track of who serves without a lock.
+    fn announce_idle(&mut self, p: usize) {
+        if self.procs[p].announced || !self.has_role_lock(self.procs[p].node) {
+            return;
+        }
+        self.procs[p].announced = true;
+        self.role_lock_write(p, self.now);
+    }
+
+    /// A processor that announced itself idle and now has work of its own
+    /// again clears its flag, a write to the lock line. The store drains
+    /// from the write buffer while the processor goes on, so it costs the
+    /// bus and moves the line but delays nobody.
+    fn clear_announcement(&mut self, p: usize) {
+        if !self.procs[p].announced || self.procs[p].holds_role || !self.has_own_work(p) {
+            return;
+        }
+        self.procs[p].announced = false;
+        self.role_lock_write(p, self.now);
+    }
+
+    /// Parallel disciplines: servers keeping on for want of a successor
+    /// reconsider (a processor became idle, or another started serving).
+    fn wake_holders(&mut self, n: usize, except: usize) {
+        for q in self.procs_of(n) {
+            if q != except && self.idle_server(q) && self.has_own_work(q) {
+                self.wake(q);
+            }
+        }
+    }
+
+    /// Makes an idle processor reconsider what to do, now.
+    fn wake(&mut self, p: usize) {
+        let pr = &mut self.procs[p];
+        if pr.busy || pr.wake_pending {
+            return;
+        }
+        pr.wake_pending = true;
+        let gen = pr.gen;
+        self.queue.push(self.now, EventKind::ProcWake { proc: p as u32, gen });
+    }
+
+    fn on_proc_wake(&mut self, p: usize, gen: u32) {
+        if self.procs[p].gen != gen {
+            return; // a preempted activity's end, or superseded wake-up
+        }
+        if self.procs[p].busy {
+            self.finish_activity(p);
+        } else if self.procs[p].wake_pending {
+            self.procs[p].wake_pending = false;
+        } else {
+            return;
+        }
+        self.decide(p);
+    }
+
+    fn finish_activity(&mut self, p: usize) {
+        self.account(p);
+        let pr = &mut self.procs[p];
+        pr.busy = false;
+        pr.stall_until = 0;
+        let after = std::mem::replace(&mut pr.after, After::Nothing);
+        if after == After::ReleaseLock {
+            return self.issue_lock_release(p);
+        }
+        let pr = &mut self.procs[p];
+        let finished_compute = pr.compute.take().is_some();
+        // Most activities complete no request: test before taking, as a
+        // `take` copies the whole (message-sized) option every time.
+        let completion = if pr.completion.is_some() { pr.completion.take() } else { None };
+        if let Some(key) = pr.serving.take() {
+            let n = pr.node;
+            if let Err(e) = self.nodes[n].rx.complete(key) {
+                return self.fail(SimError::Invariant(e.to_string()));
+            }
+        }
+        if let Some((t, reply)) = completion {
+            self.complete_request(p, t, reply);
+        }
+        let Some(t) = self.procs[p].thread else {
+            return;
+        };
+        if finished_compute && self.threads[t].deferred.is_some() {
+            self.threads[t].state = ThreadState::Ready; // charged work done; the deferred step runs next
+        } else if finished_compute || after == After::ThreadOpDone {
+            self.thread_ready(t, OpResult::Done);
+        } else if after == After::ThreadResumed {
+            let reply = self.threads[t].reply.take().expect("resumed thread has its reply");
+            let lat = self.now - self.threads[t].issued_at;
+            self.record_latency(lat);
+            self.thread_ready(t, OpResult::Reply(reply));
+        }
+    }
+
+    fn thread_ready(&mut self, t: usize, result: OpResult) {
+        let th = &mut self.threads[t];
+        th.state = ThreadState::Ready;
+        *th.shared.result.borrow_mut() = Some(result);
+    }
+
+    fn record_latency(&mut self, lat: u64) {
+        let l = &mut self.latency;
+        l.count += 1;
+        l.min_cycles = l.min_cycles.min(lat);
+        l.max_cycles = l.max_cycles.max(lat);
+        self.latency_sum += lat as u128;
+    }
+
+    fn fail(&mut self, e: SimError) {
+        if self.abort.is_none() {
+            self.abort = Some(e);
+        }
+    }
+
+    fn describe_stuck(&self) -> String {
+        let stuck: Vec<String> = self
+            .threads
+            .iter()
+            .filter(|t| t.state != ThreadState::Finished)
+            .take(4)
+            .map(|t| {
+                let what = match t.waiting_on.and_then(|h| self.handlers.info(h).ok()) {
+                    Some(info) => format!("waits for the reply to a '{}' request", info.name),
+                    None => format!("is {:?}", t.state),
+                };
+                let pr = &self.procs[t.proc];
+                let serving = if pr.holds_role { ", serving" } else { "" };
+                format!(
+                    "node {} thread {} {} (its processor {:?}{serving}, node servers {})",
+                    t.shared.node.0, t.local, what, pr.cat, self.nodes[pr.node].servers
+                )
+            })
+            .collect();
+        format!("no event left at cycle {} while {}", self.now, stuck.join("; "))
+    }
+
+    fn finish_stats(&mut self) -> RunStats {
+        for p in 0..self.procs.len() {
+            self.account(p);
+        }
+        let sim = self.now;
+        let mut stats = RunStats {
+            sim_cycles: sim,
+            events: self.queue.popped(),
+            messages: self.delivered,
+            requests: self.requests,
+            replies: self.replies,
+            ..RunStats::default()
+        };
+        let mut compute_share = 0.0;
+        let mut compute_procs = 0;
+        let mut occupancy = 0.0;
+        for node in &mut self.nodes {
+            let mut ns = std::mem::take(&mut node.stats);
+            let mut handler_cycles = 0;
+            for local in 0..node.procs {
+                let pr = &self.procs[node.first_proc + local];
+                let mut ps = pr.stats.clone();
+                ps.misses = node.mem.misses[local];
+                stats.cycles.add(&ps.cycles);
+                stats.misses.add(&ps.misses);
+                stats.interrupts += ps.interrupts;
+                stats.handlers += ps.handlers;
+                handler_cycles += ps.cycles.handler;
+                if pr.thread.is_some() && sim > 0 {
+                    compute_share += ps.cycles.compute as f64 / sim as f64;
+                    compute_procs += 1;
+                }
+                ns.procs.push(ps);
+            }
+            if sim > 0 {
+                occupancy += handler_cycles as f64 / sim as f64;
+            }
+            ns.bus = node.mem.bus.totals();
+            let d = &node.delays;
+            ns.queue_delay = DelayStats {
+                count: d.len(),
+                mean_cycles: if d.is_empty() { 0.0 } else { d.mean() },
+                p99_cycles: d.value_at_quantile(0.99),
+                max_cycles: d.max(),
+            };
+            stats.nodes.push(ns);
+        }
+        stats.measured_u = if compute_procs > 0 { compute_share / compute_procs as f64 } else { 0.0 };
+        stats.pp_occupancy = occupancy / self.nodes.len().max(1) as f64;
+        let l = &mut self.latency;
+        if l.count > 0 {
+            l.mean_cycles = self.latency_sum as f64 / l.count as f64;
+        } else {
+            l.min_cycles = 0;
+        }
+        stats.request_latency = self.latency.clone();
+        stats.handler_spans = std::mem::take(&mut self.spans);
+        stats
+    }
+}
+
+/// Per-processor cycle totals must add up to the run time (used by tests).
+pub fn cycles_consistent(stats: &RunStats) -> bool {
+    stats.nodes.iter().flat_map(|n| n.procs.iter()).all(|p| p.cycles.total() == stats.sim_cycles)
+}

@@ -1,0 +1,364 @@
+//! The policy: what a processor does when its activity ends (compute, serve,
+//! take or keep the acting protocol-processor role, go idle), and the
+//! interrupts that stop computation when messages wait and no one serves.
+
+use super::*;
+
+impl<'a, 'h, T> Engine<'a, 'h, T> {
+    pub(super) fn decide(&mut self, p: usize) {
+        let n = self.procs[p].node;
+        if self.procs[p].in_interrupt {
+            return self.decide_in_interrupt(p);
+        }
+        if let Some(saved) = self.procs[p].saved_work.take() {
+            if !saved.synthetic {
+                return self.start_access(p, saved.stall + saved.work, saved.stall);
+            }
+            return self.start_compute(p, saved.work, Some((saved.sampled, saved.stall)));
+        }
+        if self.procs[p].holds_role {
+            return self.act_as_pp(p);
+        }
+        self.clear_announcement(p);
+        if let Some(t) = self.procs[p].thread {
+            match self.threads[t].state {
+                ThreadState::Ready => return self.run_thread(t),
+                ThreadState::ReplyArrived => return self.start_resume(p, t),
+                ThreadState::PollDrain => {
+                    self.thread_ready(t, OpResult::Done);
+                    return self.run_thread(t);
+                }
+                ThreadState::Waiting | ThreadState::Finished | ThreadState::Paused => {
+                    if self.cfg.policy.compute_procs_handle() && self.role_open(n) {
+                        return self.start_acquire(p);
+                    }
+                    let cat = if self.threads[t].state == ThreadState::Waiting { Cat::Wait } else { Cat::Idle };
+                    return self.go_idle(p, cat);
+                }
+                ThreadState::Busy => unreachable!("a busy thread's processor is busy"),
+            }
+        }
+        if self.procs[p].dedicated && self.role_open(n) {
+            return self.start_acquire(p);
+        }
+        self.go_idle(p, Cat::Idle)
+    }
+
+    /// Whether one more processor may start serving the node.
+    pub(super) fn role_open(&self, n: usize) -> bool {
+        let node = &self.nodes[n];
+        if self.parallel {
+            node.servers < node.max_servers
+        } else {
+            node.role.is_none()
+        }
+    }
+
+    /// The global indices of node `n`'s processors.
+    pub(super) fn procs_of(&self, n: usize) -> std::ops::Range<usize> {
+        let node = &self.nodes[n];
+        node.first_proc..node.first_proc + node.procs
+    }
+
+    /// Parallel disciplines: whether another of the node's servers will go
+    /// on serving, one with no work of its own to return to. Servers that
+    /// will leave as soon as they can do not count: if every server left
+    /// for its own work while messages wait whenever another was serving,
+    /// servers whose threads keep waking up (short idle periods, cheap
+    /// interrupts) could take turns leaving for ever and no message would
+    /// be handled.
+    fn another_server_stays(&self, p: usize) -> bool {
+        self.procs_of(self.procs[p].node)
+            .any(|q| q != p && self.procs[q].holds_role && (self.procs[q].dedicated || !self.has_own_work(q)))
+    }
+
+    /// Whether a message waits that a serving processor could take now.
+    pub(super) fn work_waiting(&mut self, n: usize) -> bool {
+        if self.parallel {
+            self.nodes[n].rx.any_ready()
+        } else {
+            !self.nodes[n].rx.is_empty()
+        }
+    }
+
+    /// The acting PP handles the next message, gives the role up, or polls.
+    fn act_as_pp(&mut self, p: usize) {
+        let n = self.procs[p].node;
+        let server = self.procs[p].server;
+        let own_work = self.has_own_work(p);
+        if own_work && self.leaves_for_own_work(p) {
+            return self.start_release(p);
+        }
+        if let Some(slot) = self.nodes[n].rx.take(server) {
+            self.start_handle(p, slot);
+            if self.parallel {
+                self.kick(n); // more may be dispatchable to other servers
+            }
+        } else if self.should_relinquish(p) {
+            self.start_release(p)
+        } else {
+            self.go_idle(p, if own_work { Cat::Hold } else { Cat::PollIdle });
+            if own_work {
+                self.schedule_recheck(p);
+            }
+        }
+    }
+
+    /// Whether a serving processor whose own work can go on gives the role
+    /// up before taking another message (draining a queue that never
+    /// empties at saturation would starve its thread):
+    /// - another processor serves, or will take over for good, so waiting
+    ///   messages interrupt nobody;
+    /// - with a dispatch device (Hurricane-1 Mult) it resumes its work after
+    ///   the handler in hand (an interrupted one after the messages waiting
+    ///   when it took the role) and tells the device, which interrupts a
+    ///   processor again if messages wait while every one computes. One
+    ///   handler at least per stint: servers cannot take turns leaving with
+    ///   nothing handled.
+    fn leaves_for_own_work(&self, p: usize) -> bool {
+        let pr = &self.procs[p];
+        self.lasting_peer(p)
+            || self.parallel && self.another_server_stays(p)
+            || self.device_dispatch && pr.stint_handled >= pr.stint_budget
+    }
+
+    /// Inside an interrupt: take the role if nobody has it, handle every
+    /// pending message, give the role back, return to the interrupted work.
+    fn decide_in_interrupt(&mut self, p: usize) {
+        let n = self.procs[p].node;
+        if self.procs[p].holds_role {
+            return self.act_as_pp(p);
+        }
+        if !self.procs[p].interrupt_claim_tried {
+            self.procs[p].interrupt_claim_tried = true;
+            self.nodes[n].irq_pending = false;
+            if self.role_open(n) {
+                return self.start_acquire(p);
+            }
+            self.nodes[n].stats.spurious_interrupts += 1;
+        }
+        self.procs[p].in_interrupt = false;
+        let o = &self.cfg.machine.interrupt;
+        let exit = o.overhead_cycles - o.overhead_cycles * o.entry_percent as u64 / 100;
+        self.start_busy(p, Cat::Interrupt, exit, 0, After::Nothing);
+    }
+
+    /// Whether an acting PP gives the role up now. It never does while its
+    /// own thread waits; once its work can continue (its reply arrived, or
+    /// it was interrupted) it drains the queue first, since leaving
+    /// messages behind would interrupt a computing processor, then follows
+    /// the machine's relinquish rule.
+    fn should_relinquish(&self, p: usize) -> bool {
+        let pr = &self.procs[p];
+        if pr.dedicated || !self.has_own_work(p) {
+            return false;
+        }
+        let n = pr.node;
+        if self.parallel && self.nodes[n].servers > 1 {
+            return true; // nothing it could take waits, and others serve
+        }
+        if self.idle_peer(p) {
+            return true; // hand-off: the node keeps a protocol processor
+        }
+        let peer_may_idle = self
+            .procs_of(n)
+            .filter(|&q| q != p)
+            .any(|q| self.procs[q].thread.is_some_and(|t| self.threads[t].state != ThreadState::Finished));
+        if !peer_may_idle {
+            return true; // nobody could ever take over
+        }
+        match self.cfg.machine.protocol.relinquish {
+            Relinquish::Eager => true,
+            Relinquish::Handoff => false,
+            Relinquish::Adaptive => match self.nodes[n].arrival_gap_x16 {
+                Some(gap_x16) => {
+                    // The quiet since the last arrival counts once it is
+                    // longer than the average gap: messages may have stopped.
+                    let quiet_x16 = self.nodes[n].last_arrival.map_or(0, |l| (self.now - l) * 16);
+                    self.interrupt_round_trip() * 16 < gap_x16.max(quiet_x16)
+                }
+                None => true,
+            },
+        }
+    }
+
+    /// What an interrupt costs: Oint plus taking and giving up the role.
+    fn interrupt_round_trip(&self) -> u64 {
+        let m = &self.cfg.machine;
+        m.interrupt.overhead_cycles + m.protocol.role_acquire_cycles + m.protocol.role_release_cycles
+    }
+
+    /// An acting PP keeping the role while its own work waits (the adaptive
+    /// rule) is woken again once the node has been quiet for an interrupt's
+    /// cost: no arrival would wake it if messages have stopped.
+    fn schedule_recheck(&mut self, p: usize) {
+        if self.cfg.machine.protocol.relinquish != Relinquish::Adaptive || self.procs[p].recheck_at.is_some() {
+            return;
+        }
+        let n = self.procs[p].node;
+        let quiet_from = self.nodes[n].last_arrival.unwrap_or(self.now);
+        let at = (quiet_from + self.interrupt_round_trip()).max(self.now) + 1;
+        self.procs[p].recheck_at = Some(at);
+        self.queue.push(at, EventKind::Recheck { proc: p as u32 });
+    }
+
+    /// At most one re-check is pending per processor; it applies to
+    /// whatever holding the processor is in when it fires.
+    pub(super) fn on_recheck(&mut self, p: usize) {
+        self.procs[p].recheck_at = None;
+        let pr = &self.procs[p];
+        if !pr.busy && !pr.wake_pending && pr.holds_role && pr.cat == Cat::Hold {
+            self.decide(p);
+        }
+    }
+
+    /// Whether another processor of `p`'s node could take the role now.
+    fn idle_peer(&self, p: usize) -> bool {
+        self.procs_of(self.procs[p].node).any(|q| q != p && self.can_act(q))
+    }
+
+    /// Whether another processor of `p`'s node could take the role now and
+    /// keep it while messages wait: its thread waits for a reply (which only
+    /// a serving processor can hand it) or has finished. A paused thread's
+    /// work resumes by itself; handing the role to it before draining could
+    /// make the two take turns leaving for ever with messages waiting.
+    fn lasting_peer(&self, p: usize) -> bool {
+        self.procs_of(self.procs[p].node).any(|q| {
+            q != p
+                && self.can_act(q)
+                && self.procs[q].thread.is_none_or(|t| self.threads[t].state != ThreadState::Paused)
+        })
+    }
+
+    pub(super) fn has_own_work(&self, p: usize) -> bool {
+        let pr = &self.procs[p];
+        pr.in_interrupt
+            || pr.saved_work.is_some()
+            || pr.thread.is_some_and(|t| {
+                matches!(self.threads[t].state, ThreadState::Ready | ThreadState::ReplyArrived | ThreadState::PollDrain)
+            })
+    }
+
+    /// Can this idle processor take the role right away?
+    pub(super) fn can_act(&self, p: usize) -> bool {
+        let pr = &self.procs[p];
+        if pr.busy || pr.holds_role || pr.in_interrupt || pr.saved_work.is_some() {
+            return false;
+        }
+        match pr.thread {
+            Some(t) => {
+                self.cfg.policy.compute_procs_handle()
+                    && matches!(
+                        self.threads[t].state,
+                        ThreadState::Waiting | ThreadState::Finished | ThreadState::Paused
+                    )
+            }
+            None => pr.dedicated,
+        }
+    }
+
+    /// The NI keeps its interrupt line raised while messages wait and no
+    /// processor acts as PP, but (as the HPCA'97 and Hurricane-1 Mult
+    /// devices do) interrupts only when every processor of the node is busy
+    /// computing: a processor between activities (sending, resuming, giving
+    /// up the role) is about to either take the role or compute, and both
+    /// paths come back here. The arbiter picks computing processors
+    /// round-robin. An idle processor that may act is woken instead.
+    pub(super) fn check_interrupt(&mut self, n: usize) {
+        if !self.work_waiting(n) {
+            return;
+        }
+        let node = &self.nodes[n];
+        let (first, count) = (node.first_proc, node.procs);
+        if self.parallel {
+            // An idle server takes the message even while an interrupt is
+            // being delivered to another processor.
+            if let Some(p) = (first..first + count).find(|&p| self.idle_server(p)) {
+                return self.wake(p);
+            }
+        } else if node.role.is_some() {
+            return;
+        }
+        if self.nodes[n].irq_pending {
+            return;
+        }
+        if !self.role_open(n) {
+            return;
+        }
+        if let Some(p) = (first..first + count).find(|&p| self.can_act(p)) {
+            return self.wake(p);
+        }
+        if !self.cfg.policy.compute_procs_handle() {
+            return;
+        }
+        // A processor inside an interrupt counts as computing until it
+        // serves: one already serving there is a protocol processor.
+        let all_computing = (first..first + count)
+            .all(|p| self.procs[p].compute.is_some() || self.procs[p].in_interrupt && !self.procs[p].holds_role);
+        if !all_computing {
+            return;
+        }
+        let start = self.nodes[n].arbiter_next;
+        for k in 0..count {
+            let local = (start + k) % count;
+            let p = first + local;
+            if self.procs[p].compute.is_some() {
+                self.nodes[n].arbiter_next = (local + 1) % count;
+                self.nodes[n].irq_pending = true;
+                self.queue.push(self.now, EventKind::Interrupt { proc: p as u32 });
+                return;
+            }
+        }
+    }
+
+    /// A serving processor with nothing in hand.
+    pub(super) fn idle_server(&self, p: usize) -> bool {
+        let pr = &self.procs[p];
+        pr.holds_role && !pr.busy && !pr.wake_pending
+    }
+
+    /// Parallel disciplines: something became dispatchable (an arrival, a
+    /// key completed, a server left): wake one server that can take it,
+    /// let an idle processor start serving, or interrupt.
+    pub(super) fn kick(&mut self, n: usize) {
+        let partitions = self.nodes[n].rx.partitions();
+        if partitions > 0 {
+            // Static partitioning: each queue has its own (dedicated) server.
+            for p in self.procs_of(n) {
+                if self.idle_server(p) && self.nodes[n].rx.ready_for(self.procs[p].server) {
+                    self.wake(p);
+                }
+            }
+            return;
+        }
+        self.check_interrupt(n);
+    }
+
+    pub(super) fn on_interrupt(&mut self, p: usize) {
+        let n = self.procs[p].node;
+        let Some(seg) = self.procs[p].compute.filter(|_| self.procs[p].busy) else {
+            // The target stopped computing meanwhile: try another.
+            self.nodes[n].irq_pending = false;
+            return self.check_interrupt(n);
+        };
+        // The line stays raised (no second interrupt) until this processor
+        // has tried to take the role.
+        // Preempt: the work not yet done resumes after the interrupt.
+        self.account(p);
+        let elapsed = self.now - seg.start;
+        let done = elapsed.saturating_sub(seg.stall).min(seg.work);
+        let stall = seg.stall.saturating_sub(elapsed);
+        let pr = &mut self.procs[p];
+        pr.compute = None;
+        pr.saved_work =
+            Some(SavedWork { work: seg.work - done, sampled: seg.sampled, stall, synthetic: seg.synthetic });
+        pr.in_interrupt = true;
+        pr.interrupt_claim_tried = false;
+        pr.busy = false;
+        pr.gen = pr.gen.wrapping_add(1);
+        pr.stats.interrupts += 1;
+        let o = &self.cfg.machine.interrupt;
+        let entry = o.overhead_cycles * o.entry_percent as u64 / 100;
+        self.start_busy(p, Cat::Interrupt, entry, 0, After::Nothing);
+    }
+}

@@ -1,0 +1,204 @@
+//! Application threads: polling their tasks, the operations they ask for
+//! (compute, send, wait for a reply, access memory), and resuming them.
+
+use super::*;
+
+impl<'a, 'h, T> Engine<'a, 'h, T> {
+    /// Polls the thread's task and starts the operation it asks for.
+    pub(super) fn run_thread(&mut self, t: usize) {
+        if let Some(next) = self.threads[t].deferred.take() {
+            return self.continue_thread(t, next);
+        }
+        let mut cx = Context::from_waker(Waker::noop());
+        let task = self.threads[t].task.as_mut().expect("unfinished thread has a task");
+        match task.as_mut().poll(&mut cx) {
+            Poll::Ready(result) => {
+                self.threads[t].task = None;
+                match result {
+                    Ok(v) => self.results[t] = Some(v),
+                    Err(e) => return self.fail_thread(t, e),
+                }
+                self.after_charged_work(t, Deferred::Finish);
+            }
+            Poll::Pending => {
+                let op = self.threads[t].shared.op.borrow_mut().take();
+                match op {
+                    Some(op) => self.after_charged_work(t, Deferred::Op(op)),
+                    None => self.fail_thread(
+                        t,
+                        AmError::Aborted("the thread awaited something that is not a finegrain operation".into()),
+                    ),
+                }
+            }
+        }
+    }
+
+    /// Cycles the thread declared with `Proc::charge` are computed first
+    /// (as ordinary, interruptible work); then `next` happens.
+    fn after_charged_work(&mut self, t: usize, next: Deferred) {
+        let charged = self.threads[t].shared.charged.replace(0);
+        if charged == 0 {
+            return self.continue_thread(t, next);
+        }
+        self.threads[t].deferred = Some(next);
+        self.threads[t].state = ThreadState::Busy;
+        self.start_compute(self.threads[t].proc, charged, None);
+    }
+
+    fn continue_thread(&mut self, t: usize, next: Deferred) {
+        match next {
+            Deferred::Op(op) => self.start_op(t, op),
+            Deferred::Finish => {
+                self.threads[t].state = ThreadState::Finished;
+                self.finished += 1;
+                self.decide(self.threads[t].proc);
+            }
+        }
+    }
+
+    fn start_op(&mut self, t: usize, op: Op) {
+        let p = self.threads[t].proc;
+        let n = self.procs[p].node;
+        self.threads[t].state = ThreadState::Busy;
+        match op {
+            Op::Work(cycles) => self.start_compute(p, cycles, None),
+            Op::Request { dst, handler, key, args, payload } => {
+                if key == SyncKey::Sequential
+                    && matches!(self.cfg.dispatch.discipline, Discipline::SpinLock | Discipline::Static)
+                {
+                    let e = AmError::Aborted(format!(
+                        "a request with the sequential key under the {} discipline, which cannot run a handler alone; use request_keyed with a numbered or nosync key, or the pdq or serial discipline",
+                        self.cfg.dispatch.discipline.label()
+                    ));
+                    return self.reject_op(t, e);
+                }
+                if dst.0 >= self.cfg.topology.nodes {
+                    let e = AmError::NoSuchNode { node: dst.0, nodes: self.cfg.topology.nodes };
+                    return self.reject_op(t, e);
+                }
+                if let Err(e) = self.handlers.info(handler) {
+                    return self.reject_op(t, e);
+                }
+                self.requests += 1;
+                self.next_token += 1;
+                let msg = Message {
+                    kind: MsgKind::Request,
+                    src_node: NodeId(n as u32),
+                    src_thread: ThreadId(self.threads[t].local),
+                    dst_node: dst,
+                    handler,
+                    key,
+                    args,
+                    payload,
+                    token: self.next_token,
+                };
+                let end = self.send_message(p, self.now, msg);
+                let th = &mut self.threads[t];
+                th.state = ThreadState::Waiting;
+                th.issued_at = self.now;
+                th.waiting_on = Some(handler);
+                self.start_busy(p, Cat::Send, end - self.now, 0, After::Nothing);
+            }
+            Op::Access { region, offset, len, kind } => {
+                let threads = self.nodes[n].threads;
+                match self.nodes[n].mem.map().lines(region, offset, len, threads) {
+                    Ok((first, count)) => {
+                        let local = self.procs[p].local;
+                        let (lat, missed) =
+                            self.nodes[n].mem.access_lines(self.now, self.now, local, first, count, kind);
+                        self.start_access(p, lat, missed);
+                    }
+                    // `Proc::access` has no result to report this in.
+                    Err(reason) => self.fail_thread(t, AmError::Aborted(format!("thread access rejected: {reason}"))),
+                }
+            }
+            Op::Idle(cycles) => {
+                if cycles == 0 {
+                    self.thread_ready(t, OpResult::Done);
+                    return self.run_thread(t);
+                }
+                self.threads[t].state = ThreadState::Paused;
+                let end = self.deadline(cycles);
+                self.queue.push(end, EventKind::IdleEnd { thread: t as u32 });
+                self.decide(p);
+            }
+            Op::Poll => {
+                let hit = self.cfg.machine.cache.hit_cycles;
+                let can_handle = self.cfg.policy.compute_procs_handle() && self.role_open(n) && self.work_waiting(n);
+                if can_handle {
+                    self.threads[t].state = ThreadState::PollDrain;
+                    self.start_acquire(p);
+                } else {
+                    self.start_busy(p, Cat::Compute, hit, 0, After::ThreadOpDone);
+                }
+            }
+        }
+    }
+
+    /// A thread's idle period ended: its processor runs it again as soon
+    /// as whatever it is doing meanwhile (serving) lets it.
+    pub(super) fn on_idle_end(&mut self, t: usize) {
+        if self.threads[t].state != ThreadState::Paused {
+            return;
+        }
+        self.thread_ready(t, OpResult::Done);
+        self.wake(self.threads[t].proc);
+    }
+
+    /// Hands an error back to the thread that asked for a bad operation.
+    fn reject_op(&mut self, t: usize, e: AmError) {
+        self.thread_ready(t, OpResult::Failed(e));
+        self.run_thread(t);
+    }
+
+    /// Starts `work` cycles of computation, stalled first on the misses it
+    /// takes; resumed work passes the epoch its misses were sampled at and
+    /// the stall it still owes.
+    pub(super) fn start_compute(&mut self, p: usize, work: u64, resumed: Option<(u32, u64)>) {
+        let n = self.procs[p].node;
+        let c = &self.cfg.machine.compute;
+        let (interval, writes) = (c.access_interval_cycles, c.write_percent as f64 / 100.0);
+        let local = self.procs[p].local;
+        let (sampled_at, owed) = match resumed {
+            Some((epoch, owed)) => (Some(epoch), owed),
+            None => (None, 0),
+        };
+        let pr = &mut self.procs[p];
+        let (stall, sampled) = self.nodes[n].mem.compute_misses(
+            self.now,
+            self.now + owed,
+            local,
+            work,
+            interval,
+            writes,
+            sampled_at,
+            &mut pr.rng,
+        );
+        let stall = owed + stall;
+        self.run_segment(p, ComputeSegment { start: self.now, work, stall, sampled, synthetic: true });
+    }
+
+    /// Runs (or resumes) a thread's `Proc::access` of `lat` cycles, the
+    /// first `stall` of them its misses' stall (already on the bus
+    /// calendar). Like work, it is computation an interrupt may stop and
+    /// that resumes afterwards, so an arrival is not held up by it.
+    pub(super) fn start_access(&mut self, p: usize, lat: u64, stall: u64) {
+        let work = lat - stall;
+        self.run_segment(p, ComputeSegment { start: self.now, work, stall, sampled: 0, synthetic: false });
+    }
+
+    /// Starts a stretch of computation (its stall first, then its work).
+    fn run_segment(&mut self, p: usize, seg: ComputeSegment) {
+        let n = self.procs[p].node;
+        self.procs[p].compute = Some(seg);
+        self.start_busy(p, Cat::Compute, seg.stall.saturating_add(seg.work), seg.stall, After::Nothing);
+        // A computing processor is a possible interrupt target.
+        self.check_interrupt(n);
+    }
+
+    /// Ends the run with thread `t`'s error.
+    fn fail_thread(&mut self, t: usize, error: AmError) {
+        let th = &self.threads[t];
+        self.fail(SimError::App { node: th.shared.node.0, thread: th.local, error });
+    }
+}
