@@ -1,0 +1,289 @@
+//! The study's figures, tables and report.
+
+use super::claims::{f2, skewed, View, UNIFORM};
+use super::*;
+
+pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Result<Vec<(String, String)>> {
+    let v = View { records };
+    let keys = grid.most_keys();
+    let zipf = skewed(records);
+    let mut figs = Vec::new();
+    // Draws one chart into figures/<file> and lists it for the report.
+    let mut draw = |file: &str, title: String, axes: (&str, &str), series: Vec<Series>| -> Result<()> {
+        let name = format!("figures/{file}");
+        let chart = Chart { title: &title, x_label: axes.0, y_label: axes.1, series, reference_y: None };
+        line_chart(&out.join(&name), &chart)?;
+        figs.push((name, title));
+        Ok(())
+    };
+    const THROUGHPUT: (&str, &str) = ("protocol processors", "requests per us");
+    let ks = |f: &dyn Fn(u32) -> Option<f64>| -> Vec<(f64, f64)> {
+        grid.protocol_procs.iter().filter_map(|&k| f(k).map(|y| (k as f64, y))).collect()
+    };
+    for &kind in &grid.kinds {
+        for (skew, tag) in [(UNIFORM, "uniform"), (zipf.as_str(), "skewed")] {
+            let series = grid
+                .disciplines
+                .iter()
+                .map(|&d| Series { name: d.label().into(), points: ks(&|k| v.tput(kind, d, k, keys, skew)) })
+                .filter(|s| !s.points.is_empty())
+                .collect();
+            let title = format!("{}: fetch&add throughput, {keys} {skew} keys", kind.system());
+            draw(&format!("throughput-{}-{tag}.svg", kind.label()), title, THROUGHPUT, series)?;
+        }
+    }
+    let series = grid
+        .keys
+        .iter()
+        .map(|&keys| Series {
+            name: format!("{keys} keys"),
+            points: ks(&|k| v.tput(Kind::Embedded, Discipline::Pdq, k, keys, UNIFORM)),
+        })
+        .collect();
+    let title = "Hurricane (embedded) PDQ: throughput by distinct keys (uniform)".to_string();
+    draw("pdq-keys-embedded.svg", title, THROUGHPUT, series)?;
+    let series = grid
+        .kinds
+        .iter()
+        .map(|&kind| Series {
+            name: kind.label().into(),
+            points: grid
+                .keys
+                .iter()
+                .filter_map(|&keys| {
+                    v.busy_wait(kind, Discipline::SpinLock, 4, keys, UNIFORM).map(|b| ((keys as f64).log2(), b))
+                })
+                .collect(),
+        })
+        .collect();
+    let title = "Spin-locks at 4 protocol processors: busy-wait share by key count (uniform)".to_string();
+    draw("spin-busy-wait.svg", title, ("log2(keys)", "busy-wait / protocol time"), series)?;
+    let mut mult = v.sweep(Sweep::MultHomeU);
+    mult.sort_by(|a, b| a.home.home_u.total_cmp(&b.home.home_u));
+    let points: Vec<(f64, f64)> =
+        mult.iter().map(|r| (r.home.home_u, r.home.interrupts as f64 / r.home.requests.max(1) as f64)).collect();
+    if !points.is_empty() {
+        let title = "Hurricane-1 Mult: interrupts per request by the home's compute utilization".to_string();
+        let series = vec![Series { name: format!("PDQ, {} servers", grid.mult_sweep_procs), points }];
+        draw("mult-interrupts.svg", title, ("home compute utilization (measured)", "interrupts per request"), series)?;
+    }
+    Ok(figs)
+}
+
+fn throughput_table(grid: &Grid, records: &[RunRecord]) -> String {
+    let v = View { records };
+    let zipf = skewed(records);
+    let mut rows = Vec::new();
+    for &kind in &grid.kinds {
+        for &d in &grid.disciplines {
+            for &keys in &grid.keys {
+                for skew in [UNIFORM, zipf.as_str()] {
+                    let mut row =
+                        vec![kind.label().to_string(), d.label().to_string(), keys.to_string(), skew.to_string()];
+                    let mut any = false;
+                    for &k in &grid.protocol_procs {
+                        match v.get(kind, d, k, keys, skew) {
+                            Some(r) => {
+                                any = true;
+                                let bw = r.home.pp_busy_wait_fraction;
+                                let spin = if bw > 0.0 { format!(" ({:.0}% spin)", bw * 100.0) } else { String::new() };
+                                row.push(format!("{}{spin}", f2(r.throughput())));
+                            }
+                            None => row.push("-".into()),
+                        }
+                    }
+                    if any {
+                        rows.push(row);
+                    }
+                }
+            }
+        }
+    }
+    let mut header = vec!["kind".to_string(), "discipline".into(), "keys".into(), "skew".into()];
+    header.extend(grid.protocol_procs.iter().map(|k| format!("{k} PP")));
+    let h: Vec<&str> = header.iter().map(String::as_str).collect();
+    markdown_table(&h, &rows)
+}
+
+/// Claim 5's SMP-scaling check on the sensitivity runs: one line per effect
+/// switched off.
+fn sensitivity_lines(grid: &Grid, records: &[RunRecord]) -> Vec<String> {
+    let keys = grid.most_keys();
+    grid.sensitivity
+        .iter()
+        .map(|&e| {
+            let run = |kind: Kind, k: u32| {
+                records.iter().find(|r| {
+                    r.sweep == Sweep::Sensitivity
+                        && r.effect_off == Some(e)
+                        && r.kind == kind
+                        && r.protocol_procs == k
+                        && r.keys == keys
+                })
+            };
+            let t = |kind, k| run(kind, k).map(RunRecord::throughput);
+            match (t(Kind::Smp, 1), t(Kind::Smp, 4), t(Kind::Embedded, 1), t(Kind::Embedded, 4)) {
+                (Some(s1), Some(s4), Some(e1), Some(e4)) => {
+                    let migration = run(Kind::Smp, 4).map_or(0.0, RunRecord::migration_per_request);
+                    let bus = run(Kind::Smp, 4).map_or(0.0, home_bus_utilization);
+                    format!(
+                        "- without {e}: gain 1->4 smp {}x vs embedded {}x ({}); smp/embedded msgs/us at 1: {}/{}, at 4: {}/{}; \
+                         smp migration misses per request at 4: {migration:.2}; smp home bus utilization at 4 (busier \
+                         phase): {bus:.2}",
+                        f2(s4 / s1),
+                        f2(e4 / e1),
+                        if s4 / s1 >= e4 / e1 { "the scaling part would hold" } else { "still below embedded" },
+                        f2(s1),
+                        f2(e1),
+                        f2(s4),
+                        f2(e4)
+                    )
+                }
+                _ => format!("- without {e}: missing smp or embedded PDQ runs at 1 and 4 processors"),
+            }
+        })
+        .collect()
+}
+
+/// The share of the run (to the home's last handler) its bus, or the
+/// busier of a split bus's phases, was busy.
+fn home_bus_utilization(r: &RunRecord) -> f64 {
+    let home = &r.stats.nodes[0];
+    home.bus.bottleneck_busy_cycles() as f64 / home.last_handler_end.max(1) as f64
+}
+
+/// Per-request cost at the home for embedded and SMP processors: what
+/// makes one kind scale differently from the other.
+fn occupancy_table(grid: &Grid, records: &[RunRecord]) -> String {
+    let v = View { records };
+    let mut rows = Vec::new();
+    for kind in [Kind::Embedded, Kind::Smp].into_iter().filter(|k| grid.kinds.contains(k)) {
+        for &k in &grid.protocol_procs {
+            let Some(r) = v.get(kind, Discipline::Pdq, k, grid.most_keys(), UNIFORM) else { continue };
+            let home = &r.stats.nodes[0];
+            rows.push(vec![
+                kind.label().to_string(),
+                k.to_string(),
+                f2(r.throughput()),
+                format!("{:.0}", r.pp_cycles_per_request()),
+                format!("{:.1}", r.home.bus_transactions_per_request),
+                format!("{:.2}", home_bus_utilization(r)),
+                format!("{:.1}", home.bus.wait_cycles as f64 / home.bus.transactions.max(1) as f64),
+                format!("{:.2}", r.migration_per_request()),
+            ]);
+        }
+    }
+    markdown_table(
+        &[
+            "kind",
+            "PPs",
+            "requests per us",
+            "PP cycles per request",
+            "bus transactions per request",
+            "bus utilization (busier phase)",
+            "bus wait per transaction",
+            "migration misses per request",
+        ],
+        &rows,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn render_report(
+    exp: &Experiment,
+    src: &Source,
+    mode: &str,
+    grid: &Grid,
+    records: &[RunRecord],
+    verdicts: &[Verdict],
+    figures: &[(String, String)],
+    started: Instant,
+) -> String {
+    let mut s = String::new();
+    let quick_flag = if mode == "quick" { " --quick" } else { "" };
+    let _ = writeln!(s, "# {} ({mode})\n", exp.title);
+    let _ = writeln!(
+        s,
+        "Experiment `{}` ({}), spec `{}`, preset `{}`, base seed {}, {} runs. Home node 0, {} requester nodes x {} \
+         threads sending back to back, handler cost {} cycles, home compute utilization {}, {} requests per \
+         requester thread.\nRegenerate: `finegrain reproduce {}{quick_flag} --out DIR` (every run's full \
+         configuration and seed is in `runs/<id>.json`).\n",
+        exp.name,
+        src.origin,
+        exp.spec,
+        exp.preset,
+        exp.seed,
+        records.len(),
+        exp.requester_nodes,
+        exp.compute_procs,
+        exp.handler_cycles,
+        exp.home_u,
+        grid.requests_per_thread,
+        src.arg
+    );
+    let _ = writeln!(s, "## Claims\n");
+    for v in verdicts {
+        let _ = writeln!(s, "{}\n", v.line());
+    }
+    let sensitivity = sensitivity_lines(grid, records);
+    if !sensitivity.is_empty() {
+        let _ = writeln!(
+            s,
+            "## Sensitivity of claim 5's SMP scaling\n\nSMP and embedded PDQ ({} uniform keys) at 1 and 4 protocol \
+             processors, run again with one mechanism of the model switched off (an effect, or the split-transaction \
+             bus: `split_bus` holds the bus for a transaction's whole occupancy), to show which decides the gain. \
+             These runs (`runs/*-no-<mechanism>.json`, its name with dashes) are not used for the verdicts above.\n",
+            grid.most_keys()
+        );
+        for line in sensitivity {
+            let _ = writeln!(s, "{line}");
+        }
+        let _ = writeln!(s);
+    }
+    let _ = writeln!(s, "## Throughput at the home (requests per us; spin-lock busy-wait share in brackets)\n");
+    s += &throughput_table(grid, records);
+    let v = View { records };
+    let _ = writeln!(s, "\n## Hurricane-1 Mult by the home's compute utilization\n");
+    let mut rows = Vec::new();
+    for r in v.sweep(Sweep::MultHomeU) {
+        rows.push(vec![
+            format!("{:.2}", r.target_home_u),
+            format!("{:.3}", r.home.home_u),
+            r.home.interrupts.to_string(),
+            format!("{:.4}", r.home.interrupts as f64 / r.home.requests.max(1) as f64),
+            f2(r.throughput()),
+        ]);
+    }
+    s += &markdown_table(&["target U", "measured U", "interrupts", "per request", "requests per us"], &rows);
+    let _ = writeln!(s, "\n## PDQ with sequential requests (embedded, 4 processors)\n");
+    let mut rows = Vec::new();
+    for r in v.sweep(Sweep::Sequential) {
+        rows.push(vec![
+            format!("{}", r.sequential_fraction),
+            f2(r.throughput()),
+            format!("{:.0}", r.home.mean_queue_delay_cycles),
+            r.home.p99_queue_delay_cycles.to_string(),
+        ]);
+    }
+    s += &markdown_table(&["sequential share", "requests per us", "mean queue delay", "p99 queue delay"], &rows);
+    let _ = writeln!(s, "\n## Where protocol-processor time goes (PDQ, {} uniform keys)\n", grid.most_keys());
+    s += &occupancy_table(grid, records);
+    let _ = writeln!(s, "\n## Figures\n");
+    for (f, caption) in figures {
+        let _ = writeln!(s, "- [{caption}]({f})");
+    }
+    let events: u64 = records.iter().map(|r| r.stats.events).sum();
+    let messages: u64 = records.iter().map(|r| r.stats.messages).sum();
+    let busy: f64 = records.iter().map(|r| r.wall_seconds).sum();
+    let _ = writeln!(
+        s,
+        "\n## Simulator\n\n{} events and {} messages simulated in {:.1} s of simulation time on all cores \
+         ({:.2} M events/s per core); whole study {:.1} s wall.",
+        events,
+        messages,
+        busy,
+        events as f64 / busy.max(1e-9) / 1e6,
+        started.elapsed().as_secs_f64()
+    );
+    s
+}
