@@ -413,7 +413,7 @@ impl Relinquish {
 
 /// Which waiting processor gets a software role lock when its releasing
 /// store lands: the waiters' re-reads race on the bus, and the bus
-/// arbiter's order decides (see README, "Who wins a released role").
+/// arbiter's order decides (see docs/scheduling-micro.md, "Who wins a released role").
 /// Records made before the field existed ran under `Lowest`, hence the
 /// default.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

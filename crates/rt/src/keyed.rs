@@ -318,7 +318,7 @@ impl KeyedQueue {
     /// [`Pdq::dispatch_batch`]): the thread runs them in order, so a key's
     /// handlers still run one at a time in arrival order, and a hot key
     /// costs one visit per batch. The price: an entry waits behind the
-    /// batch's earlier handlers even if another thread is idle (README,
+    /// batch's earlier handlers even if another thread is idle (docs/native.md,
     /// "How a thread takes work").
     fn fill(&self, d: &mut Dispatch, batch: &mut Batch) -> bool {
         let room = self.batch_cap - batch.len;
