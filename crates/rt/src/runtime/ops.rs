@@ -1,0 +1,453 @@
+//! The thread's own operations: requests and one-way sends, waiting for
+//! replies (acting as protocol processor meanwhile), work, idling, poll
+//! sites and accesses to the thread's regions.
+
+use super::*;
+
+impl ThreadCtx {
+    fn new_token(&self) -> u64 {
+        let t = self.next_token.get() + 1;
+        self.next_token.set(t);
+        (self.global as u64) << 40 | t
+    }
+
+    /// Sends a request and waits for its reply; `f` sees the reply in place.
+    pub(super) fn request_with<R>(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: &[u64],
+        payload: &[u8],
+        f: impl FnOnce(&Completion) -> R,
+    ) -> Result<R, AmError> {
+        let cl = &self.cluster;
+        self.check_send(dst, handler, key, args, payload)?;
+        let token = self.new_token();
+        self.enter();
+        self.poll_on_send();
+        self.stats.count_request();
+        self.send(dst.0, &self.request_from_here(handler, token, key, args, payload));
+        let c = &self.node().completions[self.local as usize];
+        self.wait_for(c, token);
+        self.exit();
+        if cl.failed() {
+            return Err(run_aborted());
+        }
+        Ok(f(c))
+    }
+
+    /// A request from this thread (token 0: one-way, nothing waits for it).
+    fn request_from_here<'a>(
+        &self,
+        handler: HandlerId,
+        token: u64,
+        key: SyncKey,
+        args: &'a [u64],
+        payload: &'a [u8],
+    ) -> Outgoing<'a> {
+        Outgoing {
+            kind: MsgKind::Request,
+            handler,
+            src_node: NodeId(self.node),
+            src_thread: ThreadId(self.local),
+            token,
+            key,
+            args,
+            payload,
+        }
+    }
+
+    /// What every send checks first: the node and handler exist, the
+    /// arguments and payload fit, and the key can be honoured.
+    fn check_send(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<(), AmError> {
+        let cl = &self.cluster;
+        if dst.0 >= cl.cfg.topology.nodes {
+            return Err(AmError::NoSuchNode { node: dst.0, nodes: cl.cfg.topology.nodes });
+        }
+        cl.handlers.info(handler)?;
+        // The header has room for MAX_ARGS words' count; more would spill
+        // into the kind and key bits.
+        Args::check_len(args)?;
+        if payload.len() > MAX_PAYLOAD {
+            return Err(AmError::Aborted(format!(
+                "payload of {} bytes: the native runtime carries at most {MAX_PAYLOAD}",
+                payload.len()
+            )));
+        }
+        self.check_key(key)
+    }
+
+    /// Under a lock per key nothing can make a handler run alone.
+    fn check_key(&self, key: SyncKey) -> Result<(), AmError> {
+        if key == SyncKey::Sequential && self.cluster.cfg.discipline == Discipline::SpinLock {
+            return Err(AmError::Aborted(
+                "a message with the sequential key under the spin-lock discipline, which cannot run a handler alone; \
+                 send it with a numbered or nosync key, or use the pdq or serial discipline"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Sends a one-way message (no reply). A full ring makes the sender wait,
+    /// handling its own node's messages meanwhile if the policy lets it, so
+    /// a fast sender is held back instead of growing an overflow queue.
+    pub(super) fn send_oneway(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<(), AmError> {
+        self.check_send(dst, handler, key, args, payload)?;
+        let cl = &self.cluster;
+        let m = self.request_from_here(handler, 0, key, args, payload);
+        self.enter();
+        let mut spins = 0;
+        loop {
+            // SAFETY: as in `send`.
+            let out = unsafe { &mut *self.out.get() };
+            let d = dst.0 as usize;
+            if out.spill[d].is_empty() && codec::push_message(&mut out.producers[d], &m).is_ok() {
+                break;
+            }
+            self.flush_spill();
+            if cl.failed() {
+                self.exit();
+                return Err(run_aborted());
+            }
+            if cl.cfg.policy.compute_procs_handle() {
+                self.poll_as_pp();
+            }
+            self.relax(&mut spins);
+        }
+        self.stats.count_sent();
+        self.after_send(dst.0);
+        self.poll_on_send();
+        self.exit();
+        Ok(())
+    }
+
+    /// Single's thread notices messages when it sends (as well as during
+    /// `work`, at poll sites and while it waits).
+    fn poll_on_send(&self) {
+        if !self.owns_role {
+            return;
+        }
+        let node = self.node();
+        // SAFETY: this thread owns the role (Single), so it alone uses the
+        // node's consumers; `ready` only loads a slot header.
+        if node.inbox.iter().any(|c| unsafe { &*c.get() }.ready()) {
+            self.drain();
+        }
+    }
+
+    /// Waits for the token, handling messages as the policy allows.
+    fn wait_for(&self, c: &Completion, token: u64) {
+        let t0 = self.stats.stamp();
+        let node = self.node();
+        let policy = self.cluster.cfg.policy;
+        let mut spins = 0;
+        // Floating counts its waiting threads: an acting PP whose reply is
+        // in hands the role to one of them, and hand-off keeps it for one.
+        let counted = policy == Policy::Floating;
+        if counted {
+            node.waiting.fetch_add(1, Ordering::Relaxed);
+        }
+        loop {
+            if c.token.load(Ordering::Acquire) == token || self.cluster.failed() {
+                break;
+            }
+            let spilled = !self.flush_spill();
+            match policy {
+                Policy::Fixed { .. } => self.relax(&mut spins),
+                Policy::Single | Policy::Floating if node.keyed.is_some() => {
+                    if self.poll_as_pp() == 0 && !spilled {
+                        self.relax(&mut spins);
+                    }
+                }
+                Policy::Single | Policy::Floating => {
+                    if self.take_role() {
+                        self.act_until_done(c, token);
+                    } else if !spilled {
+                        self.relax(&mut spins);
+                    }
+                }
+            }
+        }
+        if counted {
+            node.waiting.fetch_sub(1, Ordering::Relaxed);
+        }
+        self.stats.add_wait(self.stats.since(t0));
+    }
+
+    /// Acts as PP until this thread's reply is in, then relinquishes
+    /// (eagerly, or under hand-off only to a waiting peer).
+    fn act_until_done(&self, c: &Completion, token: u64) {
+        let node = self.node();
+        let mut spins = 0;
+        loop {
+            let handled = self.drain();
+            let done = c.token.load(Ordering::Acquire) == token;
+            if self.cluster.failed() {
+                break;
+            }
+            // A thread that owns the role for good (Single) returns to its
+            // work at once; messages that remain are handled at its next
+            // poll. Others drain first, since leaving messages behind
+            // would interrupt a computing thread, unless another thread
+            // waits and can take over: at saturation the queue never
+            // empties, and draining it would starve this thread's work.
+            if done && self.owns_role {
+                return;
+            }
+            let peer_waits = node.waiting.load(Ordering::Relaxed) > 1;
+            if done && (handled == 0 || peer_waits) {
+                // Hand-off keeps the role for a peer that may still come to
+                // wait; once every peer's application has returned, none
+                // will, and keeping it would spin here for ever.
+                let keep = self.cluster.cfg.relinquish == Relinquish::Handoff
+                    && node.running.load(Ordering::Acquire) > 1
+                    && node.waiting.load(Ordering::Relaxed) <= 1
+                    && !self.cluster.shutdown.load(Ordering::Relaxed);
+                if !keep {
+                    break;
+                }
+            }
+            if handled == 0 {
+                self.relax(&mut spins);
+            }
+        }
+        self.release_role();
+        if node.any_ready() {
+            self.poll_as_pp();
+        }
+    }
+
+    /// `cycles` of computation with random accesses to the private segment.
+    pub(super) fn work(&self, cycles: u64) {
+        let cl = &self.cluster;
+        let node = self.node();
+        let deadline = Stamp::now().plus_ns(cycles as f64 * cl.cfg.ns_per_cycle);
+        let t0 = Stamp::now();
+        // Handling done inside (polls, interrupts) is not computation.
+        let served_before = self.stats.handler_ns() + self.stats.interrupt_ns();
+        let seg = &node.segments[self.local as usize];
+        let floating = cl.cfg.policy == Policy::Floating;
+        let single = cl.cfg.policy == Policy::Single;
+        if floating {
+            node.computing.fetch_add(1, Ordering::SeqCst);
+            fence(Ordering::SeqCst);
+            // Pairs with the senders' fence: a message that arrived before we
+            // counted ourselves as computing is ours to handle.
+            if node.work_waiting() {
+                self.enter();
+                self.poll_as_pp();
+                self.exit();
+            }
+        }
+        self.interruptible.store(floating, Ordering::Release);
+        // SAFETY: the rng is used only by this thread, outside interrupts.
+        let rng = unsafe { &mut *self.rng.get() };
+        let mut acc = 0u64;
+        loop {
+            if floating {
+                self.catch_up_in_work();
+            }
+            self.stats.count_work_chunk();
+            for _ in 0..64 {
+                let i = rng.gen_range(0..seg.len());
+                acc = acc.wrapping_add(seg[i].load(Ordering::Relaxed));
+                if acc & 3 == 0 {
+                    seg[i].store(acc, Ordering::Relaxed);
+                }
+            }
+            if deadline.reached() {
+                break;
+            }
+            if single && node.any_ready() {
+                self.interruptible.store(false, Ordering::Relaxed);
+                self.enter();
+                self.poll_as_pp();
+                self.exit();
+            }
+        }
+        self.interruptible.store(false, Ordering::Release);
+        if floating {
+            node.computing.fetch_sub(1, Ordering::SeqCst);
+        }
+        std::hint::black_box(acc);
+        let served = self.stats.handler_ns() + self.stats.interrupt_ns() - served_before;
+        self.stats.add_compute(t0.elapsed_ns().saturating_sub(served));
+        if self.irq_pending.load(Ordering::Relaxed) {
+            self.enter();
+            self.exit();
+        }
+    }
+
+    /// Inside `work` under Floating: does what an interrupt could not. A
+    /// signal that came before the thread became interruptible was only
+    /// marked pending, and a reply sent from an interrupt may have found
+    /// its ring full; either would otherwise wait for the work to end.
+    fn catch_up_in_work(&self) {
+        compiler_fence(Ordering::SeqCst);
+        if !self.irq_pending.load(Ordering::Relaxed) && !self.spill_waiting.load(Ordering::Relaxed) {
+            return;
+        }
+        self.interruptible.store(false, Ordering::Relaxed);
+        compiler_fence(Ordering::SeqCst);
+        self.enter();
+        self.flush_spill();
+        self.exit(); // serves a pending interrupt
+        self.interruptible.store(true, Ordering::Release);
+    }
+
+    /// Serves the node as protocol processor until `stop` says so (used by
+    /// threads with nothing else to do, and by the dedicated threads of
+    /// Fixed). The role is held while serving, so polling costs no atomic
+    /// read-modify-write per round; Floating gives it back every so often
+    /// so a waiting thread can take over and interrupts stay possible.
+    pub(super) fn serve(&self, stop: impl Fn() -> bool) {
+        let node = self.node();
+        let park_after = self.cluster.cfg.park_after_polls;
+        let fixed = matches!(self.cluster.cfg.policy, Policy::Fixed { .. });
+        let floating = self.cluster.cfg.policy == Policy::Floating;
+        let mut empty = 0u32;
+        let mut spins = 0;
+        let mut holding = false;
+        // A serving Floating thread may take the role: a holder keeping it
+        // under hand-off for want of a taker must see it (as one waiting).
+        if floating {
+            node.waiting.fetch_add(1, Ordering::Relaxed);
+        }
+        self.enter();
+        while !stop() && !self.cluster.failed() {
+            let t0 = self.stats.stamp();
+            let handled = match &node.keyed {
+                Some(keyed) => self.serve_keyed(keyed),
+                None => {
+                    if !holding {
+                        holding = self.take_role();
+                    }
+                    if holding {
+                        self.drain()
+                    } else {
+                        0
+                    }
+                }
+            };
+            let spilled = !self.flush_spill();
+            if handled > 0 || spilled {
+                empty = 0;
+                continue;
+            }
+            empty = empty.wrapping_add(1);
+            if holding && floating && empty.is_multiple_of(64) {
+                self.release_role();
+                holding = false;
+            }
+            match park_after {
+                Some(limit) if fixed && empty >= limit => {
+                    node.parked.fetch_add(1, Ordering::SeqCst);
+                    fence(Ordering::SeqCst);
+                    if !node.work_waiting() {
+                        std::thread::park_timeout(std::time::Duration::from_millis(1));
+                    }
+                    node.parked.fetch_sub(1, Ordering::Relaxed);
+                    empty = 0;
+                }
+                _ => self.relax(&mut spins),
+            }
+            self.stats.add_idle(self.stats.since(t0));
+        }
+        if floating {
+            node.waiting.fetch_sub(1, Ordering::Relaxed);
+        }
+        if holding {
+            self.release_role();
+            // A sender that saw the role held raised no interrupt.
+            if node.any_ready() {
+                self.poll_as_pp();
+            }
+        }
+        self.exit();
+    }
+
+    /// Nothing to compute for `cycles`: serve the node meanwhile if the
+    /// policy lets compute threads handle, otherwise just let time pass.
+    pub(super) fn idle(&self, cycles: u64) {
+        let deadline = Stamp::now().plus_ns(cycles as f64 * self.cluster.cfg.ns_per_cycle);
+        if self.cluster.cfg.policy.compute_procs_handle() {
+            return self.serve(|| deadline.reached());
+        }
+        let t0 = self.stats.stamp();
+        let mut spins = 0;
+        while !deadline.reached() && !self.cluster.failed() {
+            self.relax(&mut spins);
+        }
+        self.stats.add_idle(self.stats.since(t0));
+    }
+
+    /// A poll site: handle what waits if this thread may act as PP.
+    pub(super) fn poll_site(&self) {
+        if self.cluster.cfg.policy.compute_procs_handle() && self.node().work_waiting() {
+            self.enter();
+            self.poll_as_pp();
+            self.exit();
+        }
+    }
+
+    fn region(&self, region: Region) -> Option<&[AtomicU64]> {
+        let node = self.node();
+        match region {
+            Region::Segment(t) => node.segments.get(t.index()).map(|s| &s[..]),
+            Region::ProtocolTable => Some(&node.table[..]),
+            Region::RecvBuffer(t) => node.recv.get(t.index()).map(|s| &s[..]),
+        }
+    }
+
+    /// Touches real memory (reads, or writes) of a region of this node.
+    pub(super) fn touch(&self, region: Region, offset: u64, len: u32, kind: Access) -> Result<(), String> {
+        let words = self.region(region).ok_or_else(|| format!("{region:?} does not exist on this node"))?;
+        let first = (offset / 8) as usize;
+        let end = offset.saturating_add(len as u64);
+        let last = usize::try_from(end.div_ceil(8)).unwrap_or(usize::MAX);
+        if len == 0 || last > words.len() {
+            return Err(format!(
+                "access of {len} bytes at offset {offset} is outside {region:?} ({} bytes)",
+                words.len() * 8
+            ));
+        }
+        let mut acc = 0u64;
+        for w in &words[first..last] {
+            match kind {
+                Access::Read => acc = acc.wrapping_add(w.load(Ordering::Relaxed)),
+                Access::Write => w.store(offset, Ordering::Relaxed),
+            }
+        }
+        std::hint::black_box(acc);
+        Ok(())
+    }
+
+    /// Called by the interrupt signal handler on this thread.
+    pub(crate) fn interrupt(&self) {
+        let node = self.node();
+        node.irq_raised.store(false, Ordering::Relaxed);
+        if !self.interruptible.load(Ordering::Acquire) || self.in_runtime.load(Ordering::Relaxed) {
+            self.irq_pending.store(true, Ordering::Relaxed);
+            return;
+        }
+        self.in_runtime.store(true, Ordering::Relaxed);
+        self.serve_interrupt();
+        self.in_runtime.store(false, Ordering::Relaxed);
+    }
+}
