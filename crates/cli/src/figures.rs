@@ -58,12 +58,15 @@ pub fn line_chart(path: &Path, chart: &Chart) -> Result<()> {
         .y_label_area_size(60)
         .build_cartesian_2d((x0 - xpad)..(x1 + xpad), y0..y1)
         .map_err(|e| err(&e))?;
-    ctx.configure_mesh()
-        .x_desc(chart.x_label)
-        .y_desc(chart.y_label)
-        .light_line_style(WHITE.mix(0.0))
-        .draw()
-        .map_err(|e| err(&e))?;
+    // Counts (processors per node, say) read as counts: "4", not "4.0".
+    let counts = chart.series.iter().flat_map(|s| &s.points).all(|&(x, _)| x.fract() == 0.0);
+    let count_label = |x: &f64| if x.fract() == 0.0 { format!("{x:.0}") } else { format!("{x}") };
+    let mut mesh = ctx.configure_mesh();
+    mesh.x_desc(chart.x_label).y_desc(chart.y_label).light_line_style(WHITE.mix(0.0));
+    if counts {
+        mesh.x_label_formatter(&count_label);
+    }
+    mesh.draw().map_err(|e| err(&e))?;
     if let Some(r) = chart.reference_y {
         let dashed = DashedLineSeries::new(vec![(x0 - xpad, r), (x1 + xpad, r)], 6, 4, BLACK.mix(0.5).into());
         ctx.draw_series(dashed).map_err(|e| err(&e))?;
@@ -79,9 +82,78 @@ pub fn line_chart(path: &Path, chart: &Chart) -> Result<()> {
     ctx.configure_series_labels()
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.3))
-        .position(SeriesLabelPosition::UpperRight)
+        .position(legend_corner(chart, (x0 - xpad, x1 + xpad), (y0, y1)))
         .draw()
         .map_err(|e| err(&e))?;
     root.present().map_err(|e| err(&e))?;
     Ok(())
+}
+
+/// The corner of the plot whose legend box would cover the least of the
+/// data (the points and the lines between them), so the legend hides no
+/// curve when some corner is free; the upper right when several are.
+fn legend_corner(chart: &Chart, (x0, x1): (f64, f64), (y0, y1): (f64, f64)) -> SeriesLabelPosition {
+    // The legend's size with its offset from the corner, as a share of the
+    // plotting area (about 7 pixels a character and 15 a line, in a plot
+    // about 730 x 420 pixels, and a point's marker around each point).
+    let longest = chart.series.iter().map(|s| s.name.chars().count()).max().unwrap_or(0);
+    let w = ((50.0 + 7.0 * longest as f64) / 730.0).min(1.0);
+    let h = ((30.0 + 15.0 * chart.series.len() as f64) / 420.0).min(1.0);
+    let normalized = |(x, y): (f64, f64)| ((x - x0) / (x1 - x0), (y - y0) / (y1 - y0));
+    // Samples along every segment, so a line crossing a corner counts.
+    let samples: Vec<(f64, f64)> = chart
+        .series
+        .iter()
+        .flat_map(|s| {
+            s.points.windows(2).flat_map(|pair| {
+                let (a, b) = (normalized(pair[0]), normalized(pair[1]));
+                (0..=8).map(move |i| {
+                    let f = i as f64 / 8.0;
+                    (a.0 + (b.0 - a.0) * f, a.1 + (b.1 - a.1) * f)
+                })
+            })
+        })
+        .chain(chart.series.iter().flat_map(|s| s.points.iter().map(|&p| normalized(p))))
+        .collect();
+    let covered = |right: bool, upper: bool| {
+        let in_x = |x: f64| if right { x >= 1.0 - w } else { x <= w };
+        let in_y = |y: f64| if upper { y >= 1.0 - h } else { y <= h };
+        samples.iter().filter(|&&(x, y)| in_x(x) && in_y(y)).count()
+    };
+    let corners = [
+        (SeriesLabelPosition::UpperRight, covered(true, true)),
+        (SeriesLabelPosition::UpperLeft, covered(false, true)),
+        (SeriesLabelPosition::LowerRight, covered(true, false)),
+        (SeriesLabelPosition::LowerLeft, covered(false, false)),
+    ];
+    // The first of the least covered (min_by_key keeps the first of equals).
+    corners.into_iter().min_by_key(|&(_, n)| n).map(|(pos, _)| pos).unwrap_or(SeriesLabelPosition::UpperRight)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chart(points: Vec<(f64, f64)>) -> Chart<'static> {
+        Chart {
+            title: "t",
+            x_label: "x",
+            y_label: "y",
+            series: vec![Series { name: "a series".into(), points }],
+            reference_y: None,
+        }
+    }
+
+    #[test]
+    fn the_legend_avoids_the_data() {
+        // A curve rising to the upper right: the legend goes upper left.
+        let rising = chart(vec![(0.0, 0.0), (0.5, 0.2), (1.0, 1.0)]);
+        assert!(matches!(legend_corner(&rising, (0.0, 1.0), (0.0, 1.0)), SeriesLabelPosition::UpperLeft));
+        // A flat curve along the top: a lower corner.
+        let top = chart(vec![(0.0, 1.0), (1.0, 1.0)]);
+        assert!(matches!(legend_corner(&top, (0.0, 1.0), (0.0, 1.0)), SeriesLabelPosition::LowerRight));
+        // Nothing in the upper right: it stays there.
+        let falling = chart(vec![(0.0, 1.0), (1.0, 0.0)]);
+        assert!(matches!(legend_corner(&falling, (0.0, 1.0), (0.0, 1.0)), SeriesLabelPosition::UpperRight));
+    }
 }

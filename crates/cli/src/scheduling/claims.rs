@@ -93,7 +93,7 @@ pub(super) fn oint_range(grid: &Grid) -> (u64, u64) {
 }
 
 /// Every Oint of the grid, lowest first.
-fn sorted_oints(grid: &Grid) -> Vec<u64> {
+pub(super) fn sorted_oints(grid: &Grid) -> Vec<u64> {
     let mut o = grid.oint_cycles.clone();
     o.sort_unstable();
     o

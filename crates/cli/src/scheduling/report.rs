@@ -1,17 +1,20 @@
 //! The study's figures and its report.
 
-use super::claims::{arbitration_section, f2, high_u, oint_range, sorted_u, Sensitivity, View};
+use super::claims::{arbitration_section, f2, high_u, oint_range, sorted_oints, sorted_u, Sensitivity, View};
 use super::*;
 
 pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Result<Vec<(String, String)>> {
     let v = View::baseline(records);
     let us = sorted_u(grid);
-    let (lo, hi) = oint_range(grid);
+    let (lo, _) = oint_range(grid);
+    // Every Oint of the grid: claim 1 is judged at each, not only at the
+    // lowest and highest.
+    let oints = sorted_oints(grid);
     let mut figs = Vec::new();
     let by_u = |policy: &str, ppn: u32| -> Vec<Series> {
         let mut s = Vec::new();
         for &p in &grid.protocols {
-            for o in [lo, hi] {
+            for &o in &oints {
                 let pts: Vec<(f64, f64)> =
                     us.iter().filter_map(|&u| v.norm(p, policy, ppn, u, o).map(|x| (u, x))).collect();
                 s.push(Series { name: format!("{p}, Oint {o}"), points: pts });
