@@ -20,6 +20,8 @@ pub struct Calendar {
     /// Entries before `head` are expired; they are dropped in batches.
     busy: Vec<(u64, u64)>,
     head: usize,
+    /// Length beyond which expired intervals are looked for again.
+    prune_at: usize,
     pub transactions: u64,
     pub busy_cycles: u64,
     pub wait_cycles: u64,
@@ -133,10 +135,11 @@ impl Calendar {
         self.prune(now);
     }
 
-    /// Forgets expired intervals once more than a few are live.
+    /// Forgets expired intervals once a few more have been added since
+    /// they were last looked for.
     #[inline(always)]
     fn prune(&mut self, now: u64) {
-        if self.busy.len() - self.head > 64 {
+        if self.busy.len() > self.prune_at {
             self.forget_before(now);
         }
     }
@@ -149,6 +152,10 @@ impl Calendar {
             self.busy.drain(..self.head);
             self.head = 0;
         }
+        // Look again once as many intervals have been added as are live
+        // now (at least 64), so that many live ones (a message's word
+        // trains reserved ahead) do not make every reservation look.
+        self.prune_at = self.busy.len() + (self.busy.len() - self.head).max(64);
     }
 
     /// Inserts at position `at`, merging with touching neighbours to keep

@@ -300,6 +300,14 @@ pub enum Outcome {
     CacheToCache,
 }
 
+/// Where a line lives in the caches: its set (in its bank) and its tag.
+#[derive(Clone, Copy, Debug)]
+struct Place {
+    line: u32,
+    set: usize,
+    tag: u16,
+}
+
 /// The overhead a transfer counts as (the per-processor miss statistics,
 /// and what each `[effects]` switch waives).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -646,9 +654,23 @@ impl NodeMemory {
         class: LineClass,
         kind: Access,
     ) -> (u64, Outcome) {
-        let set = self.set_in_bank(line, class) as usize;
+        let at = Place { line, set: self.set_in_bank(line, class) as usize, tag: self.map.tag(line) };
+        self.access_at(now, t, proc, at, class, kind)
+    }
+
+    /// [`NodeMemory::access_classed`] of a line whose set and tag are known.
+    #[inline(never)] // one copy for its three callers
+    fn access_at(
+        &mut self,
+        now: u64,
+        t: u64,
+        proc: usize,
+        at: Place,
+        class: LineClass,
+        kind: Access,
+    ) -> (u64, Outcome) {
+        let Place { line, set, tag } = at;
         let write = kind == Access::Write;
-        let tag = self.map.tag(line);
         let held = self.tags.get(proc, set);
         if held & TAG_MASK == tag {
             if write && held & SHARED == 0 {
@@ -703,7 +725,7 @@ impl NodeMemory {
             // Queued behind the fetch that displaced the victim.
             self.bus.transact(now, bus_free, Phases::Write, self.bus_params.writeback_occupancy, 0);
         }
-        self.install(proc, set, tag | state);
+        self.install(proc, set, line, tag | state);
         if waived {
             return (self.hit_cycles, Outcome::Hit);
         }
@@ -768,23 +790,30 @@ impl NodeMemory {
     /// common case for code and warm protocol state) are checked here
     /// without the full access path.
     pub fn access_lines(&mut self, now: u64, t: u64, proc: usize, first: u32, count: u32, kind: Access) -> (u64, u64) {
-        let class = self.map.class(first);
-        if self.caches[proc].code_missing == 0 && self.map.is_code(first) && kind == Access::Read {
+        if kind == Access::Read && self.caches[proc].code_missing == 0 && self.map.is_code(first) {
             return (self.hit_cycles * count as u64, 0);
         }
+        let class = self.map.class(first);
         // Misses take the class of the range's first line.
         debug_assert_eq!(self.map.class(first + count - 1), class, "a line range crosses a region");
         let write = kind == Access::Write;
         let mut spent = 0;
         let mut missed = 0;
+        // Consecutive lines take consecutive sets, the tag going up by one
+        // where the sets wrap around: stepping both is cheaper than
+        // deriving them from each line.
+        let bank = self.set_in_bank(first, class) - self.map.set(first);
+        let (mut set, mut tag) = (self.map.set(first), self.map.tag(first));
         for line in first..first + count {
-            let held = self.tags.get(proc, self.set_in_bank(line, class) as usize);
+            let at = Place { line, set: (set + bank) as usize, tag };
+            (set, tag) = if set + 1 == self.sets { (0, tag + 1) } else { (set + 1, tag) };
+            let held = self.tags.get(proc, at.set);
             // A read hits any valid copy; a write hits only a Modified one.
-            if held & TAG_MASK == self.map.tag(line) && (!write || held & (DIRTY | SHARED) == DIRTY) {
+            if held & TAG_MASK == at.tag && (!write || held & (DIRTY | SHARED) == DIRTY) {
                 spent += self.hit_cycles;
                 continue;
             }
-            let (lat, out) = self.access_classed(now, t + spent, proc, line, class, kind);
+            let (lat, out) = self.access_at(now, t + spent, proc, at, class, kind);
             spent += lat;
             if out != Outcome::Hit {
                 missed += lat;
@@ -793,12 +822,13 @@ impl NodeMemory {
         (spent, missed)
     }
 
-    fn install(&mut self, proc: usize, set: usize, tagged: u16) {
+    /// Puts `line` (tagged with its state) in `proc`'s cache, in `set`.
+    fn install(&mut self, proc: usize, set: usize, line: u32, tagged: u16) {
         let before = self.tags.get(proc, set);
         if before != INVALID && self.map.is_code(self.map.line_of(before & TAG_MASK, set)) {
             self.caches[proc].code_missing += 1;
         }
-        if self.map.is_code(self.map.line_of(tagged & TAG_MASK, set)) {
+        if self.map.is_code(line) {
             self.caches[proc].code_missing -= 1;
         }
         self.tags.put(proc, set, tagged);
