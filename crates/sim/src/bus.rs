@@ -247,7 +247,7 @@ impl MemoryBus {
     /// of the occupancy is the data phase: right after the address for a
     /// write, and ending at `latency` for a read; whatever the data phase
     /// waits for the data bus, the requester is done that much later.
-    #[inline]
+    #[inline(always)] // the phases are known where it is called: the split folds away
     pub fn transact(&mut self, now: u64, t: u64, phases: Phases, occupancy: u64, latency: u64) -> Granted {
         let Some(address_phase) = self.address_phase else {
             let start = self.address.reserve(now, t, occupancy);
