@@ -140,12 +140,19 @@ impl Calendar {
     /// each starts when the previous one has completed (`latency` after it
     /// got the bus). Returns when the last completes.
     pub fn reserve_train(&mut self, now: u64, t: u64, count: u64, occupancy: u64, latency: u64) -> u64 {
-        if count == 0 || occupancy == 0 || !self.clear_from(t) {
-            let mut done = t;
-            for _ in 0..count {
-                done = self.reserve(now, done, occupancy) + latency;
-            }
-            return done;
+        if occupancy == 0 {
+            self.transactions += count;
+            return t + count * latency;
+        }
+        // Word by word while something is reserved ahead, then the rest as
+        // on a clear calendar.
+        let (mut t, mut count) = (t, count);
+        while count > 0 && !self.clear_from(t) {
+            t = self.reserve(now, t, occupancy) + latency;
+            count -= 1;
+        }
+        if count == 0 {
+            return t;
         }
         // Nothing is reserved from `t` on (the usual case: a processor
         // moving a message's words): the transactions follow each other at
@@ -362,19 +369,22 @@ impl MemoryBus {
         let Some(address_phase) = self.address_phase else {
             return self.address.reserve_train(now, t, count, occupancy, latency);
         };
-        if count > 0 && latency >= occupancy && self.address.clear_from(t) && self.data.clear_from(t) {
-            // Nothing queues: each transaction is done `latency` after it
-            // was issued, and the next, issued then, finds both its phases
-            // free (the usual case: a processor moving a message's words).
-            let (address, data, data_offset) = split_phases(address_phase, phases, occupancy, latency);
-            self.address.append_periodic(now, t, count, address, latency);
-            self.data.append_periodic(now, t + data_offset, count, data, latency);
-            self.transactions += count;
-            self.busy_cycles += count * occupancy;
-            return t + count * latency;
-        }
+        // Word by word while something is reserved ahead; once nothing is
+        // (often after a word or two), the rest in closed form.
         let mut done = t;
-        for _ in 0..count {
+        for left in (1..=count).rev() {
+            if latency >= occupancy && self.address.clear_from(done) && self.data.clear_from(done) {
+                // Nothing queues: each transaction is done `latency` after
+                // it was issued, and the next, issued then, finds both its
+                // phases free (the usual case: a processor moving a
+                // message's words).
+                let (address, data, data_offset) = split_phases(address_phase, phases, occupancy, latency);
+                self.address.append_periodic(now, done, left, address, latency);
+                self.data.append_periodic(now, done + data_offset, left, data, latency);
+                self.transactions += left;
+                self.busy_cycles += left * occupancy;
+                return done + left * latency;
+            }
             done = self.transact(now, done, phases, occupancy, latency).done;
         }
         done
