@@ -53,6 +53,7 @@ impl Busy {
     /// its start. (It fits before the first word only if it ends by the
     /// train's start, which the caller checks.)
     fn gap_for(&self, t: u64, occupancy: u64) -> Option<(u64, u64)> {
+        debug_assert!(t < self.end, "the search passes only trains that end after it");
         if occupancy > self.period - self.len {
             return None; // no gap is long enough
         }
