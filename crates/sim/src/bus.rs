@@ -30,7 +30,8 @@ impl Busy {
         Busy { start, end, len: end - start, period: end - start }
     }
 
-    /// `count` intervals of `len`, `period` apart (`period` > `len`).
+    /// `count` intervals of `len`, `period` apart (`period` > `len`); one
+    /// of them is a plain interval (`is_train` is false).
     fn train(start: u64, count: u64, len: u64, period: u64) -> Busy {
         Busy { start, end: start + (count - 1) * period + len, len, period }
     }
@@ -247,17 +248,9 @@ impl Calendar {
     /// position `at`, splitting the train around it.
     fn split_insert(&mut self, at: usize, word: u64, iv: Busy) {
         let b = self.busy[at];
-        let words = b.words();
-        let piece = |first: u64, count: u64| {
-            let start = b.word_start(first);
-            if count == 1 {
-                Busy::interval(start, start + b.len)
-            } else {
-                Busy::train(start, count, b.len, b.period)
-            }
-        };
-        self.busy[at] = piece(0, word + 1);
-        self.busy.splice(at + 1..at + 1, [iv, piece(word + 1, words - word - 1)]);
+        let after = Busy::train(b.word_start(word + 1), b.words() - word - 1, b.len, b.period);
+        self.busy[at] = Busy::train(b.start, word + 1, b.len, b.period);
+        self.busy.splice(at + 1..at + 1, [iv, after]);
     }
 
     /// The live busy intervals, trains spelled out word by word and
