@@ -15,6 +15,12 @@ use std::time::Instant;
 
 #[derive(Debug, Serialize)]
 pub struct SimBenchRow {
+    /// What regenerates the runs: the preset and the seed of every run.
+    pub preset: String,
+    pub seed: u64,
+    /// Lmin as measured for the run's protocol, which sets its mean
+    /// compute time from `target_u`.
+    pub lmin_cycles: f64,
     pub protocol: Protocol,
     pub policy: String,
     pub nodes: u32,
@@ -39,6 +45,9 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// The seed of every benchmarked run.
+const SEED: u64 = 42;
+
 /// Most repetitions `bench sim` takes (each runs four configurations).
 pub const MAX_ROUNDS: u32 = 1000;
 
@@ -57,10 +66,10 @@ pub fn sim(rounds: u32, requests_per_node: u64) -> Result<Vec<SimBenchRow>> {
     for protocol in [Protocol::Fetch, Protocol::Null] {
         let lmin = micro::measure_lmin(&machine, protocol, 1)?;
         for policy in [Policy::Fixed { protocol_procs: 1 }, Policy::Floating] {
-            let cfg = SimConfig::new(machine.clone(), Topology { nodes: 2, procs_per_node: 2 }, policy, 42);
+            let cfg = SimConfig::new(machine.clone(), Topology { nodes: 2, procs_per_node: 2 }, policy, SEED);
             let work = MicroConfig {
                 protocol,
-                mean_compute_cycles: target_u / (1.0 - target_u) * lmin,
+                mean_compute_cycles: crate::scheduling::mean_compute(target_u, lmin),
                 requests_per_node,
                 single_requester: false,
             };
@@ -75,6 +84,9 @@ pub fn sim(rounds: u32, requests_per_node: u64) -> Result<Vec<SimBenchRow>> {
             }
             let wall = median(walls);
             rows.push(SimBenchRow {
+                preset: machine.name.clone(),
+                seed: SEED,
+                lmin_cycles: lmin,
                 protocol,
                 policy: policy.label(),
                 nodes: 2,
@@ -93,13 +105,20 @@ pub fn sim(rounds: u32, requests_per_node: u64) -> Result<Vec<SimBenchRow>> {
     Ok(rows)
 }
 
-pub fn print_sim(rows: &[SimBenchRow]) {
-    println!(
+pub fn print_sim(rows: &[SimBenchRow]) -> Result<()> {
+    crate::say!(
         "{:<8} {:<9} {:>6} {:>10} {:>10} {:>12} {:>14} {:>14}",
-        "protocol", "policy", "nodes", "procs/node", "messages", "median s", "messages/s", "events/s"
+        "protocol",
+        "policy",
+        "nodes",
+        "procs/node",
+        "messages",
+        "median s",
+        "messages/s",
+        "events/s"
     );
     for r in rows {
-        println!(
+        crate::say!(
             "{:<8} {:<9} {:>6} {:>10} {:>10} {:>12.4} {:>14.0} {:>14.0}",
             r.protocol.to_string(),
             r.policy,
@@ -111,4 +130,5 @@ pub fn print_sim(rows: &[SimBenchRow]) {
             r.median_events_per_second
         );
     }
+    Ok(())
 }

@@ -66,8 +66,9 @@ pub fn find(name: &str) -> Result<Source> {
 pub fn header(src: &Source) -> Result<(String, String)> {
     let table: toml::Table = finegrain_core::config::parse_toml(&src.origin, &src.text)?;
     let get = |key: &str| -> Result<String> {
-        match table.get(key).and_then(|v| v.as_str()) {
-            Some(s) => Ok(s.to_string()),
+        match table.get(key) {
+            Some(toml::Value::String(s)) => Ok(s.to_string()),
+            Some(other) => bail!("invalid {key} = {other} in {}: allowed a string", src.origin),
             None => bail!("invalid experiment {}: missing string field '{key}'", src.origin),
         }
     };
@@ -173,12 +174,29 @@ fn is_preset_path(preset: &str) -> bool {
     preset.ends_with(".toml") && Path::new(preset).is_relative()
 }
 
+/// A preset as `run` and `fetch-add` name it: by name, and by the file it came from too
+/// when given as a path (a copy may keep the name it was copied from).
+pub fn preset_shown(name: &str, given: Option<&str>) -> String {
+    match given {
+        Some(g) if g != name => format!("{name} ({g})"),
+        _ => name.to_string(),
+    }
+}
+
 /// Creates the output directory `out` with its `runs/` and `figures/` and
 /// checks that files can be written in each, before a study spends time on
 /// its runs.
 pub fn prepare_out(out: &Path) -> Result<()> {
     if out.exists() && !out.is_dir() {
         bail!("invalid out = {}: it is a file; allowed a directory, existing or new", out.display());
+    }
+    for dir in [out.join("runs"), out.join("figures")] {
+        if dir.exists() && !dir.is_dir() {
+            bail!(
+                "cannot write in {}: it is a file (the study keeps its records and figures in directories there)",
+                dir.display()
+            );
+        }
     }
     for dir in [out.to_path_buf(), out.join("runs"), out.join("figures")] {
         std::fs::create_dir_all(&dir).with_context(|| format!("cannot create output directory {}", dir.display()))?;
@@ -188,6 +206,15 @@ pub fn prepare_out(out: &Path) -> Result<()> {
         let f = out.join(name);
         if f.is_dir() {
             bail!("cannot write {}: it is a directory (the study writes a file there)", f.display());
+        }
+        // A file left by an earlier study is overwritten at the end: find
+        // out now if it cannot be, not after the runs. (Opening for writing
+        // without truncating changes nothing.)
+        if f.exists() {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&f)
+                .with_context(|| format!("cannot write {} (left by an earlier study)", f.display()))?;
         }
     }
     Ok(())

@@ -221,25 +221,32 @@ pub fn run(args: FetchAddArgs) -> Result<()> {
         &experiment::run_inputs(config_file.as_deref(), a.preset.as_deref()),
     )?;
     match a.platform.as_deref().unwrap_or("sim") {
-        "sim" => simulate(&point, &config, &workload, a.json),
+        "sim" => simulate(&point, &config, &workload, a.json, a.preset.as_deref()),
         "native" => run_native(&point, &config, &workload),
         other => bail!("invalid platform = {other}: allowed sim, native"),
     }
 }
 
-fn simulate(point: &Point, config: &SimConfig, workload: &FetchAddConfig, json: Option<PathBuf>) -> Result<()> {
+fn simulate(
+    point: &Point,
+    config: &SimConfig,
+    workload: &FetchAddConfig,
+    json: Option<PathBuf>,
+    preset_given: Option<&str>,
+) -> Result<()> {
     let t0 = Instant::now();
     let total = fetch_add::total_requests(config, workload);
     let out = crate::progress::one_run(total, || fetch_add::simulate(config, workload))?;
     let wall = t0.elapsed().as_secs_f64();
     let home = fetch_add::home_measures(&config.machine, &out);
-    print_summary(point, config, workload, &home);
-    let home_node = &out.stats.nodes[0];
-    println!("home bus          {}", home_node.bus.summary(home_node.last_handler_end));
+    // The record first: output closed early must not lose it.
     if let Some(path) = json {
         let rec = Record { kind: point.kind, config, workload, home: &home, stats: &out.stats, wall_seconds: wall };
         experiment::write_json(&path, &rec)?;
     }
+    print_summary(point, config, workload, &home, preset_given)?;
+    let home_node = &out.stats.nodes[0];
+    crate::say!("home bus          {}", home_node.bus.summary(home_node.last_handler_end));
     Ok(())
 }
 
@@ -260,18 +267,21 @@ fn run_native(point: &Point, config: &SimConfig, workload: &FetchAddConfig) -> R
     let out = fetch_add::run_native(&rt, &config.machine, workload)?;
     let s = &out.stats;
     let wall_us = s.wall_ns.max(1) as f64 / 1e3;
-    println!("native  {}", describe(point, config, workload));
-    println!(
+    crate::say!("native  {}", describe(point, config, workload));
+    crate::say!("workload          {}", describe_workload(workload));
+    crate::say!(
         "requests          {} in {:.0} us ({:.3} per us); every word checked",
         s.requests,
         wall_us,
         s.requests as f64 / wall_us
     );
-    println!("handlers          {}   interrupts {}", s.handlers, s.interrupts);
+    crate::say!("handlers          {}   interrupts {}", s.handlers, s.interrupts);
     if std::thread::available_parallelism().map_or(1, |n| n.get())
         < (config.topology.nodes * config.topology.procs_per_node) as usize
     {
-        println!("note: more threads than cores; the time measures correctness under oversubscription, not speed");
+        crate::note(format_args!(
+            "more threads than cores; the time measures correctness under oversubscription, not speed"
+        ));
     }
     Ok(())
 }
@@ -291,12 +301,32 @@ fn describe(p: &Point, c: &SimConfig, w: &FetchAddConfig) -> String {
     )
 }
 
-fn print_summary(p: &Point, c: &SimConfig, w: &FetchAddConfig, h: &HomeMeasures) {
-    println!("preset {}  {}", c.machine.name, describe(p, c, w));
-    println!("throughput        {:.3} requests/us at the home", h.throughput_msgs_per_us);
-    println!("queue delay       mean {:.0} cycles, p99 {} cycles", h.mean_queue_delay_cycles, h.p99_queue_delay_cycles);
-    println!("busy-wait share   {:.3} of protocol-processor time", h.pp_busy_wait_fraction);
-    println!("home U            {:.3} (target {})", h.home_u, w.home_u);
-    println!("interrupts        {}", h.interrupts);
-    println!("bus transactions  {:.2} per request", h.bus_transactions_per_request);
+/// The rest of the workload, so the output alone regenerates the run.
+fn describe_workload(w: &FetchAddConfig) -> String {
+    format!(
+        "handler {} cycles  {} requests per thread  think {} cycles  sequential share {}  home U {}, bursts of {} cycles",
+        w.handler_cycles, w.requests_per_thread, w.think_cycles, w.sequential_fraction, w.home_u, w.home_burst_cycles
+    )
+}
+
+fn print_summary(
+    p: &Point,
+    c: &SimConfig,
+    w: &FetchAddConfig,
+    h: &HomeMeasures,
+    preset_given: Option<&str>,
+) -> Result<()> {
+    crate::say!("preset {}  {}", experiment::preset_shown(&c.machine.name, preset_given), describe(p, c, w));
+    crate::say!("workload          {}", describe_workload(w));
+    crate::say!("throughput        {:.3} requests/us at the home", h.throughput_msgs_per_us);
+    crate::say!(
+        "queue delay       mean {:.0} cycles, p99 {} cycles",
+        h.mean_queue_delay_cycles,
+        h.p99_queue_delay_cycles
+    );
+    crate::say!("busy-wait share   {:.3} of protocol-processor time", h.pp_busy_wait_fraction);
+    crate::say!("home U            {:.3} (target {})", h.home_u, w.home_u);
+    crate::say!("interrupts        {}", h.interrupts);
+    crate::say!("bus transactions  {:.2} per request", h.bus_transactions_per_request);
+    Ok(())
 }

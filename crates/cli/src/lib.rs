@@ -13,3 +13,32 @@ pub mod report;
 pub mod rerun;
 pub mod scheduling;
 pub mod sweep;
+
+/// Writes one line to standard output, as `println!` does, but returns an
+/// error when the line cannot be written (a full disk, a closed file)
+/// instead of panicking. Use it through [`say!`].
+pub fn stdout_line(args: std::fmt::Arguments) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_fmt(args)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush())
+        .map_err(|e| anyhow::anyhow!("writing standard output: {e}"))
+}
+
+/// `println!` for the command line: a failed write becomes the command's
+/// error (`?` in the enclosing function), not a panic.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::stdout_line(format_args!($($arg)*))?
+    };
+}
+
+/// A note on standard error for the user (a peer that is unavailable, a
+/// run that is oversubscribed). It changes no result, so if standard error
+/// cannot be written the note is dropped rather than the command failed.
+pub fn note(args: std::fmt::Arguments) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "note: {args}");
+}

@@ -3,11 +3,12 @@
 
 use anyhow::{bail, Result};
 use clap::{Args, CommandFactory, Parser, Subcommand};
-use finegrain::{bench, experiment, native_bench};
+use finegrain::{bench, experiment, native_bench, say};
 use finegrain_apps::micro::{self, MicroConfig, Protocol};
 use finegrain_core::{MachineConfig, Policy, Relinquish, Topology};
 use finegrain_sim::SimConfig;
 use serde::{Deserialize, Serialize};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -158,7 +159,7 @@ struct RunArgs {
     #[arg(long, allow_negative_numbers = true)]
     u: Option<f64>,
     /// Mean compute cycles between requests (instead of --u), at most 1e9
-    /// [default: 0].
+    /// [default: 0]; on platform native a cycle is a nanosecond.
     #[arg(long, allow_negative_numbers = true)]
     compute_cycles: Option<f64>,
     /// Requests each node makes, split over its compute threads,
@@ -215,6 +216,8 @@ impl RunArgs {
 struct RunOutput<'a> {
     config: &'a SimConfig,
     workload: &'a MicroConfig,
+    /// The U asked for (`--u`), which with Lmin gave the mean compute time.
+    target_u: Option<f64>,
     lmin_cycles: Option<f64>,
     stats: &'a finegrain_sim::RunStats,
     perf: Perf,
@@ -250,7 +253,7 @@ fn rerun(record: &std::path::Path, json: Option<PathBuf>) -> Result<()> {
             shown.join("; ")
         );
     }
-    println!("{what}: statistics identical to the record ({} values)", r.fields);
+    say!("{what}: statistics identical to the record ({} values)", r.fields);
     Ok(())
 }
 
@@ -302,7 +305,7 @@ fn micro_workload(
                 bail!("invalid u = {u}: allowed a value strictly between 0 and 1");
             }
             let l = lmin()?;
-            let mean = u / (1.0 - u) * l;
+            let mean = finegrain::scheduling::mean_compute(u, l);
             let most = finegrain_core::config::MAX_CYCLES;
             if mean > most as f64 {
                 bail!(
@@ -351,47 +354,7 @@ fn run_native(a: RunArgs) -> Result<()> {
     let compute: Vec<&finegrain_rt::ThreadTimes> = s.threads.iter().filter(|t| t.role == "compute").collect();
     let measured_u = compute.iter().map(|t| t.compute_ns as f64 / t.wall_ns.max(1) as f64).sum::<f64>()
         / compute.len().max(1) as f64;
-    println!(
-        "platform native  preset {} (segment {} bytes, block {} bytes)  policy {} (relinquish {})  {} nodes x {} \
-         threads  protocol {}  seed {}",
-        machine.name,
-        machine.segment_bytes(),
-        machine.protocol.block_bytes,
-        policy.label(),
-        rt.relinquish.label(),
-        topology.nodes,
-        topology.procs_per_node,
-        protocol,
-        rt.seed
-    );
-    if let Some(l) = lmin {
-        println!("Lmin {l:.0} ns (Fixed, idle cluster); mean compute {:.0} ns", workload.mean_compute_cycles);
-    }
-    println!("wall time        {:.3} ms", s.wall_ns as f64 / 1e6);
-    println!("measured U       {measured_u:.3}");
-    println!(
-        "requests         {}  messages {}  handlers {}  interrupts {}  spilled {}",
-        s.requests, s.messages, s.handlers, s.interrupts, s.spilled
-    );
-    println!(
-        "{:>5} {:>7} {:>9} {:>11} {:>11} {:>11} {:>11} {:>9} {:>10}",
-        "node", "thread", "role", "compute ms", "handler ms", "interrupt ms", "other ms", "handlers", "interrupts"
-    );
-    for t in &s.threads {
-        let ms = |ns: u64| ns as f64 / 1e6;
-        println!(
-            "{:>5} {:>7} {:>9} {:>11.3} {:>11.3} {:>11.3} {:>11.3} {:>9} {:>10}",
-            t.node,
-            t.thread,
-            t.role,
-            ms(t.compute_ns),
-            ms(t.handler_ns),
-            ms(t.interrupt_ns),
-            ms(t.other_ns),
-            t.handlers,
-            t.interrupts
-        );
-    }
+    // The record first: output closed early must not lose it.
     if let Some(path) = a.json {
         let rec = NativeRecord {
             platform: "native",
@@ -409,6 +372,60 @@ fn run_native(a: RunArgs) -> Result<()> {
             stats: s,
         };
         experiment::write_json(&path, &rec)?;
+    }
+    say!(
+        "platform native  preset {} (segment {} bytes, block {} bytes)  policy {} (relinquish {})  {} nodes x {} \
+         threads  protocol {}  seed {}",
+        experiment::preset_shown(&machine.name, a.preset.as_deref()),
+        machine.segment_bytes(),
+        machine.protocol.block_bytes,
+        policy.label(),
+        rt.relinquish.label(),
+        topology.nodes,
+        topology.procs_per_node,
+        protocol,
+        rt.seed
+    );
+    say!("mean compute {} ns  requests per node {}", workload.mean_compute_cycles, workload.requests_per_node);
+    if let (Some(l), Some(u)) = (lmin, a.u) {
+        say!("Lmin {l:.0} ns (Fixed, idle cluster); U = {u} gives the mean compute above");
+    }
+    say!("wall time        {:.3} ms", s.wall_ns as f64 / 1e6);
+    say!("measured U       {measured_u:.3}");
+    say!(
+        "requests         {}  messages {}  handlers {}  interrupts {}  spilled {}",
+        s.requests,
+        s.messages,
+        s.handlers,
+        s.interrupts,
+        s.spilled
+    );
+    say!(
+        "{:>5} {:>7} {:>9} {:>11} {:>11} {:>11} {:>11} {:>9} {:>10}",
+        "node",
+        "thread",
+        "role",
+        "compute ms",
+        "handler ms",
+        "interrupt ms",
+        "other ms",
+        "handlers",
+        "interrupts"
+    );
+    for t in &s.threads {
+        let ms = |ns: u64| ns as f64 / 1e6;
+        say!(
+            "{:>5} {:>7} {:>9} {:>11.3} {:>11.3} {:>11.3} {:>11.3} {:>9} {:>10}",
+            t.node,
+            t.thread,
+            t.role,
+            ms(t.compute_ns),
+            ms(t.handler_ns),
+            ms(t.interrupt_ns),
+            ms(t.other_ns),
+            t.handlers,
+            t.interrupts
+        );
     }
     Ok(())
 }
@@ -454,48 +471,12 @@ fn run_sim(a: RunArgs) -> Result<()> {
     let wall = t0.elapsed().as_secs_f64().max(1e-9);
     let s = &out.stats;
     let mhz = config.machine.processor.mhz as f64;
-    println!(
-        "preset {}  policy {} (relinquish {})  {} nodes x {} processors  protocol {}  seed {}",
-        config.machine.name,
-        policy.label(),
-        config.machine.protocol.relinquish.label(),
-        topology.nodes,
-        topology.procs_per_node,
-        protocol,
-        config.seed
-    );
-    if let Some(l) = lmin {
-        println!("Lmin {l:.1} cycles; mean compute {mean:.1} cycles");
-    }
-    println!("simulated time   {} cycles ({:.1} us)", s.sim_cycles, s.sim_cycles as f64 / mhz);
-    println!("measured U       {:.3}", s.measured_u);
-    println!("requests         {}  (mean round trip {:.1} cycles)", s.requests, s.request_latency.mean_cycles);
-    println!("interrupts       {}", s.interrupts);
-    println!("PP occupancy     {:.3}", s.pp_occupancy);
-    for (n, node) in s.nodes.iter().enumerate() {
-        println!("bus (node {n})     {}", node.bus.summary(s.sim_cycles));
-    }
-    let c = &s.cycles;
-    println!(
-        "cycles (all processors): compute {} stall {} send {} wait {} handler {} interrupt {} role {} poll-idle {} hold {} idle {}",
-        c.compute, c.stall, c.send, c.wait, c.handler, c.interrupt, c.role, c.poll_idle, c.hold, c.idle
-    );
-    let m = &s.misses;
-    println!(
-        "misses: interference {} migration {} protocol-refetch {} placement {}",
-        m.interference, m.migration, m.protocol_refetch, m.placement
-    );
-    println!(
-        "{} events, {} messages in {:.3} s ({:.0} messages/s)",
-        s.events,
-        s.messages,
-        wall,
-        s.messages as f64 / wall
-    );
+    // The record first: output closed early must not lose it.
     if let Some(path) = a.json {
         let rec = RunOutput {
             config: &config,
             workload: &workload,
+            target_u: a.u,
             lmin_cycles: lmin,
             stats: s,
             perf: Perf {
@@ -506,23 +487,70 @@ fn run_sim(a: RunArgs) -> Result<()> {
         };
         experiment::write_json(&path, &rec)?;
     }
+    say!(
+        "preset {}  policy {} (relinquish {})  {} nodes x {} processors  protocol {}  seed {}",
+        experiment::preset_shown(&config.machine.name, a.preset.as_deref()),
+        policy.label(),
+        config.machine.protocol.relinquish.label(),
+        topology.nodes,
+        topology.procs_per_node,
+        protocol,
+        config.seed
+    );
+    // Everything else `run` was given, so the output alone regenerates it.
+    say!(
+        "oint {} cycles  mean compute {mean} cycles  requests per node {}",
+        config.machine.interrupt.overhead_cycles,
+        workload.requests_per_node
+    );
+    if let (Some(l), Some(u)) = (lmin, a.u) {
+        say!("Lmin {l:.1} cycles; U = {u} gives the mean compute above");
+    }
+    say!("simulated time   {} cycles ({:.1} us)", s.sim_cycles, s.sim_cycles as f64 / mhz);
+    say!("measured U       {:.3}", s.measured_u);
+    say!("requests         {}  (mean round trip {:.1} cycles)", s.requests, s.request_latency.mean_cycles);
+    say!("interrupts       {}", s.interrupts);
+    say!("PP occupancy     {:.3}", s.pp_occupancy);
+    for (n, node) in s.nodes.iter().enumerate() {
+        say!("bus (node {n})     {}", node.bus.summary(s.sim_cycles));
+    }
+    let c = &s.cycles;
+    say!(
+        "cycles (all processors): compute {} stall {} send {} wait {} handler {} interrupt {} role {} poll-idle {} hold {} idle {}",
+        c.compute, c.stall, c.send, c.wait, c.handler, c.interrupt, c.role, c.poll_idle, c.hold, c.idle
+    );
+    let m = &s.misses;
+    say!(
+        "misses: interference {} migration {} protocol-refetch {} placement {}",
+        m.interference,
+        m.migration,
+        m.protocol_refetch,
+        m.placement
+    );
+    say!("{} events, {} messages in {:.3} s ({:.0} messages/s)", s.events, s.messages, wall, s.messages as f64 / wall);
     Ok(())
 }
+
+/// The seed `finegrain calibrate` measures Lmin with.
+const CALIBRATION_SEED: u64 = 1;
 
 fn calibrate(preset: &str) -> Result<()> {
     let machine = MachineConfig::load(preset)?;
     let Some(cal) = machine.calibration.clone() else {
         bail!("preset {preset} has no [calibration] targets to measure");
     };
-    println!("preset {}: Lmin under Fixed on an idle machine (2 nodes x 2 processors, one requester)", machine.name);
-    println!("{:<10} {:>12} {:>10} {:>11} {:>8}  ok", "protocol", "cycles", "us", "target us", "error");
+    say!(
+        "preset {}: Lmin under Fixed on an idle machine (2 nodes x 2 processors, one requester, seed {CALIBRATION_SEED})",
+        machine.name
+    );
+    say!("{:<10} {:>12} {:>10} {:>11} {:>8}  ok", "protocol", "cycles", "us", "target us", "error");
     let mut bad = Vec::new();
     for (p, target) in [(Protocol::Null, cal.lmin_null_us), (Protocol::Fetch, cal.lmin_fetch_us)] {
-        let l = micro::measure_lmin(&machine, p, 1)?;
+        let l = micro::measure_lmin(&machine, p, CALIBRATION_SEED)?;
         let us = machine.cycles_to_us(l);
         let err = (us - target) / target;
         let ok = err.abs() <= cal.tolerance;
-        println!(
+        say!(
             "{:<10} {:>12.1} {:>10.3} {:>11.3} {:>7.1}%  {}",
             p.to_string(),
             l,
@@ -536,7 +564,11 @@ fn calibrate(preset: &str) -> Result<()> {
         }
     }
     if !bad.is_empty() {
-        bail!("Lmin of {} is outside the {:.0}% tolerance", bad.join(", "), cal.tolerance * 100.0);
+        bail!(
+            "Lmin of {} is off its target by more than calibration.tolerance = {} (a fraction of the target)",
+            bad.join(", "),
+            cal.tolerance
+        );
     }
     Ok(())
 }
@@ -631,7 +663,12 @@ fn missing_subcommand(args: &[String]) -> String {
 fn main_inner() -> Result<()> {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) if !e.use_stderr() => e.exit(), // --help, --version
+        Err(e) if !e.use_stderr() => {
+            // --help, --version: their text is the output, so failing to
+            // write it is an error.
+            e.print().map_err(|e| anyhow::anyhow!("writing standard output: {e}"))?;
+            return Ok(());
+        }
         Err(e) => bail!("{} (see finegrain --help)", one_line_usage_error(&e)),
     };
     match cli.command {
@@ -645,7 +682,7 @@ fn main_inner() -> Result<()> {
                 for (n, _) in experiment::EXPERIMENTS {
                     let src = experiment::find(n)?;
                     let (_, title) = experiment::header(&src)?;
-                    println!("{n:<20} {title}");
+                    say!("{n:<20} {title}");
                 }
                 return Ok(());
             }
@@ -656,9 +693,9 @@ fn main_inner() -> Result<()> {
             let report = experiment::reproduce(&name, quick, &out)?;
             let text = std::fs::read_to_string(&report)?;
             for line in text.lines().filter(|l| l.starts_with("claim ")) {
-                println!("{line}");
+                say!("{line}");
             }
-            println!("report: {} ({:.1} s)", report.display(), t0.elapsed().as_secs_f64());
+            say!("report: {} ({:.1} s)", report.display(), t0.elapsed().as_secs_f64());
             Ok(())
         }
         Command::Rerun { record, json } => {
@@ -669,32 +706,32 @@ fn main_inner() -> Result<()> {
         Command::Bench { what: BenchCommand::Pingpong { quick, json } } => {
             experiment::check_writable(json.as_deref(), &[])?;
             let rows = native_bench::pingpong(effort(quick))?;
-            native_bench::print_pingpong(&rows);
-            write_json(json, &rows)
+            write_json(json, &rows)?;
+            native_bench::print_pingpong(&rows)
         }
         Command::Bench { what: BenchCommand::Rate { quick, json } } => {
             experiment::check_writable(json.as_deref(), &[])?;
             let row = native_bench::rate(effort(quick))?;
-            native_bench::print_rate(&row);
-            write_json(json, &row)
+            write_json(json, &row)?;
+            native_bench::print_rate(&row)
         }
         Command::Bench { what: BenchCommand::Interrupt { quick, json } } => {
             experiment::check_writable(json.as_deref(), &[])?;
             let row = native_bench::interrupt(quick)?;
-            native_bench::print_interrupt(&row);
-            write_json(json, &row)
+            write_json(json, &row)?;
+            native_bench::print_interrupt(&row)
         }
         Command::Bench { what: BenchCommand::Pdq { quick, json } } => {
             experiment::check_writable(json.as_deref(), &[])?;
             let rows = native_bench::pdq(effort(quick))?;
-            native_bench::print_pdq(&rows);
-            write_json(json, &rows)
+            write_json(json, &rows)?;
+            native_bench::print_pdq(&rows)
         }
         Command::Bench { what: BenchCommand::Sim { rounds, requests_per_node, json } } => {
             experiment::check_writable(json.as_deref(), &[])?;
             let rows = bench::sim(rounds, requests_per_node)?;
-            bench::print_sim(&rows);
-            write_json(json, &rows)
+            write_json(json, &rows)?;
+            bench::print_sim(&rows)
         }
     }
 }
@@ -754,7 +791,9 @@ fn main() -> ExitCode {
         Err(e) => {
             // One line: the outermost context, then its causes.
             let msg = e.chain().map(|c| c.to_string()).collect::<Vec<_>>().join(": ");
-            eprintln!("error: {}", one_line(&msg));
+            // Nowhere is left to report a failure to write this: the exit
+            // status still says the command failed.
+            let _ = writeln!(std::io::stderr().lock(), "error: {}", one_line(&msg));
             ExitCode::from(2)
         }
     }

@@ -111,7 +111,7 @@ pub fn pingpong(e: Effort) -> Result<Vec<PingPongRow>> {
     let mpi = match build_mpi_peer() {
         Ok(b) => b,
         Err(err) => {
-            eprintln!("note: Open MPI peer unavailable ({err})");
+            crate::note(format_args!("Open MPI peer unavailable ({err})"));
             None
         }
     };
@@ -120,11 +120,11 @@ pub fn pingpong(e: Effort) -> Result<Vec<PingPongRow>> {
     for size in SIZES {
         let finegrain = bench::finegrain_pingpong(size, e)?;
         let crossbeam = bench::crossbeam_pingpong(size, e);
-        let mpi_ns = mpi
-            .as_ref()
-            .and_then(|b| mpi_pingpong(b, size, e).map_err(|err| eprintln!("note: MPI ping-pong failed ({err})")).ok());
+        let mpi_ns = mpi.as_ref().and_then(|b| {
+            mpi_pingpong(b, size, e).map_err(|err| crate::note(format_args!("MPI ping-pong failed ({err})"))).ok()
+        });
         let ucx_am_ns = if ucx {
-            ucx_am_latency(size, e).map_err(|err| eprintln!("note: UCX ping-pong failed ({err})")).ok()
+            ucx_am_latency(size, e).map_err(|err| crate::note(format_args!("UCX ping-pong failed ({err})"))).ok()
         } else {
             None
         };
@@ -145,14 +145,22 @@ fn cell(v: Option<f64>) -> String {
     v.map(|x| format!("{x:.0}")).unwrap_or_else(|| "absent".into())
 }
 
-pub fn print_pingpong(rows: &[PingPongRow]) {
-    println!("one-way latency, median ns (two threads pinned to cores 0 and 1)");
-    println!(
+pub fn print_pingpong(rows: &[PingPongRow]) -> Result<()> {
+    crate::say!("one-way latency, median ns (two threads pinned to cores 0 and 1)");
+    crate::say!(
         "{:>6} {:>10} {:>8} {:>10} {:>10} {:>8} {:>8} {:>10} {:>8}",
-        "bytes", "finegrain", "floor", "2-line", "crossbeam", "mpi", "ucx_am", "fg/floor", "fg/mpi"
+        "bytes",
+        "finegrain",
+        "floor",
+        "2-line",
+        "crossbeam",
+        "mpi",
+        "ucx_am",
+        "fg/floor",
+        "fg/mpi"
     );
     for r in rows {
-        println!(
+        crate::say!(
             "{:>6} {:>10.0} {:>8.0} {:>10.0} {:>10.0} {:>8} {:>8} {:>10.2} {:>8}",
             r.size,
             r.finegrain_ns,
@@ -167,7 +175,7 @@ pub fn print_pingpong(rows: &[PingPongRow]) {
     }
     if let Some(r) = rows.iter().find(|r| r.size == 8) {
         let floor_ok = r.finegrain_ns <= 2.0 * r.floor_ns;
-        println!(
+        crate::say!(
             "target 8 B: <= 2.0 x floor: {} ({:.2}); <= 0.6 x Open MPI: {}",
             if floor_ok { "met" } else { "NOT met" },
             r.finegrain_ns / r.floor_ns,
@@ -178,6 +186,7 @@ pub fn print_pingpong(rows: &[PingPongRow]) {
             }
         );
     }
+    Ok(())
 }
 
 #[derive(Debug, Serialize)]
@@ -191,14 +200,15 @@ pub fn rate(e: Effort) -> Result<RateRow> {
     Ok(RateRow { payload_bytes: 8, messages_per_second: bench::stream_rate(e)?, rounds: e.rounds })
 }
 
-pub fn print_rate(r: &RateRow) {
-    println!(
+pub fn print_rate(r: &RateRow) -> Result<()> {
+    crate::say!(
         "one-way streaming of {}-byte active messages, core 0 -> core 1: {:.2} M messages/s (median of {}); target >= 10 M: {}",
         r.payload_bytes,
         r.messages_per_second / 1e6,
         r.rounds,
         if r.messages_per_second >= 10e6 { "met" } else { "NOT met" }
     );
+    Ok(())
 }
 
 #[derive(Debug, Serialize)]
@@ -222,12 +232,13 @@ pub fn interrupt(quick: bool) -> Result<InterruptRow> {
     })
 }
 
-pub fn print_interrupt(r: &InterruptRow) {
-    println!("native interrupt (Floating: a signal to a computing thread), over {} interrupts", r.interrupts);
-    println!("  {:<46} {:>8.0} ns", "send to handler start (median)", r.delivery_ns);
-    println!("  {:<46} {:>8.0} ns", "bare signal, cost to the interrupted thread", r.signal_ns);
-    println!("  {:<46} {:>8.0} ns", "runtime path (role, poll, handler, release)", r.runtime_path_ns);
-    println!("  {:<46} {:>8.0} ns", "native Oint (signal + path)", r.oint_ns);
+pub fn print_interrupt(r: &InterruptRow) -> Result<()> {
+    crate::say!("native interrupt (Floating: a signal to a computing thread), over {} interrupts", r.interrupts);
+    crate::say!("  {:<46} {:>8.0} ns", "send to handler start (median)", r.delivery_ns);
+    crate::say!("  {:<46} {:>8.0} ns", "bare signal, cost to the interrupted thread", r.signal_ns);
+    crate::say!("  {:<46} {:>8.0} ns", "runtime path (role, poll, handler, release)", r.runtime_path_ns);
+    crate::say!("  {:<46} {:>8.0} ns", "native Oint (signal + path)", r.oint_ns);
+    Ok(())
 }
 
 /// One row of `finegrain bench pdq` (handlers per second).
@@ -266,15 +277,21 @@ pub fn pdq(e: Effort) -> Result<Vec<PdqRow>> {
     Ok(rows)
 }
 
-pub fn print_pdq(rows: &[PdqRow]) {
-    println!("fetch&add handler throughput, M handlers/s, median of interleaved rounds");
-    println!("(PDQ and mutex per key: two threads pinned to cores 0 and 1; single dispatcher: one thread)");
-    println!(
+pub fn print_pdq(rows: &[PdqRow]) -> Result<()> {
+    crate::say!("fetch&add handler throughput, M handlers/s, median of interleaved rounds");
+    crate::say!("(PDQ and mutex per key: two threads pinned to cores 0 and 1; single dispatcher: one thread)");
+    crate::say!(
         "{:>6} {:>11} {:>8} {:>14} {:>8} {:>11} {:>11}",
-        "keys", "handler ns", "PDQ", "mutex per key", "single", "PDQ/single", "PDQ/mutex"
+        "keys",
+        "handler ns",
+        "PDQ",
+        "mutex per key",
+        "single",
+        "PDQ/single",
+        "PDQ/mutex"
     );
     for r in rows {
-        println!(
+        crate::say!(
             "{:>6} {:>11.0} {:>8.2} {:>14.2} {:>8.2} {:>11.2} {:>11.2}",
             r.keys,
             r.single_ns_per_handler,
@@ -285,4 +302,5 @@ pub fn print_pdq(rows: &[PdqRow]) {
             r.pdq_per_s / r.mutex_per_key_per_s
         );
     }
+    Ok(())
 }

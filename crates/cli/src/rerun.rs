@@ -214,9 +214,29 @@ pub fn rerun(path: &Path) -> Result<Rerun> {
             fields += leaves(home);
         }
         (Some(_), None) => differences.push("home: recorded, but a scheduling run has no home measures".into()),
-        (None, _) => {}
+        (None, Some(_)) => differences.push("home: missing, but a fetch&add run has home measures".into()),
+        (None, None) => {}
+    }
+    if let Some(difference) = lmin_difference(&workload, &record.config, &record.labels)? {
+        differences.push(difference);
     }
     Ok(Rerun { workload: workload.label(), config: record.config, stats, differences, fields })
+}
+
+/// A `finegrain run --json` record's Lmin against the one its machine and
+/// seed measure (the run measured it with them). A study's record is left
+/// alone: its study measured Lmin with the study's base seed, which the
+/// record does not name; its target U and mean compute time must agree
+/// with it all the same (see [`derived_label_mismatch`]).
+fn lmin_difference(
+    workload: &Workload,
+    c: &SimConfig,
+    labels: &serde_json::Map<String, Value>,
+) -> Result<Option<String>> {
+    let (Workload::Micro(w), None) = (workload, labels.get("experiment")) else { return Ok(None) };
+    let Some(recorded) = labels.get("lmin_cycles").and_then(Value::as_f64) else { return Ok(None) };
+    let measured = micro::measure_lmin(&c.machine, w.protocol, c.seed).context("measuring Lmin again")?;
+    Ok((measured != recorded).then(|| format!("lmin_cycles: recorded {recorded}, measured again {measured}")))
 }
 
 /// The first label that disagrees with what the others and the
@@ -402,7 +422,9 @@ fn unknown_or_mistyped_label(workload: &Workload, labels: &serde_json::Map<Strin
         Workload::FetchAdd(_) => FETCH_ADD_LABELS,
     };
     let known = || COMMON_LABELS.iter().chain(own);
-    for (name, v) in labels.iter().filter(|(_, v)| !v.is_null()) {
+    // A null stands for a label the record leaves open (`lmin_cycles` of a
+    // run given its compute time), so only a known label may be null.
+    for (name, v) in labels {
         let Some(&(_, ty)) = known().find(|(n, _)| n == name) else {
             let names: Vec<&str> = known().map(|(n, _)| *n).collect();
             return Some(format!(
@@ -411,7 +433,7 @@ fn unknown_or_mistyped_label(workload: &Workload, labels: &serde_json::Map<Strin
                 names.join(", ")
             ));
         };
-        if !ty.admits(v) {
+        if !v.is_null() && !ty.admits(v) {
             return Some(format!("{name} = {v}: allowed {}", ty.allowed()));
         }
     }

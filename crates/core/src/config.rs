@@ -691,7 +691,6 @@ impl MachineConfig {
             ));
         }
         positive("processor.mhz", self.processor.mhz as u64)?;
-        self.check_magnitudes()?;
         let c = &self.cache;
         if !c.line_bytes.is_power_of_two() || !(8..=4096).contains(&c.line_bytes) {
             return Err(ConfigError::invalid(
@@ -707,6 +706,9 @@ impl MachineConfig {
                 "allowed a positive multiple of cache.line_bytes up to 1 GiB",
             ));
         }
+        // After the cache's own checks: some magnitudes are bounded by the
+        // cache's size, which must be named first if it is what is wrong.
+        self.check_magnitudes()?;
         if !matches!(self.ni.word_bytes, 4 | 8) {
             return Err(ConfigError::invalid("ni.word_bytes", self.ni.word_bytes, "allowed 4 or 8"));
         }
