@@ -573,6 +573,42 @@ fn calibrate(preset: &str) -> Result<()> {
     Ok(())
 }
 
+/// Joins a flag and a following signed number into `--flag=value`: clap
+/// takes a value that starts with `-` only if it looks like digits, so
+/// `--u -inf`, `--u -nan` or `--u -.5` would read as an unknown short flag
+/// `-i`; joined, the value reaches the flag's own check, which says what is
+/// allowed.
+fn join_signed_values(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let command = Cli::command();
+    let mut out = Vec::with_capacity(args.len());
+    let mut args = args.into_iter().peekable();
+    while let Some(arg) = args.next() {
+        let joined = match (arg.to_str(), args.peek().and_then(|v| v.to_str())) {
+            (Some(flag), Some(value))
+                if value.starts_with('-') && value.parse::<f64>().is_ok() && takes_a_value(&command, flag) =>
+            {
+                Some(format!("{flag}={value}"))
+            }
+            _ => None,
+        };
+        match joined {
+            Some(j) => {
+                args.next();
+                out.push(j.into());
+            }
+            None => out.push(arg),
+        }
+    }
+    out
+}
+
+/// Whether `--long` is a flag of some subcommand that takes a value.
+fn takes_a_value(command: &clap::Command, flag: &str) -> bool {
+    let Some(long) = flag.strip_prefix("--").filter(|l| !l.is_empty() && !l.contains('=')) else { return false };
+    command.get_arguments().any(|a| a.get_long() == Some(long) && a.get_action().takes_values())
+        || command.get_subcommands().any(|c| takes_a_value(c, flag))
+}
+
 /// clap's error as one line: the problem and what it names (the lines
 /// before the usage), or for a missing subcommand the ones there are.
 fn one_line_usage_error(e: &clap::Error) -> String {
@@ -661,7 +697,7 @@ fn missing_subcommand(args: &[String]) -> String {
 }
 
 fn main_inner() -> Result<()> {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(join_signed_values(std::env::args_os().collect())) {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {
             // --help, --version: their text is the output, so failing to

@@ -807,6 +807,10 @@ fn rerun_refuses_records_it_cannot_compare_or_run() {
 
 #[test]
 fn any_input_is_refused_in_one_line() {
+    // A signed value clap would take for a short flag (`-i` of `-inf`)
+    // reaches the flag's own check.
+    assert_one_line_error(&["run", "--u", "-inf"], &["invalid u = -inf: allowed a value strictly between 0 and 1"]);
+    assert_one_line_error(&["fetch-add", "--home-u", "-.5"], &["invalid home_u = -0.5: allowed 0..=1"]);
     // A newline typed into a value is echoed back escaped.
     assert_one_line_error(&["run", "--platform", "native\nx"], &["invalid platform = native\\nx"]);
     // So is a Unicode line separator, which some terminals break lines on.

@@ -654,7 +654,14 @@ impl MachineConfig {
         if name.ends_with(".toml") {
             let text = read_input(std::path::Path::new(name))
                 .map_err(|e| ConfigError::invalid("preset", name, format!("cannot read the file: {e}")))?;
-            return MachineConfig::from_toml(name, &text);
+            // A preset file named from elsewhere (an experiment, a config
+            // file) may not be the one the user has in mind: name it.
+            return MachineConfig::from_toml(name, &text).map_err(|e| match e {
+                ConfigError::Invalid { field, value, allowed } => {
+                    ConfigError::Invalid { field, value, allowed: format!("{allowed} (in preset file {name})") }
+                }
+                other => other,
+            });
         }
         let (_, text) = PRESETS.iter().find(|(n, _)| *n == name).ok_or_else(|| ConfigError::UnknownPreset {
             name: name.to_string(),
