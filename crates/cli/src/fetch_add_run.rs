@@ -171,6 +171,22 @@ struct Record<'a> {
     wall_seconds: f64,
 }
 
+/// What a native fetch&add run measured, with the runtime configuration,
+/// seed and machine it ran with (measurements on real threads, which
+/// `rerun` cannot regenerate and refuses).
+#[derive(Serialize)]
+struct NativeRecord<'a> {
+    platform: &'static str,
+    kind: Kind,
+    discipline: Discipline,
+    protocol_procs: u32,
+    seed: u64,
+    config: &'a finegrain_rt::RtConfig,
+    machine: &'a MachineConfig,
+    workload: &'a FetchAddConfig,
+    stats: &'a finegrain_rt::RtStats,
+}
+
 pub fn run(args: FetchAddArgs) -> Result<()> {
     let config_file = args.config.clone();
     let a = args.merged()?;
@@ -190,9 +206,6 @@ pub fn run(args: FetchAddArgs) -> Result<()> {
             "invalid handler_cycles with platform native: a native handler takes what its code takes (the simulated \
              handler's extra cycles have nothing to stand for on real threads); allowed only with platform sim"
         );
-    }
-    if native && a.json.is_some() {
-        bail!("invalid json with platform native: allowed only with platform sim (a native run is not regenerable)");
     }
     let config = point.sim_config(&machine, requester_nodes, compute_procs, a.seed.unwrap_or(1));
     config.validate()?;
@@ -222,7 +235,7 @@ pub fn run(args: FetchAddArgs) -> Result<()> {
     )?;
     match a.platform.as_deref().unwrap_or("sim") {
         "sim" => simulate(&point, &config, &workload, a.json, a.preset.as_deref()),
-        "native" => run_native(&point, &config, &workload),
+        "native" => run_native(&point, &config, &workload, a.json),
         other => bail!("invalid platform = {other}: allowed sim, native"),
     }
 }
@@ -252,10 +265,11 @@ fn simulate(
 
 /// The same point on real threads: Fixed(k) protocol threads for smp,
 /// Floating for mult; every word is checked afterwards.
-fn run_native(point: &Point, config: &SimConfig, workload: &FetchAddConfig) -> Result<()> {
+fn run_native(point: &Point, config: &SimConfig, workload: &FetchAddConfig, json: Option<PathBuf>) -> Result<()> {
     if point.kind == Kind::Embedded {
         bail!(
-            "invalid kind = embedded for platform native: allowed smp, mult (there is no network-interface processor)"
+            "invalid kind = embedded (the default kind) for platform native: allowed smp, mult (there is no \
+             network-interface processor)"
         );
     }
     let mut rt = finegrain_rt::RtConfig::new(config.topology, config.policy);
@@ -266,6 +280,21 @@ fn run_native(point: &Point, config: &SimConfig, workload: &FetchAddConfig) -> R
     rt.validate()?;
     let out = fetch_add::run_native(&rt, &config.machine, workload)?;
     let s = &out.stats;
+    // The record first: output closed early must not lose it.
+    if let Some(path) = json {
+        let rec = NativeRecord {
+            platform: "native",
+            kind: point.kind,
+            discipline: point.discipline,
+            protocol_procs: point.protocol_procs,
+            seed: rt.seed,
+            config: &rt,
+            machine: &config.machine,
+            workload,
+            stats: s,
+        };
+        experiment::write_json(&path, &rec)?;
+    }
     let wall_us = s.wall_ns.max(1) as f64 / 1e3;
     crate::say!("native  {}", describe(point, config, workload));
     crate::say!("workload          {}", describe_workload(workload));

@@ -261,10 +261,6 @@ fn one_fetch_add_point_runs_and_regenerates_from_its_record() {
         &["fetch-add", "--protocol-procs", "60"],
         &["invalid protocol_procs = 60 with compute_procs = 8", "protocol_procs 1..=56 or compute_procs 1..=4"],
     );
-    assert_one_line_error(
-        &["fetch-add", "--platform", "native", "--kind", "smp", "--json", "x.json"],
-        &["invalid json"],
-    );
 }
 
 #[test]
@@ -874,6 +870,22 @@ fn a_native_record_is_refused_by_rerun_with_the_reason() {
     let p = d.join("native.json");
     std::fs::write(&p, r#"{"platform": "native", "policy": "fixed", "stats": {}}"#).unwrap();
     assert_one_line_error(&["rerun", p.to_str().unwrap()], &["native run", "no rerun can regenerate"]);
+    // A native fetch&add run records what it measured and what it ran with.
+    let f = d.join("fetch-add.json");
+    let small = ["--requester-nodes", "1", "--compute-procs", "1", "--keys", "8", "--requests-per-thread", "20"];
+    let out = finegrain(
+        &[
+            &["fetch-add", "--platform", "native", "--kind", "smp", "--seed", "5", "--json", f.to_str().unwrap()][..],
+            &small,
+        ]
+        .concat(),
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+    assert_eq!((&record["platform"], &record["kind"], &record["seed"]), (&"native".into(), &"smp".into(), &5.into()));
+    assert_eq!(record["workload"]["keys"], 8);
+    assert!(record["machine"]["name"] == "hpca99" && record["stats"]["requests"] == 20, "{record}");
+    assert_one_line_error(&["rerun", f.to_str().unwrap()], &["native run", "no rerun can regenerate"]);
 }
 
 #[test]
