@@ -3,9 +3,13 @@
 //! discipline, and overlapping handlers of one key would be caught.
 
 use finegrain_apps::fetch_add::{self, FetchAddConfig, KeySkew, Words};
-use finegrain_core::{Discipline, Dispatch, MachineConfig, Policy, PpKind, Topology};
+use finegrain_core::{
+    Access, AmError, Args, Discipline, Dispatch, HandlerCtx, HandlerId, HandlerTable, MachineConfig, NodeId, Policy,
+    PpKind, Region, Reply, Topology,
+};
 use finegrain_sim::SimConfig;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 fn workload(keys: u64, skew: KeySkew) -> FetchAddConfig {
     FetchAddConfig {
@@ -134,20 +138,110 @@ fn mult_servers_go_back_to_their_computation_at_saturation() {
     }
 }
 
+/// The fetch&add handler's context on the native runtime, with `charge`
+/// taking the time it charges: natively it takes none, so the handler's
+/// load and store would be nanoseconds apart and two handlers of one key
+/// would almost never interleave between them, losing no update whatever
+/// the dispatch did.
+struct SlowCharge<'a>(&'a mut dyn HandlerCtx);
+
+impl HandlerCtx for SlowCharge<'_> {
+    fn node(&self) -> NodeId {
+        self.0.node()
+    }
+
+    fn reply(&mut self, reply: Reply) -> Result<(), AmError> {
+        self.0.reply(reply)
+    }
+
+    fn reply_bytes(&mut self, handler: HandlerId, args: Args, data: &[u8]) -> Result<(), AmError> {
+        self.0.reply_bytes(handler, args, data)
+    }
+
+    fn access(&mut self, region: Region, offset: u64, len: u32, kind: Access) {
+        self.0.access(region, offset, len, kind)
+    }
+
+    fn charge(&mut self, cycles: u64) {
+        let t = std::time::Instant::now();
+        while t.elapsed() < std::time::Duration::from_nanos(cycles) {
+            std::hint::spin_loop();
+        }
+        self.0.charge(cycles)
+    }
+}
+
+/// `fetch_add::run_native` with the request handler run through
+/// [`SlowCharge`] and watched: returns the run and how many handlers found
+/// another of their key in service (the words are checked as there).
+fn run_native_watched(
+    rt: &finegrain_rt::RtConfig,
+    m: &MachineConfig,
+    w: &FetchAddConfig,
+) -> (finegrain_rt::RtOutput<fetch_add::ThreadOutcome>, u64) {
+    let words = Arc::new(Words::new(w.keys));
+    let (table, h) = fetch_add::handlers(w, m, words.clone()).unwrap();
+    let in_service: Arc<Vec<AtomicU64>> = Arc::new((0..w.keys).map(|_| AtomicU64::new(0)).collect());
+    let overlaps = Arc::new(AtomicU64::new(0));
+    let mut watched = HandlerTable::new();
+    for (id, info) in table.infos() {
+        let f = table.function(id).unwrap().clone();
+        let (in_service, overlaps) = (in_service.clone(), overlaps.clone());
+        let registered = watched.register(info.clone(), move |ctx, msg| {
+            if id != h.request {
+                return f(ctx, msg);
+            }
+            let word = &in_service[msg.args.get(0) as usize];
+            if word.fetch_add(1, Ordering::SeqCst) != 0 {
+                overlaps.fetch_add(1, Ordering::Relaxed);
+            }
+            let done = f(&mut SlowCharge(ctx), msg);
+            word.fetch_sub(1, Ordering::SeqCst);
+            done
+        });
+        assert_eq!(registered.unwrap(), id);
+    }
+    let requesters = (rt.topology.nodes as u64 - 1) * rt.compute_threads_per_node() as u64;
+    let shared = Arc::new(fetch_add::Shared { words: words.clone(), requesters_left: AtomicU64::new(requesters) });
+    let out = finegrain_rt::run(rt, &watched, |p| {
+        let (w, h, shared) = (w.clone(), h.clone(), shared.clone());
+        async move { fetch_add::thread(&p, &w, &h, &shared).await }
+    })
+    .unwrap_or_else(|e| panic!("{:?} {:?}: {e}", rt.policy, rt.discipline));
+    if let Err(e) = words.check() {
+        panic!("{:?} {:?}: {e}", rt.policy, rt.discipline);
+    }
+    (out, overlaps.load(Ordering::Relaxed))
+}
+
 #[test]
 fn native_fetch_add_loses_no_update_under_parallel_dispatch() {
     let m = MachineConfig::load("hpca99").unwrap();
     for (policy, ppn, d) in [
-        (Policy::Fixed { protocol_procs: 2 }, 3, Discipline::Pdq),
-        (Policy::Floating, 2, Discipline::Pdq),
-        (Policy::Fixed { protocol_procs: 2 }, 3, Discipline::SpinLock),
+        (Policy::Fixed { protocol_procs: 2 }, 4, Discipline::Pdq),
+        (Policy::Floating, 3, Discipline::Pdq),
+        (Policy::Fixed { protocol_procs: 2 }, 4, Discipline::SpinLock),
     ] {
         let mut rt = finegrain_rt::RtConfig::new(Topology { nodes: 3, procs_per_node: ppn }, policy);
         rt.discipline = d;
         rt.segment_bytes = 1 << 16;
-        let w = FetchAddConfig { requests_per_thread: 300, home_burst_cycles: 2000.0, ..workload(4, KeySkew::Uniform) };
-        let out = fetch_add::run_native(&rt, &m, &w).unwrap_or_else(|e| panic!("{policy:?} {d:?}: {e}"));
+        // A quarter of the window is what one visit to the queue takes: one
+        // entry, so the home's threads serve side by side instead of one
+        // taking every waiting request in a batch.
+        rt.pdq_window = 4;
+        // 2 us between each handler's load and store (see SlowCharge).
+        let w = FetchAddConfig {
+            handler_cycles: 2000,
+            requests_per_thread: 300,
+            home_burst_cycles: 2000.0,
+            ..workload(4, KeySkew::Uniform)
+        };
+        let (out, overlaps) = run_native_watched(&rt, &m, &w);
+        assert_eq!(overlaps, 0, "{policy:?} {d:?}: handlers of one key ran at once");
         let compute = policy.compute_procs(ppn) as u64;
+        assert_eq!(out.results.iter().map(|r| r.requests).sum::<u64>(), 2 * compute * 300, "{policy:?} {d:?}");
+        // The workload's own native driver, which checks the words too.
+        let out = fetch_add::run_native(&rt, &m, &w).unwrap_or_else(|e| panic!("{policy:?} {d:?}: {e}"));
         assert_eq!(out.results.iter().map(|r| r.requests).sum::<u64>(), 2 * compute * 300, "{policy:?} {d:?}");
     }
 }
