@@ -21,6 +21,8 @@ pub(crate) struct ThreadStats {
     requests: AtomicU64,
     spilled: AtomicU64,
     work_chunks: AtomicU64,
+    parks: AtomicU64,
+    parks_woken: AtomicU64,
 }
 
 /// Adds to a counter only this thread writes. The interrupt handler runs
@@ -48,6 +50,8 @@ impl ThreadStats {
             requests: AtomicU64::new(0),
             spilled: AtomicU64::new(0),
             work_chunks: AtomicU64::new(0),
+            parks: AtomicU64::new(0),
+            parks_woken: AtomicU64::new(0),
         }
     }
 
@@ -101,6 +105,11 @@ impl ThreadStats {
         bump(&self.work_chunks, 1);
     }
 
+    pub(crate) fn count_park(&self, woken: bool) {
+        bump(&self.parks, 1);
+        bump(&self.parks_woken, woken as u64);
+    }
+
     pub(crate) fn handler_ns(&self) -> u64 {
         self.handler.load(Ordering::Relaxed)
     }
@@ -131,6 +140,8 @@ impl ThreadStats {
             requests: self.requests.load(Ordering::Relaxed),
             spilled: self.spilled.load(Ordering::Relaxed),
             work_chunks: self.work_chunks.load(Ordering::Relaxed),
+            parks: self.parks.load(Ordering::Relaxed),
+            parks_woken: self.parks_woken.load(Ordering::Relaxed),
         }
     }
 }
@@ -160,6 +171,11 @@ pub struct ThreadTimes {
     /// 64-access chunks of synthetic work done (work progress, for
     /// measuring what interrupts cost the interrupted computation).
     pub work_chunks: u64,
+    /// Fixed protocol threads: times this thread parked, and how many of
+    /// those ended before the timeout, which only a sender's wake-up (or,
+    /// rarely, a spurious one) does.
+    pub parks: u64,
+    pub parks_woken: u64,
 }
 
 /// A native run's totals.

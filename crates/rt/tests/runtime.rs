@@ -383,6 +383,14 @@ fn fixed_protocol_threads_may_park_between_messages() {
     // woken by the next sender.
     let out = run(&cfg, &table, |p| pinger(p, request, 100, 50_000)).unwrap();
     assert_eq!(out.stats.messages, 2 * 2 * 100);
+    let protocol: Vec<_> = out.stats.threads.iter().filter(|t| t.role == "protocol").collect();
+    let parks: u64 = protocol.iter().map(|t| t.parks).sum();
+    let woken: u64 = protocol.iter().map(|t| t.parks_woken).sum();
+    assert!(parks > 0, "the protocol threads never parked");
+    // Without wake-ups every park would last its whole timeout, and the
+    // run would still end. Only some need to end early: on a loaded
+    // machine a woken thread may not run again before the timeout.
+    assert!(woken > 0, "none of {parks} parks ended before the timeout: senders do not wake parked threads");
 }
 
 /// Runs `f` on a thread of its own; false if it has not finished after

@@ -360,7 +360,10 @@ impl ThreadCtx {
                     node.parked.fetch_add(1, Ordering::SeqCst);
                     fence(Ordering::SeqCst);
                     if !node.work_waiting() {
-                        std::thread::park_timeout(std::time::Duration::from_millis(1));
+                        let timeout = std::time::Duration::from_millis(1);
+                        let asleep = std::time::Instant::now();
+                        std::thread::park_timeout(timeout);
+                        self.stats.count_park(asleep.elapsed() < timeout);
                     }
                     node.parked.fetch_sub(1, Ordering::Relaxed);
                     empty = 0;
