@@ -206,12 +206,18 @@ mod tests {
     #[test]
     fn payload_is_refilled_in_place() {
         let mut p = Payload::with_capacity(256);
-        let before = p.as_slice().as_ptr();
+        let buffer = p.as_slice().as_ptr();
+        // Checked after every call: a copy into a new buffer would free the
+        // old one, and the allocator could hand it back to the next copy.
         p.set(&[1, 2, 3]);
+        assert_eq!((p.as_slice().as_ptr(), p.capacity()), (buffer, 256), "set kept the buffer");
         p.set(&[9; 200]);
-        assert_eq!(p.len(), 200);
-        assert_eq!(p.capacity(), 256);
+        assert_eq!(p.as_slice(), &[9; 200]);
+        assert_eq!((p.as_slice().as_ptr(), p.capacity()), (buffer, 256), "set kept the buffer");
         assert_eq!(p.fill(8), &[0u8; 8]);
-        let _ = before;
+        assert_eq!((p.as_slice().as_ptr(), p.capacity()), (buffer, 256), "fill kept the buffer");
+        assert_eq!(p.fill_with(16, |b| b.fill(5)), 16);
+        assert_eq!(p.as_slice(), &[5; 16]);
+        assert_eq!((p.as_slice().as_ptr(), p.capacity()), (buffer, 256), "fill_with kept the buffer");
     }
 }
