@@ -1102,17 +1102,21 @@ mod tests {
         let t = |n, p| Topology { nodes: n, procs_per_node: p };
         assert!(t(2, 1).validate(&Policy::Single).is_ok());
         assert!(t(2, 0).validate(&Policy::Floating).unwrap_err().to_string().contains("procs_per_node = 0"));
-        assert!(t(2, 2).validate(&Policy::Single).is_err());
+        let e = t(2, 2).validate(&Policy::Single).unwrap_err().to_string();
+        assert!(e.starts_with("invalid procs_per_node = 2: policy single runs exactly 1 processor per node"), "{e}");
         let e = t(2, 2).validate(&Policy::Fixed { protocol_procs: 2 }).unwrap_err().to_string();
         assert!(e.contains("leaves no compute processor"), "{e}");
         assert!(t(2, 3).validate(&Policy::Fixed { protocol_procs: 2 }).is_ok());
-        assert!(t(0, 3).validate(&Policy::Floating).is_err());
+        let e = t(0, 3).validate(&Policy::Floating).unwrap_err().to_string();
+        assert_eq!(e, format!("invalid nodes = 0: allowed 1..={MAX_NODES}"));
     }
 
     #[test]
     fn policy_spellings() {
         assert_eq!(Policy::parse("fixed").unwrap(), Policy::Fixed { protocol_procs: 1 });
-        assert!(Policy::parse("Fixed").is_err(), "names are lower case, like every other name");
+        // Names are lower case, like every other name.
+        let e = Policy::parse("Fixed").unwrap_err().to_string();
+        assert_eq!(e, "invalid policy = Fixed: allowed single, fixed, fixed:K (K >= 1), floating");
         assert_eq!(Policy::parse("fixed:3").unwrap(), Policy::Fixed { protocol_procs: 3 });
         assert_eq!(Policy::parse("floating").unwrap(), Policy::Floating);
         let e = Policy::parse("round-robin").unwrap_err().to_string();

@@ -1426,7 +1426,12 @@ mod tests {
         );
         let mut m = machine();
         m.protocol.table_entry_bytes = 1 << 20;
-        assert!(AddressMap::new(&m, &[2048]).is_err());
+        let e = AddressMap::new(&m, &[2048]).unwrap_err().to_string();
+        assert!(
+            e.contains("with 1048576-byte protocol table entries: a memory layout of at most 2^32 lines")
+                && e.contains("smaller table entries"),
+            "{e}"
+        );
         // One set cannot tell the key locks' lines apart in 14-bit tags.
         let mut m = machine();
         (m.cache.size_bytes, m.cache.line_bytes, m.protocol.block_bytes) = (8, 8, 8);
