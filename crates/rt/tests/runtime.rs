@@ -355,22 +355,56 @@ fn a_failing_application_stops_the_run_with_its_error() {
 #[test]
 fn a_refused_reply_leaves_the_handler_free_to_reply() {
     let finished = finishes_within(60, || {
+        let refusals = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let mut t = HandlerTable::new();
         let reply = t.register(info("r"), |_, _| Ok(())).unwrap();
+        let noted = refusals.clone();
         let request = t
             .register(info("q"), move |ctx, _| {
-                assert!(ctx.reply_bytes(reply, Args::default(), &vec![0u8; 1 << 20]).is_err());
+                let too_large = vec![0u8; finegrain_rt::codec::MAX_PAYLOAD + 1];
+                let refused = ctx.reply_bytes(reply, Args::default(), &too_large).map_err(|e| e.to_string());
+                noted.lock().unwrap().push(refused);
                 ctx.reply_bytes(reply, Args::default(), &[1, 2, 3])
             })
             .unwrap();
         let cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 2 }, Policy::Fixed { protocol_procs: 1 });
         let out = run(&cfg, &t, |p| async move {
-            p.request(NodeId((p.node().0 + 1) % 2), request, Args::default(), Payload::none()).await.map(|_| ())
+            let r = p.request(NodeId((p.node().0 + 1) % 2), request, Args::default(), Payload::none()).await?;
+            assert_eq!(r.payload.as_slice(), &[1, 2, 3], "the valid reply arrived");
+            Ok(())
         })
         .unwrap();
         assert_eq!(out.stats.requests, 2);
+        let refused = Err("the run was aborted: reply payload of 4097 bytes exceeds 4096".to_string());
+        assert_eq!(*refusals.lock().unwrap(), [refused.clone(), refused]);
     });
     assert!(finished, "the requester waited for ever");
+}
+
+/// The largest payload is carried whole; one byte more is refused before
+/// anything is sent, with the limit named.
+#[test]
+fn a_payload_over_the_limit_is_refused_before_it_is_sent() {
+    use finegrain_rt::codec::MAX_PAYLOAD;
+    let finished = finishes_within(60, || {
+        let (table, request) = echo_table();
+        let cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 1 }, Policy::Single);
+        let out = run(&cfg, &table, |p| async move {
+            let peer = NodeId((p.node().0 + 1) % 2);
+            let largest: Vec<u8> = (0..MAX_PAYLOAD).map(|i| (i * 31) as u8).collect();
+            let r = p.request(peer, request, Args::new(&[1])?, Payload::bytes(&largest)).await?;
+            assert_eq!(r.payload.as_slice(), &largest[..], "the largest payload came back whole");
+            let over = vec![1u8; MAX_PAYLOAD + 1];
+            let request_refused = p.request(peer, request, Args::new(&[2])?, Payload::bytes(&over)).await.unwrap_err();
+            let send_refused = p.send(peer, request, &[3], &over).unwrap_err();
+            Ok([request_refused, send_refused])
+        })
+        .unwrap();
+        let refused = AmError::Aborted("payload of 4097 bytes: the native runtime carries at most 4096".into());
+        assert!(out.results.iter().flatten().all(|e| *e == refused), "{:?}", out.results);
+        assert_eq!(out.stats.messages, 2 * 2, "only the largest payload's request and reply were sent");
+    });
+    assert!(finished, "the run did not finish within 60 s");
 }
 
 #[test]
