@@ -236,6 +236,46 @@ mod tests {
         assert_eq!(m.payload.capacity(), MAX_PAYLOAD, "decoding reused the buffer");
     }
 
+    /// Four arguments and a 4096-byte payload under a numbered key: every
+    /// header field at its widest, and the largest record, whose second
+    /// copy wraps past the ring's end.
+    #[test]
+    fn the_largest_message_round_trips() {
+        let (mut p, mut c) = ring(128);
+        assert_eq!(slots_for(MAX_ARGS, MAX_PAYLOAD, true), 75);
+        let payload: Vec<u8> = (0..MAX_PAYLOAD).map(|i| (i * 13 + i / 256) as u8).collect();
+        let args = [u64::MAX, 1 << 63, 3, 0x0123_4567_89ab_cdef];
+        let mut words = Vec::new();
+        let mut m = scratch_message();
+        for round in 0..2u64 {
+            let out = Outgoing {
+                kind: MsgKind::Request,
+                handler: HandlerId(u16::MAX - 1),
+                src_node: NodeId(u32::MAX),
+                src_thread: ThreadId(u32::MAX - 1),
+                token: u64::MAX - round,
+                key: SyncKey::Key(u64::MAX - round),
+                args: &args,
+                payload: &payload,
+            };
+            let meta = encode(&out, &mut words);
+            assert_eq!(words.len(), MAX_WORDS);
+            if round == 0 {
+                push_message(&mut p, &out).unwrap();
+            } else {
+                push(&mut p, meta, &words).unwrap();
+            }
+            c.try_pop(|r| decode(r, NodeId(2), &mut m)).unwrap();
+            assert_eq!(m.kind, MsgKind::Request);
+            assert_eq!(m.handler, HandlerId(u16::MAX - 1));
+            assert_eq!((m.src_node, m.src_thread), (NodeId(u32::MAX), ThreadId(u32::MAX - 1)));
+            assert_eq!((m.token, m.key), (out.token, out.key));
+            assert_eq!(m.args.as_slice(), &args);
+            assert_eq!(m.payload.len(), MAX_PAYLOAD);
+            assert!(m.payload.as_slice() == &payload[..], "round {round}: the payload changed");
+        }
+    }
+
     #[test]
     fn slot_counts_for_the_benchmark_sizes() {
         assert_eq!(slots_for(0, 0, false), 1);
