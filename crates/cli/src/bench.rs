@@ -45,7 +45,8 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-/// The seed of every benchmarked run.
+/// The seed of every benchmarked run and of its Lmin measurement, so a
+/// row regenerates with `finegrain run --u 0.5 --seed 42`.
 const SEED: u64 = 42;
 
 /// Most repetitions `bench sim` takes (each runs four configurations).
@@ -64,7 +65,7 @@ pub fn sim(rounds: u32, requests_per_node: u64) -> Result<Vec<SimBenchRow>> {
     let target_u = 0.5;
     let mut rows = Vec::new();
     for protocol in [Protocol::Fetch, Protocol::Null] {
-        let lmin = micro::measure_lmin(&machine, protocol, 1)?;
+        let lmin = micro::measure_lmin(&machine, protocol, SEED)?;
         for policy in [Policy::Fixed { protocol_procs: 1 }, Policy::Floating] {
             let cfg = SimConfig::new(machine.clone(), Topology { nodes: 2, procs_per_node: 2 }, policy, SEED);
             let work = MicroConfig {

@@ -68,7 +68,14 @@ pub fn header(src: &Source) -> Result<(String, String)> {
     let get = |key: &str| -> Result<String> {
         match table.get(key) {
             Some(toml::Value::String(s)) => Ok(s.to_string()),
-            Some(other) => bail!("invalid {key} = {other} in {}: allowed a string", src.origin),
+            Some(other) => bail!(
+                "invalid {key} = {other} in {}: allowed a string{}",
+                src.origin,
+                match key {
+                    "study" => " (scheduling-micro or pdq-micro)",
+                    _ => "",
+                }
+            ),
             None => bail!("invalid experiment {}: missing string field '{key}'", src.origin),
         }
     };

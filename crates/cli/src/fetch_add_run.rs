@@ -177,6 +177,8 @@ struct Record<'a> {
 #[derive(Serialize)]
 struct NativeRecord<'a> {
     platform: &'static str,
+    /// The preset as given (a name, or the path of a file).
+    preset: &'a str,
     kind: Kind,
     discipline: Discipline,
     protocol_procs: u32,
@@ -235,7 +237,7 @@ pub fn run(args: FetchAddArgs) -> Result<()> {
     )?;
     match a.platform.as_deref().unwrap_or("sim") {
         "sim" => simulate(&point, &config, &workload, a.json, a.preset.as_deref()),
-        "native" => run_native(&point, &config, &workload, a.json),
+        "native" => run_native(&point, &config, &workload, a.json, a.kind.is_some(), a.preset.as_deref()),
         other => bail!("invalid platform = {other}: allowed sim, native"),
     }
 }
@@ -265,11 +267,19 @@ fn simulate(
 
 /// The same point on real threads: Fixed(k) protocol threads for smp,
 /// Floating for mult; every word is checked afterwards.
-fn run_native(point: &Point, config: &SimConfig, workload: &FetchAddConfig, json: Option<PathBuf>) -> Result<()> {
+fn run_native(
+    point: &Point,
+    config: &SimConfig,
+    workload: &FetchAddConfig,
+    json: Option<PathBuf>,
+    kind_given: bool,
+    preset_given: Option<&str>,
+) -> Result<()> {
     if point.kind == Kind::Embedded {
         bail!(
-            "invalid kind = embedded (the default kind) for platform native: allowed smp, mult (there is no \
-             network-interface processor)"
+            "invalid kind = embedded{} for platform native: allowed smp, mult (there is no network-interface \
+             processor)",
+            if kind_given { "" } else { " (the default kind)" }
         );
     }
     let mut rt = finegrain_rt::RtConfig::new(config.topology, config.policy);
@@ -284,6 +294,7 @@ fn run_native(point: &Point, config: &SimConfig, workload: &FetchAddConfig, json
     if let Some(path) = json {
         let rec = NativeRecord {
             platform: "native",
+            preset: preset_given.unwrap_or(&config.machine.name),
             kind: point.kind,
             discipline: point.discipline,
             protocol_procs: point.protocol_procs,
@@ -296,8 +307,12 @@ fn run_native(point: &Point, config: &SimConfig, workload: &FetchAddConfig, json
         experiment::write_json(&path, &rec)?;
     }
     let wall_us = s.wall_ns.max(1) as f64 / 1e3;
-    crate::say!("native  {}", describe(point, config, workload));
-    crate::say!("workload          {}", describe_workload(workload));
+    crate::say!(
+        "native  preset {}  {}",
+        experiment::preset_shown(&config.machine.name, preset_given),
+        describe(point, config, workload)
+    );
+    crate::say!("workload          {}", describe_workload(workload, true));
     crate::say!(
         "requests          {} in {:.0} us ({:.3} per us); every word checked",
         s.requests,
@@ -330,11 +345,13 @@ fn describe(p: &Point, c: &SimConfig, w: &FetchAddConfig) -> String {
     )
 }
 
-/// The rest of the workload, so the output alone regenerates the run.
-fn describe_workload(w: &FetchAddConfig) -> String {
+/// The rest of the workload, so the output alone regenerates the run. (A
+/// native handler takes what its code takes: no handler cost to name.)
+fn describe_workload(w: &FetchAddConfig, native: bool) -> String {
+    let handler = if native { String::new() } else { format!("handler {} cycles  ", w.handler_cycles) };
     format!(
-        "handler {} cycles  {} requests per thread  think {} cycles  sequential share {}  home U {}, bursts of {} cycles",
-        w.handler_cycles, w.requests_per_thread, w.think_cycles, w.sequential_fraction, w.home_u, w.home_burst_cycles
+        "{handler}{} requests per thread  think {} cycles  sequential share {}  home U {}, bursts of {} cycles",
+        w.requests_per_thread, w.think_cycles, w.sequential_fraction, w.home_u, w.home_burst_cycles
     )
 }
 
@@ -346,7 +363,7 @@ fn print_summary(
     preset_given: Option<&str>,
 ) -> Result<()> {
     crate::say!("preset {}  {}", experiment::preset_shown(&c.machine.name, preset_given), describe(p, c, w));
-    crate::say!("workload          {}", describe_workload(w));
+    crate::say!("workload          {}", describe_workload(w, false));
     crate::say!("throughput        {:.3} requests/us at the home", h.throughput_msgs_per_us);
     crate::say!(
         "queue delay       mean {:.0} cycles, p99 {} cycles",

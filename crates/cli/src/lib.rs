@@ -23,7 +23,9 @@ pub fn stdout_line(args: std::fmt::Arguments) -> anyhow::Result<()> {
     out.write_fmt(args)
         .and_then(|()| out.write_all(b"\n"))
         .and_then(|()| out.flush())
-        .map_err(|e| anyhow::anyhow!("writing standard output: {e}"))
+        // The I/O error stays in the chain: `main` tells a closed pipe
+        // from other failures by it.
+        .map_err(|e| anyhow::Error::new(e).context("writing standard output"))
 }
 
 /// `println!` for the command line: a failed write becomes the command's

@@ -1,7 +1,7 @@
 //! `finegrain`: run one simulation, reproduce a study, calibrate a preset,
 //! benchmark. A thin shell over the finegrain crates.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use finegrain::{bench, experiment, native_bench, say};
 use finegrain_apps::micro::{self, MicroConfig, Protocol};
@@ -247,13 +247,13 @@ fn rerun(record: &std::path::Path, json: Option<PathBuf>) -> Result<()> {
     if !r.differences.is_empty() {
         let shown: Vec<&str> = r.differences.iter().take(5).map(String::as_str).collect();
         bail!(
-            "{what}: statistics differ from the record in {} of {} values (the record comes from another version, was edited, or a run is not deterministic): {}",
+            "{what}: the rerun differs from the record in {} of {} values (the record comes from another version, was edited, or a run is not deterministic): {}",
             r.differences.len(),
             r.fields,
             shown.join("; ")
         );
     }
-    say!("{what}: statistics identical to the record ({} values)", r.fields);
+    say!("{what}: statistics identical to the record ({} values compared)", r.fields);
     Ok(())
 }
 
@@ -573,6 +573,12 @@ fn calibrate(preset: &str) -> Result<()> {
     Ok(())
 }
 
+/// The command line without the program name, for naming what it asked
+/// for in a message (`std::env::args` would panic on a non-UTF-8 argument).
+fn lossy_args() -> Vec<String> {
+    std::env::args_os().skip(1).map(|a| a.to_string_lossy().into_owned()).collect()
+}
+
 /// Joins a flag and a following signed number into `--flag=value`: clap
 /// takes a value that starts with `-` only if it looks like digits, so
 /// `--u -inf`, `--u -nan` or `--u -.5` would read as an unknown short flag
@@ -583,6 +589,12 @@ fn join_signed_values(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> 
     let mut out = Vec::with_capacity(args.len());
     let mut args = args.into_iter().peekable();
     while let Some(arg) = args.next() {
+        if arg == "--" {
+            // What follows is positional, whatever it looks like.
+            out.push(arg);
+            out.extend(args);
+            break;
+        }
         let joined = match (arg.to_str(), args.peek().and_then(|v| v.to_str())) {
             (Some(flag), Some(value))
                 if value.starts_with('-') && value.parse::<f64>().is_ok() && takes_a_value(&command, flag) =>
@@ -613,7 +625,7 @@ fn takes_a_value(command: &clap::Command, flag: &str) -> bool {
 /// before the usage), or for a missing subcommand the ones there are.
 fn one_line_usage_error(e: &clap::Error) -> String {
     if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-        return missing_subcommand(&std::env::args().skip(1).collect::<Vec<_>>());
+        return missing_subcommand(&lossy_args());
     }
     if let Some(msg) = bad_value(e) {
         return msg;
@@ -666,7 +678,7 @@ fn bad_value(e: &clap::Error) -> Option<String> {
 
 /// The help line of flag `--long` of the subcommand the command line names.
 fn flag_help(long: &str) -> Option<String> {
-    let (cmd, _) = named_subcommand(&std::env::args().skip(1).collect::<Vec<_>>());
+    let (cmd, _) = named_subcommand(&lossy_args());
     let arg = cmd.get_arguments().find(|a| a.get_long() == Some(long))?;
     Some(arg.get_help()?.to_string())
 }
@@ -702,7 +714,7 @@ fn main_inner() -> Result<()> {
         Err(e) if !e.use_stderr() => {
             // --help, --version: their text is the output, so failing to
             // write it is an error.
-            e.print().map_err(|e| anyhow::anyhow!("writing standard output: {e}"))?;
+            e.print().context("writing standard output")?;
             return Ok(());
         }
         Err(e) => bail!("{} (see finegrain --help)", one_line_usage_error(&e)),
@@ -814,16 +826,20 @@ fn one_line(msg: &str) -> String {
 /// program writes itself are a few hundred.
 const ERROR_CHARS: usize = 1000;
 
+/// Whether `e` comes from writing into a pipe whose reader has gone.
+fn closed_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+}
+
 fn main() -> ExitCode {
-    // Output piped into `head` and closed early ends the program quietly,
-    // as for other command-line tools, instead of a panic in `println!`.
-    // SAFETY: restoring the default disposition of SIGPIPE before any
-    // thread starts.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
     match main_inner() {
         Ok(()) => ExitCode::SUCCESS,
+        // Output piped into `head` and closed early ends the program
+        // quietly, with the status a shell gives a process ended by
+        // SIGPIPE, as for other command-line tools. (SIGPIPE itself stays
+        // ignored, as Rust sets it: a note on a closed standard error must
+        // not end a run before its record is written.)
+        Err(e) if closed_pipe(&e) => ExitCode::from(141),
         Err(e) => {
             // One line: the outermost context, then its causes.
             let msg = e.chain().map(|c| c.to_string()).collect::<Vec<_>>().join(": ");

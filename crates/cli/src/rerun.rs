@@ -214,11 +214,15 @@ pub fn rerun(path: &Path) -> Result<Rerun> {
             fields += leaves(home);
         }
         (Some(_), None) => differences.push("home: recorded, but a scheduling run has no home measures".into()),
-        (None, Some(_)) => differences.push("home: missing, but a fetch&add run has home measures".into()),
+        (None, Some(home)) => {
+            differences.push("home: missing, but a fetch&add run has home measures".into());
+            fields += leaves(home);
+        }
         (None, None) => {}
     }
     if let Some(difference) = lmin_difference(&workload, &record.config, &record.labels)? {
-        differences.push(difference);
+        differences.extend(difference);
+        fields += 1;
     }
     Ok(Rerun { workload: workload.label(), config: record.config, stats, differences, fields })
 }
@@ -228,15 +232,17 @@ pub fn rerun(path: &Path) -> Result<Rerun> {
 /// alone: its study measured Lmin with the study's base seed, which the
 /// record does not name; its target U and mean compute time must agree
 /// with it all the same (see [`derived_label_mismatch`]).
+/// Returns None when there is nothing to compare, else the difference
+/// found (None inside when they agree).
 fn lmin_difference(
     workload: &Workload,
     c: &SimConfig,
     labels: &serde_json::Map<String, Value>,
-) -> Result<Option<String>> {
+) -> Result<Option<Option<String>>> {
     let (Workload::Micro(w), None) = (workload, labels.get("experiment")) else { return Ok(None) };
     let Some(recorded) = labels.get("lmin_cycles").and_then(Value::as_f64) else { return Ok(None) };
     let measured = micro::measure_lmin(&c.machine, w.protocol, c.seed).context("measuring Lmin again")?;
-    Ok((measured != recorded).then(|| format!("lmin_cycles: recorded {recorded}, measured again {measured}")))
+    Ok(Some((measured != recorded).then(|| format!("lmin_cycles: recorded {recorded}, measured again {measured}"))))
 }
 
 /// The first label that disagrees with what the others and the
@@ -290,7 +296,12 @@ fn derived_label_mismatch(
         Ok(a) => a,
         Err(why) => return Some(why),
     };
-    let (Some(u), Some(lmin)) = (present("target_u")?.as_f64(), present("lmin_cycles")?.as_f64()) else { return None };
+    let u = present("target_u").and_then(Value::as_f64)?;
+    let Some(lmin) = present("lmin_cycles").and_then(Value::as_f64) else {
+        return Some(format!(
+            "it names target_u = {u} but no lmin_cycles, which turned that U into its mean compute time; {DESCRIBED}"
+        ));
+    };
     let implied = scheduling::mean_compute(u, lmin);
     if implied != w.mean_compute_cycles {
         return Some(format!(
@@ -328,7 +339,8 @@ fn fetch_add_id_mismatch(
     (id != expected).then(|| format!("it names id = {id} but its labels make {expected}; {DESCRIBED}"))
 }
 
-/// What JSON a label must hold (null counts as absent).
+/// What JSON a label must hold (null counts as absent, except for
+/// `Compared` labels, which are compared with what the configuration says).
 #[derive(Clone, Copy)]
 enum LabelType {
     Text,

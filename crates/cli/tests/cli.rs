@@ -162,7 +162,7 @@ fn runs_are_reproducible_from_their_record() {
     tampered["stats"]["requests"] = serde_json::json!(a["stats"]["requests"].as_u64().unwrap() + 1);
     let t = d.join("tampered.json");
     std::fs::write(&t, serde_json::to_string(&tampered).unwrap()).unwrap();
-    assert_one_line_error(&["rerun", t.to_str().unwrap()], &["statistics differ", "stats.requests"]);
+    assert_one_line_error(&["rerun", t.to_str().unwrap()], &["the rerun differs from the record", "stats.requests"]);
     std::fs::write(&t, "{}").unwrap();
     assert_one_line_error(&["rerun", t.to_str().unwrap()], &["invalid run record", "config"]);
     // A fetch&add record's home measures (what its study tabulates) are
@@ -777,6 +777,7 @@ fn rerun_refuses_records_it_cannot_compare_or_run() {
         ("platform", serde_json::json!(1), "platform = 1: allowed \"sim\""),
         ("lmin_cycles", serde_json::json!(-3), "lmin_cycles = -3: allowed a positive number"),
         ("bogus", serde_json::Value::Null, "a label bogus that no scheduling microbenchmark record carries"),
+        ("lmin_cycles", serde_json::Value::Null, "it names target_u = 0.4 but no lmin_cycles"),
     ] {
         let mut r = good.clone();
         r[label] = value;
@@ -807,6 +808,8 @@ fn any_input_is_refused_in_one_line() {
     // reaches the flag's own check.
     assert_one_line_error(&["run", "--u", "-inf"], &["invalid u = -inf: allowed a value strictly between 0 and 1"]);
     assert_one_line_error(&["fetch-add", "--home-u", "-.5"], &["invalid home_u = -0.5: allowed 0..=1"]);
+    // After `--` everything is positional, flags and numbers alike.
+    assert_one_line_error(&["calibrate", "--", "--seed", "-5"], &["unexpected argument '-5'"]);
     // A newline typed into a value is echoed back escaped.
     assert_one_line_error(&["run", "--platform", "native\nx"], &["invalid platform = native\\nx"]);
     // So is a Unicode line separator, which some terminals break lines on.
@@ -885,6 +888,9 @@ fn a_native_record_is_refused_by_rerun_with_the_reason() {
     assert_eq!((&record["platform"], &record["kind"], &record["seed"]), (&"native".into(), &"smp".into(), &5.into()));
     assert_eq!(record["workload"]["keys"], 8);
     assert!(record["machine"]["name"] == "hpca99" && record["stats"]["requests"] == 20, "{record}");
+    assert_eq!(record["preset"], "hpca99");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("native  preset hpca99  1 x smp pdq") && !stdout.contains("handler 97"), "{stdout}");
     assert_one_line_error(&["rerun", f.to_str().unwrap()], &["native run", "no rerun can regenerate"]);
 }
 
@@ -961,6 +967,7 @@ fn a_study_refuses_an_output_it_could_not_write_before_running() {
 /// kernel refuses to open for writing, even to root) stops the study
 /// before its runs, not after them.
 #[test]
+#[cfg(target_os = "linux")] // /proc/sys and /dev/full
 fn a_study_refuses_an_earlier_file_it_could_not_overwrite_before_running() {
     let d = temp_dir("report-unwritable");
     let locked = Path::new("/proc/sys/kernel/osrelease");
@@ -977,6 +984,7 @@ fn a_study_refuses_an_earlier_file_it_could_not_overwrite_before_running() {
 /// Output that cannot be written (a full disk) is the command's one-line
 /// error, not a panic; help text included, since it is the output.
 #[test]
+#[cfg(target_os = "linux")] // /proc/sys and /dev/full
 fn output_that_cannot_be_written_is_a_one_line_error() {
     for args in [&["run", "--requests-per-node", "5"][..], &["reproduce", "--list"], &["--help"]] {
         let out = Command::new(env!("CARGO_BIN_EXE_finegrain"))
@@ -988,6 +996,22 @@ fn output_that_cannot_be_written_is_a_one_line_error() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.trim_end(), "error: writing standard output: No space left on device (os error 28)", "{args:?}");
     }
+}
+
+/// Output piped into a command that stops reading ends the program
+/// quietly, with the status a shell gives SIGPIPE.
+#[test]
+fn output_closed_early_ends_quietly() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_finegrain"))
+        .args(["reproduce", "--list"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(141), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// A run whose output is closed early (piped into a command that stops
