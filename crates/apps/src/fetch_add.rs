@@ -348,6 +348,8 @@ async fn home_thread<P: Proc>(p: &P, cfg: &FetchAddConfig, shared: &Shared, rng:
 
 /// Runs fetch&add in the simulator and checks every word afterwards.
 pub fn simulate(sim: &SimConfig, cfg: &FetchAddConfig) -> Result<SimOutput<ThreadOutcome>, SimError> {
+    // The machine first: the workload's checks size the key table from it.
+    sim.validate()?;
     let threads = sim.policy.compute_procs(sim.topology.procs_per_node);
     let invalid = |e: String| SimError::Config(ConfigError::Workload(e));
     cfg.validate(&sim.machine, threads).map_err(invalid)?;
@@ -427,6 +429,10 @@ pub fn run_native(
     machine: &MachineConfig,
     cfg: &FetchAddConfig,
 ) -> Result<finegrain_rt::RtOutput<ThreadOutcome>, finegrain_rt::RtError> {
+    // The machine and runtime first: the workload's checks size the key
+    // table from them.
+    machine.validate()?;
+    rt.validate()?;
     let threads = rt.compute_threads_per_node();
     let invalid = |e: String| finegrain_rt::RtError::Config(ConfigError::Workload(e));
     cfg.validate(machine, threads).map_err(invalid)?;

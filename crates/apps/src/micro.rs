@@ -204,6 +204,23 @@ pub fn block_fits(protocol: Protocol, machine: &MachineConfig) -> Result<(), Con
     Ok(())
 }
 
+/// The fetch-block handler picks blocks across the preset's segment (as
+/// large as its cache), so a native thread's segment must hold that many.
+pub fn segment_fits(rt: &finegrain_rt::RtConfig, machine: &MachineConfig) -> Result<(), ConfigError> {
+    let needed = machine.segment_bytes();
+    if (rt.segment_bytes as u64) < needed {
+        return Err(ConfigError::invalid(
+            "segment_bytes",
+            rt.segment_bytes,
+            format!(
+                "the microbenchmark's segment is as large as preset {}'s cache; allowed at least {needed}",
+                machine.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Requests go to another node, so a run needs two nodes.
 pub fn two_nodes_at_least(nodes: u32) -> Result<(), String> {
     let most = finegrain_core::config::MAX_NODES;
@@ -220,6 +237,9 @@ pub fn total_requests(sim: &SimConfig, cfg: &MicroConfig) -> u64 {
 
 /// Runs the microbenchmark in the simulator.
 pub fn simulate(sim: &SimConfig, cfg: &MicroConfig) -> Result<SimOutput<u64>, SimError> {
+    // The machine first: the workload's checks and handlers size things
+    // from it (a zero block size would divide by zero).
+    sim.validate()?;
     cfg.validate().map_err(|e| SimError::Config(ConfigError::Workload(e)))?;
     two_nodes_at_least(sim.topology.nodes).map_err(|e| SimError::Config(ConfigError::Workload(e)))?;
     block_fits(cfg.protocol, &sim.machine).map_err(SimError::Config)?;
@@ -253,6 +273,11 @@ pub fn run_native(
     machine: &MachineConfig,
     cfg: &MicroConfig,
 ) -> Result<finegrain_rt::RtOutput<u64>, finegrain_rt::RtError> {
+    // The machine and runtime first: the workload's checks and handlers
+    // size things from them.
+    machine.validate()?;
+    rt.validate()?;
+    segment_fits(rt, machine)?;
     cfg.validate().map_err(|e| finegrain_rt::RtError::Config(ConfigError::Workload(e)))?;
     block_fits(cfg.protocol, machine)?;
     let (table, h) = handlers(cfg.protocol, machine).map_err(finegrain_rt::RtError::Handler)?;
