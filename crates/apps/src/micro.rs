@@ -96,8 +96,12 @@ impl MicroConfig {
     }
 
     /// Iterations thread `t` of `threads` runs: an even split, the first
-    /// threads taking the remainder, so the node total is exact.
+    /// threads taking the remainder, so the node total is exact (and none
+    /// for a thread that is not one of them).
     pub fn iterations(&self, t: u32, threads: u32) -> u64 {
+        if t >= threads {
+            return 0;
+        }
         let base = self.requests_per_node / threads as u64;
         base + u64::from((t as u64) < self.requests_per_node % threads as u64)
     }

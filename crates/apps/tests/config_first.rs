@@ -77,3 +77,11 @@ fn a_native_segment_smaller_than_the_presets_is_refused_before_the_run() {
     let e = micro::run_native(&rt, &machine, &micro_workload()).unwrap_err().to_string();
     assert!(e.starts_with(&format!("invalid segment_bytes = 4096: the microbenchmark's segment is as large as preset hpca97's cache; allowed at least {}", machine.segment_bytes())), "{e}");
 }
+
+#[test]
+fn iterations_split_a_nodes_requests_exactly() {
+    let w = MicroConfig { requests_per_node: 10, ..micro_workload() };
+    assert_eq!((0..3).map(|t| w.iterations(t, 3)).collect::<Vec<_>>(), [4, 3, 3]);
+    assert_eq!(w.iterations(0, 0), 0, "no threads, no iterations (not a division by zero)");
+    assert_eq!(w.iterations(3, 3), 0);
+}
