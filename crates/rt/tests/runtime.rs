@@ -588,3 +588,57 @@ fn one_way_messages_sent_just_before_returning_are_all_handled() {
         assert_eq!(out.stats.handlers, sent, "{policy:?}");
     }
 }
+
+/// `request_with` lends its closure the thread's one reply buffer. A
+/// request made from inside the closure (through a clone of the handle)
+/// would write its reply there while the closure still reads the first:
+/// the audit's reproducer saw `s[0]` turn from 1 into 2. Such a request is
+/// refused; a one-way send, which gets no reply, may forward the lent
+/// payload; and once the closure returns, requests work again.
+#[test]
+fn a_request_from_inside_request_with_cannot_overwrite_the_lent_reply() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let finished = finishes_within(60, || {
+        let forwarded = Arc::new(AtomicU64::new(0));
+        let mut t = HandlerTable::new();
+        let reply = t.register(info("echo_reply"), |_, _| Ok(())).unwrap();
+        let echo = t
+            .register(info("echo"), move |ctx, m| ctx.reply_bytes(reply, Args::default(), m.payload.as_slice()))
+            .unwrap();
+        let seen = forwarded.clone();
+        let sink = t
+            .register(info("sink"), move |_, m| {
+                seen.fetch_add(m.payload.as_slice()[0] as u64, Ordering::Relaxed);
+                Ok(())
+            })
+            .unwrap();
+        for policy in [Policy::Single, Policy::Fixed { protocol_procs: 1 }, Policy::Floating] {
+            let ppn = if policy == Policy::Single { 1 } else { 2 };
+            let cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: ppn }, policy);
+            let out = run(&cfg, &t, |p| async move {
+                let peer = NodeId((p.node().0 + 1) % 2);
+                let p2 = p.clone();
+                let (first, nested) = p.request_with(peer, echo, &[], &[1], |v| {
+                    let s = v.payload();
+                    let nested = p2.request_with(peer, echo, &[], &[2], |_| ());
+                    p2.send(peer, sink, &[], s).expect("a one-way send may forward the lent payload");
+                    (s[0], nested)
+                })?;
+                let after = p.request_with(peer, echo, &[], &[3], |v| v.payload()[0])?;
+                Ok((first, nested.map_err(|e| e.to_string()), after))
+            })
+            .unwrap();
+            for (first, nested, after) in out.results {
+                assert_eq!(first, 1, "{policy:?}: the lent reply changed under the closure");
+                let e = nested.unwrap_err();
+                assert!(e.contains("inside request_with's closure") && !e.contains('\n'), "{policy:?}: {e}");
+                assert_eq!(after, 3, "{policy:?}: a request after the closure returned is answered");
+            }
+        }
+        // Compute threads: Single's 2, Fixed's 2 (one per node), Floating's 4.
+        let threads: u64 = 2 + 2 + 4;
+        assert_eq!(forwarded.load(Ordering::Relaxed), threads, "every forwarded payload arrived");
+    });
+    assert!(finished, "the run did not finish within 60 s");
+}

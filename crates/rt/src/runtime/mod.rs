@@ -95,6 +95,32 @@ const FAIL_APP: u8 = 5;
 /// A thread of the run could not be started.
 const FAIL_SETUP: u8 = 6;
 
+/// What a request made while `request_with`'s closure runs returns.
+fn reply_on_loan() -> AmError {
+    AmError::Aborted(
+        "a request from inside request_with's closure, whose reply buffer it would overwrite while the closure \
+         still reads it: copy what the closure needs and make the request after it returns"
+            .into(),
+    )
+}
+
+/// Marks the reply lent while alive; the mark goes even if the closure
+/// panics (the thread may still serve afterwards).
+struct LentReply<'a>(&'a Cell<bool>);
+
+impl<'a> LentReply<'a> {
+    fn new(flag: &'a Cell<bool>) -> LentReply<'a> {
+        flag.set(true);
+        LentReply(flag)
+    }
+}
+
+impl Drop for LentReply<'_> {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
+}
+
 /// What a request or send still in progress returns once the run failed.
 fn run_aborted() -> AmError {
     AmError::Aborted("the run stopped: a handler or another thread failed".into())
@@ -244,6 +270,9 @@ pub(crate) struct ThreadCtx {
     next_token: Cell<u64>,
     /// Holds the node's role for its whole life (Single).
     owns_role: bool,
+    /// `request_with`'s closure is running: it borrows this thread's reply
+    /// buffer, which the next reply to this thread would overwrite.
+    reply_lent: Cell<bool>,
     /// Messages waiting in the overflow queues (skip them when zero).
     spilled: Cell<usize>,
     /// What the keyed queue answered when this thread last found nothing
@@ -462,13 +491,20 @@ impl ReplyView<'_> {
     pub fn payload(&self) -> &[u8] {
         // SAFETY: the reply handler finished writing before publishing the
         // token this thread waited for, and no other reply can arrive until
-        // this thread sends its next request.
+        // this thread sends its next request, which it cannot do while the
+        // view exists: views live only inside `request_with`'s closure, and
+        // a request made from there is refused (see `reply_lent`).
         unsafe { (*self.c.payload.get()).as_slice() }
     }
 }
 
 impl RtProc {
     /// Sends a request and lends its reply to `f` without copying it out.
+    ///
+    /// The reply stays in the thread's one reply buffer while `f` runs, so
+    /// `f` may not make another request from this thread (through a clone of
+    /// this handle): that request fails at once with an error saying so.
+    /// One-way sends, work and the rest remain allowed.
     pub fn request_with<R>(
         &self,
         dst: NodeId,
@@ -742,6 +778,7 @@ fn make_ctx(cluster: &Arc<Cluster>, producers: Vec<Producer>, node: u32, local: 
         ))),
         next_token: Cell::new(0),
         owns_role,
+        reply_lent: Cell::new(false),
         spilled: Cell::new(0),
         keyed_idle: Cell::new(Idle::NEVER),
         in_runtime: AtomicBool::new(false),

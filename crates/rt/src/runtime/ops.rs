@@ -22,6 +22,11 @@ impl ThreadCtx {
         f: impl FnOnce(&Completion) -> R,
     ) -> Result<R, AmError> {
         let cl = &self.cluster;
+        // Only a request of this thread writes its reply buffer; one-way
+        // sends get no reply and may go out while the buffer is lent.
+        if self.reply_lent.get() {
+            return Err(reply_on_loan());
+        }
         self.check_send(dst, handler, key, args, payload)?;
         let token = self.new_token();
         self.enter();
@@ -34,6 +39,7 @@ impl ThreadCtx {
         if cl.failed() {
             return Err(run_aborted());
         }
+        let _lent = LentReply::new(&self.reply_lent);
         Ok(f(c))
     }
 
