@@ -48,6 +48,13 @@ pub struct RtConfig {
     pub seed: u64,
 }
 
+/// Slowest `work` cycle, in wall-clock nanoseconds: a 1 kHz processor,
+/// far slower than any machine worth emulating (the default is 1 ns, and
+/// slow-motion runs for debugging need a few orders of magnitude at most).
+/// Above it a modest `work(1000)` already lasts over 16 minutes, and
+/// nothing checks how long a run may take.
+pub const MAX_NS_PER_CYCLE: f64 = 1e6;
+
 /// Parallel disciplines' default window: room for two threads' batches
 /// in service and as many decoded behind them.
 pub const DEFAULT_PDQ_WINDOW: usize = 64;
@@ -88,8 +95,15 @@ impl RtConfig {
                 ),
             ));
         }
-        if !(self.ns_per_cycle.is_finite() && self.ns_per_cycle > 0.0) {
-            return Err(ConfigError::invalid("ns_per_cycle", self.ns_per_cycle, "allowed a positive number"));
+        if !(self.ns_per_cycle > 0.0 && self.ns_per_cycle <= MAX_NS_PER_CYCLE) {
+            // 1e300 printed in full would be 301 digits.
+            let v = self.ns_per_cycle;
+            let shown = if v.abs() < 1e9 { v.to_string() } else { format!("{v:e}") };
+            return Err(ConfigError::invalid(
+                "ns_per_cycle",
+                shown,
+                format!("allowed more than 0 up to {MAX_NS_PER_CYCLE} (wall-clock nanoseconds per work cycle)"),
+            ));
         }
         if self.segment_bytes < 4096 || !self.segment_bytes.is_multiple_of(8) {
             return Err(ConfigError::invalid("segment_bytes", self.segment_bytes, "allowed a multiple of 8 from 4096"));
@@ -210,5 +224,19 @@ mod tests {
         assert!(c.validate().is_ok());
         c.max_servers = Some(3);
         assert!(c.validate().unwrap_err().to_string().starts_with("invalid max_servers = 3: allowed 1..=2"));
+    }
+
+    /// 1e300 ns per cycle used to pass, and `work(100)` then never returned.
+    #[test]
+    fn ns_per_cycle_is_bounded() {
+        let mut c = RtConfig::new(Topology { nodes: 2, procs_per_node: 1 }, Policy::Single);
+        c.ns_per_cycle = MAX_NS_PER_CYCLE;
+        assert!(c.validate().is_ok());
+        for bad in [1e300, MAX_NS_PER_CYCLE * 1.5, f64::INFINITY, f64::NAN, 0.0, -1.0] {
+            c.ns_per_cycle = bad;
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.starts_with("invalid ns_per_cycle = ") && e.contains("allowed more than 0 up to 1000000"), "{e}");
+            assert!(e.len() < 200, "{e}");
+        }
     }
 }
