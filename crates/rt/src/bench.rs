@@ -110,7 +110,7 @@ pub fn finegrain_pingpong(size: usize, effort: Effort) -> Result<f64, RtError> {
         let (stop, payload) = (stop.clone(), payload.clone());
         async move {
             if p.node().0 == 1 {
-                p.serve(|| stop.load(Ordering::Acquire));
+                p.serve(|| stop.load(Ordering::Acquire))?;
                 return Ok(Vec::new());
             }
             let trip = || {
@@ -264,7 +264,7 @@ pub fn stream_rate(effort: Effort) -> Result<f64, RtError> {
         let (stop, received) = (stop.clone(), received.clone());
         async move {
             if p.node().0 == 1 {
-                p.serve(|| stop.load(Ordering::Acquire));
+                p.serve(|| stop.load(Ordering::Acquire))?;
                 return Ok(Vec::new());
             }
             let word = 0x1122_3344_5566_7788u64.to_le_bytes();

@@ -642,3 +642,75 @@ fn a_request_from_inside_request_with_cannot_overwrite_the_lent_reply() {
     });
     assert!(finished, "the run did not finish within 60 s");
 }
+
+/// Under Fixed, compute threads never handle messages. `RtProc::serve`
+/// from one used to serve anyway (under a parallel discipline it ran
+/// handlers beside the protocol thread); it is refused instead, and the
+/// protocol thread handles everything.
+#[test]
+fn serve_from_a_fixed_compute_thread_is_refused() {
+    use finegrain_core::{Discipline, SyncKey};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex};
+    const N: u64 = 20;
+    let finished = finishes_within(60, || {
+        let holding = Arc::new(AtomicBool::new(false));
+        let release = Arc::new(AtomicBool::new(false));
+        let handled = Arc::new(AtomicU64::new(0));
+        let ran_on = Arc::new(Mutex::new(Vec::new()));
+        let mut t = HandlerTable::new();
+        let (h, r) = (holding.clone(), release.clone());
+        let hold = t
+            .register(info("hold"), move |_, _| {
+                h.store(true, Ordering::Release);
+                let t0 = std::time::Instant::now();
+                while !r.load(Ordering::Acquire) && t0.elapsed().as_secs() < 10 {
+                    std::thread::yield_now();
+                }
+                Ok(())
+            })
+            .unwrap();
+        let (n, on) = (handled.clone(), ran_on.clone());
+        let noted = t
+            .register(info("noted"), move |_, _| {
+                on.lock().unwrap().push(std::thread::current().name().unwrap_or("?").to_string());
+                n.fetch_add(1, Ordering::Release);
+                Ok(())
+            })
+            .unwrap();
+        let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 2 }, Policy::Fixed { protocol_procs: 1 });
+        cfg.discipline = Discipline::Pdq;
+        cfg.segment_bytes = 1 << 14;
+        let out = run(&cfg, &t, |p| {
+            let (holding, release, handled) = (holding.clone(), release.clone(), handled.clone());
+            async move {
+                if p.node().0 == 1 {
+                    return Ok(None);
+                }
+                // The protocol thread is busy in `hold` while the messages
+                // wait: only a serving compute thread could take them.
+                p.send_keyed(NodeId(0), hold, SyncKey::NoSync, &[], &[])?;
+                while !holding.load(Ordering::Acquire) {
+                    std::thread::yield_now();
+                }
+                for _ in 0..N {
+                    p.send_keyed(NodeId(0), noted, SyncKey::NoSync, &[], &[])?;
+                }
+                let t0 = std::time::Instant::now();
+                let served = p.serve(|| handled.load(Ordering::Acquire) == N || t0.elapsed().as_secs() >= 2);
+                release.store(true, Ordering::Release);
+                while handled.load(Ordering::Acquire) < N {
+                    std::thread::yield_now();
+                }
+                Ok(Some(served.map_err(|e| e.to_string())))
+            }
+        })
+        .unwrap();
+        let e = out.results[0].clone().unwrap().unwrap_err();
+        assert!(e.contains("policy fixed") && e.contains("single and floating") && !e.contains('\n'), "{e}");
+        let ran_on = ran_on.lock().unwrap();
+        assert_eq!(ran_on.len() as u64, N);
+        assert!(ran_on.iter().all(|name| name == "fg-n0-t1"), "handled on {ran_on:?}, not only the protocol thread");
+    });
+    assert!(finished, "the run did not finish within 60 s");
+}

@@ -563,9 +563,22 @@ impl RtProc {
         self.ctx.send_oneway(dst, handler, key, args, payload)
     }
 
-    /// Acts as protocol processor for this node until `stop` returns true.
-    pub fn serve(&self, stop: impl Fn() -> bool) {
-        self.ctx.serve(stop)
+    /// Acts as protocol processor for this node until `stop` returns true
+    /// (or the run fails).
+    ///
+    /// Only where compute threads may handle messages (policies single and
+    /// floating); under fixed they never do, so this fails at once.
+    pub fn serve(&self, stop: impl Fn() -> bool) -> Result<(), AmError> {
+        let policy = self.ctx.cluster.cfg.policy;
+        if !policy.compute_procs_handle() {
+            return Err(AmError::Aborted(format!(
+                "RtProc::serve on a compute thread under policy {}, whose compute threads never handle messages: \
+                 only single and floating let them serve (use idle to let time pass)",
+                policy.label()
+            )));
+        }
+        self.ctx.serve(stop);
+        Ok(())
     }
 
     /// This thread's time split so far.
