@@ -1,7 +1,7 @@
 //! Native measurements behind `finegrain bench`: active-message ping-pong
 //! and streaming rate between two pinned threads, the cache-line ping-pong
-//! floor and a crossbeam-channel ping-pong measured the same way, and what
-//! an interrupt costs. Each figure is the median of several rounds.
+//! floor and a crossbeam-channel ping-pong measured the same way, a raw
+//! pair of rings, and what an interrupt costs. Each figure is the median of several rounds.
 
 use crate::clock::Stamp;
 use crate::config::RtConfig;
@@ -207,6 +207,51 @@ pub fn two_line_floor_pingpong(effort: Effort) -> f64 {
         };
         let one_way = effort.warm_one_way(trip);
         there.store(STOP, Ordering::Release);
+        one_way
+    })
+    .join()
+    .expect("measuring thread");
+    partner.join().expect("partner thread");
+    median(one_way)
+}
+
+/// A raw pair of the runtime's rings with no runtime around them: threads
+/// on cores 0 and 1 bounce a one-slot record (each side reads its first
+/// word); median one-way time. (The rings themselves are internal, which
+/// is why this lives here rather than in an example.)
+pub fn ring_pingpong(effort: Effort) -> f64 {
+    const PING: u64 = 1;
+    const STOP: u64 = 2;
+    let (mut there, mut there_in) = crate::ring::ring(256);
+    let (mut back, mut back_in) = crate::ring::ring(256);
+    let partner = std::thread::spawn(move || {
+        pin(1);
+        loop {
+            match there_in.try_pop(|r| (r.meta(), r.word(0))) {
+                Some((STOP, _)) => break,
+                Some(_) => {
+                    while back.try_push(PING, &[]).is_err() {
+                        std::hint::spin_loop();
+                    }
+                }
+                None => std::hint::spin_loop(),
+            }
+        }
+    });
+    let one_way = std::thread::spawn(move || {
+        pin(0);
+        let trip = || {
+            while there.try_push(PING, &[]).is_err() {
+                std::hint::spin_loop();
+            }
+            while back_in.try_pop(|r| r.word(0)).is_none() {
+                std::hint::spin_loop();
+            }
+        };
+        let one_way = effort.warm_one_way(trip);
+        while there.try_push(STOP, &[]).is_err() {
+            std::hint::spin_loop();
+        }
         one_way
     })
     .join()

@@ -79,6 +79,9 @@ fn meta_of(m: &Outgoing) -> u64 {
 /// Encodes `m` straight into the ring; `Err` (nothing written) when full.
 #[inline]
 pub fn push_message(p: &mut Producer, m: &Outgoing) -> Result<(), crate::ring::Full> {
+    // The header's count has room for MAX_ARGS and decoding keeps only that
+    // many: the runtime refuses more (and larger payloads) before sending.
+    debug_assert!(m.args.len() <= MAX_ARGS && m.payload.len() <= MAX_PAYLOAD);
     let nargs = m.args.len();
     let lead = m.lead_words();
     let len = lead + nargs + m.payload.len().div_ceil(8);
@@ -120,11 +123,6 @@ fn le_word(chunk: &[u8]) -> u64 {
         Ok(b) => u64::from_le_bytes(b),
         Err(_) => chunk.iter().enumerate().fold(0, |v, (i, b)| v | (*b as u64) << (8 * i)),
     }
-}
-
-/// Pushes an already encoded message; `Err` when the ring is full.
-pub fn push(p: &mut Producer, meta: u64, words: &[u64]) -> Result<(), crate::ring::Full> {
-    p.try_push(meta, words)
 }
 
 /// Decodes a record into `m`, reusing its payload buffer (no allocation
@@ -220,7 +218,7 @@ mod tests {
             assert_eq!(words.len(), words_for(out.args.len(), len, numbered));
             // Encoded through a buffer or straight into the ring: same record.
             if len % 3 == 0 {
-                push(&mut p, meta, &words).unwrap();
+                p.try_push(meta, &words).unwrap();
             } else {
                 push_message(&mut p, &out).unwrap();
             }
@@ -263,7 +261,7 @@ mod tests {
             if round == 0 {
                 push_message(&mut p, &out).unwrap();
             } else {
-                push(&mut p, meta, &words).unwrap();
+                p.try_push(meta, &words).unwrap();
             }
             c.try_pop(|r| decode(r, NodeId(2), &mut m)).unwrap();
             assert_eq!(m.kind, MsgKind::Request);

@@ -203,7 +203,9 @@ impl Record<'_> {
         self.meta
     }
 
-    /// Data words the record can hold (its slots times seven).
+    /// Data words the record can hold (its slots times seven); only the
+    /// loom model needs it.
+    #[cfg(loom)]
     pub fn capacity_words(&self) -> usize {
         self.slots * SLOT_DATA_WORDS
     }

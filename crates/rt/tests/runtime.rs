@@ -214,11 +214,14 @@ fn smallest_ring_loses_nothing() {
 /// it. The reply handlers note the order the replies arrived in.
 #[test]
 fn replies_that_find_their_ring_full_spill_in_order_and_all_arrive() {
-    use finegrain_rt::codec::{slots_for, MAX_PAYLOAD};
+    use finegrain_rt::MAX_PAYLOAD;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::{Arc, Mutex};
     let ring_slots = 256;
-    let fit = (ring_slots / slots_for(1, MAX_PAYLOAD, false)) as u64;
+    // A reply's record: token, source, its one argument and the payload
+    // packed eight bytes to a word, seven words to a 64-byte slot (74).
+    let slots_per_reply = (2 + 1 + MAX_PAYLOAD / 8).div_ceil(7);
+    let fit = (ring_slots / slots_per_reply) as u64;
     let big_replies = fit + 1;
     let requesters = big_replies + 1;
     let payload_of = move |k: u64| -> Vec<u8> {
@@ -361,7 +364,7 @@ fn a_refused_reply_leaves_the_handler_free_to_reply() {
         let noted = refusals.clone();
         let request = t
             .register(info("q"), move |ctx, _| {
-                let too_large = vec![0u8; finegrain_rt::codec::MAX_PAYLOAD + 1];
+                let too_large = vec![0u8; finegrain_rt::MAX_PAYLOAD + 1];
                 let refused = ctx.reply_bytes(reply, Args::default(), &too_large).map_err(|e| e.to_string());
                 noted.lock().unwrap().push(refused);
                 ctx.reply_bytes(reply, Args::default(), &[1, 2, 3])
@@ -385,7 +388,7 @@ fn a_refused_reply_leaves_the_handler_free_to_reply() {
 /// anything is sent, with the limit named.
 #[test]
 fn a_payload_over_the_limit_is_refused_before_it_is_sent() {
-    use finegrain_rt::codec::MAX_PAYLOAD;
+    use finegrain_rt::MAX_PAYLOAD;
     let finished = finishes_within(60, || {
         let (table, request) = echo_table();
         let cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 1 }, Policy::Single);
