@@ -717,3 +717,48 @@ fn serve_from_a_fixed_compute_thread_is_refused() {
     });
     assert!(finished, "the run did not finish within 60 s");
 }
+
+/// An access outside its region names who made it: the handler by name
+/// (it used to be reported as handler '(access)'), an application thread
+/// by node and thread (it used to be reported with neither).
+#[test]
+fn an_access_outside_its_region_names_who_made_it() {
+    use finegrain_core::{Access, Region, ThreadId};
+    let finished = finishes_within(60, || {
+        let mut t = HandlerTable::new();
+        let toucher = t
+            .register(info("toucher"), |ctx, _| {
+                ctx.access(Region::Segment(ThreadId(0)), 1 << 40, 8, Access::Read);
+                Ok(())
+            })
+            .unwrap();
+        let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 1 }, Policy::Single);
+        cfg.segment_bytes = 1 << 14;
+        let e = run(&cfg, &t, |p| async move {
+            if p.node().0 == 0 {
+                p.send(NodeId(1), toucher, &[], &[])?;
+            }
+            Ok(())
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("handler 'toucher' failed: access of 8 bytes at offset 1099511627776 is outside"), "{e}");
+        let e = run(&cfg, &t, |p| async move {
+            if p.node().0 == 1 {
+                p.access(Region::Segment(ThreadId(0)), 1 << 14, 8, Access::Write).await;
+            }
+            Ok(())
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with(
+                "node 1 thread 0 failed: the run was aborted: thread access rejected: access of 8 bytes at offset \
+                 16384 is outside"
+            ),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "{e}");
+    });
+    assert!(finished, "the run did not finish within 60 s");
+}

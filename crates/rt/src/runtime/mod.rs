@@ -78,11 +78,12 @@ pub struct RtOutput<T> {
 #[derive(Default)]
 struct Failure {
     /// 0 none, 1 panicked, 2 returned an error, 3 did not reply, 4 unknown
-    /// handler, 5 an application failed, 6 a thread could not start.
+    /// handler, 5 an application failed, 6 a thread could not start, 7 an
+    /// application thread's own operation failed.
     kind: AtomicU8,
     handler: AtomicU32,
     error: Mutex<Option<AmError>>,
-    /// Node and thread (high and low 32 bits) of a FAIL_APP.
+    /// Node and thread (high and low 32 bits) of a FAIL_APP or FAIL_THREAD.
     app: AtomicU64,
 }
 
@@ -94,6 +95,9 @@ const FAIL_UNKNOWN: u8 = 4;
 const FAIL_APP: u8 = 5;
 /// A thread of the run could not be started.
 const FAIL_SETUP: u8 = 6;
+/// An application thread's operation failed in a way it cannot be told
+/// (`Proc::access` returns nothing); the failure carries its error.
+const FAIL_THREAD: u8 = 7;
 
 /// What a request made while `request_with`'s closure runs returns.
 fn reply_on_loan() -> AmError {
@@ -329,6 +333,14 @@ impl Cluster {
         }
     }
 
+    /// Application `(node, thread)` did something the run cannot go on
+    /// from; reported as that thread's failure, whatever it returns.
+    fn fail_thread(&self, node: u32, thread: u32, error: AmError) {
+        if self.fail_first(FAIL_THREAD, HandlerId(0), Some(error)) {
+            self.failure.app.store((node as u64) << 32 | thread as u64, Ordering::Release);
+        }
+    }
+
     /// The application whose failure stopped the run, if one did.
     fn failed_app(&self) -> Option<(u32, u32)> {
         if self.failure.kind.load(Ordering::Acquire) != FAIL_APP {
@@ -342,6 +354,11 @@ impl Cluster {
         let kind = self.failure.kind.load(Ordering::Acquire);
         if kind == 0 || kind == FAIL_APP || kind == FAIL_SETUP {
             return None;
+        }
+        if kind == FAIL_THREAD {
+            let v = self.failure.app.load(Ordering::Acquire);
+            let error = self.failure.error.lock().ok().and_then(|mut e| e.take()).unwrap_or_else(run_aborted);
+            return Some(RtError::App { node: (v >> 32) as u32, thread: v as u32, error });
         }
         let id = HandlerId(self.failure.handler.load(Ordering::Relaxed) as u16);
         let name = self.handlers.info(id).map(|i| i.name.clone()).unwrap_or_else(|_| format!("#{}", id.0));
@@ -461,7 +478,7 @@ impl HandlerCtx for RtHandlerCtx<'_> {
 
     fn access(&mut self, region: Region, offset: u64, len: u32, kind: Access) {
         if let Err(reason) = self.thread.touch(region, offset, len, kind) {
-            let e = AmError::HandlerFailed { handler: "(access)".into(), reason };
+            let e = AmError::HandlerFailed { handler: self.guard.handler().to_string(), reason };
             self.thread.cluster.fail(FAIL_ERROR, self.msg.handler, Some(e));
         }
     }
@@ -627,11 +644,9 @@ impl Proc for RtProc {
 
     async fn access(&self, region: Region, offset: u64, len: u32, kind: Access) {
         if let Err(reason) = self.ctx.touch(region, offset, len, kind) {
-            self.ctx.cluster.fail(
-                FAIL_ERROR,
-                HandlerId(0),
-                Some(AmError::Aborted(format!("thread access rejected: {reason}"))),
-            );
+            // The same words as the simulator's.
+            let error = AmError::Aborted(format!("thread access rejected: {reason}"));
+            self.ctx.cluster.fail_thread(self.ctx.node, self.ctx.local, error);
         }
     }
 
