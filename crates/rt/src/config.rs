@@ -26,7 +26,8 @@ pub struct RtConfig {
     /// Bytes of each compute thread's private segment.
     pub segment_bytes: usize,
     /// Fixed: a protocol-processor thread parks after this many empty
-    /// polls (None: it spins forever).
+    /// polls, at least 1 (None: it spins forever). Refused under the other
+    /// policies, whose threads never park.
     pub park_after_polls: Option<u32>,
     /// Floating: deliver an interrupt (a signal) when a message arrives
     /// while every thread of the node computes.
@@ -39,7 +40,8 @@ pub struct RtConfig {
     /// spin-lock (parallel, a lock per key inside handlers).
     pub discipline: Discipline,
     /// Parallel disciplines: messages decoded from the rings at a time (the
-    /// dispatch search window).
+    /// dispatch search window), 1..=65536. Checked under serial too, which
+    /// decodes one message at a time and does not use it.
     pub pdq_window: usize,
     /// Floating under a parallel discipline: at most this many threads of a
     /// node serve at once (Hurricane-1 Mult's K). None: every idle thread
@@ -109,6 +111,10 @@ impl RtConfig {
             return Err(ConfigError::invalid("segment_bytes", self.segment_bytes, "allowed a multiple of 8 from 4096"));
         }
         self.check_size()?;
+        // Under serial the window is unused (messages are decoded one at a
+        // time), but a window no discipline could use is still wrong.
+        crate::keyed::check_window(self.pdq_window)?;
+        self.check_parking()?;
         if self.discipline.parallel() {
             crate::keyed::KeyedQueue::new(self.discipline, self.pdq_window)?;
             if self.policy == Policy::Single {
@@ -145,6 +151,28 @@ impl RtConfig {
                     self.policy.label(),
                     self.discipline.label()
                 ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Only Fixed's protocol threads park; elsewhere the setting would be
+    /// accepted and do nothing. A thread parks after at least one empty
+    /// poll, so 0 would silently mean 1.
+    fn check_parking(&self) -> Result<(), ConfigError> {
+        let Some(limit) = self.park_after_polls else { return Ok(()) };
+        if !matches!(self.policy, Policy::Fixed { .. }) {
+            return Err(ConfigError::invalid(
+                "park_after_polls",
+                limit,
+                format!("only policy fixed's protocol threads park (here {}); leave it None", self.policy.label()),
+            ));
+        }
+        if limit == 0 {
+            return Err(ConfigError::invalid(
+                "park_after_polls",
+                limit,
+                "allowed 1 or more (empty polls before a protocol thread parks), or None to spin",
             ));
         }
         Ok(())
@@ -224,6 +252,38 @@ mod tests {
         assert!(c.validate().is_ok());
         c.max_servers = Some(3);
         assert!(c.validate().unwrap_err().to_string().starts_with("invalid max_servers = 3: allowed 1..=2"));
+    }
+
+    /// A window of 0 was refused under pdq but passed under serial, which
+    /// never uses the window; parking was accepted under every policy but
+    /// only Fixed parks, and 0 polls meant the same as 1.
+    #[test]
+    fn settings_that_would_be_ignored_are_refused() {
+        let t = Topology { nodes: 2, procs_per_node: 2 };
+        let mut c = RtConfig::new(t, Policy::Floating);
+        c.pdq_window = 0;
+        assert_eq!(c.validate().unwrap_err().to_string(), "invalid pdq_window = 0: allowed 1..=65536");
+        c.pdq_window = 16;
+        assert!(c.validate().is_ok(), "a valid window is accepted (and unused) under serial");
+        for (policy, name) in [(Policy::Floating, "floating"), (Policy::Single, "single")] {
+            let ppn = if policy == Policy::Single { 1 } else { 2 };
+            let mut c = RtConfig::new(Topology { nodes: 2, procs_per_node: ppn }, policy);
+            for limit in [0, 50] {
+                c.park_after_polls = Some(limit);
+                let e = c.validate().unwrap_err().to_string();
+                assert!(
+                    e.starts_with(&format!("invalid park_after_polls = {limit}: "))
+                        && e.contains(&format!("only policy fixed's protocol threads park (here {name})")),
+                    "{e}"
+                );
+            }
+        }
+        let mut c = RtConfig::new(t, Policy::Fixed { protocol_procs: 1 });
+        c.park_after_polls = Some(0);
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.starts_with("invalid park_after_polls = 0: allowed 1 or more"), "{e}");
+        c.park_after_polls = Some(1);
+        assert!(c.validate().is_ok());
     }
 
     /// 1e300 ns per cycle used to pass, and `work(100)` then never returned.

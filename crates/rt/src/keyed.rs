@@ -180,6 +180,14 @@ impl Dispatch {
     }
 }
 
+/// A dispatch window's size: `RtConfig::pdq_window`'s range.
+pub(crate) fn check_window(window: usize) -> Result<(), ConfigError> {
+    if window == 0 || window > 1 << 16 {
+        return Err(ConfigError::invalid("pdq_window", window, "allowed 1..=65536"));
+    }
+    Ok(())
+}
+
 impl KeyedQueue {
     /// A queue for a parallel discipline whose window holds `window`
     /// decoded entries (waiting or in service).
@@ -191,9 +199,7 @@ impl KeyedQueue {
                 "the native runtime runs serial, pdq and spin-lock (static partitioning is simulated only)",
             ));
         }
-        if window == 0 || window > 1 << 16 {
-            return Err(ConfigError::invalid("pdq_window", window, "allowed 1..=65536"));
-        }
+        check_window(window)?;
         let locks = if discipline == Discipline::SpinLock {
             (0..KEY_LOCKS).map(|_| CachePadded::new(Mutex::new(()))).collect()
         } else {
