@@ -33,6 +33,13 @@ pub enum AmError {
     HandlerFailed { handler: String, reason: String },
     #[error("the run was aborted: {0}")]
     Aborted(String),
+    /// A payload over a platform's limit, refused before anything is sent.
+    #[error("{what} of {given} bytes: allowed at most {max} bytes on {platform}")]
+    PayloadTooLarge { what: String, given: usize, max: usize, platform: &'static str },
+    /// An operation the platform's configuration does not allow where it
+    /// was made; the message says why and what to do instead.
+    #[error("{0}")]
+    NotAllowed(String),
 }
 
 /// What a handler may do. Each platform implements it: the simulator charges

@@ -378,7 +378,9 @@ fn a_refused_reply_leaves_the_handler_free_to_reply() {
         })
         .unwrap();
         assert_eq!(out.stats.requests, 2);
-        let refused = Err("the run was aborted: reply payload of 4097 bytes exceeds 4096".to_string());
+        let refused =
+            Err("handler 'q''s reply payload of 4097 bytes: allowed at most 4096 bytes on the native runtime"
+                .to_string());
         assert_eq!(*refusals.lock().unwrap(), [refused.clone(), refused]);
     });
     assert!(finished, "the requester waited for ever");
@@ -403,7 +405,13 @@ fn a_payload_over_the_limit_is_refused_before_it_is_sent() {
             Ok([request_refused, send_refused])
         })
         .unwrap();
-        let refused = AmError::Aborted("payload of 4097 bytes: the native runtime carries at most 4096".into());
+        let refused = AmError::PayloadTooLarge {
+            what: "payload".into(),
+            given: MAX_PAYLOAD + 1,
+            max: MAX_PAYLOAD,
+            platform: "the native runtime",
+        };
+        assert_eq!(refused.to_string(), "payload of 4097 bytes: allowed at most 4096 bytes on the native runtime");
         assert!(out.results.iter().flatten().all(|e| *e == refused), "{:?}", out.results);
         assert_eq!(out.stats.messages, 2 * 2, "only the largest payload's request and reply were sent");
     });

@@ -101,7 +101,7 @@ const FAIL_THREAD: u8 = 7;
 
 /// What a request made while `request_with`'s closure runs returns.
 fn reply_on_loan() -> AmError {
-    AmError::Aborted(
+    AmError::NotAllowed(
         "a request from inside request_with's closure, whose reply buffer it would overwrite while the closure \
          still reads it: copy what the closure needs and make the request after it returns"
             .into(),
@@ -455,7 +455,12 @@ impl HandlerCtx for RtHandlerCtx<'_> {
             return Err(AmError::ReplyToOneWay { handler: self.guard.handler().to_string() });
         }
         if data.len() > MAX_PAYLOAD {
-            return Err(AmError::Aborted(format!("reply payload of {} bytes exceeds {MAX_PAYLOAD}", data.len())));
+            return Err(AmError::PayloadTooLarge {
+                what: format!("handler '{}''s reply payload", self.guard.handler()),
+                given: data.len(),
+                max: MAX_PAYLOAD,
+                platform: "the native runtime",
+            });
         }
         // Counted only once it will be sent: a refused reply is no reply,
         // and the handler may still send a valid one.
@@ -588,7 +593,7 @@ impl RtProc {
     pub fn serve(&self, stop: impl Fn() -> bool) -> Result<(), AmError> {
         let policy = self.ctx.cluster.cfg.policy;
         if !policy.compute_procs_handle() {
-            return Err(AmError::Aborted(format!(
+            return Err(AmError::NotAllowed(format!(
                 "RtProc::serve on a compute thread under policy {}, whose compute threads never handle messages: \
                  only single and floating let them serve (use idle to let time pass)",
                 policy.label()

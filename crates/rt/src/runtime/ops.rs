@@ -83,10 +83,12 @@ impl ThreadCtx {
         // into the kind and key bits.
         Args::check_len(args)?;
         if payload.len() > MAX_PAYLOAD {
-            return Err(AmError::Aborted(format!(
-                "payload of {} bytes: the native runtime carries at most {MAX_PAYLOAD}",
-                payload.len()
-            )));
+            return Err(AmError::PayloadTooLarge {
+                what: "payload".into(),
+                given: payload.len(),
+                max: MAX_PAYLOAD,
+                platform: "the native runtime",
+            });
         }
         self.check_key(key)
     }
@@ -94,7 +96,7 @@ impl ThreadCtx {
     /// Under a lock per key nothing can make a handler run alone.
     fn check_key(&self, key: SyncKey) -> Result<(), AmError> {
         if key == SyncKey::Sequential && self.cluster.cfg.discipline == Discipline::SpinLock {
-            return Err(AmError::Aborted(
+            return Err(AmError::NotAllowed(
                 "a message with the sequential key under the spin-lock discipline, which cannot run a handler alone; \
                  send it with a numbered or nosync key, or use the pdq or serial discipline"
                     .into(),
