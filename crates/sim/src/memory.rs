@@ -259,7 +259,10 @@ impl AddressMap {
                 (self.recv + t.0 * RECV_LINES, RECV_LINES as u64 * lb, "receive buffer")
             }
         };
-        if len == 0 || offset + len as u64 > size_bytes {
+        // The offset comes from the application: near u64::MAX the sum
+        // would wrap past the bound (and the line arithmetic below and in
+        // the callers relies on `offset + len` fitting).
+        if len == 0 || offset.checked_add(len as u64).is_none_or(|end| end > size_bytes) {
             return Err(format!("access of {len} bytes at offset {offset} is outside the {name} ({size_bytes} bytes)"));
         }
         // Line sizes are powers of two (the preset checks), so the line of
@@ -1375,6 +1378,11 @@ mod tests {
         assert!(e.contains("outside the receive buffer"), "{e}");
         let e = map.lines(Region::Segment(finegrain_core::ThreadId(3)), 0, 8, 2).unwrap_err();
         assert!(e.contains("thread 3 does not exist"), "{e}");
+        // An offset whose end wraps u64 is out of range, not a small one.
+        for region in [Region::Segment(finegrain_core::ThreadId(0)), Region::ProtocolTable] {
+            let e = map.lines(region, u64::MAX - 3, 8, 1).unwrap_err();
+            assert!(e.contains(&format!("at offset {} is outside the", u64::MAX - 3)), "{e}");
+        }
     }
 
     /// Every line of every region, with the class and code-ness it must have.

@@ -338,6 +338,35 @@ fn a_thread_access_outside_its_region_ends_the_run() {
     assert!(e.contains("thread access rejected") && e.contains("receive buffer"), "{e}");
 }
 
+/// An offset so large that offset + len wraps u64 is out of range, from a
+/// thread and from a handler (it used to panic in debug builds and wrap
+/// past the bounds check in release ones).
+#[test]
+fn an_access_whose_end_wraps_u64_is_out_of_range() {
+    use finegrain_core::{Access, Region, ThreadId};
+    let (table, _) = echo_table();
+    let e = error_of(&table, |p| async move {
+        p.access(Region::Segment(ThreadId(0)), u64::MAX - 3, 8, Access::Read).await;
+        Ok(())
+    });
+    let at = format!("access of 8 bytes at offset {} is outside the segment", u64::MAX - 3);
+    assert!(e.contains("thread access rejected") && e.contains(&at), "{e}");
+    let mut t = HandlerTable::new();
+    let reply = t.register(info("reply"), |_, _| Ok(())).unwrap();
+    let far = t
+        .register(info("far"), move |ctx, _| {
+            ctx.access(Region::Segment(ThreadId(0)), u64::MAX - 3, 8, Access::Read);
+            ctx.reply(Reply { handler: reply, args: Args::default(), payload: Payload::none() })
+        })
+        .unwrap();
+    let e = error_of(&t, |p| async move {
+        let peer = NodeId((p.node().0 + 1) % p.nodes());
+        p.request(peer, far, Args::default(), Payload::none()).await?;
+        Ok(())
+    });
+    assert!(e.starts_with("handler 'far' failed: ") && e.contains(&at), "{e}");
+}
+
 #[test]
 fn an_interrupt_during_a_memory_stall_leaves_the_stall_owed_not_forgiven() {
     // Single processor, null handlers: only computation touches the
