@@ -406,3 +406,45 @@ fn role_arbitration_decides_which_processors_serve() {
     assert!(lowest > 0.8, "fixed priority: processors 0 and 1 ran {lowest:.2} of the handlers");
     assert!(round_robin < 0.5, "round-robin: processors 0 and 1 ran {round_robin:.2} of the handlers");
 }
+
+/// A handler's registered costs are bounded like a preset's: a body of
+/// u64::MAX cycles used to overflow the handler's timeline (a panic in debug
+/// builds, a wrapped clock and an Ok run in release ones).
+#[test]
+fn handler_costs_beyond_the_bounds_are_refused_naming_the_handler() {
+    let huge = |body_cycles, code_bytes| {
+        let mut t = HandlerTable::new();
+        let reply = t.register(info("reply"), |_, _| Ok(())).unwrap();
+        let request = t
+            .register(HandlerInfo { name: "huge".into(), body_cycles, code_bytes }, move |ctx, m: &Message| {
+                ctx.reply(Reply { handler: reply, args: Args::new(&[m.args.get(0) + 1])?, payload: Payload::none() })
+            })
+            .unwrap();
+        run_with(&t, request).unwrap_err().to_string()
+    };
+    assert_eq!(
+        huge(u64::MAX, 128),
+        format!("invalid handler 'huge' body_cycles = {}: allowed at most 1000000000 cycles", u64::MAX)
+    );
+    assert_eq!(
+        huge(1 << 62, 128),
+        format!("invalid handler 'huge' body_cycles = {}: allowed at most 1000000000 cycles", 1u64 << 62)
+    );
+    let cache = MachineConfig::load("hpca97").unwrap().cache.size_bytes;
+    assert_eq!(
+        huge(10, u32::MAX),
+        format!("invalid handler 'huge' code_bytes = {}: allowed at most cache.size_bytes ({cache})", u32::MAX)
+    );
+    // The bounds themselves are allowed.
+    let mut t = HandlerTable::new();
+    let reply = t.register(info("reply"), |_, _| Ok(())).unwrap();
+    let request = t
+        .register(
+            HandlerInfo { name: "big".into(), body_cycles: 1_000_000_000, code_bytes: cache as u32 },
+            move |ctx, m: &Message| {
+                ctx.reply(Reply { handler: reply, args: Args::new(&[m.args.get(0) + 1])?, payload: Payload::none() })
+            },
+        )
+        .unwrap();
+    run_with(&t, request).unwrap();
+}

@@ -31,9 +31,10 @@ use crate::memory::{AddressMap, NodeMemory, WordTransfer};
 use crate::stats::{DelayStats, HandlerSpan, KeyCheck, LatencyStats, NodeStats, ProcStats, RunStats};
 use crate::thread::{mix_seed, Op, OpResult, SimProc, ThreadShared};
 use crate::SimError;
+use finegrain_core::config::MAX_CYCLES;
 use finegrain_core::{
-    Access, AmError, Discipline, HandlerCtx, HandlerId, HandlerTable, Message, MsgKind, NodeId, Policy, PpKind, Region,
-    Relinquish, Reply, ReplyGuard, RoleArbitration, SyncKey, ThreadId,
+    Access, AmError, ConfigError, Discipline, HandlerCtx, HandlerId, HandlerTable, Message, MsgKind, NodeId, Policy,
+    PpKind, Region, Relinquish, Reply, ReplyGuard, RoleArbitration, SyncKey, ThreadId,
 };
 use hdrhistogram::Histogram;
 use rand::SeedableRng;
@@ -47,6 +48,31 @@ use std::task::{Context, Poll, Waker};
 /// Simulated time may not pass this cycle (about 730 years at 200 MHz):
 /// well below where u64 arithmetic on times could wrap.
 pub const CLOCK_LIMIT: u64 = 1 << 62;
+
+/// A handler's registered costs are the program's input, like a preset's:
+/// a body over [`MAX_CYCLES`] would take the handler's timeline past the
+/// clock limit unchecked (it is added on every dispatch, where a check would
+/// cost), and code larger than the cache would be fetched line by line on
+/// every dispatch.
+fn check_handlers(handlers: &HandlerTable, m: &finegrain_core::MachineConfig) -> Result<(), ConfigError> {
+    for (_, info) in handlers.infos() {
+        if info.body_cycles > MAX_CYCLES {
+            return Err(ConfigError::invalid(
+                &format!("handler '{}' body_cycles", info.name),
+                info.body_cycles,
+                format!("allowed at most {MAX_CYCLES} cycles"),
+            ));
+        }
+        if info.code_bytes as u64 > m.cache.size_bytes {
+            return Err(ConfigError::invalid(
+                &format!("handler '{}' code_bytes", info.name),
+                info.code_bytes,
+                format!("allowed at most cache.size_bytes ({})", m.cache.size_bytes),
+            ));
+        }
+    }
+    Ok(())
+}
 
 /// Accounting category of a processor's current activity or idle state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -286,6 +312,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         Fut: Future<Output = Result<T, AmError>> + 'a,
     {
         cfg.validate()?;
+        check_handlers(handlers, &cfg.machine)?;
         let m = &cfg.machine;
         let ppn = cfg.topology.procs_per_node as usize;
         let compute = cfg.policy.compute_procs(cfg.topology.procs_per_node) as usize;
