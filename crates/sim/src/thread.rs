@@ -6,6 +6,19 @@
 //! result and polls the task again. The engine always knows when a task can
 //! make progress, so no wakers are needed and polling order is fixed by the
 //! event order, which keeps runs deterministic.
+//!
+//! One operation at a time: the mailbox has one slot, and a thread is one
+//! simulated processor's program, which waits for each operation. A second
+//! operation started while another is unfinished (two awaited at once, as
+//! with `join!` or a select, or one dropped before it completed) would
+//! overwrite the first or take its result, so it is refused, and so is a
+//! thread ending with one unfinished. That keeps exactly one operation
+//! outstanding, so the future polled while a result waits is the one that
+//! posted it: each result goes to its own operation. (The engine polls a
+//! thread only once its operation is done, so an unfinished operation is
+//! either still in the op slot, posted in the same poll, or done with its
+//! result unclaimed.) The checks ride on what the mailbox does anyway, so
+//! they cost next to nothing per operation.
 
 use finegrain_core::{Access, AmError, Args, HandlerId, Message, NodeId, Payload, Proc, Region, SyncKey, ThreadId};
 use std::cell::{Cell, RefCell};
@@ -22,6 +35,11 @@ pub(crate) enum Op {
     Access { region: Region, offset: u64, len: u32, kind: Access },
     Poll,
     Idle(u64),
+    // Not an operation: a second one was posted beside the first (a future
+    // has nowhere else to put the error; the engine reports it when it
+    // takes this). A variant rather than a wrapper around `Op`, so the slot
+    // costs no more to fill and empty.
+    TwoAtOnce,
 }
 
 #[derive(Debug)]
@@ -44,6 +62,49 @@ pub(crate) struct ThreadShared {
     pub charged: Cell<u64>,
 }
 
+impl ThreadShared {
+    pub fn new(node: NodeId, thread: ThreadId, nodes: u32, threads_per_node: u32, seed: u64) -> ThreadShared {
+        ThreadShared {
+            node,
+            thread,
+            nodes,
+            threads_per_node,
+            seed,
+            op: RefCell::new(None),
+            result: RefCell::new(None),
+            charged: Cell::new(0),
+        }
+    }
+
+    /// Whether an operation is unfinished: posted (and not yet taken by the
+    /// engine), or done with its result unclaimed.
+    pub fn unfinished(&self) -> bool {
+        self.op.borrow().is_some() || self.result.borrow().is_some()
+    }
+}
+
+/// Ways a thread can misuse its operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OpFault {
+    /// A second operation while one was unfinished.
+    TwoAtOnce,
+    /// The thread ended with an operation unfinished.
+    Abandoned,
+}
+
+impl OpFault {
+    pub fn describe(self) -> &'static str {
+        match self {
+            OpFault::TwoAtOnce => {
+                "the thread awaited two finegrain operations at once (with join!, a select, or by starting one while a dropped one was unfinished); allowed: one at a time, each awaited to completion"
+            }
+            OpFault::Abandoned => {
+                "the thread ended with a finegrain operation unfinished (dropped or leaked before it completed), which would lose it; allowed: await each operation to completion"
+            }
+        }
+    }
+}
+
 /// A simulated thread's handle on the machine: the simulator's
 /// implementation of [`Proc`].
 pub struct SimProc {
@@ -60,7 +121,17 @@ impl Future for OpFuture<'_> {
 
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<OpResult> {
         if let Some(op) = self.op.take() {
-            *self.shared.op.borrow_mut() = Some(op);
+            let mut slot = self.shared.op.borrow_mut();
+            if slot.is_some() {
+                // Posted beside another in this poll: overwriting it would
+                // lose it. This one keeps its op, so it never takes the
+                // other's result.
+                *slot = Some(Op::TwoAtOnce);
+                drop(slot);
+                self.op = Some(op);
+                return Poll::Pending;
+            }
+            *slot = Some(op);
             return Poll::Pending;
         }
         match self.shared.result.borrow_mut().take() {
@@ -134,3 +205,27 @@ impl Proc for SimProc {
 }
 
 pub use finegrain_core::mix_seed;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn poll(f: &mut Pin<Box<OpFuture<'_>>>) -> Poll<OpResult> {
+        f.as_mut().poll(&mut Context::from_waker(std::task::Waker::noop()))
+    }
+
+    #[test]
+    fn a_second_operation_posted_beside_the_first_is_marked_and_keeps_its_op() {
+        let p = SimProc { shared: Rc::new(ThreadShared::new(NodeId(0), ThreadId(0), 1, 1, 0)) };
+        let mut first = Box::pin(p.submit(Op::Work(1)));
+        let mut second = Box::pin(p.submit(Op::Work(2)));
+        assert!(poll(&mut first).is_pending());
+        assert!(matches!(*p.shared.op.borrow(), Some(Op::Work(1))));
+        assert!(poll(&mut second).is_pending());
+        assert!(matches!(*p.shared.op.borrow(), Some(Op::TwoAtOnce)));
+        // A result arriving now is not the second one's to take.
+        *p.shared.result.borrow_mut() = Some(OpResult::Done);
+        assert!(poll(&mut second).is_pending());
+        assert!(p.shared.unfinished());
+    }
+}

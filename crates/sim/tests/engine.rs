@@ -448,3 +448,191 @@ fn handler_costs_beyond_the_bounds_are_refused_naming_the_handler() {
         .unwrap();
     run_with(&t, request).unwrap();
 }
+
+/// One thread is one processor's program: it awaits one operation at a
+/// time. Awaiting two at once used to lose a request (the second overwrote
+/// the first in the thread's one-slot mailbox, and the first future took
+/// the second's reply) and end Ok, or, with join!, fail with a message
+/// blaming a foreign future.
+mod two_operations_at_once {
+    use super::*;
+    use std::future::{poll_fn, Future};
+    use std::pin::pin;
+    use std::task::Poll;
+
+    const TWO_AT_ONCE: &str = "node 0 thread 0 failed: the run was aborted: the thread awaited two finegrain operations at once (with join!, a select, or by starting one while a dropped one was unfinished); allowed: one at a time, each awaited to completion";
+
+    /// Runs `program` on thread 0 of node 0 (the others do nothing) against
+    /// an echo handler on node 1 that counts the requests it handles.
+    fn run<F, Fut>(program: F) -> (Result<Vec<u64>, String>, usize)
+    where
+        F: Fn(finegrain_sim::SimProc, HandlerId) -> Fut,
+        Fut: Future<Output = Result<u64, AmError>>,
+    {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let handled = Arc::new(AtomicUsize::new(0));
+        let mut t = HandlerTable::new();
+        let reply = t.register(info("echo_reply"), |_, _| Ok(())).unwrap();
+        let count = handled.clone();
+        let request = t
+            .register(info("echo"), move |ctx, m: &Message| {
+                count.fetch_add(1, Ordering::Relaxed);
+                ctx.reply(Reply { handler: reply, args: Args::new(&[m.args.get(0)])?, payload: Payload::none() })
+            })
+            .unwrap();
+        let cfg = config(Policy::Fixed { protocol_procs: 1 }, 2, 1);
+        let out = simulate(&cfg, &t, |p| {
+            let mine = p.node().0 == 0 && p.thread().0 == 0;
+            let fut = program(p, request);
+            async move {
+                if mine {
+                    fut.await
+                } else {
+                    Ok(0)
+                }
+            }
+        });
+        (out.map(|o| o.results).map_err(|e| e.to_string()), handled.load(Ordering::Relaxed))
+    }
+
+    fn ask(p: &finegrain_sim::SimProc, h: HandlerId, v: u64) -> impl Future<Output = Result<Message, AmError>> + '_ {
+        p.request(NodeId(1), h, Args::new(&[v]).unwrap(), Payload::none())
+    }
+
+    #[test]
+    fn select_like_polling_of_two_requests_is_refused() {
+        let (out, handled) = run(|p, h| async move {
+            let (mut a, mut b) = (pin!(ask(&p, h, 1)), pin!(ask(&p, h, 2)));
+            // Whichever finishes first, as a select would.
+            let first = poll_fn(|cx| match (a.as_mut().poll(cx), b.as_mut().poll(cx)) {
+                (Poll::Ready(r), _) | (_, Poll::Ready(r)) => Poll::Ready(r),
+                _ => Poll::Pending,
+            })
+            .await?;
+            Ok(first.args.get(0))
+        });
+        assert_eq!(out, Err(TWO_AT_ONCE.to_string()));
+        assert!(handled <= 1, "{handled}");
+    }
+
+    /// The second request started in a later poll, once the first is done
+    /// but before its future took the reply (which the second's would
+    /// otherwise overwrite).
+    #[test]
+    fn a_request_started_while_anothers_reply_waits_unclaimed_is_refused() {
+        let (out, _) = run(|p, h| async move {
+            let (mut a, mut b) = (pin!(ask(&p, h, 1)), pin!(ask(&p, h, 2)));
+            let mut polls = 0;
+            let r = poll_fn(|cx| {
+                polls += 1;
+                if polls == 1 {
+                    return a.as_mut().poll(cx);
+                }
+                b.as_mut().poll(cx)
+            })
+            .await?;
+            Ok(r.args.get(0))
+        });
+        assert_eq!(out, Err(TWO_AT_ONCE.to_string()));
+    }
+
+    #[test]
+    fn joined_requests_are_refused() {
+        let (out, _) = run(|p, h| async move {
+            let (mut a, mut b) = (pin!(ask(&p, h, 1)), pin!(ask(&p, h, 2)));
+            // join!: poll both until both are done.
+            let (mut ra, mut rb) = (None, None);
+            poll_fn(|cx| {
+                if ra.is_none() {
+                    if let Poll::Ready(r) = a.as_mut().poll(cx) {
+                        ra = Some(r);
+                    }
+                }
+                if rb.is_none() {
+                    if let Poll::Ready(r) = b.as_mut().poll(cx) {
+                        rb = Some(r);
+                    }
+                }
+                if ra.is_some() && rb.is_some() {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            })
+            .await;
+            Ok(ra.unwrap()?.args.get(0) * 10 + rb.unwrap()?.args.get(0))
+        });
+        assert_eq!(out, Err(TWO_AT_ONCE.to_string()));
+    }
+
+    /// A work and a request at once are two operations too.
+    #[test]
+    fn any_two_operations_at_once_are_refused() {
+        let (out, _) = run(|p, h| async move {
+            let (mut a, mut b) = (pin!(p.work(100)), pin!(ask(&p, h, 2)));
+            poll_fn(|cx| match (a.as_mut().poll(cx), b.as_mut().poll(cx)) {
+                (Poll::Ready(()), Poll::Ready(_)) => Poll::Ready(()),
+                _ => Poll::Pending,
+            })
+            .await;
+            Ok(0)
+        });
+        assert_eq!(out, Err(TWO_AT_ONCE.to_string()));
+    }
+
+    #[test]
+    fn dropping_an_operation_in_flight_is_refused() {
+        const DROPPED: &str = "node 0 thread 0 failed: the run was aborted: the thread ended with a finegrain operation unfinished (dropped or leaked before it completed), which would lose it; allowed: await each operation to completion";
+        // Dropped, and the thread ends.
+        let (out, _) = run(|p, h| async move {
+            let mut a = Box::pin(ask(&p, h, 1));
+            poll_fn(|cx| {
+                let _ = a.as_mut().poll(cx);
+                Poll::Ready(())
+            })
+            .await;
+            drop(a);
+            Ok(0)
+        });
+        assert_eq!(out, Err(DROPPED.to_string()));
+        // Dropped, and another operation started: two unfinished at once.
+        let (out, _) = run(|p, h| async move {
+            let mut a = Box::pin(ask(&p, h, 1));
+            poll_fn(|cx| {
+                let _ = a.as_mut().poll(cx);
+                Poll::Ready(())
+            })
+            .await;
+            drop(a);
+            Ok(ask(&p, h, 2).await?.args.get(0))
+        });
+        assert_eq!(out, Err(TWO_AT_ONCE.to_string()));
+        // Leaked: the thread ends with it in flight.
+        let (out, _) = run(|p, h| async move {
+            let mut a = Box::pin(ask(&p, h, 1));
+            poll_fn(|cx| {
+                let _ = a.as_mut().poll(cx);
+                Poll::Ready(())
+            })
+            .await;
+            std::mem::forget(a);
+            Ok(0)
+        });
+        assert_eq!(out, Err(DROPPED.to_string()));
+    }
+
+    /// Futures made ahead and awaited one after another are fine, and each
+    /// gets its own reply.
+    #[test]
+    fn operations_awaited_one_after_another_each_get_their_own_result() {
+        let (out, handled) = run(|p, h| async move {
+            let (a, b) = (ask(&p, h, 1), ask(&p, h, 2));
+            let b = b.await?.args.get(0);
+            let a = a.await?.args.get(0);
+            Ok(a * 10 + b)
+        });
+        assert_eq!(out.unwrap()[0], 12);
+        assert_eq!(handled, 2);
+    }
+}

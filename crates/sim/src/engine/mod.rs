@@ -29,7 +29,7 @@ use crate::dispatch::{KeyLocks, NodeQueue, Watched};
 use crate::event::{EventKind, EventQueue};
 use crate::memory::{AddressMap, NodeMemory, WordTransfer};
 use crate::stats::{DelayStats, HandlerSpan, KeyCheck, LatencyStats, NodeStats, ProcStats, RunStats};
-use crate::thread::{mix_seed, Op, OpResult, SimProc, ThreadShared};
+use crate::thread::{mix_seed, Op, OpFault, OpResult, SimProc, ThreadShared};
 use crate::SimError;
 use finegrain_core::config::MAX_CYCLES;
 use finegrain_core::{
@@ -39,7 +39,6 @@ use finegrain_core::{
 use hdrhistogram::Histogram;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -392,16 +391,13 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 });
             }
             for t in 0..compute {
-                let shared = Rc::new(ThreadShared {
-                    node: NodeId(n as u32),
-                    thread: ThreadId(t as u32),
-                    nodes: cfg.topology.nodes,
-                    threads_per_node: compute as u32,
-                    seed: mix_seed(cfg.seed, n as u64 + 1, t as u64 + 1),
-                    op: RefCell::new(None),
-                    result: RefCell::new(None),
-                    charged: Cell::new(0),
-                });
+                let shared = Rc::new(ThreadShared::new(
+                    NodeId(n as u32),
+                    ThreadId(t as u32),
+                    cfg.topology.nodes,
+                    compute as u32,
+                    mix_seed(cfg.seed, n as u64 + 1, t as u64 + 1),
+                ));
                 let task: Task<'a, T> = Box::pin(spawn(SimProc { shared: shared.clone() }));
                 threads.push(Thread {
                     shared,
@@ -673,10 +669,32 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
     }
 
-    fn thread_ready(&mut self, t: usize, result: OpResult) {
+    /// Hands thread `t` its operation's result to take when polled. A
+    /// result still there from an earlier operation means the thread
+    /// started this one without taking that one's (two awaited at once, or
+    /// one dropped): the run ends, the thread is not polled again (false),
+    /// and nothing takes the wrong result. Checked here, where the slot is
+    /// written anyway, rather than after every poll.
+    #[inline]
+    fn thread_ready(&mut self, t: usize, result: OpResult) -> bool {
         let th = &mut self.threads[t];
+        let mut slot = th.shared.result.borrow_mut();
+        if slot.is_some() {
+            drop(slot);
+            self.result_unclaimed(t);
+            return false;
+        }
+        *slot = Some(result);
         th.state = ThreadState::Ready;
-        *th.shared.result.borrow_mut() = Some(result);
+        true
+    }
+
+    /// Out of line: `thread_ready` is on every operation's path.
+    #[cold]
+    #[inline(never)]
+    fn result_unclaimed(&mut self, t: usize) {
+        self.threads[t].state = ThreadState::Paused;
+        self.fault(t, OpFault::TwoAtOnce);
     }
 
     fn record_latency(&mut self, lat: u64) {

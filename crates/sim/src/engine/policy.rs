@@ -25,8 +25,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 ThreadState::Ready => return self.run_thread(t),
                 ThreadState::ReplyArrived => return self.start_resume(p, t),
                 ThreadState::PollDrain => {
-                    self.thread_ready(t, OpResult::Done);
-                    return self.run_thread(t);
+                    if self.thread_ready(t, OpResult::Done) {
+                        self.run_thread(t);
+                    }
+                    return;
                 }
                 ThreadState::Waiting | ThreadState::Finished | ThreadState::Paused => {
                     if self.cfg.policy.compute_procs_handle() && self.role_open(n) {

@@ -11,8 +11,13 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
         let mut cx = Context::from_waker(Waker::noop());
         let task = self.threads[t].task.as_mut().expect("unfinished thread has a task");
-        match task.as_mut().poll(&mut cx) {
+        let polled = task.as_mut().poll(&mut cx);
+        match polled {
             Poll::Ready(result) => {
+                // An operation it dropped or leaked unfinished would be lost.
+                if self.threads[t].shared.unfinished() {
+                    return self.fault(t, OpFault::Abandoned);
+                }
                 self.threads[t].task = None;
                 match result {
                     Ok(v) => self.results[t] = Some(v),
@@ -23,6 +28,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             Poll::Pending => {
                 let op = self.threads[t].shared.op.borrow_mut().take();
                 match op {
+                    // `Op::TwoAtOnce` is reported when started, and a
+                    // result left unclaimed (of an operation awaited beside
+                    // this one, or dropped) when this one's is handed over
+                    // (`thread_ready`): no check here, on every poll.
                     Some(op) => self.after_charged_work(t, Deferred::Op(op)),
                     None => self.fail_thread(
                         t,
@@ -112,10 +121,13 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     Err(reason) => self.fail_thread(t, AmError::Aborted(format!("thread access rejected: {reason}"))),
                 }
             }
+            Op::TwoAtOnce => self.fault(t, OpFault::TwoAtOnce),
             Op::Idle(cycles) => {
                 if cycles == 0 {
-                    self.thread_ready(t, OpResult::Done);
-                    return self.run_thread(t);
+                    if self.thread_ready(t, OpResult::Done) {
+                        self.run_thread(t);
+                    }
+                    return;
                 }
                 self.threads[t].state = ThreadState::Paused;
                 let end = self.deadline(cycles);
@@ -147,8 +159,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
 
     /// Hands an error back to the thread that asked for a bad operation.
     fn reject_op(&mut self, t: usize, e: AmError) {
-        self.thread_ready(t, OpResult::Failed(e));
-        self.run_thread(t);
+        if self.thread_ready(t, OpResult::Failed(e)) {
+            self.run_thread(t);
+        }
     }
 
     /// Starts `work` cycles of computation, stalled first on the misses it
@@ -194,6 +207,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.start_busy(p, Cat::Compute, seg.stall.saturating_add(seg.work), seg.stall, After::Nothing);
         // A computing processor is a possible interrupt target.
         self.check_interrupt(n);
+    }
+
+    pub(super) fn fault(&mut self, t: usize, fault: OpFault) {
+        self.fail_thread(t, AmError::Aborted(fault.describe().into()));
     }
 
     /// Ends the run with thread `t`'s error.
