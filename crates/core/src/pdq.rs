@@ -15,6 +15,12 @@
 //! Dispatch searches a bounded window of the oldest entries, as the
 //! hardware's associative search engine does; an entry beyond the window
 //! waits even if it could run.
+//!
+//! Completion is exact: it names the dispatched entry (its key and arrival
+//! sequence number), so a completion too many, or of an entry not in
+//! service, is refused without changing the queue. Counting completions per
+//! key could not tell a handler's second completion from its run-mate's
+//! first, and would free a key another handler still holds.
 
 use crate::message::SyncKey;
 use std::collections::{HashMap, VecDeque};
@@ -45,9 +51,12 @@ impl Hasher for KeyHasher {
 /// Most entries one [`Pdq::dispatch_batch`] call hands out.
 pub const MAX_BATCH: usize = 32;
 
-/// Keys in service and how many entries of each are handed out (more than
-/// one only for a run taken with [`Pdq::dispatch_batch`]).
-type KeyHolds = HashMap<u64, u32, BuildHasherDefault<KeyHasher>>;
+/// Keys in service, each with the sequence number of its entry to complete
+/// next (the oldest of a run taken with [`Pdq::dispatch_batch`]).
+type KeyHolds = HashMap<u64, u64, BuildHasherDefault<KeyHasher>>;
+
+/// A run's later entries: each run entry's sequence number to the next's.
+type RunLinks = HashMap<u64, u64, BuildHasherDefault<KeyHasher>>;
 
 /// One queued entry.
 #[derive(Clone, Debug)]
@@ -57,12 +66,12 @@ struct Queued<E> {
     item: E,
 }
 
-/// An entry handed to a protocol processor; give its key back to
-/// [`Pdq::complete`] when the handler finishes.
+/// An entry handed to a protocol processor; give its key and sequence
+/// number back to [`Pdq::complete`] when the handler finishes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Dispatched<E> {
     pub key: SyncKey,
-    /// Arrival order (0, 1, 2, ...), for tracing and tests.
+    /// Arrival order (0, 1, 2, ...): names the entry to [`Pdq::complete`].
     pub seq: u64,
     pub item: E,
 }
@@ -83,8 +92,13 @@ pub struct Pdq<E> {
     /// Keys with an entry in service (looked up only, never iterated, so
     /// the hash order cannot leak into results).
     busy: KeyHolds,
-    nosync: usize,
-    sequential: bool,
+    /// Links of the runs in service (empty unless batches take runs).
+    runs: RunLinks,
+    /// Sequence numbers of the nosync entries in service: a few (one per
+    /// serving processor, or a batch's), so a scan beats hashing.
+    nosync: Vec<u64>,
+    /// The sequential entry in service.
+    sequential: Option<u64>,
     next_seq: u64,
     /// The last search found nothing and nothing it depends on has changed
     /// since: protocol processors ask again and again while the queue is
@@ -103,8 +117,9 @@ impl<E> Pdq<E> {
             queue: VecDeque::new(),
             window: window.max(1),
             busy: KeyHolds::default(),
-            nosync: 0,
-            sequential: false,
+            runs: RunLinks::default(),
+            nosync: Vec::new(),
+            sequential: None,
             next_seq: 0,
             blocked: false,
             ready: false,
@@ -133,7 +148,7 @@ impl<E> Pdq<E> {
     }
 
     pub fn in_service(&self) -> InService {
-        InService { keyed: self.busy.len(), nosync: self.nosync, sequential: self.sequential }
+        InService { keyed: self.busy.len(), nosync: self.nosync.len(), sequential: self.sequential.is_some() }
     }
 
     /// Whether an entry with this key is in service.
@@ -144,7 +159,7 @@ impl<E> Pdq<E> {
     /// Position (within the window) of the oldest entry that may be
     /// dispatched now.
     fn find(&mut self) -> Option<usize> {
-        if self.sequential || self.blocked {
+        if self.sequential.is_some() || self.blocked {
             return None;
         }
         let found = self.search(0);
@@ -156,7 +171,7 @@ impl<E> Pdq<E> {
     /// Position of the oldest entry at or after window position `from`
     /// that may be dispatched now.
     fn search(&self, from: usize) -> Option<usize> {
-        let idle = self.busy.is_empty() && self.nosync == 0;
+        let idle = self.busy.is_empty() && self.nosync.is_empty();
         // Runs of one busy key (one hot word, a block's burst of requests)
         // are skipped without probing the set again.
         let mut last_busy = None;
@@ -190,10 +205,10 @@ impl<E> Pdq<E> {
         self.ready = false;
         match e.key {
             SyncKey::Key(k) => {
-                self.busy.insert(k, 1);
+                self.busy.insert(k, e.seq);
             }
-            SyncKey::NoSync => self.nosync += 1,
-            SyncKey::Sequential => self.sequential = true,
+            SyncKey::NoSync => self.nosync.push(e.seq),
+            SyncKey::Sequential => self.sequential = Some(e.seq),
         }
         Some(Dispatched { key: e.key, seq: e.seq, item: e.item })
     }
@@ -206,41 +221,47 @@ impl<E> Pdq<E> {
     /// in arrival order). Repeated `dispatch` calls would rescan the blocked
     /// entries at the head of the window each time, and a hot key would cost
     /// one call per entry. `max` is capped at [`MAX_BATCH`]. Returns how many
-    /// were handed out; each is completed on its own.
+    /// were handed out; each is completed on its own, a run's in the order
+    /// given.
     pub fn dispatch_batch(&mut self, max: usize, mut out: impl FnMut(Dispatched<E>)) -> usize {
         let max = max.min(MAX_BATCH);
-        if self.sequential || self.blocked || max == 0 {
+        if self.sequential.is_some() || self.blocked || max == 0 {
             return 0;
         }
-        let mut mine = [0u64; MAX_BATCH];
+        // Keys taken in this call, each with its run's last entry so far.
+        let mut mine = [(0u64, 0u64); MAX_BATCH];
         let mut held = 0;
         let mut taken = 0;
         let mut i = 0;
         while taken < max && i < self.window.min(self.queue.len()) {
+            let seq = self.queue[i].seq;
             let take = match self.queue[i].key {
                 SyncKey::Sequential => {
-                    let alone = i == 0 && taken == 0 && self.busy.is_empty() && self.nosync == 0;
+                    let alone = i == 0 && taken == 0 && self.busy.is_empty() && self.nosync.is_empty();
                     if !alone {
                         break;
                     }
-                    self.sequential = true;
+                    self.sequential = Some(seq);
                     true
                 }
                 SyncKey::NoSync => {
-                    self.nosync += 1;
+                    self.nosync.push(seq);
                     true
                 }
-                SyncKey::Key(k) if mine[..held].contains(&k) => {
-                    *self.busy.get_mut(&k).expect("taken in this call") += 1;
-                    true
-                }
-                SyncKey::Key(k) if !self.busy.contains_key(&k) => {
-                    self.busy.insert(k, 1);
-                    mine[held] = k;
-                    held += 1;
-                    true
-                }
-                SyncKey::Key(_) => false,
+                SyncKey::Key(k) => match mine[..held].iter_mut().find(|(m, _)| *m == k) {
+                    Some((_, last)) => {
+                        self.runs.insert(*last, seq);
+                        *last = seq;
+                        true
+                    }
+                    None if !self.busy.contains_key(&k) => {
+                        self.busy.insert(k, seq);
+                        mine[held] = (k, seq);
+                        held += 1;
+                        true
+                    }
+                    None => false,
+                },
             };
             if !take {
                 i += 1;
@@ -257,39 +278,54 @@ impl<E> Pdq<E> {
         // Whether anything is left for another processor: go on from
         // where the batch stopped (what it passed cannot have become
         // eligible, since the batch only made keys busier).
-        let more = taken > 0 && !self.sequential && self.search(i).is_some();
+        let more = taken > 0 && self.sequential.is_none() && self.search(i).is_some();
         self.blocked = !more;
         self.ready = more;
         taken
     }
 
-    /// The handler of a dispatched entry with `key` finished. Completions
-    /// are matched by key: one with no entry of that key in service (a
-    /// completion too many, or of a key never dispatched) changes nothing
-    /// and is refused, since counting it would later free a key that a
-    /// handler still holds.
-    pub fn complete(&mut self, key: SyncKey) -> Result<(), NotInService> {
+    /// The handler of the dispatched entry with `key` and sequence number
+    /// `seq` (from its [`Dispatched`]) finished. A completion of an entry
+    /// not in service (a completion too many, a wrong key or number), or of
+    /// a run's entry before the ones handed out ahead of it, changes nothing
+    /// and is refused: accepting it would free a key a handler still holds.
+    pub fn complete(&mut self, key: SyncKey, seq: u64) -> Result<(), NotInService> {
+        let refused = Err(NotInService { key, seq });
         match key {
             SyncKey::Key(k) => match self.busy.get_mut(&k) {
-                Some(1) => {
-                    self.busy.remove(&k);
+                Some(next) if *next == seq => {
+                    // Most holds are single entries: skip the run lookup.
+                    match if self.runs.is_empty() { None } else { self.runs.remove(&seq) } {
+                        Some(after) => *next = after,
+                        None => {
+                            self.busy.remove(&k);
+                        }
+                    }
                 }
-                Some(held) => *held -= 1,
-                None => return Err(NotInService(key)),
+                _ => return refused,
             },
-            SyncKey::NoSync if self.nosync > 0 => self.nosync -= 1,
-            SyncKey::Sequential if self.sequential => self.sequential = false,
-            SyncKey::NoSync | SyncKey::Sequential => return Err(NotInService(key)),
+            SyncKey::NoSync => match self.nosync.iter().position(|&s| s == seq) {
+                Some(i) => {
+                    self.nosync.swap_remove(i);
+                }
+                None => return refused,
+            },
+            SyncKey::Sequential if self.sequential == Some(seq) => self.sequential = None,
+            SyncKey::Sequential => return refused,
         }
         self.blocked = false;
         Ok(())
     }
 }
 
-/// [`Pdq::complete`] of a key with no entry in service.
+/// [`Pdq::complete`] of an entry that is not in service, or not next in its
+/// key's run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("PDQ completion of {0:?} with no entry of that key in service (each dispatched entry completes once)")]
-pub struct NotInService(pub SyncKey);
+#[error("PDQ completion of entry {seq} with key {key:?}, which is not in service or not next in its run (each dispatched entry completes once, a run's in the order handed out)")]
+pub struct NotInService {
+    pub key: SyncKey,
+    pub seq: u64,
+}
 
 #[cfg(test)]
 mod tests {
@@ -307,7 +343,7 @@ mod tests {
         let d2 = q.dispatch().unwrap();
         assert_eq!(d2.item, "b1", "a2 waits behind a1; b1 passes it");
         assert!(q.dispatch().is_none());
-        q.complete(d1.key).unwrap();
+        q.complete(d1.key, d1.seq).unwrap();
         assert_eq!(q.dispatch().unwrap().item, "a2");
     }
 
@@ -321,11 +357,11 @@ mod tests {
         let a = q.dispatch().unwrap();
         assert_eq!(a.item, 1);
         assert!(q.dispatch().is_none(), "the sequential entry waits for key 1; nothing passes it");
-        q.complete(a.key).unwrap();
+        q.complete(a.key, a.seq).unwrap();
         let s = q.dispatch().unwrap();
         assert_eq!(s.item, 2);
         assert!(q.dispatch().is_none(), "nothing runs beside a sequential entry");
-        q.complete(s.key).unwrap();
+        q.complete(s.key, s.seq).unwrap();
         assert_eq!(q.dispatch().unwrap().item, 3);
         assert_eq!(q.dispatch().unwrap().item, 4);
     }
@@ -336,17 +372,61 @@ mod tests {
         q.enqueue(SyncKey::Key(1), "a1");
         q.enqueue(SyncKey::Key(1), "a2");
         let a1 = q.dispatch().unwrap();
-        q.complete(a1.key).unwrap();
+        q.complete(a1.key, a1.seq).unwrap();
         let a2 = q.dispatch().unwrap();
-        q.complete(a2.key).unwrap();
+        q.complete(a2.key, a2.seq).unwrap();
         for key in [SyncKey::Key(1), SyncKey::Key(9), SyncKey::NoSync, SyncKey::Sequential] {
-            assert_eq!(q.complete(key), Err(NotInService(key)), "{key:?} is not in service");
+            assert_eq!(q.complete(key, a2.seq), Err(NotInService { key, seq: a2.seq }), "{key:?} is not in service");
         }
         assert_eq!(q.in_service(), InService::default());
         q.enqueue(SyncKey::Key(1), "a3");
         q.enqueue(SyncKey::Key(1), "a4");
         assert_eq!(q.dispatch().unwrap().item, "a3");
         assert!(q.dispatch().is_none(), "the refused completions freed nothing");
+    }
+
+    /// The audit's case: a batch hands out a run of one key (entries 0 and
+    /// 1); completing entry 0 twice used to be accepted, freeing the key
+    /// while entry 1 still ran, so entry 2 was dispatched beside it.
+    #[test]
+    fn completion_names_the_entry_so_a_run_member_cannot_be_completed_twice() {
+        let mut q = Pdq::new(8);
+        for item in 0..3 {
+            q.enqueue(SyncKey::Key(1), item);
+        }
+        let mut run = Vec::new();
+        assert_eq!(q.dispatch_batch(2, |d| run.push(d)), 2);
+        let (e0, e1) = (run[0].clone(), run[1].clone());
+        assert_eq!((e0.item, e1.item), (0, 1));
+        assert_eq!(q.complete(e1.key, e1.seq), Err(NotInService { key: e1.key, seq: e1.seq }), "out of run order");
+        q.complete(e0.key, e0.seq).unwrap();
+        assert_eq!(q.complete(e0.key, e0.seq), Err(NotInService { key: e0.key, seq: e0.seq }), "completed twice");
+        assert_eq!(q.complete(SyncKey::Key(2), e1.seq), Err(NotInService { key: SyncKey::Key(2), seq: e1.seq }));
+        assert!(q.dispatch().is_none(), "entry 1 of key 1 still runs");
+        assert_eq!(q.in_service(), InService { keyed: 1, nosync: 0, sequential: false });
+        q.complete(e1.key, e1.seq).unwrap();
+        assert_eq!(q.dispatch().unwrap().item, 2);
+    }
+
+    /// Nosync and sequential entries are named too: one nosync entry's
+    /// second completion does not stand in for another's still running.
+    #[test]
+    fn nosync_and_sequential_completions_are_exact() {
+        let mut q = Pdq::new(8);
+        q.enqueue(SyncKey::NoSync, "n1");
+        q.enqueue(SyncKey::NoSync, "n2");
+        q.enqueue(SyncKey::Sequential, "s");
+        let (n1, n2) = (q.dispatch().unwrap(), q.dispatch().unwrap());
+        q.complete(n1.key, n1.seq).unwrap();
+        assert!(q.complete(n1.key, n1.seq).is_err(), "n1 completed twice");
+        assert!(q.dispatch().is_none(), "the sequential entry waits for n2");
+        q.complete(n2.key, n2.seq).unwrap();
+        let s = q.dispatch().unwrap();
+        assert!(q.complete(SyncKey::Sequential, s.seq + 1).is_err(), "another entry's number");
+        assert!(q.complete(SyncKey::NoSync, s.seq).is_err(), "the sequential entry under another key");
+        assert_eq!(q.in_service(), InService { keyed: 0, nosync: 0, sequential: true });
+        q.complete(s.key, s.seq).unwrap();
+        assert_eq!(q.in_service(), InService::default());
     }
 
     #[test]
@@ -408,6 +488,8 @@ mod tests {
         /// One processor takes up to this many entries in one call.
         Batch(usize),
         Complete(usize),
+        /// A completion the queue must refuse (see [`Model::bad_complete`]).
+        BadComplete(usize, u8),
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -418,12 +500,14 @@ mod tests {
             5 => Just(Op::Dispatch),
             2 => (0usize..6).prop_map(Op::Batch),
             4 => (0usize..8).prop_map(Op::Complete),
+            1 => ((0usize..8), (0u8..3)).prop_map(|(i, how)| Op::BadComplete(i, how)),
         ]
     }
 
-    /// A protocol processor's hold: the key and the entries it was handed,
-    /// which it runs one after another in this order.
-    type Holder = (SyncKey, VecDeque<u64>);
+    /// A protocol processor's hold: the key and the entries it was handed
+    /// (item and sequence number), which it runs one after another in this
+    /// order.
+    type Holder = (SyncKey, VecDeque<(u64, u64)>);
 
     /// The reference for a batch: the oldest entry in the window that is
     /// eligible, or is the next entry of a key in `mine` (taken earlier in
@@ -461,6 +545,8 @@ mod tests {
         queued: Vec<(SyncKey, u64)>,
         holders: Vec<Holder>,
         last_started: std::collections::HashMap<u64, u64>,
+        /// Entries completed so far.
+        completed: Vec<(SyncKey, u64)>,
     }
 
     impl Model {
@@ -500,7 +586,7 @@ mod tests {
             assert_eq!(got.as_ref().map(|d| d.item), want);
             let Some(d) = got else { return false };
             self.started(d.key, d.item);
-            self.holders.push((d.key, VecDeque::from([d.item])));
+            self.holders.push((d.key, VecDeque::from([(d.item, d.seq)])));
             true
         }
 
@@ -519,13 +605,13 @@ mod tests {
                 match d.key {
                     SyncKey::Key(k) if mine.contains(&k) => {
                         let h = self.holders.iter_mut().find(|(hk, _)| *hk == d.key).expect("holder of a run");
-                        h.1.push_back(d.item);
+                        h.1.push_back((d.item, d.seq));
                     }
                     key => {
                         if let SyncKey::Key(k) = key {
                             mine.push(k);
                         }
-                        self.holders.push((key, VecDeque::from([d.item])));
+                        self.holders.push((key, VecDeque::from([(d.item, d.seq)])));
                     }
                 }
             }
@@ -554,11 +640,36 @@ mod tests {
             }
             let h = i % self.holders.len();
             let key = self.holders[h].0;
-            self.holders[h].1.pop_front();
+            let (_, seq) = self.holders[h].1.pop_front().expect("a holder holds an entry");
             if self.holders[h].1.is_empty() {
                 self.holders.remove(h);
             }
-            self.q.complete(key).unwrap();
+            self.q.complete(key, seq).unwrap();
+            self.completed.push((key, seq));
+        }
+
+        /// A completion that names no entry in service: `how` 0 completes an
+        /// entry again, 1 a run's entry ahead of its turn, 2 a held entry
+        /// under another key. It must be refused and change nothing (the
+        /// check after each step compares the queue with the reference).
+        fn bad_complete(&mut self, i: usize, how: u8) {
+            let bad = match how {
+                0 if !self.completed.is_empty() => Some(self.completed[i % self.completed.len()]),
+                1 => self.holders.iter().find(|(_, run)| run.len() > 1).map(|(k, run)| (*k, run[1].1)),
+                2 if !self.holders.is_empty() => {
+                    let (k, run) = &self.holders[i % self.holders.len()];
+                    let other = match k {
+                        SyncKey::Key(x) => SyncKey::Key(x + 1),
+                        SyncKey::NoSync => SyncKey::Sequential,
+                        SyncKey::Sequential => SyncKey::NoSync,
+                    };
+                    Some((other, run[0].1))
+                }
+                _ => None,
+            };
+            if let Some((key, seq)) = bad {
+                assert_eq!(self.q.complete(key, seq), Err(NotInService { key, seq }), "holders {:?}", self.holders);
+            }
         }
     }
 
@@ -579,6 +690,7 @@ mod tests {
                 queued: Vec::new(),
                 holders: Vec::new(),
                 last_started: Default::default(),
+                completed: Vec::new(),
             };
             let mut next = 0u64;
             for o in ops {
@@ -593,6 +705,7 @@ mod tests {
                     }
                     Op::Batch(max) => m.batch(max),
                     Op::Complete(i) => m.complete(i),
+                    Op::BadComplete(i, how) => m.bad_complete(i, how),
                 }
                 m.check();
             }

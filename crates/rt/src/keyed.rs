@@ -88,6 +88,8 @@ pub const BATCH: usize = 16;
 pub(crate) struct Entry {
     pub key: SyncKey,
     slot: u32,
+    /// PDQ's sequence number, which its completion names (0 otherwise).
+    seq: u64,
 }
 
 /// The entries a thread holds: taken together, given back together.
@@ -99,7 +101,7 @@ pub(crate) struct Batch {
 
 impl Default for Batch {
     fn default() -> Batch {
-        Batch { entries: [Entry { key: SyncKey::NoSync, slot: 0 }; BATCH], len: 0 }
+        Batch { entries: [Entry { key: SyncKey::NoSync, slot: 0, seq: 0 }; BATCH], len: 0 }
     }
 }
 
@@ -331,14 +333,14 @@ impl KeyedQueue {
         match self.discipline {
             Discipline::Pdq => {
                 d.pdq.dispatch_batch(room, |e| {
-                    batch.entries[batch.len] = Entry { key: e.key, slot: e.item };
+                    batch.entries[batch.len] = Entry { key: e.key, slot: e.item, seq: e.seq };
                     batch.len += 1;
                 });
             }
             _ => {
                 for _ in 0..room {
                     let Some((key, slot)) = d.fifo.pop_front() else { break };
-                    batch.entries[batch.len] = Entry { key, slot };
+                    batch.entries[batch.len] = Entry { key, slot, seq: 0 };
                     batch.len += 1;
                 }
             }
@@ -359,7 +361,7 @@ impl KeyedQueue {
 
     fn finish(&self, d: &mut Dispatch, e: Entry) {
         if self.discipline == Discipline::Pdq {
-            let done = d.pdq.complete(e.key);
+            let done = d.pdq.complete(e.key, e.seq);
             debug_assert!(done.is_ok(), "{done:?}: the queue completes each entry it dispatched once");
         }
         d.free.push(e.slot);

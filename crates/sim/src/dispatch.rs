@@ -70,12 +70,14 @@ impl NodeQueue {
         self.len() == 0
     }
 
-    /// The entry protocol processor number `server` may run now.
-    pub(crate) fn take(&mut self, server: usize) -> Option<u32> {
+    /// The entry protocol processor number `server` may run now: its
+    /// message slot and its PDQ sequence number (0 under the disciplines
+    /// that do not track entries), which its completion names.
+    pub(crate) fn take(&mut self, server: usize) -> Option<(u32, u64)> {
         match self {
-            NodeQueue::Fifo(q) => q.pop_front(),
-            NodeQueue::Pdq(q) => q.dispatch().map(|d| d.item),
-            NodeQueue::Partitioned { queues, .. } => queues.get_mut(server)?.pop_front(),
+            NodeQueue::Fifo(q) => q.pop_front().map(|slot| (slot, 0)),
+            NodeQueue::Pdq(q) => q.dispatch().map(|d| (d.item, d.seq)),
+            NodeQueue::Partitioned { queues, .. } => queues.get_mut(server)?.pop_front().map(|slot| (slot, 0)),
         }
     }
 
@@ -104,10 +106,11 @@ impl NodeQueue {
         }
     }
 
-    /// A dispatched entry's handler finished (only PDQ tracks keys).
-    pub(crate) fn complete(&mut self, key: SyncKey) -> Result<(), NotInService> {
+    /// The handler of the entry with `key` and sequence number `seq` (from
+    /// [`NodeQueue::take`]) finished (only PDQ tracks entries).
+    pub(crate) fn complete(&mut self, key: SyncKey, seq: u64) -> Result<(), NotInService> {
         match self {
-            NodeQueue::Pdq(q) => q.complete(key),
+            NodeQueue::Pdq(q) => q.complete(key, seq),
             _ => Ok(()),
         }
     }
@@ -176,8 +179,8 @@ mod tests {
         for k in 0..8u64 {
             q.push(SyncKey::Key(k), k as u32);
         }
-        assert_eq!(q.take(1), Some(1));
-        assert_eq!(q.take(1), Some(5));
+        assert_eq!(q.take(1), Some((1, 0)));
+        assert_eq!(q.take(1), Some((5, 0)));
         assert_eq!(q.take(1), None, "queue 1 holds keys 1 and 5 only");
         assert!(q.ready_for(2) && !q.ready_for(1));
         assert_eq!(q.len(), 6);
@@ -188,10 +191,11 @@ mod tests {
         let mut q = NodeQueue::new(Discipline::Pdq, 2, 8);
         q.push(SyncKey::Key(7), 0);
         q.push(SyncKey::Key(7), 1);
-        assert_eq!(q.take(0), Some(0));
+        assert_eq!(q.take(0), Some((0, 0)));
         assert!(!q.any_ready());
-        q.complete(SyncKey::Key(7)).unwrap();
-        assert_eq!(q.take(1), Some(1));
+        assert!(q.complete(SyncKey::Key(7), 1).is_err(), "entry 1 is not in service");
+        q.complete(SyncKey::Key(7), 0).unwrap();
+        assert_eq!(q.take(1), Some((1, 1)));
     }
 
     #[test]

@@ -119,10 +119,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.nodes[n].mem.bus.transact(self.now, t, phases, occ, lat).done
     }
 
-    /// Runs the handler of the message in `slot`: notice and dispatch it,
-    /// run the handler (taking its key's lock under the spin-lock
-    /// discipline), send the reply or complete the waiting thread.
-    pub(super) fn start_handle(&mut self, p: usize, slot: u32) {
+    /// Runs the handler of the message in `slot` (queue entry `seq`): notice
+    /// and dispatch it, run the handler (taking its key's lock under the
+    /// spin-lock discipline), send the reply or complete the waiting thread.
+    pub(super) fn start_handle(&mut self, p: usize, slot: u32, seq: u64) {
         let n = self.procs[p].node;
         let local = self.procs[p].local;
         let msg = self.messages[slot as usize].take().expect("live message");
@@ -210,7 +210,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 self.procs[p].completion = Some((global, msg));
             }
         }
-        t = self.finish_dispatch(p, t, key);
+        t = self.finish_dispatch(p, t, key, seq);
         self.procs[p].stats.handlers += 1;
         let node = &mut self.nodes[n];
         node.stats.last_handler_end = node.stats.last_handler_end.max(t);
@@ -347,12 +347,12 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// uncached store to its dispatch register from an SMP processor, a
     /// register write on the device from an embedded one) and PDQ frees its
     /// key when the handler's activity ends.
-    fn finish_dispatch(&mut self, p: usize, t: u64, key: SyncKey) -> u64 {
+    fn finish_dispatch(&mut self, p: usize, t: u64, key: SyncKey, seq: u64) -> u64 {
         if !self.device_dispatch {
             return t;
         }
         if self.cfg.dispatch.discipline == Discipline::Pdq {
-            self.procs[p].serving = Some(key);
+            self.procs[p].serving = Some((key, seq));
         }
         if let Some(word_cycles) = self.embedded_word_cycles(p) {
             return t + word_cycles;

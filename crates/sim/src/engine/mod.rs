@@ -213,8 +213,9 @@ struct Processor {
     announced: bool,
     /// Static partitioning: the queue this (dedicated) processor serves.
     server: usize,
-    /// PDQ: the key of the entry in service, completed when it finishes.
-    serving: Option<SyncKey>,
+    /// PDQ: the key and sequence number of the entry in service, completed
+    /// when it finishes.
+    serving: Option<(SyncKey, u64)>,
     /// Cycles of the current handler spent spinning on a key lock.
     spin: u64,
     /// Completion a reply handler produces, applied when it finishes.
@@ -645,9 +646,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         // Most activities complete no request: test before taking, as a
         // `take` copies the whole (message-sized) option every time.
         let completion = if pr.completion.is_some() { pr.completion.take() } else { None };
-        if let Some(key) = pr.serving.take() {
+        if let Some((key, seq)) = pr.serving.take() {
             let n = pr.node;
-            if let Err(e) = self.nodes[n].rx.complete(key) {
+            if let Err(e) = self.nodes[n].rx.complete(key, seq) {
                 return self.fail(SimError::Invariant(e.to_string()));
             }
         }
