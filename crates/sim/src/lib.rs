@@ -51,6 +51,10 @@ pub enum SimError {
     Handler(AmError),
     #[error("node {node} thread {thread} failed: {error}")]
     App { node: u32, thread: u32, error: AmError },
+    /// The thread's future (or the spawn call making it) panicked; the
+    /// panic's message, on one line.
+    #[error("node {node} thread {thread} panicked: {message}")]
+    AppPanic { node: u32, thread: u32, message: String },
     #[error("deadlock: {0}")]
     Deadlock(String),
     #[error("simulator invariant broken (a bug in finegrain-sim): {0}")]

@@ -636,3 +636,35 @@ mod two_operations_at_once {
         assert_eq!(handled, 2);
     }
 }
+
+/// A panic in a handler or a thread ends the run with an error naming it,
+/// as the native runtime reports one; it used to unwind out of `simulate`.
+#[test]
+fn a_panicking_handler_ends_the_run_with_an_error_naming_it() {
+    let mut t = HandlerTable::new();
+    let request = t.register(info("bomb"), |_, m: &Message| panic!("boom at {}", m.args.get(0))).unwrap();
+    let e = run_with(&t, request).unwrap_err().to_string();
+    assert_eq!(e, "handler 'bomb' failed: panicked: boom at 0");
+}
+
+#[test]
+fn a_panicking_thread_ends_the_run_with_an_error_naming_it() {
+    let (table, request) = echo_table();
+    let out = simulate(&config(Policy::Fixed { protocol_procs: 1 }, 2, 1), &table, |p| async move {
+        let peer = NodeId((p.node().0 + 1) % p.nodes());
+        let r = p.request(peer, request, Args::new(&[1])?, Payload::none()).await?;
+        // An assertion's message spans lines: the error keeps it on one.
+        assert_eq!(r.args.get(0) + p.node().0 as u64, 2, "only node 0 expects 2");
+        Ok(())
+    });
+    let e = out.unwrap_err().to_string();
+    assert_eq!(e, "node 1 thread 0 panicked: assertion `left == right` failed: only node 0 expects 2 left: 3 right: 2");
+    // In the call making a thread's future, too.
+    let e = simulate(&config(Policy::Single, 1, 1), &table, |p| {
+        assert!(p.node().0 == 0, "no program for node {}", p.node().0);
+        async { Ok(()) }
+    })
+    .unwrap_err()
+    .to_string();
+    assert_eq!(e, "node 1 thread 0 panicked: no program for node 1");
+}

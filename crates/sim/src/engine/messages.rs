@@ -165,7 +165,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             error: None,
             device,
         };
+        self.running = Running::Handler(msg.handler);
         let outcome = f(&mut ctx, &msg);
+        self.running = Running::Engine;
         let (t_after, reply, region_error, replied) = (ctx.t, ctx.reply, ctx.error, ctx.guard.replied());
         t = t_after;
         if let Err(e) = outcome {

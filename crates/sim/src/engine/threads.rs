@@ -11,7 +11,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
         let mut cx = Context::from_waker(Waker::noop());
         let task = self.threads[t].task.as_mut().expect("unfinished thread has a task");
+        self.running = Running::Thread(t as u32);
         let polled = task.as_mut().poll(&mut cx);
+        self.running = Running::Engine;
         match polled {
             Poll::Ready(result) => {
                 // An operation it dropped or leaked unfinished would be lost.
