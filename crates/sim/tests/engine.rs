@@ -668,3 +668,57 @@ fn a_panicking_thread_ends_the_run_with_an_error_naming_it() {
     .to_string();
     assert_eq!(e, "node 1 thread 0 panicked: no program for node 1");
 }
+
+/// A reply the guard refuses ends the run even when the handler ignores
+/// the error; it used to go on silently.
+#[test]
+fn a_refused_reply_the_handler_ignores_still_ends_the_run() {
+    let mut t = HandlerTable::new();
+    let reply = t.register(info("r"), |_, _| Ok(())).unwrap();
+    let request = t
+        .register(info("greedy"), move |ctx, m: &Message| {
+            let r = Reply { handler: reply, args: Args::new(&[m.args.get(0) + 1])?, payload: Payload::none() };
+            ctx.reply(r.clone())?;
+            let _ = ctx.reply(r);
+            Ok(())
+        })
+        .unwrap();
+    let e = run_with(&t, request).unwrap_err().to_string();
+    assert_eq!(e, "handler 'greedy' sent a second reply; a request handler may send at most one reply");
+    let mut t = HandlerTable::new();
+    let chatty = t
+        .register(info("chatty_reply"), |ctx, _| {
+            let _ = ctx.reply(Reply { handler: HandlerId(0), args: Args::default(), payload: Payload::none() });
+            Ok(())
+        })
+        .unwrap();
+    let request = t
+        .register(info("ask"), move |ctx, m: &Message| {
+            ctx.reply(Reply { handler: chatty, args: Args::new(&[m.args.get(0) + 1])?, payload: Payload::none() })
+        })
+        .unwrap();
+    let e = run_with(&t, request).unwrap_err().to_string();
+    assert!(e.starts_with("handler 'chatty_reply' is a reply handler"), "{e}");
+}
+
+/// A reply naming a handler the table does not have is refused when the
+/// handler replies, naming it; it used to surface only at the node the
+/// reply reached, naming nobody.
+#[test]
+fn a_reply_naming_an_unknown_handler_is_refused_naming_the_replier() {
+    for ignore in [false, true] {
+        let mut t = HandlerTable::new();
+        t.register(info("unused_reply"), |_, _| Ok(())).unwrap();
+        let request = t
+            .register(info("lost"), move |ctx, _| {
+                let r = ctx.reply(Reply { handler: HandlerId(77), args: Args::default(), payload: Payload::none() });
+                if ignore {
+                    return Ok(());
+                }
+                r
+            })
+            .unwrap();
+        let e = run_with(&t, request).unwrap_err().to_string();
+        assert_eq!(e, "handler 'lost' failed: its reply names unknown handler id 77 (the table has 2 handlers)");
+    }
+}

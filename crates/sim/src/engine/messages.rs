@@ -161,6 +161,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             node: NodeId(n as u32),
             threads,
             guard: ReplyGuard::new(msg.kind, &info.name),
+            handlers: table.len(),
             reply: None,
             error: None,
             device,
@@ -168,13 +169,13 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.running = Running::Handler(msg.handler);
         let outcome = f(&mut ctx, &msg);
         self.running = Running::Engine;
-        let (t_after, reply, region_error, replied) = (ctx.t, ctx.reply, ctx.error, ctx.guard.replied());
+        let (t_after, reply, ctx_error, replied) = (ctx.t, ctx.reply, ctx.error, ctx.guard.replied());
         t = t_after;
         if let Err(e) = outcome {
             return self.fail(SimError::Handler(e));
         }
-        if let Some(reason) = region_error {
-            return self.fail(SimError::Handler(AmError::HandlerFailed { handler: info.name.clone(), reason }));
+        if let Some(e) = ctx_error {
+            return self.fail(SimError::Handler(e));
         }
         if let Some((k, acquired)) = lock {
             t = self.unlock_key(p, k, t);
@@ -405,8 +406,13 @@ struct SimHandlerCtx<'m, 'n> {
     node: NodeId,
     threads: u32,
     guard: ReplyGuard<'n>,
+    /// Handlers in the table, to check the id a reply names.
+    handlers: usize,
     reply: Option<Reply>,
-    error: Option<String>,
+    /// The first thing the handler did wrong, which ends the run even if
+    /// the handler goes on (nothing else reports an access or a refused
+    /// reply it ignored).
+    error: Option<AmError>,
     /// An embedded processor reaches memory as a cacheless bus agent.
     device: Option<DeviceAccess>,
 }
@@ -449,15 +455,46 @@ impl DeviceAccess {
     }
 }
 
+impl SimHandlerCtx<'_, '_> {
+    /// Records a refused reply, which ends the run, and hands the error
+    /// back to the handler: the guard's, or else (`None`) that the reply
+    /// names `handler`, which the table lacks. Out of line, so the checks
+    /// add nothing to a reply's path but two comparisons.
+    #[cold]
+    #[inline(never)]
+    fn refuse(&mut self, guard: Option<AmError>, handler: HandlerId) -> AmError {
+        let e = guard.unwrap_or_else(|| AmError::HandlerFailed {
+            handler: self.guard.handler().to_string(),
+            reason: format!(
+                "its reply names unknown handler id {} (the table has {} handlers)",
+                handler.0, self.handlers
+            ),
+        });
+        self.error.get_or_insert_with(|| e.clone());
+        e
+    }
+}
+
 impl HandlerCtx for SimHandlerCtx<'_, '_> {
     fn node(&self) -> NodeId {
         self.node
     }
 
+    /// A refused reply ends the run even if the handler ignores the error
+    /// (`let _ = ctx.reply(..)`): the rule it breaks is what keeps active
+    /// messages deadlock-free. A reply naming no handler is refused here,
+    /// naming the replying handler, rather than at the node it would reach.
+    // Inlined (into `reply_bytes` too) as before the checks were added:
+    // left out of line it would copy the reply once more per call.
+    #[inline(always)]
     fn reply(&mut self, reply: Reply) -> Result<(), AmError> {
-        self.guard.admit_reply()?;
-        self.reply = Some(reply);
-        Ok(())
+        match self.guard.admit_reply() {
+            Ok(()) if reply.handler.index() < self.handlers => {
+                self.reply = Some(reply);
+                Ok(())
+            }
+            refused => Err(self.refuse(refused.err(), reply.handler)),
+        }
     }
 
     fn access(&mut self, region: Region, offset: u64, len: u32, kind: Access) {
@@ -469,7 +506,8 @@ impl HandlerCtx for SimHandlerCtx<'_, '_> {
                 };
             }
             Err(reason) => {
-                self.error.get_or_insert(reason);
+                let handler = self.guard.handler().to_string();
+                self.error.get_or_insert(AmError::HandlerFailed { handler, reason });
             }
         }
     }
@@ -478,8 +516,9 @@ impl HandlerCtx for SimHandlerCtx<'_, '_> {
         match self.t.checked_add(cycles).filter(|&t| t <= CLOCK_LIMIT) {
             Some(t) => self.t = t,
             None => {
-                let e = SimError::ClockLimit { now: self.t, duration: cycles };
-                self.error.get_or_insert(e.to_string());
+                let reason = SimError::ClockLimit { now: self.t, duration: cycles }.to_string();
+                let handler = self.guard.handler().to_string();
+                self.error.get_or_insert(AmError::HandlerFailed { handler, reason });
             }
         }
     }
