@@ -1002,14 +1002,16 @@ fn output_that_cannot_be_written_is_a_one_line_error() {
 /// quietly, with the status a shell gives SIGPIPE.
 #[test]
 fn output_closed_early_ends_quietly() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_finegrain"))
+    // The reader is gone before the program starts, so its first write
+    // meets a closed pipe whatever the timing.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_finegrain"))
         .args(["reproduce", "--list"])
-        .stdout(std::process::Stdio::piped())
+        .stdout(writer)
         .stderr(std::process::Stdio::piped())
-        .spawn()
+        .output()
         .unwrap();
-    drop(child.stdout.take());
-    let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(141), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
 }
