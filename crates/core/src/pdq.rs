@@ -290,8 +290,7 @@ impl<E> Pdq<E> {
     /// a run's entry before the ones handed out ahead of it, changes nothing
     /// and is refused: accepting it would free a key a handler still holds.
     pub fn complete(&mut self, key: SyncKey, seq: u64) -> Result<(), NotInService> {
-        let refused = Err(NotInService { key, seq });
-        match key {
+        let done = match key {
             SyncKey::Key(k) => match self.busy.get_mut(&k) {
                 Some(next) if *next == seq => {
                     // Most holds are single entries: skip the run lookup.
@@ -301,17 +300,25 @@ impl<E> Pdq<E> {
                             self.busy.remove(&k);
                         }
                     }
+                    true
                 }
-                _ => return refused,
+                _ => false,
             },
             SyncKey::NoSync => match self.nosync.iter().position(|&s| s == seq) {
                 Some(i) => {
                     self.nosync.swap_remove(i);
+                    true
                 }
-                None => return refused,
+                None => false,
             },
-            SyncKey::Sequential if self.sequential == Some(seq) => self.sequential = None,
-            SyncKey::Sequential => return refused,
+            SyncKey::Sequential if self.sequential == Some(seq) => {
+                self.sequential = None;
+                true
+            }
+            SyncKey::Sequential => false,
+        };
+        if !done {
+            return Err(NotInService { key, seq });
         }
         self.blocked = false;
         Ok(())
