@@ -220,29 +220,29 @@ pub fn rerun(path: &Path) -> Result<Rerun> {
         }
         (None, None) => {}
     }
-    if let Some(difference) = lmin_difference(&workload, &record.config, &record.labels)? {
-        differences.extend(difference);
-        fields += 1;
-    }
+    fields += compare_lmin(&workload, &record.config, &record.labels, &mut differences)?;
     Ok(Rerun { workload: workload.label(), config: record.config, stats, differences, fields })
 }
 
 /// A `finegrain run --json` record's Lmin against the one its machine and
-/// seed measure (the run measured it with them). A study's record is left
+/// seed measure (the run measured it with them), noting a difference;
+/// returns how many values it compared (0 or 1). A study's record is left
 /// alone: its study measured Lmin with the study's base seed, which the
 /// record does not name; its target U and mean compute time must agree
 /// with it all the same (see [`derived_label_mismatch`]).
-/// Returns None when there is nothing to compare, else the difference
-/// found (None inside when they agree).
-fn lmin_difference(
+fn compare_lmin(
     workload: &Workload,
     c: &SimConfig,
     labels: &serde_json::Map<String, Value>,
-) -> Result<Option<Option<String>>> {
-    let (Workload::Micro(w), None) = (workload, labels.get("experiment")) else { return Ok(None) };
-    let Some(recorded) = labels.get("lmin_cycles").and_then(Value::as_f64) else { return Ok(None) };
+    differences: &mut Vec<String>,
+) -> Result<usize> {
+    let (Workload::Micro(w), None) = (workload, labels.get("experiment")) else { return Ok(0) };
+    let Some(recorded) = labels.get("lmin_cycles").and_then(Value::as_f64) else { return Ok(0) };
     let measured = micro::measure_lmin(&c.machine, w.protocol, c.seed).context("measuring Lmin again")?;
-    Ok(Some((measured != recorded).then(|| format!("lmin_cycles: recorded {recorded}, measured again {measured}"))))
+    if measured != recorded {
+        differences.push(format!("lmin_cycles: recorded {recorded}, measured again {measured}"));
+    }
+    Ok(1)
 }
 
 /// The first label that disagrees with what the others and the
