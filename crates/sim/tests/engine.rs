@@ -460,7 +460,7 @@ mod two_operations_at_once {
     use std::pin::pin;
     use std::task::Poll;
 
-    const TWO_AT_ONCE: &str = "node 0 thread 0 failed: the run was aborted: the thread awaited two finegrain operations at once (with join!, a select, or by starting one while a dropped one was unfinished); allowed: one at a time, each awaited to completion";
+    const TWO_AT_ONCE: &str = "node 0 thread 0 failed: the thread awaited two finegrain operations at once (with join!, a select, or by starting one while a dropped one was unfinished); allowed: one at a time, each awaited to completion";
 
     /// Runs `program` on thread 0 of node 0 (the others do nothing) against
     /// an echo handler on node 1 that counts the requests it handles.
@@ -583,7 +583,7 @@ mod two_operations_at_once {
 
     #[test]
     fn dropping_an_operation_in_flight_is_refused() {
-        const DROPPED: &str = "node 0 thread 0 failed: the run was aborted: the thread ended with a finegrain operation unfinished (dropped or leaked before it completed), which would lose it; allowed: await each operation to completion";
+        const DROPPED: &str = "node 0 thread 0 failed: the thread ended with a finegrain operation unfinished (dropped or leaked before it completed), which would lose it; allowed: await each operation to completion";
         // Dropped, and the thread ends.
         let (out, _) = run(|p, h| async move {
             let mut a = Box::pin(ask(&p, h, 1));

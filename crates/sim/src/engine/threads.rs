@@ -212,7 +212,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     }
 
     pub(super) fn fault(&mut self, t: usize, fault: OpFault) {
-        self.fail_thread(t, AmError::Aborted(fault.describe().into()));
+        self.fail_thread(t, AmError::NotAllowed(fault.describe().into()));
     }
 
     /// Ends the run with thread `t`'s error.
