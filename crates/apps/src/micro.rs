@@ -137,7 +137,9 @@ pub fn handlers(protocol: Protocol, machine: &MachineConfig) -> Result<(HandlerT
         }
         Protocol::Fetch => {
             let reply = table.register(info("fetch_reply", FETCH_REPLY_CYCLES), move |ctx, m: &Message| {
-                ctx.access(Region::RecvBuffer(m.src_thread), 0, block_bytes, Access::Write);
+                // The handler stores the whole block, so the cache claims
+                // its lines without reading them.
+                ctx.access(Region::RecvBuffer(m.src_thread), 0, block_bytes, Access::Overwrite);
                 Ok(())
             })?;
             let request = table.register(info("fetch_request", FETCH_REQUEST_CYCLES), move |ctx, m: &Message| {

@@ -296,6 +296,10 @@ fn derived_label_mismatch(
         Ok(a) => a,
         Err(why) => return Some(why),
     };
+    let return_percent = match return_share(labels, c.machine.interrupt.entry_percent) {
+        Ok(r) => r,
+        Err(why) => return Some(why),
+    };
     let u = present("target_u").and_then(Value::as_f64)?;
     let Some(lmin) = present("lmin_cycles").and_then(Value::as_f64) else {
         return Some(format!(
@@ -316,7 +320,7 @@ fn derived_label_mismatch(
     };
     let policy = c.policy.label();
     let (procs, oint) = (c.topology.procs_per_node, c.machine.interrupt.overhead_cycles);
-    let variant = scheduling::Variant { effect_off: effect, relinquish: rule, arbitration };
+    let variant = scheduling::Variant { effect_off: effect, relinquish: rule, arbitration, return_percent };
     let expected = scheduling::run_id(variant, w.protocol, &policy, procs, u, oint, r as u32);
     (id != expected).then(|| format!("it names id = {id} but its labels make {expected}; {DESCRIBED}"))
 }
@@ -410,6 +414,7 @@ const MICRO_LABELS: &[(&str, LabelType)] = &[
     ("replicate", WholeU32),
     ("relinquish_rule", Compared),
     ("arbitration_rule", Compared),
+    ("interrupt_return_percent", Compared),
 ];
 
 /// Labels only a fetch&add record carries.
@@ -469,6 +474,20 @@ fn named_rule<T: serde::de::DeserializeOwned + PartialEq + Copy>(
             label(configured)
         )),
         _ => Ok(rule),
+    }
+}
+
+/// The share of Oint paid on return that a claim-1 rerun names, checked
+/// against the interrupt's split its configuration runs with.
+fn return_share(labels: &serde_json::Map<String, Value>, entry_percent: u32) -> Result<Option<u32>, String> {
+    let share = parsed_label::<u32>(labels, "interrupt_return_percent", "a percentage 0..=100")?;
+    match share {
+        Some(r) if r > 100 => Err(format!("interrupt_return_percent = {r}: allowed a percentage 0..=100")),
+        Some(r) if r != 100 - entry_percent => Err(format!(
+            "it names interrupt_return_percent = {r} but its configuration pays {}% of Oint on return; {DESCRIBED}",
+            100 - entry_percent
+        )),
+        _ => Ok(share),
     }
 }
 

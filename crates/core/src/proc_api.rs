@@ -27,6 +27,19 @@ pub enum Region {
 pub enum Access {
     Read,
     Write,
+    /// A write of every byte in the range, such as a handler depositing a
+    /// whole block: a cache may claim a line the range covers whole
+    /// without reading it first (an invalidation on the bus, no data), as
+    /// the block stores and write hints of the time allowed. A line the
+    /// range covers only in part is written as by `Write`.
+    Overwrite,
+}
+
+impl Access {
+    /// Whether the access changes memory.
+    pub fn writes(self) -> bool {
+        self != Access::Read
+    }
 }
 
 /// A compute thread's handle on the machine.

@@ -178,6 +178,10 @@ impl AddressMap {
         (self.state, self.state_lines)
     }
 
+    pub fn line_bytes(&self) -> u32 {
+        self.line_bytes
+    }
+
     pub fn flag_line(&self, thread: u32) -> u32 {
         self.flags + thread
     }
@@ -673,7 +677,7 @@ impl NodeMemory {
         kind: Access,
     ) -> (u64, Outcome) {
         let Place { line, set, tag } = at;
-        let write = kind == Access::Write;
+        let write = kind.writes();
         let held = self.tags.get(proc, set);
         if held & TAG_MASK == tag {
             if write && held & SHARED == 0 {
@@ -716,12 +720,19 @@ impl NodeMemory {
             Some(_) => (Outcome::CacheToCache, p.memory_occupancy, p.memory_latency),
             None => (Outcome::Memory, p.memory_occupancy, p.memory_latency),
         };
+        // An overwrite claims the line without its data: the outcome still
+        // says where ownership came from (it decides the effect), but the
+        // bus carries only an invalidation, priced as an upgrade.
+        let (phases, occ, lat) = match kind {
+            Access::Overwrite => (Phases::AddressOnly, p.upgrade_occupancy, p.upgrade_latency),
+            _ => (Phases::Read, occ, lat),
+        };
         let effect = self.effect_of(proc, class, outcome);
         let waived = self.waived(effect);
         let (done, bus_free) = if waived {
             (t, t)
         } else {
-            let g = self.bus.transact(now, t, Phases::Read, occ, lat);
+            let g = self.bus.transact(now, t, phases, occ, lat);
             (g.done, g.bus_free)
         };
         if held != INVALID && held & DIRTY != 0 {
@@ -768,7 +779,7 @@ impl NodeMemory {
         let class = self.map.class(line);
         let set = self.set_in_bank(line, class) as usize;
         let tag = self.map.tag(line);
-        if kind == Access::Write {
+        if kind.writes() {
             self.invalidate_others(usize::MAX, set, line);
             return self.bus.transact(now, t, Phases::Write, cost.occupancy, cost.posted_write).done - t;
         }
@@ -799,7 +810,7 @@ impl NodeMemory {
         let class = self.map.class(first);
         // Misses take the class of the range's first line.
         debug_assert_eq!(self.map.class(first + count - 1), class, "a line range crosses a region");
-        let write = kind == Access::Write;
+        let write = kind.writes();
         let mut spent = 0;
         let mut missed = 0;
         // Consecutive lines take consecutive sets, the tag going up by one
@@ -821,6 +832,43 @@ impl NodeMemory {
             if out != Outcome::Hit {
                 missed += lat;
             }
+        }
+        (spent, missed)
+    }
+
+    /// Accesses the `len` bytes at byte `offset` of a region, which occupy
+    /// lines `first..first + count`; returns what [`NodeMemory::access_lines`]
+    /// does. An overwrite claims only the lines it covers whole: a line at
+    /// either end that it covers in part keeps bytes it does not write, so
+    /// it is read for ownership like any write.
+    #[allow(clippy::too_many_arguments)]
+    pub fn access_bytes(
+        &mut self,
+        now: u64,
+        t: u64,
+        proc: usize,
+        (first, count): (u32, u32),
+        offset: u64,
+        len: u32,
+        kind: Access,
+    ) -> (u64, u64) {
+        if kind != Access::Overwrite {
+            return self.access_lines(now, t, proc, first, count, kind);
+        }
+        let lb = self.map.line_bytes() as u64;
+        let head_partial = offset % lb != 0;
+        let tail_partial = (offset + len as u64) % lb != 0 && !(head_partial && count == 1);
+        let whole = count - head_partial as u32 - tail_partial as u32;
+        let parts = [
+            (first, head_partial as u32, Access::Write),
+            (first + head_partial as u32, whole, Access::Overwrite),
+            (first + count - tail_partial as u32, tail_partial as u32, Access::Write),
+        ];
+        let (mut spent, mut missed) = (0, 0);
+        for (line, n, kind) in parts.into_iter().filter(|p| p.1 > 0) {
+            let (s, m) = self.access_lines(now, t + spent, proc, line, n, kind);
+            spent += s;
+            missed += m;
         }
         (spent, missed)
     }
@@ -1074,6 +1122,7 @@ fn binomial(n: u64, touch: Touch, rng: &mut ChaCha8Rng) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use finegrain_core::ThreadId;
     use rand::SeedableRng;
 
     #[test]
@@ -1193,6 +1242,49 @@ mod tests {
         assert_eq!(n.misses[0].placement, 1, "the owner's upgrade is a data-placement cost");
         // The reader's copy was invalidated by the upgrade.
         assert_eq!(n.access(0, 300, 1, line, Access::Read).1, Outcome::CacheToCache);
+    }
+
+    #[test]
+    fn an_overwrite_claims_a_peers_dirty_line_without_its_data() {
+        let m = machine();
+        let mut n = node(&m, &[Some(0), Some(1)]);
+        let (first, _) = n.map().lines(Region::RecvBuffer(ThreadId(0)), 0, 32, 2).unwrap();
+        n.access(0, 0, 1, first, Access::Write);
+        let read_for_ownership = {
+            let mut again = node(&m, &[Some(0), Some(1)]);
+            again.access(0, 0, 1, first, Access::Write);
+            again.access(0, 10_000, 0, first, Access::Write).0
+        };
+        // Long after the peer's write, on an idle bus.
+        let (latency, outcome) = n.access(0, 10_000, 0, first, Access::Overwrite);
+        assert_eq!(outcome, Outcome::CacheToCache, "ownership still comes from the peer");
+        assert_eq!(latency, m.bus.upgrade_latency, "but only an invalidation crosses the bus");
+        assert!(read_for_ownership > latency);
+        // The peer's copy is gone and the claimer holds the line Modified.
+        assert_eq!(n.access(0, 10_100, 0, first, Access::Write).1, Outcome::Hit);
+        assert_eq!(n.access(0, 10_200, 1, first, Access::Read).1, Outcome::CacheToCache);
+    }
+
+    #[test]
+    fn an_overwrite_reads_the_lines_it_covers_only_in_part() {
+        let m = machine();
+        let lb = m.cache.line_bytes as u64;
+        let cost = |offset: u64, len: u32| {
+            let mut n = node(&m, &[Some(0), Some(1)]);
+            let range = n.map().lines(Region::RecvBuffer(ThreadId(0)), offset, len, 2).unwrap();
+            n.access_bytes(0, 0, 1, range, 0, 4 * lb as u32, Access::Write);
+            n.access_bytes(0, 10_000, 0, range, offset, len, Access::Overwrite).0
+        };
+        let claim = m.bus.upgrade_latency;
+        let fetch = m.bus.cache_to_cache_latency;
+        assert_eq!(cost(0, 4 * lb as u32), 4 * claim, "four whole lines: four claims");
+        // Back-to-back transfers may wait a bus cycle or two for each other.
+        let ragged = cost(8, 3 * lb as u32);
+        assert!(
+            (2 * claim + 2 * fetch..2 * claim + 2 * fetch + 8).contains(&ragged),
+            "ragged ends are read first: {ragged}"
+        );
+        assert_eq!(cost(8, 8), fetch, "a part of one line is an ordinary write");
     }
 
     #[test]

@@ -122,6 +122,7 @@ pub(super) fn verdicts_under<K: Copy>(
 
 /// The sensitivity runs' verdicts, for the report.
 pub(super) struct Sensitivity {
+    pub(super) claim1: Vec<(u32, Verdict)>,
     pub(super) claim5: Vec<(EffectOff, Verdict)>,
     pub(super) claim2: Vec<(Relinquish, Verdict)>,
     pub(super) claim4: Vec<(RoleArbitration, Verdict)>,
@@ -132,7 +133,14 @@ pub(super) struct Sensitivity {
 /// Each claim again on the runs of each sensitivity setting.
 pub(super) fn sensitivity(grid: &Grid, records: &[RunRecord], preset: &ProtocolParams) -> Sensitivity {
     let ((lo, hi), us) = (oint_range(grid), sorted_u(grid));
+    let oints = sorted_oints(grid);
     Sensitivity {
+        claim1: verdicts_under(
+            &grid.return_sensitivity,
+            records,
+            |r| Variant { return_percent: Some(r), ..Variant::BASELINE },
+            |v| claim1(v, &us, &oints),
+        ),
         claim5: verdicts_under(
             &grid.sensitivity,
             records,

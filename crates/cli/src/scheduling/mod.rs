@@ -17,7 +17,7 @@ use crate::report::{markdown_table, Check, Verdict};
 use crate::sweep;
 use anyhow::{bail, Context, Result};
 use finegrain_apps::micro::{self, MicroConfig, Protocol};
-use finegrain_core::config::{parse_toml, ProtocolParams, Relinquish, RoleArbitration};
+use finegrain_core::config::{parse_toml, InterruptParams, ProtocolParams, Relinquish, RoleArbitration};
 use finegrain_core::{MachineConfig, Policy, Topology};
 use finegrain_sim::{mix_seed, RunStats, SimConfig};
 use serde::{Deserialize, Serialize};
@@ -67,6 +67,12 @@ pub struct Grid {
     /// claim's verdict under each.
     #[serde(default)]
     pub arbitration_sensitivity: Vec<RoleArbitration>,
+    /// Shares of Oint (percent) paid on the interrupt's return, after the
+    /// role is given up, other than the preset's, each in extra runs of
+    /// claim 1's points (Single, null handler, every U and Oint); the
+    /// report gives the claim's verdict under each.
+    #[serde(default)]
+    pub return_sensitivity: Vec<u32>,
 }
 
 impl Grid {
@@ -142,18 +148,30 @@ impl Grid {
         check_distinct(&field("sensitivity"), &self.sensitivity, EffectOff::to_string)?;
         check_distinct(&field("relinquish_sensitivity"), &self.relinquish_sensitivity, |r| r.label().to_string())?;
         check_distinct(&field("arbitration_sensitivity"), &self.arbitration_sensitivity, |a| a.label().to_string())?;
+        if let Some(r) = self.return_sensitivity.iter().find(|&&r| r > 100) {
+            bail!("invalid {} = {r}: allowed percentages 0..=100 of Oint", field("return_sensitivity"));
+        }
+        check_distinct(&field("return_sensitivity"), &self.return_sensitivity, u32::to_string)?;
         Ok(())
     }
 
     /// A rule rerun for claim 2 or 4 must differ from the preset's (its
     /// runs would repeat the study's own).
-    fn check_rules(&self, table: &str, preset: &ProtocolParams) -> Result<()> {
+    fn check_rules(&self, table: &str, preset: &ProtocolParams, interrupt: &InterruptParams) -> Result<()> {
         if self.relinquish_sensitivity.contains(&preset.relinquish) {
             bail!(
                 "invalid {table}.relinquish_sensitivity = [{}]: {} is the preset's own rule; allowed the other rules \
                  of eager, handoff, adaptive",
                 self.relinquish_sensitivity.iter().map(|r| r.label()).collect::<Vec<_>>().join(", "),
                 preset.relinquish.label()
+            );
+        }
+        let preset_return = 100 - interrupt.entry_percent;
+        if self.return_sensitivity.contains(&preset_return) {
+            bail!(
+                "invalid {table}.return_sensitivity = {:?}: {preset_return} is the preset's own share of Oint paid on \
+                 return; allowed other percentages 0..=100",
+                self.return_sensitivity
             );
         }
         if self.arbitration_sensitivity.contains(&preset.role_arbitration) {
@@ -200,11 +218,14 @@ pub struct Variant {
     /// Another arbitration of a released role (claim 4's reruns).
     #[serde(rename = "arbitration_rule", skip_serializing_if = "Option::is_none")]
     pub arbitration: Option<RoleArbitration>,
+    /// Another share of Oint (percent) paid on return (claim 1's reruns).
+    #[serde(rename = "interrupt_return_percent", skip_serializing_if = "Option::is_none")]
+    pub return_percent: Option<u32>,
 }
 
 impl Variant {
     /// The study's own runs.
-    const BASELINE: Variant = Variant { effect_off: None, relinquish: None, arbitration: None };
+    const BASELINE: Variant = Variant { effect_off: None, relinquish: None, arbitration: None, return_percent: None };
 
     /// The start of a run id that names what the run changes.
     fn id_prefix(&self) -> String {
@@ -214,6 +235,9 @@ impl Variant {
         }
         if let Some(a) = self.arbitration {
             let _ = write!(s, "arbitration-{}-", a.label());
+        }
+        if let Some(r) = self.return_percent {
+            let _ = write!(s, "return{r}-");
         }
         s
     }
@@ -228,6 +252,9 @@ impl Variant {
         if let Some(a) = self.arbitration {
             m.protocol.role_arbitration = a;
         }
+        if let Some(r) = self.return_percent {
+            m.interrupt.entry_percent = 100 - r;
+        }
     }
 
     /// The variant whose runs stand for `policy` under this one. Fixed's
@@ -237,7 +264,7 @@ impl Variant {
     /// own runs of those policies.
     fn seen_by(self, policy: &str) -> Variant {
         match policy {
-            "fixed" => Variant { relinquish: None, arbitration: None, ..self },
+            "fixed" => Variant { relinquish: None, arbitration: None, return_percent: None, ..self },
             "single" => Variant { arbitration: None, ..self },
             _ => self,
         }
@@ -373,7 +400,7 @@ pub fn reproduce(src: &Source, quick: bool, out: &Path) -> Result<PathBuf> {
     let grid = if quick { &exp.quick } else { &exp.full };
     let machine = MachineConfig::load(&src.preset(&exp.preset))?;
     for (table, g) in [("full", &exp.full), ("quick", &exp.quick)] {
-        g.check_rules(table, &machine.protocol)?;
+        g.check_rules(table, &machine.protocol, &machine.interrupt)?;
         check_sensitivity_on(&format!("{table}.sensitivity"), &g.sensitivity, &machine, &exp.preset)?;
     }
     let started = Instant::now();
@@ -501,6 +528,16 @@ fn plan(exp: &Experiment, grid: &Grid, lmin: &BTreeMap<Protocol, f64>) -> Vec<Ru
             // Claim 4's two U may be one (a grid with one U from 0.1 to 0.9).
             let mut claim4_points = claim4_us(&sorted_u(grid)).to_vec();
             claim4_points.dedup();
+            // Claim 1 looks at Single on the null handler, at every point.
+            if protocol == Protocol::Null {
+                for &share in &grid.return_sensitivity {
+                    for &oint in &grid.oint_cycles {
+                        for &target_u in &grid.target_u {
+                            point(target_u, oint, &[1], Variant { return_percent: Some(share), ..Variant::BASELINE });
+                        }
+                    }
+                }
+            }
             for &arbitration in &grid.arbitration_sensitivity {
                 for &target_u in &claim4_points {
                     let variant = Variant { arbitration: Some(arbitration), ..Variant::BASELINE };

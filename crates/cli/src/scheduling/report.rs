@@ -129,6 +129,20 @@ pub(super) fn render_report(
     for v in verdicts {
         let _ = writeln!(s, "{}\n", v.line());
     }
+    if !sensitivity.claim1.is_empty() {
+        let _ = writeln!(
+            s,
+            "## Sensitivity of claim 1\n\nClaim 1's points (Single, null handler, every U and Oint) run again with \
+             another share of Oint paid on the interrupt's return, after the role is given up (a message arriving \
+             then interrupts again once the work resumes); the preset pays {}% on return. These runs are in \
+             `runs/return<percent>-*.json` and are not used for the verdicts above.\n",
+            100 - machine.interrupt.entry_percent
+        );
+        for (r, v) in &sensitivity.claim1 {
+            let _ = writeln!(s, "- {r}% on return: {} - {}", v.status(), v.evidence);
+        }
+        let _ = writeln!(s);
+    }
     if !sensitivity.claim2.is_empty() {
         let (lo, hi) = oint_range(grid);
         let _ = writeln!(

@@ -442,7 +442,7 @@ impl ThreadCtx {
         for w in &words[first..last] {
             match kind {
                 Access::Read => acc = acc.wrapping_add(w.load(Ordering::Relaxed)),
-                Access::Write => w.store(offset, Ordering::Relaxed),
+                Access::Write | Access::Overwrite => w.store(offset, Ordering::Relaxed),
             }
         }
         std::hint::black_box(acc);

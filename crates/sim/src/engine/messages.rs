@@ -502,7 +502,7 @@ impl HandlerCtx for SimHandlerCtx<'_, '_> {
             Ok((first, count)) => {
                 self.t += match &self.device {
                     Some(d) => d.touch(self.mem, self.now, self.t, self.proc, first, count, offset, len, kind),
-                    None => self.mem.access_lines(self.now, self.t, self.proc, first, count, kind).0,
+                    None => self.mem.access_bytes(self.now, self.t, self.proc, (first, count), offset, len, kind).0,
                 };
             }
             Err(reason) => {

@@ -115,8 +115,15 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 match self.nodes[n].mem.map().lines(region, offset, len, threads) {
                     Ok((first, count)) => {
                         let local = self.procs[p].local;
-                        let (lat, missed) =
-                            self.nodes[n].mem.access_lines(self.now, self.now, local, first, count, kind);
+                        let (lat, missed) = self.nodes[n].mem.access_bytes(
+                            self.now,
+                            self.now,
+                            local,
+                            (first, count),
+                            offset,
+                            len,
+                            kind,
+                        );
                         self.start_access(p, lat, missed);
                     }
                     // `Proc::access` has no result to report this in.
