@@ -856,8 +856,8 @@ impl NodeMemory {
             return self.access_lines(now, t, proc, first, count, kind);
         }
         let lb = self.map.line_bytes() as u64;
-        let head_partial = offset % lb != 0;
-        let tail_partial = (offset + len as u64) % lb != 0 && !(head_partial && count == 1);
+        let head_partial = !offset.is_multiple_of(lb);
+        let tail_partial = !(offset + len as u64).is_multiple_of(lb) && !(head_partial && count == 1);
         let whole = count - head_partial as u32 - tail_partial as u32;
         let parts = [
             (first, head_partial as u32, Access::Write),
