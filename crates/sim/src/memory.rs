@@ -857,7 +857,9 @@ impl NodeMemory {
         }
         let lb = self.map.line_bytes() as u64;
         let head_partial = !offset.is_multiple_of(lb);
-        let tail_partial = !(offset + len as u64).is_multiple_of(lb) && !(head_partial && count == 1);
+        // A single line partly covered at its head is the head's alone.
+        let head_only = head_partial && count == 1;
+        let tail_partial = !((offset + len as u64).is_multiple_of(lb) || head_only);
         let whole = count - head_partial as u32 - tail_partial as u32;
         let parts = [
             (first, head_partial as u32, Access::Write),
