@@ -259,13 +259,14 @@ impl Variant {
 
     /// The variant whose runs stand for `policy` under this one. Fixed's
     /// compute processors never act as PP and its dedicated one never gives
-    /// the role up, so neither rule changes a Fixed run; a single processor
-    /// never races anyone for the role. Their reruns pair with the study's
-    /// own runs of those policies.
+    /// the role up, so neither rule changes a Fixed run, and nothing
+    /// interrupts it; a single processor never races anyone for the role,
+    /// and with no peer to take it over it gives the role up under every
+    /// rule. Their reruns pair with the study's own runs of those policies.
     fn seen_by(self, policy: &str) -> Variant {
         match policy {
             "fixed" => Variant { relinquish: None, arbitration: None, return_percent: None, ..self },
-            "single" => Variant { arbitration: None, ..self },
+            "single" => Variant { relinquish: None, arbitration: None, ..self },
             _ => self,
         }
     }
