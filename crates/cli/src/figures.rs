@@ -1,6 +1,8 @@
 //! SVG line charts (plotters), in the spirit of the papers' figures.
 
 use anyhow::{anyhow, Result};
+use plotters::coord::ranged1d::ValueFormatter;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -16,6 +18,8 @@ pub struct Chart<'a> {
     pub series: Vec<Series>,
     /// A dashed reference line (for example y = 1: "same as the baseline").
     pub reference_y: Option<f64>,
+    /// A logarithmic y axis (ignored unless every value is positive).
+    pub log_y: bool,
 }
 
 const COLORS: [RGBColor; 8] = [
@@ -45,19 +49,41 @@ pub fn line_chart(path: &Path, chart: &Chart) -> Result<()> {
         y0 = y0.min(r);
         y1 = y1.max(r);
     }
-    let pad = ((y1 - y0) * 0.08).max(0.02);
-    let (y0, y1) = ((y0 - pad).max(0.0), y1 + pad);
     let xpad = ((x1 - x0) * 0.03).max(0.01);
+    let x_range = (x0 - xpad)..(x1 + xpad);
     let root = SVGBackend::new(path, (820, 520)).into_drawing_area();
     let err = |e: &dyn std::fmt::Display| anyhow!("figure {}: {e}", path.display());
     root.fill(&WHITE).map_err(|e| err(&e))?;
-    let mut ctx = ChartBuilder::on(&root)
-        .caption(chart.title, ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(44)
-        .y_label_area_size(60)
-        .build_cartesian_2d((x0 - xpad)..(x1 + xpad), y0..y1)
-        .map_err(|e| err(&e))?;
+    let mut builder = ChartBuilder::on(&root);
+    builder.caption(chart.title, ("sans-serif", 20)).margin(12).x_label_area_size(44).y_label_area_size(60);
+    if chart.log_y && y0 > 0.0 {
+        // Ratios spanning orders of magnitude: equal factors, equal steps.
+        let (lo, hi) = (y0 / 1.15, y1 * 1.15);
+        let ctx = builder.build_cartesian_2d(x_range.clone(), (lo..hi).log_scale()).map_err(|e| err(&e))?;
+        let legend = legend_corner(chart, (x_range.start, x_range.end), (lo.ln(), hi.ln()), f64::ln);
+        draw(ctx, chart, &x_range, legend).map_err(|e| err(&e))?;
+    } else {
+        let pad = ((y1 - y0) * 0.08).max(0.02);
+        let (lo, hi) = ((y0 - pad).max(0.0), y1 + pad);
+        let ctx = builder.build_cartesian_2d(x_range.clone(), lo..hi).map_err(|e| err(&e))?;
+        let legend = legend_corner(chart, (x_range.start, x_range.end), (lo, hi), |y| y);
+        draw(ctx, chart, &x_range, legend).map_err(|e| err(&e))?;
+    }
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+/// The mesh, the reference line, the series and the legend, on either
+/// kind of y axis.
+fn draw<'a, Y>(
+    mut ctx: ChartContext<'a, SVGBackend<'a>, Cartesian2d<RangedCoordf64, Y>>,
+    chart: &Chart,
+    x_range: &std::ops::Range<f64>,
+    legend: SeriesLabelPosition,
+) -> Result<(), DrawingAreaErrorKind<std::io::Error>>
+where
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
     // Counts (processors per node, say) read as counts: "4", not "4.0".
     let counts = chart.series.iter().flat_map(|s| &s.points).all(|&(x, _)| x.fract() == 0.0);
     let count_label = |x: &f64| if x.fract() == 0.0 { format!("{x:.0}") } else { format!("{x}") };
@@ -66,40 +92,38 @@ pub fn line_chart(path: &Path, chart: &Chart) -> Result<()> {
     if counts {
         mesh.x_label_formatter(&count_label);
     }
-    mesh.draw().map_err(|e| err(&e))?;
+    mesh.draw()?;
     if let Some(r) = chart.reference_y {
-        let dashed = DashedLineSeries::new(vec![(x0 - xpad, r), (x1 + xpad, r)], 6, 4, BLACK.mix(0.5).into());
-        ctx.draw_series(dashed).map_err(|e| err(&e))?;
+        let dashed = DashedLineSeries::new(vec![(x_range.start, r), (x_range.end, r)], 6, 4, BLACK.mix(0.5).into());
+        ctx.draw_series(dashed)?;
     }
     for (i, s) in chart.series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
-        ctx.draw_series(LineSeries::new(s.points.clone(), color.stroke_width(2)))
-            .map_err(|e| err(&e))?
+        ctx.draw_series(LineSeries::new(s.points.clone(), color.stroke_width(2)))?
             .label(s.name.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
-        ctx.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled()))).map_err(|e| err(&e))?;
+        ctx.draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
     }
-    ctx.configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .position(legend_corner(chart, (x0 - xpad, x1 + xpad), (y0, y1)))
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))?;
-    Ok(())
+    ctx.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(BLACK.mix(0.3)).position(legend).draw()
 }
 
 /// The corner of the plot whose legend box would cover the least of the
 /// data (the points and the lines between them), so the legend hides no
 /// curve when some corner is free; the upper right when several are.
-fn legend_corner(chart: &Chart, (x0, x1): (f64, f64), (y0, y1): (f64, f64)) -> SeriesLabelPosition {
+/// `scale` maps a value to the axis's linear position (ln for a log axis).
+fn legend_corner(
+    chart: &Chart,
+    (x0, x1): (f64, f64),
+    (y0, y1): (f64, f64),
+    scale: impl Fn(f64) -> f64,
+) -> SeriesLabelPosition {
     // The legend's size with its offset from the corner, as a share of the
     // plotting area (about 7 pixels a character and 15 a line, in a plot
     // about 730 x 420 pixels, and a point's marker around each point).
     let longest = chart.series.iter().map(|s| s.name.chars().count()).max().unwrap_or(0);
     let w = ((50.0 + 7.0 * longest as f64) / 730.0).min(1.0);
     let h = ((30.0 + 15.0 * chart.series.len() as f64) / 420.0).min(1.0);
-    let normalized = |(x, y): (f64, f64)| ((x - x0) / (x1 - x0), (y - y0) / (y1 - y0));
+    let normalized = |(x, y): (f64, f64)| ((x - x0) / (x1 - x0), (scale(y) - y0) / (y1 - y0));
     // Samples along every segment, so a line crossing a corner counts.
     let samples: Vec<(f64, f64)> = chart
         .series
@@ -141,6 +165,7 @@ mod tests {
             y_label: "y",
             series: vec![Series { name: "a series".into(), points }],
             reference_y: None,
+            log_y: false,
         }
     }
 
@@ -148,12 +173,12 @@ mod tests {
     fn the_legend_avoids_the_data() {
         // A curve rising to the upper right: the legend goes upper left.
         let rising = chart(vec![(0.0, 0.0), (0.5, 0.2), (1.0, 1.0)]);
-        assert!(matches!(legend_corner(&rising, (0.0, 1.0), (0.0, 1.0)), SeriesLabelPosition::UpperLeft));
+        assert!(matches!(legend_corner(&rising, (0.0, 1.0), (0.0, 1.0), |y| y), SeriesLabelPosition::UpperLeft));
         // A flat curve along the top: a lower corner.
         let top = chart(vec![(0.0, 1.0), (1.0, 1.0)]);
-        assert!(matches!(legend_corner(&top, (0.0, 1.0), (0.0, 1.0)), SeriesLabelPosition::LowerRight));
+        assert!(matches!(legend_corner(&top, (0.0, 1.0), (0.0, 1.0), |y| y), SeriesLabelPosition::LowerRight));
         // Nothing in the upper right: it stays there.
         let falling = chart(vec![(0.0, 1.0), (1.0, 0.0)]);
-        assert!(matches!(legend_corner(&falling, (0.0, 1.0), (0.0, 1.0)), SeriesLabelPosition::UpperRight));
+        assert!(matches!(legend_corner(&falling, (0.0, 1.0), (0.0, 1.0), |y| y), SeriesLabelPosition::UpperRight));
     }
 }

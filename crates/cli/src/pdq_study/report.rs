@@ -11,7 +11,7 @@ pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Re
     // Draws one chart into figures/<file> and lists it for the report.
     let mut draw = |file: &str, title: String, axes: (&str, &str), series: Vec<Series>| -> Result<()> {
         let name = format!("figures/{file}");
-        let chart = Chart { title: &title, x_label: axes.0, y_label: axes.1, series, reference_y: None };
+        let chart = Chart { title: &title, x_label: axes.0, y_label: axes.1, series, reference_y: None, log_y: false };
         line_chart(&out.join(&name), &chart)?;
         figs.push((name, title));
         Ok(())

@@ -31,6 +31,8 @@ pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Re
             y_label: "time / time of Fixed",
             series: by_u("single", 1),
             reference_y: Some(1.0),
+            // Oint from 1 to 100 us spreads the ratios over two decades.
+            log_y: true,
         },
     )?;
     figs.push((f.to_string(), "Single (1 processor) vs Fixed (1 compute + 1 protocol processor)".to_string()));
@@ -43,6 +45,7 @@ pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Re
             y_label: "time / time of Fixed",
             series: by_u("floating", 2),
             reference_y: Some(1.0),
+            log_y: false,
         },
     )?;
     figs.push((f.to_string(), "Floating (2 compute) vs Fixed (1 compute + 1 PP)".to_string()));
@@ -67,6 +70,7 @@ pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Re
             y_label: "time of Floating / time of Fixed",
             series,
             reference_y: Some(1.0),
+            log_y: false,
         },
     )?;
     figs.push((f.to_string(), "Floating/Fixed against processors per node".to_string()));
@@ -89,6 +93,7 @@ pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Re
                 y_label: "costup x time / time of Single",
                 series,
                 reference_y: Some(1.0),
+                log_y: false,
             },
         )?;
         figs.push((f, format!("cost-performance, {p}")));
