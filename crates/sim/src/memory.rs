@@ -799,7 +799,8 @@ impl NodeMemory {
     }
 
     /// Accesses `count` consecutive lines back to back; returns total
-    /// latency and the latency spent in misses.
+    /// latency and the latency spent in misses. An `Overwrite` here claims
+    /// every line whole: [`NodeMemory::access_bytes`] takes byte ranges.
     /// The lines of one range share a region, hence a class: hits (the
     /// common case for code and warm protocol state) are checked here
     /// without the full access path.

@@ -630,7 +630,7 @@ const CSV_HEADER: &str =
     "protocol,policy,procs_per_node,compute_procs,target_u,measured_u,oint_cycles,seed,sim_cycles,\
 time_norm_fixed,cost_performance,requests,interrupts,pp_occupancy,events,wall_seconds,replicate,lmin_cycles,\
 mean_compute_cycles,messages,mean_request_latency_cycles,migration_misses,placement_misses,interference_misses,\
-role_cycles,messages_per_wall_second,record,effect_off,relinquish,arbitration";
+role_cycles,messages_per_wall_second,record,effect_off,relinquish,arbitration,interrupt_return_percent";
 
 fn csv(records: &[RunRecord]) -> String {
     let opt = |v: Option<f64>| v.map(|x| format!("{x:.4}")).unwrap_or_default();
@@ -640,7 +640,7 @@ fn csv(records: &[RunRecord]) -> String {
         let st = &r.stats;
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{:.4},{},{},{},{},{},{},{},{:.4},{},{:.4},{},{:.1},{:.1},{},{:.1},{},{},{},{},{:.0},runs/{}.json,{},{},{}",
+            "{},{},{},{},{},{:.4},{},{},{},{},{},{},{},{:.4},{},{:.4},{},{:.1},{:.1},{},{:.1},{},{},{},{},{:.0},runs/{}.json,{},{},{},{}",
             r.protocol,
             r.policy,
             r.procs_per_node,
@@ -670,7 +670,8 @@ fn csv(records: &[RunRecord]) -> String {
             r.id,
             r.variant.effect_off.map(|e| e.to_string()).unwrap_or_default(),
             r.variant.relinquish.map(|r| r.label()).unwrap_or_default(),
-            r.variant.arbitration.map(|a| a.label()).unwrap_or_default()
+            r.variant.arbitration.map(|a| a.label()).unwrap_or_default(),
+            r.variant.return_percent.map(|p| p.to_string()).unwrap_or_default()
         );
     }
     s
