@@ -720,19 +720,22 @@ impl NodeMemory {
             Some(_) => (Outcome::CacheToCache, p.memory_occupancy, p.memory_latency),
             None => (Outcome::Memory, p.memory_occupancy, p.memory_latency),
         };
-        // An overwrite claims the line without its data: the outcome still
-        // says where ownership came from (it decides the effect), but the
-        // bus carries only an invalidation, priced as an upgrade.
-        let (phases, occ, lat) = match kind {
-            Access::Overwrite => (Phases::AddressOnly, p.upgrade_occupancy, p.upgrade_latency),
-            _ => (Phases::Read, occ, lat),
-        };
         let effect = self.effect_of(proc, class, outcome);
         let waived = self.waived(effect);
         let (done, bus_free) = if waived {
             (t, t)
         } else {
-            let g = self.bus.transact(now, t, phases, occ, lat);
+            // An overwrite claims the line without its data: the outcome
+            // still says where ownership came from (it decides the effect),
+            // but the bus carries only an invalidation, priced as an
+            // upgrade. Each call names its phases as a constant, so the
+            // inlined `transact` folds their split away.
+            let g = match kind {
+                Access::Overwrite => {
+                    self.bus.transact(now, t, Phases::AddressOnly, p.upgrade_occupancy, p.upgrade_latency)
+                }
+                _ => self.bus.transact(now, t, Phases::Read, occ, lat),
+            };
             (g.done, g.bus_free)
         };
         if held != INVALID && held & DIRTY != 0 {
@@ -843,6 +846,7 @@ impl NodeMemory {
     /// either end that it covers in part keeps bytes it does not write, so
     /// it is read for ownership like any write.
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub fn access_bytes(
         &mut self,
         now: u64,
