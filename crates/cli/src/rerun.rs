@@ -333,10 +333,16 @@ fn fetch_add_id_mismatch(
     effect: Option<EffectOff>,
     labels: &serde_json::Map<String, Value>,
 ) -> Option<String> {
-    let sweep = match parsed_label::<Sweep>(labels, "sweep", "main, mult-home-u, sequential or sensitivity") {
+    let sweep = match parsed_label::<Sweep>(labels, "sweep", "main, mult-home-u, sequential, sensitivity or affinity") {
         Ok(s) => s,
         Err(why) => return Some(why),
     };
+    let affinity = c.machine.pdq.as_ref().is_some_and(|p| p.affinity);
+    if sweep == Some(Sweep::Affinity) && !affinity {
+        return Some(format!(
+            "it names sweep = \"affinity\" but its configuration runs with pdq.affinity off; {DESCRIBED}"
+        ));
+    }
     let (Some(id), Some(sweep)) = (labels.get("id").and_then(Value::as_str), sweep) else { return None };
     let point = Point::of_config(c)?;
     let expected = pdq_study::run_id(&point, w.keys, w.skew, sweep, w.home_u, w.sequential_fraction, effect);

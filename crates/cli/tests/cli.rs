@@ -499,10 +499,28 @@ p99_queue_delay_cycles,pp_busy_wait_fraction,seed";
     for (field, value, says) in [
         ("id", serde_json::json!("embedded-pdq-k4-keys4096-uniform-seq0.050"), "its labels make embedded-pdq-k4"),
         ("sweep", serde_json::json!("main"), "its labels make embedded-pdq-k4-keys4096-uniform;"),
-        ("sweep", serde_json::json!("grid"), "sweep = \"grid\": allowed main, mult-home-u, sequential or sensitivity"),
+        (
+            "sweep",
+            serde_json::json!("grid"),
+            "sweep = \"grid\": allowed main, mult-home-u, sequential, sensitivity or affinity",
+        ),
+        ("sweep", serde_json::json!("affinity"), "configuration runs with pdq.affinity off"),
     ] {
         check_mislabelled(&d, record, field, value, says);
     }
+    // The extension: claims 4 and 5 judged again on PDQ with the device's
+    // key affinity, whose runs say so in their configuration and rerun.
+    for n in [4, 5] {
+        assert!(report.contains(&format!("- with affinity, claim {n}: ")), "no affinity line for claim {n}");
+    }
+    let with_affinity = "smp-pdq-k4-keys4096-zipf1-affinity.json";
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("runs").join(with_affinity)).unwrap()).unwrap();
+    assert_eq!(
+        (json["sweep"].as_str(), json["config"]["machine"]["pdq"]["affinity"].as_bool()),
+        (Some("affinity"), Some(true))
+    );
+    check_rerun(&d, with_affinity, "identical");
     check_sensitivity(
         &d,
         "## Sensitivity of claim 5's SMP scaling",

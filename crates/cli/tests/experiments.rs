@@ -344,3 +344,22 @@ fn a_sensitivity_run_of_a_mechanism_the_preset_has_off_is_rejected() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Affinity reruns switch the device's key affinity on: a preset that has
+/// it on already would repeat the main runs under another name.
+#[test]
+fn affinity_reruns_on_a_preset_with_affinity_are_rejected() {
+    let d = temp_dir("affinity-preset");
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets/hpca99.toml");
+    let text = std::fs::read_to_string(shipped).unwrap();
+    assert!(text.contains("affinity = false"));
+    let preset = d.join("hpca99-affinity.toml");
+    std::fs::write(&preset, text.replace("affinity = false", "affinity = true")).unwrap();
+    let preset = format!("{:?}", preset.display().to_string());
+    assert_rejected(
+        "pdq-micro",
+        &[("preset", &preset)],
+        &["invalid full.affinity = true: preset ", "hpca99-affinity.toml has pdq.affinity on already"],
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -607,6 +607,12 @@ pub struct PdqParams {
     /// Spin-lock discipline: instructions to take and to release a key's
     /// lock (besides the lock line's own cache traffic).
     pub lock_cycles: u64,
+    /// Key affinity, an extension of the paper's device: a processor asking
+    /// for work gets the oldest dispatchable entry of a key it served last
+    /// (or that nobody has served), if the search window holds one, so a
+    /// key's state stays in one cache (what static partitioning gets for
+    /// free); otherwise, as without it, the oldest dispatchable entry.
+    pub affinity: bool,
 }
 
 /// Round-trip latencies the preset was calibrated to; `finegrain calibrate`

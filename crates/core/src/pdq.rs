@@ -201,6 +201,46 @@ impl<E> Pdq<E> {
     /// Hands out the oldest entry that may run now, marking its key busy.
     pub fn dispatch(&mut self) -> Option<Dispatched<E>> {
         let i = self.find()?;
+        Some(self.take_at(i))
+    }
+
+    /// Like [`Pdq::dispatch`], but hands out the oldest dispatchable entry
+    /// whose key `prefer` accepts when there is one before the first
+    /// nosync or sequential entry of the window, else the oldest
+    /// dispatchable entry. A dispatch device with affinity passes "keys
+    /// this processor served last", so a key's state stays in one cache.
+    /// Preferring by key keeps each key's entries in arrival order (a
+    /// key's older entry is preferred whenever its younger one would be),
+    /// and nothing passes a sequential or nosync entry that plain dispatch
+    /// would not pass.
+    pub fn dispatch_preferring(&mut self, prefer: impl Fn(u64) -> bool) -> Option<Dispatched<E>> {
+        let first = self.find()?;
+        let i = match self.queue[first].key {
+            SyncKey::Key(k) if !prefer(k) => self.search_preferred(first + 1, prefer).unwrap_or(first),
+            _ => first,
+        };
+        Some(self.take_at(i))
+    }
+
+    /// Position of the oldest dispatchable keyed entry at or after window
+    /// position `from` whose key `prefer` accepts, stopping at the first
+    /// nosync or sequential entry.
+    fn search_preferred(&self, from: usize, prefer: impl Fn(u64) -> bool) -> Option<usize> {
+        let mut last_busy = None;
+        for (i, e) in self.queue.iter().take(self.window).enumerate().skip(from) {
+            match e.key {
+                SyncKey::Sequential | SyncKey::NoSync => return None,
+                SyncKey::Key(k) if last_busy == Some(k) => {}
+                SyncKey::Key(k) if self.busy.contains_key(&k) => last_busy = Some(k),
+                SyncKey::Key(k) if prefer(k) => return Some(i),
+                SyncKey::Key(_) => {}
+            }
+        }
+        None
+    }
+
+    /// Takes the dispatchable entry at window position `i` into service.
+    fn take_at(&mut self, i: usize) -> Dispatched<E> {
         let e = self.queue.remove(i).expect("found within the queue");
         self.ready = false;
         match e.key {
@@ -210,7 +250,7 @@ impl<E> Pdq<E> {
             SyncKey::NoSync => self.nosync.push(e.seq),
             SyncKey::Sequential => self.sequential = Some(e.seq),
         }
-        Some(Dispatched { key: e.key, seq: e.seq, item: e.item })
+        Dispatched { key: e.key, seq: e.seq, item: e.item }
     }
 
     /// Hands out up to `max` entries in one pass over the window, oldest
@@ -488,10 +528,51 @@ mod tests {
         None
     }
 
+    /// A reference for [`Pdq::dispatch_preferring`]: the first eligible
+    /// entry, unless it is keyed and not preferred and a preferred eligible
+    /// keyed entry follows it before any nosync or sequential entry.
+    fn eligible_preferring(
+        entries: &[(SyncKey, u64)],
+        window: usize,
+        busy: &[u64],
+        nosync: usize,
+        seq: bool,
+        prefer: impl Fn(u64) -> bool,
+    ) -> Option<u64> {
+        let first = eligible(entries, window, busy, nosync, seq)?;
+        let at = entries.iter().position(|(_, id)| *id == first).expect("eligible entries are queued");
+        if !matches!(entries[at].0, SyncKey::Key(k) if !prefer(k)) {
+            return Some(first);
+        }
+        for (i, (key, id)) in entries.iter().enumerate().take(window).skip(at + 1) {
+            let SyncKey::Key(k) = *key else { break };
+            let earlier = &entries[..i];
+            if prefer(k) && !busy.contains(&k) && !earlier.iter().any(|(e, _)| e == key) {
+                return Some(*id);
+            }
+        }
+        Some(first)
+    }
+
+    #[test]
+    fn preferring_takes_a_younger_entry_of_a_preferred_key_but_passes_no_nosync() {
+        let mut q = Pdq::new(8);
+        for (k, i) in [(SyncKey::Key(1), 1), (SyncKey::Key(2), 2), (SyncKey::Key(2), 3), (SyncKey::NoSync, 4)] {
+            q.enqueue(k, i);
+        }
+        q.enqueue(SyncKey::Key(3), 5);
+        assert_eq!(q.dispatch_preferring(|k| k == 2).unwrap().item, 2, "key 2's oldest entry, past key 1");
+        assert_eq!(q.dispatch_preferring(|k| k == 2).unwrap().item, 1, "key 2 is busy: the oldest again");
+        assert_eq!(q.dispatch_preferring(|k| k == 3).unwrap().item, 4, "key 3 lies past a nosync entry");
+        assert_eq!(q.dispatch_preferring(|_| false).unwrap().item, 5);
+    }
+
     #[derive(Clone, Debug)]
     enum Op {
         Enqueue(SyncKey),
         Dispatch,
+        /// A dispatch preferring the keys whose bits are set (keys 0..5).
+        DispatchPreferring(u8),
         /// One processor takes up to this many entries in one call.
         Batch(usize),
         Complete(usize),
@@ -505,6 +586,7 @@ mod tests {
             1 => Just(Op::Enqueue(SyncKey::Sequential)),
             1 => Just(Op::Enqueue(SyncKey::NoSync)),
             5 => Just(Op::Dispatch),
+            3 => (0u8..32).prop_map(Op::DispatchPreferring),
             2 => (0usize..6).prop_map(Op::Batch),
             4 => (0usize..8).prop_map(Op::Complete),
             1 => ((0usize..8), (0u8..3)).prop_map(|(i, how)| Op::BadComplete(i, how)),
@@ -590,6 +672,18 @@ mod tests {
             let (busy, nosync, seq) = self.status();
             let want = eligible(&self.queued, self.window, &busy, nosync, seq);
             let got = self.q.dispatch();
+            assert_eq!(got.as_ref().map(|d| d.item), want);
+            let Some(d) = got else { return false };
+            self.started(d.key, d.item);
+            self.holders.push((d.key, VecDeque::from([(d.item, d.seq)])));
+            true
+        }
+
+        fn dispatch_preferring(&mut self, mask: u8) -> bool {
+            let prefer = |k: u64| k < 8 && mask & (1 << k) != 0;
+            let (busy, nosync, seq) = self.status();
+            let want = eligible_preferring(&self.queued, self.window, &busy, nosync, seq, prefer);
+            let got = self.q.dispatch_preferring(prefer);
             assert_eq!(got.as_ref().map(|d| d.item), want);
             let Some(d) = got else { return false };
             self.started(d.key, d.item);
@@ -684,7 +778,8 @@ mod tests {
         #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
         /// Against the reference, on random interleavings: dispatch hands out
-        /// exactly the first eligible entry, and a batch exactly the entries
+        /// exactly the first eligible entry (a preferring dispatch, the
+        /// reference's preferred pick), and a batch exactly the entries
         /// repeated picks would give (runs of its own keys included); two processors never hold one key; a sequential entry is
         /// always alone; same-key entries start in arrival order; nosync is
         /// never refused while eligible; and draining at the end dispatches
@@ -709,6 +804,9 @@ mod tests {
                     }
                     Op::Dispatch => {
                         m.dispatch();
+                    }
+                    Op::DispatchPreferring(mask) => {
+                        m.dispatch_preferring(mask);
                     }
                     Op::Batch(max) => m.batch(max),
                     Op::Complete(i) => m.complete(i),

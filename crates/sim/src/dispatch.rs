@@ -7,7 +7,9 @@
 //!   serves (one server under serial; under spin-lock the handlers then lock
 //!   their key themselves);
 //! - PDQ: the core [`Pdq`] state machine hands out the oldest entry whose
-//!   key is free, within the device's search window;
+//!   key is free, within the device's search window (with the device's key
+//!   affinity, the oldest such entry of a key the asking server took last,
+//!   if there is one);
 //! - static partitioning: one FIFO per protocol processor, chosen by key.
 
 use finegrain_core::pdq::{NotInService, Pdq};
@@ -16,7 +18,13 @@ use std::collections::{HashMap, VecDeque};
 
 pub(crate) enum NodeQueue {
     Fifo(VecDeque<u32>),
-    Pdq(Pdq<u32>),
+    Pdq {
+        queue: Pdq<u32>,
+        /// With affinity: the processor that last took each key (looked up
+        /// only, never iterated, so the hash order cannot leak into
+        /// results).
+        last_server: Option<HashMap<u64, usize>>,
+    },
     Partitioned {
         queues: Vec<VecDeque<u32>>,
         /// `NoSync` entries have no key to hash: they go round-robin.
@@ -26,11 +34,12 @@ pub(crate) enum NodeQueue {
 
 impl NodeQueue {
     /// `servers` is the number of protocol processors (static partitioning
-    /// gives each its own queue); `window` the PDQ search window.
-    pub(crate) fn new(discipline: Discipline, servers: usize, window: usize) -> NodeQueue {
+    /// gives each its own queue); `window` the PDQ search window;
+    /// `affinity` whether PDQ prefers keys the asking server took last.
+    pub(crate) fn new(discipline: Discipline, servers: usize, window: usize, affinity: bool) -> NodeQueue {
         match discipline {
             Discipline::Serial | Discipline::SpinLock => NodeQueue::Fifo(VecDeque::new()),
-            Discipline::Pdq => NodeQueue::Pdq(Pdq::new(window)),
+            Discipline::Pdq => NodeQueue::Pdq { queue: Pdq::new(window), last_server: affinity.then(HashMap::new) },
             Discipline::Static => {
                 NodeQueue::Partitioned { queues: vec![VecDeque::new(); servers.max(1)], next_nosync: 0 }
             }
@@ -43,7 +52,7 @@ impl NodeQueue {
     pub(crate) fn push(&mut self, key: SyncKey, slot: u32) {
         match self {
             NodeQueue::Fifo(q) => q.push_back(slot),
-            NodeQueue::Pdq(q) => q.enqueue(key, slot),
+            NodeQueue::Pdq { queue, .. } => queue.enqueue(key, slot),
             NodeQueue::Partitioned { queues, next_nosync } => {
                 let n = queues.len();
                 let i = match key {
@@ -61,7 +70,7 @@ impl NodeQueue {
     pub(crate) fn len(&self) -> usize {
         match self {
             NodeQueue::Fifo(q) => q.len(),
-            NodeQueue::Pdq(q) => q.len(),
+            NodeQueue::Pdq { queue, .. } => queue.len(),
             NodeQueue::Partitioned { queues, .. } => queues.iter().map(VecDeque::len).sum(),
         }
     }
@@ -70,13 +79,24 @@ impl NodeQueue {
         self.len() == 0
     }
 
-    /// The entry protocol processor number `server` may run now: its
-    /// message slot and its PDQ sequence number (0 under the disciplines
-    /// that do not track entries), which its completion names.
-    pub(crate) fn take(&mut self, server: usize) -> Option<(u32, u64)> {
+    /// The entry protocol processor number `server` (its node-local
+    /// processor index `local`) may run now: its message slot and its PDQ
+    /// sequence number (0 under the disciplines that do not track entries),
+    /// which its completion names. Static partitioning numbers the
+    /// dedicated processors' queues; key affinity remembers processors,
+    /// which under Mult serve without a queue of their own.
+    pub(crate) fn take(&mut self, server: usize, local: usize) -> Option<(u32, u64)> {
         match self {
             NodeQueue::Fifo(q) => q.pop_front().map(|slot| (slot, 0)),
-            NodeQueue::Pdq(q) => q.dispatch().map(|d| (d.item, d.seq)),
+            NodeQueue::Pdq { queue, last_server: None } => queue.dispatch().map(|d| (d.item, d.seq)),
+            NodeQueue::Pdq { queue, last_server: Some(last) } => {
+                // A key nobody has served yet is anyone's.
+                let d = queue.dispatch_preferring(|k| last.get(&k).is_none_or(|&s| s == local))?;
+                if let SyncKey::Key(k) = d.key {
+                    last.insert(k, local);
+                }
+                Some((d.item, d.seq))
+            }
             NodeQueue::Partitioned { queues, .. } => queues.get_mut(server)?.pop_front().map(|slot| (slot, 0)),
         }
     }
@@ -85,7 +105,7 @@ impl NodeQueue {
     pub(crate) fn any_ready(&mut self) -> bool {
         match self {
             NodeQueue::Fifo(q) => !q.is_empty(),
-            NodeQueue::Pdq(q) => q.dispatchable(),
+            NodeQueue::Pdq { queue, .. } => queue.dispatchable(),
             NodeQueue::Partitioned { queues, .. } => queues.iter().any(|q| !q.is_empty()),
         }
     }
@@ -110,7 +130,7 @@ impl NodeQueue {
     /// [`NodeQueue::take`]) finished (only PDQ tracks entries).
     pub(crate) fn complete(&mut self, key: SyncKey, seq: u64) -> Result<(), NotInService> {
         match self {
-            NodeQueue::Pdq(q) => q.complete(key, seq),
+            NodeQueue::Pdq { queue, .. } => queue.complete(key, seq),
             _ => Ok(()),
         }
     }
@@ -175,27 +195,47 @@ mod tests {
 
     #[test]
     fn static_partitioning_routes_by_key() {
-        let mut q = NodeQueue::new(Discipline::Static, 4, 8);
+        let mut q = NodeQueue::new(Discipline::Static, 4, 8, false);
         for k in 0..8u64 {
             q.push(SyncKey::Key(k), k as u32);
         }
-        assert_eq!(q.take(1), Some((1, 0)));
-        assert_eq!(q.take(1), Some((5, 0)));
-        assert_eq!(q.take(1), None, "queue 1 holds keys 1 and 5 only");
+        assert_eq!(q.take(1, 5), Some((1, 0)));
+        assert_eq!(q.take(1, 5), Some((5, 0)));
+        assert_eq!(q.take(1, 5), None, "queue 1 holds keys 1 and 5 only");
         assert!(q.ready_for(2) && !q.ready_for(1));
         assert_eq!(q.len(), 6);
     }
 
     #[test]
     fn pdq_queue_holds_a_busy_key_back() {
-        let mut q = NodeQueue::new(Discipline::Pdq, 2, 8);
+        let mut q = NodeQueue::new(Discipline::Pdq, 2, 8, false);
         q.push(SyncKey::Key(7), 0);
         q.push(SyncKey::Key(7), 1);
-        assert_eq!(q.take(0), Some((0, 0)));
+        assert_eq!(q.take(0, 4), Some((0, 0)));
         assert!(!q.any_ready());
         assert!(q.complete(SyncKey::Key(7), 1).is_err(), "entry 1 is not in service");
         q.complete(SyncKey::Key(7), 0).unwrap();
-        assert_eq!(q.take(1), Some((1, 1)));
+        assert_eq!(q.take(1, 5), Some((1, 1)));
+    }
+
+    #[test]
+    fn affinity_hands_a_processor_the_key_it_served_last() {
+        for affinity in [false, true] {
+            let mut q = NodeQueue::new(Discipline::Pdq, 2, 8, affinity);
+            q.push(SyncKey::Key(2), 0);
+            q.push(SyncKey::Key(1), 1);
+            assert_eq!(q.take(0, 5), Some((0, 0)), "processor 5 serves key 2");
+            assert_eq!(q.take(0, 4), Some((1, 1)), "processor 4 serves key 1");
+            q.complete(SyncKey::Key(2), 0).unwrap();
+            q.complete(SyncKey::Key(1), 1).unwrap();
+            q.push(SyncKey::Key(2), 2);
+            q.push(SyncKey::Key(1), 3);
+            q.push(SyncKey::Key(9), 4);
+            let want = if affinity { (3, 3) } else { (2, 2) };
+            assert_eq!(q.take(0, 4), Some(want), "affinity {affinity}: key 1 again, past key 2");
+            let want = if affinity { (4, 4) } else { (3, 3) };
+            assert_eq!(q.take(0, 6), Some(want), "affinity {affinity}: key 9, nobody's yet, past key 2");
+        }
     }
 
     #[test]

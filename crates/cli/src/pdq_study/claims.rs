@@ -3,15 +3,24 @@
 
 use super::*;
 
-/// Lookups into the main sweep.
+/// Lookups into the main sweep, its PDQ points taken from `pdq_sweep`.
 pub(super) struct View<'a> {
     pub(super) records: &'a [RunRecord],
+    /// [`Sweep::Main`], or [`Sweep::Affinity`] to judge PDQ with the
+    /// device's key affinity.
+    pub(super) pdq_sweep: Sweep,
 }
 
-impl View<'_> {
+impl<'a> View<'a> {
+    /// The study as run: every point from the main sweep.
+    pub(super) fn main(records: &'a [RunRecord]) -> View<'a> {
+        View { records, pdq_sweep: Sweep::Main }
+    }
+
     pub(super) fn get(&self, kind: Kind, d: Discipline, k: u32, keys: u64, skew: &str) -> Option<&RunRecord> {
+        let sweep = if d == Discipline::Pdq { self.pdq_sweep } else { Sweep::Main };
         self.records.iter().find(|r| {
-            r.sweep == Sweep::Main
+            r.sweep == sweep
                 && r.kind == kind
                 && r.discipline == d
                 && r.protocol_procs == k
@@ -44,7 +53,7 @@ pub(super) fn skewed(records: &[RunRecord]) -> String {
 }
 
 pub fn evaluate(grid: &Grid, records: &[RunRecord]) -> Vec<Verdict> {
-    let v = View { records };
+    let v = View::main(records);
     let zipf = skewed(records);
     vec![claim1(&v, grid), claim2(&v, grid), claim3(&v, grid, &zipf), claim4(&v, grid, &zipf), claim5(&v, grid)]
 }
@@ -250,7 +259,7 @@ fn slashed<T: std::fmt::Display>(items: impl IntoIterator<Item = T>) -> String {
 /// both (cache affinity of a key to one SMP processor). Points: the
 /// dedicated kinds at 2 and 4 processors (the paper's parallel counts),
 /// every key count above the processor count.
-fn claim4(v: &View, grid: &Grid, zipf: &str) -> Verdict {
+pub(super) fn claim4(v: &View, grid: &Grid, zipf: &str) -> Verdict {
     let mut checks = Vec::new();
     // Each kind of dedicated protocol processor on its own: pooled, one
     // kind's points could carry the other's failure.
@@ -300,7 +309,7 @@ fn static_over_pdq(v: &View, grid: &Grid, kind: Kind, skew: &str) -> Option<(f64
 /// SMP processors: lower throughput than embedded at equal counts, yet at
 /// least the same relative gain from 1 to 4; Mult takes fewer interrupts as
 /// the home's utilization falls.
-fn claim5(v: &View, grid: &Grid) -> Verdict {
+pub(super) fn claim5(v: &View, grid: &Grid) -> Verdict {
     let keys = grid.most_keys();
     let mut checks = Vec::new();
     let t = |kind, k| v.tput(kind, Discipline::Pdq, k, keys, UNIFORM);

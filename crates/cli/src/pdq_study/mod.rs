@@ -95,6 +95,11 @@ pub struct Grid {
     /// and embedded scaling points; the report gives the gains without each.
     #[serde(default)]
     pub sensitivity: Vec<EffectOff>,
+    /// Run every PDQ point of the dedicated kinds again with the dispatch
+    /// device's key affinity on (an extension of the paper's device); the
+    /// report checks claims 4 and 5 on them too.
+    #[serde(default)]
+    pub affinity: bool,
 }
 
 impl Grid {
@@ -226,6 +231,13 @@ pub fn load(src: &Source) -> Result<Experiment> {
     }
     for (table, grid) in [("full", &e.full), ("quick", &e.quick)] {
         check_sensitivity_on(&format!("{table}.sensitivity"), &grid.sensitivity, &machine, &e.preset)?;
+        if grid.affinity && machine.pdq.as_ref().is_some_and(|p| p.affinity) {
+            bail!(
+                "invalid {table}.affinity = true: preset {} has pdq.affinity on already, so its reruns would repeat \
+                 the main runs; allowed false with it, or a preset with pdq.affinity = false",
+                e.preset
+            );
+        }
     }
     let capacity = fetch_add::key_capacity(&machine, e.compute_procs);
     for (table, grid) in [("full", &e.full), ("quick", &e.quick)] {
@@ -271,6 +283,8 @@ pub enum Sweep {
     Sequential,
     /// Claim 5's scaling points with one effect of the model off.
     Sensitivity,
+    /// The dedicated kinds' PDQ points with the device's key affinity on.
+    Affinity,
 }
 
 impl Sweep {
@@ -278,7 +292,7 @@ impl Sweep {
     /// runs take the experiment's own workload fields).
     fn field(self) -> Option<&'static str> {
         match self {
-            Sweep::Main | Sweep::Sensitivity => None,
+            Sweep::Main | Sweep::Sensitivity | Sweep::Affinity => None,
             Sweep::MultHomeU => Some("mult_home_u"),
             Sweep::Sequential => Some("sequential_fractions"),
         }
@@ -334,6 +348,7 @@ pub fn run_id(
         Sweep::Sensitivity => {
             id += &format!("-{}", effect_off.map_or_else(|| "no-effect".into(), EffectOff::run_label))
         }
+        Sweep::Affinity => id += "-affinity",
     }
     id
 }
@@ -464,6 +479,19 @@ fn plan(exp: &Experiment, grid: &Grid) -> Vec<RunSpec> {
         s.sequential_fraction = f;
         specs.push(s);
     }
+    if grid.affinity {
+        for kind in [Kind::Embedded, Kind::Smp].into_iter().filter(|k| grid.kinds.contains(k)) {
+            for &k in &grid.protocol_procs {
+                for &keys in &grid.keys {
+                    for skew in skews {
+                        let mut s = main(kind, Discipline::Pdq, k, keys, skew);
+                        s.sweep = Sweep::Affinity;
+                        specs.push(s);
+                    }
+                }
+            }
+        }
+    }
     for &effect in &grid.sensitivity {
         for kind in [Kind::Embedded, Kind::Smp].into_iter().filter(|k| grid.kinds.contains(k)) {
             for k in [1, 4] {
@@ -563,6 +591,11 @@ fn run_one(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) 
     let mut machine = machine.clone();
     if let Some(e) = s.effect_off {
         e.apply(&mut machine);
+    }
+    if s.sweep == Sweep::Affinity {
+        if let Some(pdq) = machine.pdq.as_mut() {
+            pdq.affinity = true;
+        }
     }
     let machine = &machine;
     let config = sim_config(exp, machine, s);

@@ -91,7 +91,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         if own_work && self.leaves_for_own_work(p) {
             return self.start_release(p);
         }
-        if let Some((slot, seq)) = self.nodes[n].rx.take(server) {
+        let local = p - self.nodes[n].first_proc;
+        if let Some((slot, seq)) = self.nodes[n].rx.take(server, local) {
             self.start_handle(p, slot, seq);
             if self.parallel {
                 self.kick(n); // more may be dispatchable to other servers
