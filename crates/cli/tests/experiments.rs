@@ -323,17 +323,23 @@ fn a_reused_output_directory_holds_only_the_last_studys_records() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// hpca99 with one setting changed, written as `name` into `d`: the path,
+/// quoted as an experiment file's `preset` value.
+fn hpca99_with(d: &Path, name: &str, from: &str, to: &str) -> String {
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets/hpca99.toml");
+    let text = std::fs::read_to_string(shipped).unwrap();
+    assert!(text.contains(from), "hpca99 has no {from}");
+    let preset = d.join(name);
+    std::fs::write(&preset, text.replace(from, to)).unwrap();
+    format!("{:?}", preset.display().to_string())
+}
+
 /// A sensitivity run switches a mechanism off: one the preset has off
 /// already would repeat the study's own runs under another name.
 #[test]
 fn a_sensitivity_run_of_a_mechanism_the_preset_has_off_is_rejected() {
     let d = temp_dir("no-migration-preset");
-    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets/hpca99.toml");
-    let text = std::fs::read_to_string(shipped).unwrap();
-    assert!(text.contains("migration = true"));
-    let preset = d.join("hpca99-no-migration.toml");
-    std::fs::write(&preset, text.replace("migration = true", "migration = false")).unwrap();
-    let preset = format!("{:?}", preset.display().to_string());
+    let preset = hpca99_with(&d, "hpca99-no-migration.toml", "migration = true", "migration = false");
     assert_rejected(
         "pdq-micro",
         &[("preset", &preset), ("full.sensitivity", r#"["split_bus"]"#), ("quick.sensitivity", r#"["migration"]"#)],
@@ -350,12 +356,7 @@ fn a_sensitivity_run_of_a_mechanism_the_preset_has_off_is_rejected() {
 #[test]
 fn affinity_reruns_on_a_preset_with_affinity_are_rejected() {
     let d = temp_dir("affinity-preset");
-    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets/hpca99.toml");
-    let text = std::fs::read_to_string(shipped).unwrap();
-    assert!(text.contains("affinity = false"));
-    let preset = d.join("hpca99-affinity.toml");
-    std::fs::write(&preset, text.replace("affinity = false", "affinity = true")).unwrap();
-    let preset = format!("{:?}", preset.display().to_string());
+    let preset = hpca99_with(&d, "hpca99-affinity.toml", "affinity = false", "affinity = true");
     assert_rejected(
         "pdq-micro",
         &[("preset", &preset)],
