@@ -337,10 +337,11 @@ fn fetch_add_id_mismatch(
         Ok(s) => s,
         Err(why) => return Some(why),
     };
-    let affinity = c.machine.pdq.as_ref().is_some_and(|p| p.affinity);
+    let affinity = c.machine.pdq.as_ref().is_some_and(|p| p.affinity_passes > 0);
     if sweep == Some(Sweep::Affinity) && !affinity {
         return Some(format!(
-            "it names sweep = \"affinity\" but its configuration runs with pdq.affinity off; {DESCRIBED}"
+            "it names sweep = \"affinity\" but its configuration runs without key affinity \
+             (pdq.affinity_passes = 0); {DESCRIBED}"
         ));
     }
     let (Some(id), Some(sweep)) = (labels.get("id").and_then(Value::as_str), sweep) else { return None };

@@ -504,7 +504,7 @@ p99_queue_delay_cycles,pp_busy_wait_fraction,seed";
             serde_json::json!("grid"),
             "sweep = \"grid\": allowed main, mult-home-u, sequential, sensitivity or affinity",
         ),
-        ("sweep", serde_json::json!("affinity"), "configuration runs with pdq.affinity off"),
+        ("sweep", serde_json::json!("affinity"), "configuration runs without key affinity (pdq.affinity_passes = 0)"),
     ] {
         check_mislabelled(&d, record, field, value, says);
     }
@@ -517,10 +517,18 @@ p99_queue_delay_cycles,pp_busy_wait_fraction,seed";
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("runs").join(with_affinity)).unwrap()).unwrap();
     assert_eq!(
-        (json["sweep"].as_str(), json["config"]["machine"]["pdq"]["affinity"].as_bool()),
-        (Some("affinity"), Some(true))
+        (json["sweep"].as_str(), json["config"]["machine"]["pdq"]["affinity_passes"].as_u64()),
+        (Some("affinity"), Some(16))
     );
     check_rerun(&d, with_affinity, "identical");
+    // A record made before key affinity existed names no affinity_passes,
+    // and reruns as it ran: without affinity.
+    let main_run = "smp-pdq-k4-keys4096-zipf1.json";
+    let mut old: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("runs").join(main_run)).unwrap()).unwrap();
+    old["config"]["machine"]["pdq"].as_object_mut().unwrap().remove("affinity_passes").expect("named");
+    std::fs::write(d.join("runs").join("before-affinity.json"), serde_json::to_string(&old).unwrap()).unwrap();
+    check_rerun(&d, "before-affinity.json", "identical");
     check_sensitivity(
         &d,
         "## Sensitivity of claim 5's SMP scaling",

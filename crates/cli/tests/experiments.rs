@@ -356,11 +356,14 @@ fn a_sensitivity_run_of_a_mechanism_the_preset_has_off_is_rejected() {
 #[test]
 fn affinity_reruns_on_a_preset_with_affinity_are_rejected() {
     let d = temp_dir("affinity-preset");
-    let preset = hpca99_with(&d, "hpca99-affinity.toml", "affinity = false", "affinity = true");
+    let preset = hpca99_with(&d, "hpca99-affinity.toml", "affinity_passes = 0", "affinity_passes = 4");
     assert_rejected(
         "pdq-micro",
         &[("preset", &preset)],
-        &["invalid full.affinity = true: preset ", "hpca99-affinity.toml has pdq.affinity on already"],
+        &[
+            "invalid full.affinity_passes = 16: preset ",
+            "hpca99-affinity.toml has key affinity on already (pdq.affinity_passes > 0)",
+        ],
     );
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -607,12 +607,16 @@ pub struct PdqParams {
     /// Spin-lock discipline: instructions to take and to release a key's
     /// lock (besides the lock line's own cache traffic).
     pub lock_cycles: u64,
-    /// Key affinity, an extension of the paper's device: a processor asking
-    /// for work gets the oldest dispatchable entry of a key it served last
-    /// (or that nobody has served), if the search window holds one, so a
-    /// key's state stays in one cache (what static partitioning gets for
-    /// free); otherwise, as without it, the oldest dispatchable entry.
-    pub affinity: bool,
+    /// Key affinity, an extension of the paper's device (0: none, as in the
+    /// paper): a processor asking for work gets the oldest dispatchable
+    /// entry of a key it served last (or that nobody has served), if the
+    /// search window holds one, so a key's state stays in one cache (what
+    /// static partitioning gets for free); otherwise, as without it, the
+    /// oldest dispatchable entry. The oldest dispatchable entry is passed
+    /// over at most this many times, so it waits for its own processor
+    /// only so long. Records made before it ran without affinity.
+    #[serde(default)]
+    pub affinity_passes: u32,
 }
 
 /// Round-trip latencies the preset was calibrated to; `finegrain calibrate`
@@ -861,17 +865,19 @@ impl MachineConfig {
 
 /// Fields that run records made before them may omit (they ran without
 /// them), but a preset must name: the table, the field, what it allows.
-const NAMED_IN_PRESETS: [(&str, &str, &str); 2] = [
+const NAMED_IN_PRESETS: [(&str, &str, &str); 3] = [
     ("bus", "address_phase_cycles", "the split bus's address phase, a positive number of cycles"),
     ("protocol", "role_arbitration", "lowest or round-robin"),
+    ("pdq", "affinity_passes", "0 for the paper's device, or how often key affinity may pass an entry over"),
 ];
 
-/// A preset names every field, including those records may omit.
+/// A preset names every field, including those records may omit (in the
+/// sections it has: an optional section it leaves out names nothing).
 fn require_named(origin: &str, text: &str) -> Result<(), ConfigError> {
     // The text parsed as a preset already, so it parses as a table.
     let Ok(table) = text.parse::<toml::Table>() else { return Ok(()) };
     for (section, field, allowed) in NAMED_IN_PRESETS {
-        let named = table.get(section).and_then(toml::Value::as_table).is_some_and(|t| t.contains_key(field));
+        let named = table.get(section).and_then(toml::Value::as_table).is_none_or(|t| t.contains_key(field));
         if !named {
             return Err(ConfigError::Toml {
                 origin: origin.to_string(),
@@ -954,7 +960,7 @@ impl MachineConfig {
 
 /// Bounds of the preset's integers that are neither costs nor protocol
 /// sizes; None where `validate` has a finer rule of its own.
-const COUNT_BOUNDS: [(&str, Option<i64>); 8] = [
+const COUNT_BOUNDS: [(&str, Option<i64>); 9] = [
     ("processor.mhz", Some(1_000_000)),
     ("cache.size_bytes", None),
     ("cache.line_bytes", None),
@@ -963,6 +969,7 @@ const COUNT_BOUNDS: [(&str, Option<i64>); 8] = [
     ("interrupt.entry_percent", None),
     ("compute.write_percent", None),
     ("pdq.search_window", Some(1 << 20)),
+    ("pdq.affinity_passes", Some(1 << 20)),
 ];
 
 /// The integer leaves of `v` with their dotted names.
@@ -1101,6 +1108,12 @@ mod tests {
             let e = MachineConfig::from_toml("x.toml", &text.replace(line, "")).unwrap_err().to_string();
             assert!(e.contains(says) && e.contains("allowed"), "{e}");
         }
+        // A [pdq] section names key affinity; a preset without one names
+        // nothing of it.
+        let pdq = PRESETS.iter().find(|(name, _)| *name == "hpca99").expect("hpca99 is shipped").1;
+        let e = MachineConfig::from_toml("x.toml", &pdq.replace("affinity_passes = 0", "")).unwrap_err().to_string();
+        assert!(e.contains("missing field `affinity_passes` in [pdq]: a preset names it"), "{e}");
+        assert!(!text.contains("[pdq]") && MachineConfig::from_toml("x.toml", text).is_ok());
     }
 
     #[test]

@@ -64,6 +64,9 @@ struct Queued<E> {
     key: SyncKey,
     seq: u64,
     item: E,
+    /// Times a preferring dispatch passed it over while it was the oldest
+    /// dispatchable entry.
+    passes: u32,
 }
 
 /// An entry handed to a protocol processor; give its key and sequence
@@ -135,7 +138,7 @@ impl<E> Pdq<E> {
         self.next_seq += 1;
         // An entry beyond the window cannot change the search's answer.
         self.blocked &= self.queue.len() >= self.window;
-        self.queue.push_back(Queued { key, seq, item });
+        self.queue.push_back(Queued { key, seq, item, passes: 0 });
     }
 
     /// Entries waiting (not yet dispatched).
@@ -212,11 +215,22 @@ impl<E> Pdq<E> {
     /// Preferring by key keeps each key's entries in arrival order (a
     /// key's older entry is preferred whenever its younger one would be),
     /// and nothing passes a sequential or nosync entry that plain dispatch
-    /// would not pass.
-    pub fn dispatch_preferring(&mut self, prefer: impl Fn(u64) -> bool) -> Option<Dispatched<E>> {
+    /// would not pass. The oldest dispatchable entry is passed over at most
+    /// `max_passes` times, then handed out whoever asks: its own processor
+    /// may be busy for long, or gone back to its computation.
+    pub fn dispatch_preferring(&mut self, max_passes: u32, prefer: impl Fn(u64) -> bool) -> Option<Dispatched<E>> {
         let first = self.find()?;
-        let i = match self.queue[first].key {
-            SyncKey::Key(k) if !prefer(k) => self.search_preferred(first + 1, prefer).unwrap_or(first),
+        let head = &self.queue[first];
+        let i = match head.key {
+            SyncKey::Key(k) if !prefer(k) && head.passes < max_passes => {
+                match self.search_preferred(first + 1, prefer) {
+                    Some(i) => {
+                        self.queue[first].passes += 1;
+                        i
+                    }
+                    None => first,
+                }
+            }
             _ => first,
         };
         Some(self.take_at(i))
@@ -529,29 +543,30 @@ mod tests {
     }
 
     /// A reference for [`Pdq::dispatch_preferring`]: the first eligible
-    /// entry, unless it is keyed and not preferred and a preferred eligible
-    /// keyed entry follows it before any nosync or sequential entry.
+    /// entry, unless it is keyed, not preferred and passed over fewer than
+    /// `max_passes` times (`passes`), and a preferred eligible keyed entry
+    /// follows it before any nosync or sequential entry. Returns the pick
+    /// and whether it passed the first eligible entry over.
     fn eligible_preferring(
         entries: &[(SyncKey, u64)],
         window: usize,
-        busy: &[u64],
-        nosync: usize,
-        seq: bool,
+        (busy, nosync, seq): (&[u64], usize, bool),
+        (passes, max_passes): (u32, u32),
         prefer: impl Fn(u64) -> bool,
-    ) -> Option<u64> {
+    ) -> Option<(u64, bool)> {
         let first = eligible(entries, window, busy, nosync, seq)?;
         let at = entries.iter().position(|(_, id)| *id == first).expect("eligible entries are queued");
-        if !matches!(entries[at].0, SyncKey::Key(k) if !prefer(k)) {
-            return Some(first);
+        if !matches!(entries[at].0, SyncKey::Key(k) if !prefer(k)) || passes >= max_passes {
+            return Some((first, false));
         }
         for (i, (key, id)) in entries.iter().enumerate().take(window).skip(at + 1) {
             let SyncKey::Key(k) = *key else { break };
             let earlier = &entries[..i];
             if prefer(k) && !busy.contains(&k) && !earlier.iter().any(|(e, _)| e == key) {
-                return Some(*id);
+                return Some((*id, true));
             }
         }
-        Some(first)
+        Some((first, false))
     }
 
     #[test]
@@ -561,18 +576,32 @@ mod tests {
             q.enqueue(k, i);
         }
         q.enqueue(SyncKey::Key(3), 5);
-        assert_eq!(q.dispatch_preferring(|k| k == 2).unwrap().item, 2, "key 2's oldest entry, past key 1");
-        assert_eq!(q.dispatch_preferring(|k| k == 2).unwrap().item, 1, "key 2 is busy: the oldest again");
-        assert_eq!(q.dispatch_preferring(|k| k == 3).unwrap().item, 4, "key 3 lies past a nosync entry");
-        assert_eq!(q.dispatch_preferring(|_| false).unwrap().item, 5);
+        assert_eq!(q.dispatch_preferring(9, |k| k == 2).unwrap().item, 2, "key 2's oldest entry, past key 1");
+        assert_eq!(q.dispatch_preferring(9, |k| k == 2).unwrap().item, 1, "key 2 is busy: the oldest again");
+        assert_eq!(q.dispatch_preferring(9, |k| k == 3).unwrap().item, 4, "key 3 lies past a nosync entry");
+        assert_eq!(q.dispatch_preferring(9, |_| false).unwrap().item, 5);
+    }
+
+    #[test]
+    fn preferring_passes_the_oldest_entry_over_a_bounded_number_of_times() {
+        let mut q = Pdq::new(8);
+        for k in 1..=5 {
+            q.enqueue(SyncKey::Key(k), k);
+        }
+        let others = |k| k != 1;
+        assert_eq!(q.dispatch_preferring(2, others).unwrap().item, 2);
+        assert_eq!(q.dispatch_preferring(2, others).unwrap().item, 3);
+        assert_eq!(q.dispatch_preferring(2, others).unwrap().item, 1, "passed over twice: its turn");
+        assert_eq!(q.dispatch_preferring(0, |k| k == 5).unwrap().item, 4, "no passes: plain dispatch");
     }
 
     #[derive(Clone, Debug)]
     enum Op {
         Enqueue(SyncKey),
         Dispatch,
-        /// A dispatch preferring the keys whose bits are set (keys 0..5).
-        DispatchPreferring(u8),
+        /// A dispatch preferring the keys whose bits are set (keys 0..5),
+        /// passing the oldest entry over at most so many times.
+        DispatchPreferring(u8, u32),
         /// One processor takes up to this many entries in one call.
         Batch(usize),
         Complete(usize),
@@ -586,7 +615,7 @@ mod tests {
             1 => Just(Op::Enqueue(SyncKey::Sequential)),
             1 => Just(Op::Enqueue(SyncKey::NoSync)),
             5 => Just(Op::Dispatch),
-            3 => (0u8..32).prop_map(Op::DispatchPreferring),
+            3 => ((0u8..32), (0u32..4)).prop_map(|(mask, max)| Op::DispatchPreferring(mask, max)),
             2 => (0usize..6).prop_map(Op::Batch),
             4 => (0usize..8).prop_map(Op::Complete),
             1 => ((0usize..8), (0u8..3)).prop_map(|(i, how)| Op::BadComplete(i, how)),
@@ -636,6 +665,8 @@ mod tests {
         last_started: std::collections::HashMap<u64, u64>,
         /// Entries completed so far.
         completed: Vec<(SyncKey, u64)>,
+        /// Times each entry was passed over by a preferring dispatch.
+        passes: std::collections::HashMap<u64, u32>,
     }
 
     impl Model {
@@ -679,12 +710,18 @@ mod tests {
             true
         }
 
-        fn dispatch_preferring(&mut self, mask: u8) -> bool {
+        fn dispatch_preferring(&mut self, mask: u8, max_passes: u32) -> bool {
             let prefer = |k: u64| k < 8 && mask & (1 << k) != 0;
             let (busy, nosync, seq) = self.status();
-            let want = eligible_preferring(&self.queued, self.window, &busy, nosync, seq, prefer);
-            let got = self.q.dispatch_preferring(prefer);
-            assert_eq!(got.as_ref().map(|d| d.item), want);
+            let first = eligible(&self.queued, self.window, &busy, nosync, seq);
+            let passes = first.map_or(0, |f| self.passes.get(&f).copied().unwrap_or(0));
+            let want =
+                eligible_preferring(&self.queued, self.window, (&busy, nosync, seq), (passes, max_passes), prefer);
+            let got = self.q.dispatch_preferring(max_passes, prefer);
+            assert_eq!(got.as_ref().map(|d| d.item), want.map(|(id, _)| id));
+            if let (Some((_, true)), Some(f)) = (want, first) {
+                *self.passes.entry(f).or_default() += 1;
+            }
             let Some(d) = got else { return false };
             self.started(d.key, d.item);
             self.holders.push((d.key, VecDeque::from([(d.item, d.seq)])));
@@ -785,7 +822,11 @@ mod tests {
         /// never refused while eligible; and draining at the end dispatches
         /// everything (no starvation, sequential entries included).
         #[test]
-        fn pdq_invariants(ops in proptest::collection::vec(op(), 1..200), window in 1usize..10) {
+        fn pdq_invariants(
+            ops in proptest::collection::vec(op(), 1..200),
+            window in 1usize..10,
+            adversary in proptest::bool::ANY,
+        ) {
             let mut m = Model {
                 q: Pdq::new(window),
                 window,
@@ -793,6 +834,7 @@ mod tests {
                 holders: Vec::new(),
                 last_started: Default::default(),
                 completed: Vec::new(),
+                passes: Default::default(),
             };
             let mut next = 0u64;
             for o in ops {
@@ -805,8 +847,8 @@ mod tests {
                     Op::Dispatch => {
                         m.dispatch();
                     }
-                    Op::DispatchPreferring(mask) => {
-                        m.dispatch_preferring(mask);
+                    Op::DispatchPreferring(mask, max) => {
+                        m.dispatch_preferring(mask, max);
                     }
                     Op::Batch(max) => m.batch(max),
                     Op::Complete(i) => m.complete(i),
@@ -815,12 +857,25 @@ mod tests {
                 m.check();
             }
             // Drain: complete the oldest holder's entry whenever nothing can
-            // be dispatched; everything must come out in bounded steps.
+            // be dispatched; everything must come out in bounded steps, also
+            // when every dispatch prefers every key but the oldest entry's.
             let mut guard = 0;
             while !m.queued.is_empty() || !m.holders.is_empty() {
                 guard += 1;
                 prop_assert!(guard < 10_000, "starvation: {:?} {:?}", m.queued, m.holders);
-                if !m.dispatch() {
+                let dispatched = if adversary {
+                    let (busy, nosync, seq) = m.status();
+                    let first = eligible(&m.queued, m.window, &busy, nosync, seq);
+                    let key = first.and_then(|f| m.queued.iter().find(|(_, id)| *id == f)).map(|(k, _)| *k);
+                    let mask = match key {
+                        Some(SyncKey::Key(k)) if k < 8 => !(1u8 << k),
+                        _ => u8::MAX,
+                    };
+                    m.dispatch_preferring(mask, 3)
+                } else {
+                    m.dispatch()
+                };
+                if !dispatched {
                     m.complete(0);
                 }
                 m.check();

@@ -24,6 +24,8 @@ pub(crate) enum NodeQueue {
         /// only, never iterated, so the hash order cannot leak into
         /// results).
         last_server: Option<HashMap<u64, usize>>,
+        /// With affinity: how often the oldest entry may be passed over.
+        max_passes: u32,
     },
     Partitioned {
         queues: Vec<VecDeque<u32>>,
@@ -35,11 +37,16 @@ pub(crate) enum NodeQueue {
 impl NodeQueue {
     /// `servers` is the number of protocol processors (static partitioning
     /// gives each its own queue); `window` the PDQ search window;
-    /// `affinity` whether PDQ prefers keys the asking server took last.
-    pub(crate) fn new(discipline: Discipline, servers: usize, window: usize, affinity: bool) -> NodeQueue {
+    /// `affinity_passes` (0: none) how often PDQ may pass its oldest
+    /// dispatchable entry over for a key the asking processor took last.
+    pub(crate) fn new(discipline: Discipline, servers: usize, window: usize, affinity_passes: u32) -> NodeQueue {
         match discipline {
             Discipline::Serial | Discipline::SpinLock => NodeQueue::Fifo(VecDeque::new()),
-            Discipline::Pdq => NodeQueue::Pdq { queue: Pdq::new(window), last_server: affinity.then(HashMap::new) },
+            Discipline::Pdq => NodeQueue::Pdq {
+                queue: Pdq::new(window),
+                last_server: (affinity_passes > 0).then(HashMap::new),
+                max_passes: affinity_passes,
+            },
             Discipline::Static => {
                 NodeQueue::Partitioned { queues: vec![VecDeque::new(); servers.max(1)], next_nosync: 0 }
             }
@@ -88,10 +95,10 @@ impl NodeQueue {
     pub(crate) fn take(&mut self, server: usize, local: usize) -> Option<(u32, u64)> {
         match self {
             NodeQueue::Fifo(q) => q.pop_front().map(|slot| (slot, 0)),
-            NodeQueue::Pdq { queue, last_server: None } => queue.dispatch().map(|d| (d.item, d.seq)),
-            NodeQueue::Pdq { queue, last_server: Some(last) } => {
+            NodeQueue::Pdq { queue, last_server: None, .. } => queue.dispatch().map(|d| (d.item, d.seq)),
+            NodeQueue::Pdq { queue, last_server: Some(last), max_passes } => {
                 // A key nobody has served yet is anyone's.
-                let d = queue.dispatch_preferring(|k| last.get(&k).is_none_or(|&s| s == local))?;
+                let d = queue.dispatch_preferring(*max_passes, |k| last.get(&k).is_none_or(|&s| s == local))?;
                 if let SyncKey::Key(k) = d.key {
                     last.insert(k, local);
                 }
@@ -195,7 +202,7 @@ mod tests {
 
     #[test]
     fn static_partitioning_routes_by_key() {
-        let mut q = NodeQueue::new(Discipline::Static, 4, 8, false);
+        let mut q = NodeQueue::new(Discipline::Static, 4, 8, 0);
         for k in 0..8u64 {
             q.push(SyncKey::Key(k), k as u32);
         }
@@ -208,7 +215,7 @@ mod tests {
 
     #[test]
     fn pdq_queue_holds_a_busy_key_back() {
-        let mut q = NodeQueue::new(Discipline::Pdq, 2, 8, false);
+        let mut q = NodeQueue::new(Discipline::Pdq, 2, 8, 0);
         q.push(SyncKey::Key(7), 0);
         q.push(SyncKey::Key(7), 1);
         assert_eq!(q.take(0, 4), Some((0, 0)));
@@ -220,8 +227,9 @@ mod tests {
 
     #[test]
     fn affinity_hands_a_processor_the_key_it_served_last() {
-        for affinity in [false, true] {
-            let mut q = NodeQueue::new(Discipline::Pdq, 2, 8, affinity);
+        for passes in [0, 4] {
+            let affinity = passes > 0;
+            let mut q = NodeQueue::new(Discipline::Pdq, 2, 8, passes);
             q.push(SyncKey::Key(2), 0);
             q.push(SyncKey::Key(1), 1);
             assert_eq!(q.take(0, 5), Some((0, 0)), "processor 5 serves key 2");

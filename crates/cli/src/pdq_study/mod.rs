@@ -96,10 +96,11 @@ pub struct Grid {
     #[serde(default)]
     pub sensitivity: Vec<EffectOff>,
     /// Run every PDQ point of the dedicated kinds again with the dispatch
-    /// device's key affinity on (an extension of the paper's device); the
+    /// device's key affinity on, passing an entry over at most this many
+    /// times (an extension of the paper's device; 0: no such runs); the
     /// report checks claims 4 and 5 on them too.
     #[serde(default)]
-    pub affinity: bool,
+    pub affinity_passes: u32,
 }
 
 impl Grid {
@@ -231,10 +232,12 @@ pub fn load(src: &Source) -> Result<Experiment> {
     }
     for (table, grid) in [("full", &e.full), ("quick", &e.quick)] {
         check_sensitivity_on(&format!("{table}.sensitivity"), &grid.sensitivity, &machine, &e.preset)?;
-        if grid.affinity && machine.pdq.as_ref().is_some_and(|p| p.affinity) {
+        let passes = grid.affinity_passes;
+        if passes > 0 && machine.pdq.as_ref().is_some_and(|p| p.affinity_passes > 0) {
             bail!(
-                "invalid {table}.affinity = true: preset {} has pdq.affinity on already, so its reruns would repeat \
-                 the main runs; allowed false with it, or a preset with pdq.affinity = false",
+                "invalid {table}.affinity_passes = {passes}: preset {} has key affinity on already \
+                 (pdq.affinity_passes > 0), so its reruns would repeat the main runs; allowed 0 with it, or a preset \
+                 with pdq.affinity_passes = 0",
                 e.preset
             );
         }
@@ -479,7 +482,7 @@ fn plan(exp: &Experiment, grid: &Grid) -> Vec<RunSpec> {
         s.sequential_fraction = f;
         specs.push(s);
     }
-    if grid.affinity {
+    if grid.affinity_passes > 0 {
         for kind in [Kind::Embedded, Kind::Smp].into_iter().filter(|k| grid.kinds.contains(k)) {
             for &k in &grid.protocol_procs {
                 for &keys in &grid.keys {
@@ -594,7 +597,7 @@ fn run_one(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) 
     }
     if s.sweep == Sweep::Affinity {
         if let Some(pdq) = machine.pdq.as_mut() {
-            pdq.affinity = true;
+            pdq.affinity_passes = grid.affinity_passes;
         }
     }
     let machine = &machine;

@@ -361,7 +361,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             Policy::Floating => cfg.dispatch.max_servers.unwrap_or(ppn as u32),
         };
         let window = m.pdq.as_ref().map_or(1, |p| p.search_window);
-        let affinity = m.pdq.as_ref().is_some_and(|p| p.affinity);
+        let affinity_passes = m.pdq.as_ref().map_or(0, |p| p.affinity_passes);
         for n in 0..cfg.topology.nodes as usize {
             let owners: Vec<Option<u32>> = (0..ppn).map(|p| (p < compute).then_some(p as u32)).collect();
             nodes.push(Node {
@@ -369,7 +369,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 procs: ppn,
                 threads: compute as u32,
                 mem: NodeMemory::new(m, map.clone(), &owners, compute as u32),
-                rx: NodeQueue::new(discipline, max_servers as usize, window, affinity),
+                rx: NodeQueue::new(discipline, max_servers as usize, window, affinity_passes),
                 role: None,
                 lock_release_in_flight: false,
                 servers: 0,
