@@ -186,6 +186,18 @@ impl AddressMap {
         self.flags + thread
     }
 
+    /// The thread whose completion flag or receive buffer `line` is, if it
+    /// is one.
+    pub fn data_owner(&self, line: u32) -> Option<u32> {
+        if (self.flags..self.flags + MAX_THREADS).contains(&line) {
+            Some(line - self.flags)
+        } else if (self.recv..self.data_end).contains(&line) {
+            Some((line - self.recv) / RECV_LINES)
+        } else {
+            None
+        }
+    }
+
     /// Reserves `bytes` of code and returns its first line and line count.
     /// The map was sized for all the code (`new`'s `code_bytes`).
     pub fn alloc_code(&mut self, bytes: u32) -> (u32, u32) {
@@ -613,8 +625,8 @@ impl NodeMemory {
         }
     }
 
-    /// Which overhead a transfer by `proc` of a line of `class` is.
-    fn effect_of(&self, proc: usize, class: LineClass, outcome: Outcome) -> Option<Effect> {
+    /// Which overhead a transfer by `proc` of `line`, of `class`, is.
+    fn effect_of(&self, proc: usize, line: u32, class: LineClass, outcome: Outcome) -> Option<Effect> {
         let own = self.caches[proc].own_thread;
         match (class, outcome) {
             (_, Outcome::Hit) => None,
@@ -623,6 +635,16 @@ impl NodeMemory {
             // Upgrading an own line another processor read: data placement.
             (LineClass::Segment(t), Outcome::Upgrade) if Some(t) == own => Some(Effect::Placement),
             (LineClass::Segment(t), _) if Some(t) == own => Some(Effect::Interference),
+            // A processor's own thread's flag or receive buffer that no
+            // cache holds left this cache when computation evicted it: no
+            // other processor handed it over (under Single there is no
+            // other), so it is a refetch, like a protocol line's. A line
+            // another processor wrote and then lost to its own eviction
+            // before the consumer came counts here too: the caches no
+            // longer tell the two apart, and it is rare.
+            (LineClass::Data, Outcome::Memory) if own.is_some() && self.map.data_owner(line) == own => {
+                Some(Effect::ProtocolRefetch)
+            }
             (LineClass::Segment(_), _) | (LineClass::Data, _) => Some(Effect::Placement),
         }
     }
@@ -688,7 +710,7 @@ impl NodeMemory {
                 // state bits change in place.
                 self.tags.put(proc, set, tag | DIRTY);
                 Self::track_foreign(&mut self.caches[proc], held, tag | DIRTY, set, self.sets);
-                let effect = self.effect_of(proc, class, Outcome::Upgrade);
+                let effect = self.effect_of(proc, line, class, Outcome::Upgrade);
                 if self.waived(effect) {
                     return (self.hit_cycles, Outcome::Hit);
                 }
@@ -720,7 +742,7 @@ impl NodeMemory {
             Some(_) => (Outcome::CacheToCache, p.memory_occupancy, p.memory_latency),
             None => (Outcome::Memory, p.memory_occupancy, p.memory_latency),
         };
-        let effect = self.effect_of(proc, class, outcome);
+        let effect = self.effect_of(proc, line, class, outcome);
         let waived = self.waived(effect);
         let (done, bus_free) = if waived {
             (t, t)
@@ -797,7 +819,7 @@ impl NodeMemory {
             self.share(q, set);
         }
         let latency = self.bus.transact(now, t, Phases::Read, cost.occupancy, lat).done - t;
-        self.record(recorder, class, outcome, latency);
+        self.record(recorder, line, class, outcome, latency);
         latency
     }
 
@@ -935,8 +957,8 @@ impl NodeMemory {
         c.foreign.change(set as u32, foreign_kind(before, own), foreign_kind(after, own));
     }
 
-    fn record(&mut self, proc: usize, class: LineClass, outcome: Outcome, latency: u64) {
-        let effect = self.effect_of(proc, class, outcome);
+    fn record(&mut self, proc: usize, line: u32, class: LineClass, outcome: Outcome, latency: u64) {
+        let effect = self.effect_of(proc, line, class, outcome);
         self.count(proc, effect, latency);
     }
 
@@ -1202,6 +1224,29 @@ mod tests {
         assert_eq!(n.access(0, 100, 0, mine, Access::Read).1, Outcome::Memory);
         assert_eq!(n.foreign_sets(0), 0);
         assert_eq!(n.misses[0].interference, 1);
+    }
+
+    /// Under Single one cache holds everything: the thread's own flag,
+    /// evicted by its computation and fetched again, is a refetch, never a
+    /// data-placement miss, and switching data placement off does not waive
+    /// it. Another thread's flag from memory still is placement.
+    #[test]
+    fn own_message_data_evicted_by_computation_is_a_refetch_not_placement() {
+        for placement in [true, false] {
+            let mut m = machine();
+            m.effects.data_placement = placement;
+            let mut n = node(&m, &[Some(0)]);
+            let flag = n.map().flag_line(0);
+            n.access(0, 0, 0, flag, Access::Write);
+            let evictor = n.map().segment_line(0, flag % n.map().sets());
+            n.access(0, 100, 0, evictor, Access::Read);
+            let (latency, outcome) = n.access(0, 1_000, 0, flag, Access::Read);
+            assert_eq!((outcome, latency), (Outcome::Memory, m.bus.memory_latency), "placement {placement}");
+            let misses = n.misses[0];
+            assert_eq!((misses.placement, misses.protocol_refetch), (0, 2), "cold, then evicted: {misses:?}");
+            n.access(0, 2_000, 0, n.map().flag_line(1), Access::Read);
+            assert_eq!(n.misses[0].placement, u64::from(placement), "another thread's flag is placement");
+        }
     }
 
     #[test]

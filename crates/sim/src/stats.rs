@@ -78,11 +78,14 @@ pub struct MissStats {
     /// (indirect overhead: migration).
     pub migration: u64,
     pub migration_cycles: u64,
-    /// Protocol line re-fetched from memory (evicted by computation, or cold).
+    /// Protocol line, or the processor's own thread's message data (its
+    /// completion flag, its receive buffer), re-fetched from memory
+    /// (evicted by computation, or cold).
     pub protocol_refetch: u64,
     pub protocol_refetch_cycles: u64,
     /// Message data or another thread's segment read from a peer cache or
-    /// memory (data placement).
+    /// memory, or message data for another thread read from memory (data
+    /// placement).
     pub placement: u64,
     pub placement_cycles: u64,
 }
