@@ -8,8 +8,8 @@
 //!   their key themselves);
 //! - PDQ: the core [`Pdq`] state machine hands out the oldest entry whose
 //!   key is free, within the device's search window (with the device's key
-//!   affinity, the oldest such entry of a key the asking server took last,
-//!   if there is one);
+//!   affinity, the oldest such entry of a key the asking processor took last
+//!   or nobody took yet, if there is one);
 //! - static partitioning: one FIFO per protocol processor, chosen by key.
 
 use finegrain_core::pdq::{NotInService, Pdq};
