@@ -483,17 +483,13 @@ fn plan(exp: &Experiment, grid: &Grid) -> Vec<RunSpec> {
         specs.push(s);
     }
     if grid.affinity_passes > 0 {
-        for kind in [Kind::Embedded, Kind::Smp].into_iter().filter(|k| grid.kinds.contains(k)) {
-            for &k in &grid.protocol_procs {
-                for &keys in &grid.keys {
-                    for skew in skews {
-                        let mut s = main(kind, Discipline::Pdq, k, keys, skew);
-                        s.sweep = Sweep::Affinity;
-                        specs.push(s);
-                    }
-                }
-            }
-        }
+        // The main sweep's PDQ points on dedicated processors, again.
+        let again: Vec<RunSpec> = specs
+            .iter()
+            .filter(|s| s.sweep == Sweep::Main && s.discipline == Discipline::Pdq && s.kind != Kind::Mult)
+            .map(|s| RunSpec { sweep: Sweep::Affinity, ..s.clone() })
+            .collect();
+        specs.extend(again);
     }
     for &effect in &grid.sensitivity {
         for kind in [Kind::Embedded, Kind::Smp].into_iter().filter(|k| grid.kinds.contains(k)) {
