@@ -28,7 +28,7 @@ use finegrain_core::{
     Access, AmError, Args, ConfigError, HandlerId, HandlerInfo, HandlerTable, MachineConfig, Message, NodeId, Payload,
     Proc, Region, Reply, SyncKey,
 };
-use finegrain_sim::{SimConfig, SimError, SimOutput};
+use finegrain_sim::{RunStats, SimConfig, SimError, SimOutput};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp, Zipf};
@@ -397,9 +397,15 @@ pub struct HomeMeasures {
     pub bus_transactions_per_request: f64,
 }
 
-/// Extracts the home node's measures from a run's statistics.
+/// Extracts the home node's measures from a run's output.
 pub fn home_measures(machine: &MachineConfig, out: &SimOutput<ThreadOutcome>) -> HomeMeasures {
-    let home = &out.stats.nodes[0];
+    home_measures_of(machine, &out.stats)
+}
+
+/// The home node's measures from a run's statistics alone (what a run
+/// record keeps).
+pub fn home_measures_of(machine: &MachineConfig, stats: &RunStats) -> HomeMeasures {
+    let home = &stats.nodes[0];
     let requests: u64 = home.procs.iter().map(|p| p.handlers).sum();
     let busy: u64 = home.procs.iter().map(|p| p.cycles.busy_wait).sum();
     let handler: u64 = home.procs.iter().map(|p| p.cycles.handler).sum();
@@ -409,7 +415,7 @@ pub fn home_measures(machine: &MachineConfig, out: &SimOutput<ThreadOutcome>) ->
         .procs
         .iter()
         .filter(|p| p.role == "compute")
-        .map(|p| p.cycles.compute as f64 / out.stats.sim_cycles.max(1) as f64)
+        .map(|p| p.cycles.compute as f64 / stats.sim_cycles.max(1) as f64)
         .collect();
     HomeMeasures {
         requests,
@@ -435,16 +441,18 @@ pub fn run_native(
     rt.validate()?;
     let threads = rt.compute_threads_per_node();
     let invalid = |e: String| finegrain_rt::RtError::Config(ConfigError::Workload(e));
-    cfg.validate(machine, threads).map_err(invalid)?;
-    crate::micro::two_nodes_at_least(rt.topology.nodes).map_err(invalid)?;
+    // The native table's room first: the simulated machine's (what
+    // `validate` checks) is larger, and would name the wrong range.
     let capacity = rt.protocol_table_bytes() as u64 / machine.protocol.block_bytes as u64;
-    if cfg.keys > capacity {
+    if cfg.keys == 0 || cfg.keys > capacity {
         let allowed = format!(
             "allowed 1..={capacity} on the native runtime (one protocol block per word in its {}-byte protocol table; more compute threads, or a preset with a larger cache.size_bytes, make room: each thread's segment is as large as its cache)",
             rt.protocol_table_bytes()
         );
         return Err(finegrain_rt::RtError::Config(ConfigError::invalid("keys", cfg.keys, allowed)));
     }
+    cfg.validate(machine, threads).map_err(invalid)?;
+    crate::micro::two_nodes_at_least(rt.topology.nodes).map_err(invalid)?;
     let words = Arc::new(Words::new(cfg.keys));
     let (table, h) = handlers(cfg, machine, words.clone()).map_err(finegrain_rt::RtError::Handler)?;
     let left = (rt.topology.nodes as u64 - 1) * threads as u64;

@@ -1,7 +1,98 @@
 //! finegrain-apps: workloads written once against the [`Proc`] API, so the
 //! same code runs in the simulator and on the native runtime.
 //!
+//! [`WorkloadSpec`] names one workload with its configuration, as run
+//! records and configuration files hold it.
+//!
 //! [`Proc`]: finegrain_core::Proc
 
 pub mod fetch_add;
 pub mod micro;
+pub mod serving;
+
+use finegrain_sim::{RunStats, SimConfig, SimError};
+use serde::{Deserialize, Serialize};
+
+/// One workload and its configuration, tagged by name in records:
+/// `{"name": "micro", "protocol": "null", ...}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "kebab-case")]
+pub enum WorkloadSpec {
+    /// The scheduling paper's microbenchmark (null or fetch-block).
+    Micro(micro::MicroConfig),
+    /// The PDQ paper's fetch&add microbenchmark.
+    FetchAdd(fetch_add::FetchAddConfig),
+}
+
+/// What a simulated workload run gives: the statistics, and the
+/// workload's own measures derived from them (a fetch&add run's home
+/// measures), as JSON.
+pub struct Simulated {
+    pub stats: RunStats,
+    pub measures: Option<serde_json::Value>,
+}
+
+impl WorkloadSpec {
+    /// The workload's name as records tag it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            WorkloadSpec::Micro(_) => "micro",
+            WorkloadSpec::FetchAdd(_) => "fetch-add",
+        }
+    }
+
+    /// Words for messages: "scheduling microbenchmark", "fetch&add".
+    pub fn description(&self) -> &'static str {
+        match self {
+            WorkloadSpec::Micro(_) => "scheduling microbenchmark",
+            WorkloadSpec::FetchAdd(_) => "fetch&add",
+        }
+    }
+
+    /// Checks the workload against the machine it would run on (the
+    /// checks `simulate` makes first), without running it.
+    pub fn validate(&self, config: &SimConfig) -> Result<(), SimError> {
+        let workload = |e: String| SimError::Config(finegrain_core::ConfigError::Workload(e));
+        config.validate()?;
+        micro::two_nodes_at_least(config.topology.nodes).map_err(workload)?;
+        match self {
+            WorkloadSpec::Micro(w) => {
+                w.validate().map_err(workload)?;
+                micro::block_fits(w.protocol, &config.machine).map_err(SimError::Config)
+            }
+            WorkloadSpec::FetchAdd(w) => {
+                let threads = config.policy.compute_procs(config.topology.procs_per_node);
+                w.validate(&config.machine, threads).map_err(workload)
+            }
+        }
+    }
+
+    /// Requests the run answers in all (for progress).
+    pub fn total_requests(&self, config: &SimConfig) -> u64 {
+        match self {
+            WorkloadSpec::Micro(w) => micro::total_requests(config, w),
+            WorkloadSpec::FetchAdd(w) => fetch_add::total_requests(config, w),
+        }
+    }
+
+    /// Runs the workload on the simulated machine `config`.
+    pub fn simulate(&self, config: &SimConfig) -> Result<Simulated, SimError> {
+        let stats = match self {
+            WorkloadSpec::Micro(w) => micro::simulate(config, w)?.stats,
+            WorkloadSpec::FetchAdd(w) => fetch_add::simulate(config, w)?.stats,
+        };
+        let measures = self.measures(config, &stats);
+        Ok(Simulated { stats, measures })
+    }
+
+    /// The workload's own measures of a run, from its statistics.
+    pub fn measures(&self, config: &SimConfig, stats: &RunStats) -> Option<serde_json::Value> {
+        match self {
+            WorkloadSpec::Micro(_) => None,
+            WorkloadSpec::FetchAdd(_) => {
+                let home = fetch_add::home_measures_of(&config.machine, stats);
+                Some(serde_json::to_value(home).expect("home measures are plain numbers"))
+            }
+        }
+    }
+}

@@ -236,6 +236,12 @@ pub fn two_nodes_at_least(nodes: u32) -> Result<(), String> {
     Ok(())
 }
 
+/// The mean compute time that gives compute utilization `u` = C / (C +
+/// Lmin) against a round trip of `lmin`: C = U / (1 - U) x Lmin.
+pub fn mean_compute(u: f64, lmin: f64) -> f64 {
+    u / (1.0 - u) * lmin
+}
+
 /// Requests a run makes in all (each is answered once).
 pub fn total_requests(sim: &SimConfig, cfg: &MicroConfig) -> u64 {
     cfg.requests_per_node.saturating_mul(sim.topology.nodes as u64)

@@ -70,7 +70,7 @@ pub fn sim(rounds: u32, requests_per_node: u64) -> Result<Vec<SimBenchRow>> {
             let cfg = SimConfig::new(machine.clone(), Topology { nodes: 2, procs_per_node: 2 }, policy, SEED);
             let work = MicroConfig {
                 protocol,
-                mean_compute_cycles: crate::scheduling::mean_compute(target_u, lmin),
+                mean_compute_cycles: micro::mean_compute(target_u, lmin),
                 requests_per_node,
                 single_requester: false,
             };

@@ -1,18 +1,13 @@
-//! The `finegrain` command line, as a library: experiment files, parallel
-//! sweeps, figures, reports and benchmarks. `main.rs` only parses
-//! arguments and calls in here.
+//! The `finegrain` command line, as a library: its arguments, what each
+//! command does, and the benchmarks. `main.rs` only parses arguments and
+//! calls in here; studies, sweeps, records and reruns live in
+//! `finegrain-study`.
 
+pub mod args;
 pub mod bench;
-pub mod experiment;
-pub mod fetch_add_run;
-pub mod figures;
+pub mod commands;
 pub mod native_bench;
-pub mod pdq_study;
-pub mod progress;
-pub mod report;
-pub mod rerun;
-pub mod scheduling;
-pub mod sweep;
+pub mod usage;
 
 /// Writes one line to standard output, as `println!` does, but returns an
 /// error when the line cannot be written (a full disk, a closed file)

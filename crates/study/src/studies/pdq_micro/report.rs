@@ -1,19 +1,24 @@
-//! The study's figures, tables and report.
+//! The study's figures, tables and report sections.
 
-use super::claims::{f2, skewed, View, UNIFORM};
-use super::*;
+use super::claims::{self, f2, skewed, View, UNIFORM};
+use super::{Experiment, Grid, Run, Sweep};
+use crate::figures::{Chart, Figure, Series};
+use crate::report::{markdown_table, Section};
+use anyhow::Result;
+use finegrain_apps::serving::Kind;
+use finegrain_core::Discipline;
+use std::fmt::Write as _;
+use std::path::Path;
 
-pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Result<Vec<(String, String)>> {
+pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[Run]) -> Result<Vec<Figure>> {
     let v = View::main(records);
     let keys = grid.most_keys();
     let zipf = skewed(records);
     let mut figs = Vec::new();
     // Draws one chart into figures/<file> and lists it for the report.
     let mut draw = |file: &str, title: String, axes: (&str, &str), series: Vec<Series>| -> Result<()> {
-        let name = format!("figures/{file}");
         let chart = Chart { title: &title, x_label: axes.0, y_label: axes.1, series, reference_y: None, log_y: false };
-        line_chart(&out.join(&name), &chart)?;
-        figs.push((name, title));
+        figs.push(Figure::draw(out, file, &chart, title.clone())?);
         Ok(())
     };
     const THROUGHPUT: (&str, &str) = ("protocol processors", "requests per us");
@@ -70,7 +75,7 @@ pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Re
     Ok(figs)
 }
 
-fn throughput_table(grid: &Grid, records: &[RunRecord]) -> String {
+fn throughput_table(grid: &Grid, records: &[Run]) -> String {
     let v = View::main(records);
     let zipf = skewed(records);
     let mut rows = Vec::new();
@@ -107,13 +112,14 @@ fn throughput_table(grid: &Grid, records: &[RunRecord]) -> String {
 
 /// Claim 5's SMP-scaling check on the sensitivity runs: one line per effect
 /// switched off.
-fn sensitivity_lines(grid: &Grid, records: &[RunRecord]) -> Vec<String> {
+fn sensitivity_lines(grid: &Grid, records: &[Run]) -> Vec<String> {
     let keys = grid.most_keys();
     grid.sensitivity
         .iter()
         .map(|&e| {
             let run = |kind: Kind, k: u32| {
-                records.iter().find(|r| {
+                records.iter().find(|run| {
+                    let r = run.l();
                     r.sweep == Sweep::Sensitivity
                         && r.effect_off == Some(e)
                         && r.kind == kind
@@ -121,10 +127,10 @@ fn sensitivity_lines(grid: &Grid, records: &[RunRecord]) -> Vec<String> {
                         && r.keys == keys
                 })
             };
-            let t = |kind, k| run(kind, k).map(RunRecord::throughput);
+            let t = |kind, k| run(kind, k).map(Run::throughput);
             match (t(Kind::Smp, 1), t(Kind::Smp, 4), t(Kind::Embedded, 1), t(Kind::Embedded, 4)) {
                 (Some(s1), Some(s4), Some(e1), Some(e4)) => {
-                    let migration = run(Kind::Smp, 4).map_or(0.0, RunRecord::migration_per_request);
+                    let migration = run(Kind::Smp, 4).map_or(0.0, Run::migration_per_request);
                     let bus = run(Kind::Smp, 4).map_or(0.0, home_bus_utilization);
                     format!(
                         "- without {e}: gain 1->4 smp {}x vs embedded {}x ({}); smp/embedded msgs/us at 1: {}/{}, at 4: {}/{}; \
@@ -147,11 +153,11 @@ fn sensitivity_lines(grid: &Grid, records: &[RunRecord]) -> Vec<String> {
 
 /// Claims 4 and 5 judged again with PDQ's points taken from the runs with
 /// the device's key affinity on, and what affinity changes at 4 processors.
-fn affinity_section(grid: &Grid, records: &[RunRecord]) -> String {
+fn affinity_section(grid: &Grid, records: &[Run]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "## PDQ with key affinity (an extension)\n\nThe paper's dispatch device hands a free protocol processor the \
+        "The paper's dispatch device hands a free protocol processor the \
          oldest dispatchable entry, whatever key that processor served before, so on SMP processors a key's state \
          moves from cache to cache, while static partitioning keeps each key on one processor. These runs \
          (`runs/*-affinity.json`) give the device key affinity: a processor asking for work gets the oldest \
@@ -178,7 +184,7 @@ fn affinity_section(grid: &Grid, records: &[RunRecord]) -> String {
             let (Some(stat), [Some(p), Some(a)]) = (plain.tput(kind, Discipline::Static, k, keys, skew), cells) else {
                 continue;
             };
-            let both = |f: fn(&RunRecord) -> String| format!("{} / {}", f(p), f(a));
+            let both = |f: fn(&Run) -> String| format!("{} / {}", f(p), f(a));
             rows.push(vec![
                 kind.label().to_string(),
                 skew.to_string(),
@@ -210,20 +216,20 @@ fn affinity_section(grid: &Grid, records: &[RunRecord]) -> String {
 
 /// The share of the run (to the home's last handler) its bus, or the
 /// busier of a split bus's phases, was busy.
-fn home_bus_utilization(r: &RunRecord) -> f64 {
-    let home = &r.stats.nodes[0];
+fn home_bus_utilization(r: &Run) -> f64 {
+    let home = &r.record.stats.nodes[0];
     home.bus.bottleneck_busy_cycles() as f64 / home.last_handler_end.max(1) as f64
 }
 
 /// Per-request cost at the home for embedded and SMP processors: what
 /// makes one kind scale differently from the other.
-fn occupancy_table(grid: &Grid, records: &[RunRecord]) -> String {
+fn occupancy_table(grid: &Grid, records: &[Run]) -> String {
     let v = View::main(records);
     let mut rows = Vec::new();
     for kind in [Kind::Embedded, Kind::Smp].into_iter().filter(|k| grid.kinds.contains(k)) {
         for &k in &grid.protocol_procs {
             let Some(r) = v.get(kind, Discipline::Pdq, k, grid.most_keys(), UNIFORM) else { continue };
-            let home = &r.stats.nodes[0];
+            let home = &r.record.stats.nodes[0];
             rows.push(vec![
                 kind.label().to_string(),
                 k.to_string(),
@@ -251,105 +257,71 @@ fn occupancy_table(grid: &Grid, records: &[RunRecord]) -> String {
     )
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(super) fn render_report(
-    exp: &Experiment,
-    src: &Source,
-    mode: &str,
-    grid: &Grid,
-    records: &[RunRecord],
-    verdicts: &[Verdict],
-    figures: &[(String, String)],
-    started: Instant,
-) -> String {
-    let mut s = String::new();
-    let quick_flag = if mode == "quick" { " --quick" } else { "" };
-    let _ = writeln!(s, "# {} ({mode})\n", exp.title);
-    let _ = writeln!(
-        s,
-        "Experiment `{}` ({}), spec `{}`, preset `{}`, base seed {}, {} runs. Home node 0, {} requester nodes x {} \
-         threads sending back to back, handler cost {} cycles, home compute utilization {}, {} requests per \
-         requester thread.\nRegenerate: `finegrain reproduce {}{quick_flag} --out DIR` (every run's full \
-         configuration and seed is in `runs/<id>.json`).\n",
-        exp.name,
-        src.origin,
-        exp.spec,
-        exp.preset,
-        exp.seed,
-        records.len(),
-        exp.requester_nodes,
-        exp.compute_procs,
-        exp.handler_cycles,
-        exp.home_u,
-        grid.requests_per_thread,
-        src.arg
-    );
-    let _ = writeln!(s, "## Claims\n");
-    for v in verdicts {
-        let _ = writeln!(s, "{}\n", v.line());
-    }
+/// The report's paragraph on the setup.
+pub(super) fn setup(exp: &Experiment, grid: &Grid) -> String {
+    format!(
+        "Home node 0, {} requester nodes x {} threads sending fetch&add requests back to back (the key is the word), \
+         handler cost {} cycles, home compute utilization {}, {} requests per requester thread.",
+        exp.requester_nodes, exp.compute_procs, exp.handler_cycles, exp.home_u, grid.requests_per_thread
+    )
+}
+
+/// The sections after the claims.
+pub(super) fn sections(grid: &Grid, records: &[Run]) -> Vec<Section> {
+    let mut out = Vec::new();
+    let mut section = |heading: &str, body: String| out.push(Section { heading: heading.to_string(), body });
     let sensitivity = sensitivity_lines(grid, records);
     if !sensitivity.is_empty() {
-        let _ = writeln!(
-            s,
-            "## Sensitivity of claim 5's SMP scaling\n\nSMP and embedded PDQ ({} uniform keys) at 1 and 4 protocol \
-             processors, run again with one mechanism of the model switched off (an effect, or the split-transaction \
-             bus: `split_bus` holds the bus for a transaction's whole occupancy), to show which decides the gain. \
-             These runs (`runs/*-no-<mechanism>.json`, its name with dashes) are not used for the verdicts above.\n",
+        let mut s = format!(
+            "SMP and embedded PDQ ({} uniform keys) at 1 and 4 protocol processors, run again with one mechanism of \
+             the model switched off (an effect, or the split-transaction bus: `split_bus` holds the bus for a \
+             transaction's whole occupancy), to show which decides the gain. These runs \
+             (`runs/*-no-<mechanism>.json`, its name with dashes) are not used for the verdicts above.\n\n",
             grid.most_keys()
         );
         for line in sensitivity {
             let _ = writeln!(s, "{line}");
         }
-        let _ = writeln!(s);
+        section("Sensitivity of claim 5's SMP scaling", s);
     }
     if grid.affinity_passes > 0 {
-        s += &affinity_section(grid, records);
+        section("PDQ with key affinity (an extension)", affinity_section(grid, records));
     }
-    let _ = writeln!(s, "## Throughput at the home (requests per us; spin-lock busy-wait share in brackets)\n");
-    s += &throughput_table(grid, records);
+    section(
+        "Throughput at the home (requests per us; spin-lock busy-wait share in brackets)",
+        throughput_table(grid, records),
+    );
     let v = View::main(records);
-    let _ = writeln!(s, "\n## Hurricane-1 Mult by the home's compute utilization\n");
     let mut rows = Vec::new();
     for r in v.sweep(Sweep::MultHomeU) {
         rows.push(vec![
-            format!("{:.2}", r.target_home_u),
+            format!("{:.2}", r.l().target_home_u),
             format!("{:.3}", r.home.home_u),
             r.home.interrupts.to_string(),
             format!("{:.4}", r.home.interrupts as f64 / r.home.requests.max(1) as f64),
             f2(r.throughput()),
         ]);
     }
-    s += &markdown_table(&["target U", "measured U", "interrupts", "per request", "requests per us"], &rows);
-    let _ = writeln!(s, "\n## PDQ with sequential requests (embedded, 4 processors)\n");
+    section(
+        "Hurricane-1 Mult by the home's compute utilization",
+        markdown_table(&["target U", "measured U", "interrupts", "per request", "requests per us"], &rows),
+    );
     let mut rows = Vec::new();
     for r in v.sweep(Sweep::Sequential) {
         rows.push(vec![
-            format!("{}", r.sequential_fraction),
+            format!("{}", r.l().sequential_fraction),
             f2(r.throughput()),
             format!("{:.0}", r.home.mean_queue_delay_cycles),
             r.home.p99_queue_delay_cycles.to_string(),
         ]);
     }
-    s += &markdown_table(&["sequential share", "requests per us", "mean queue delay", "p99 queue delay"], &rows);
-    let _ = writeln!(s, "\n## Where protocol-processor time goes (PDQ, {} uniform keys)\n", grid.most_keys());
-    s += &occupancy_table(grid, records);
-    let _ = writeln!(s, "\n## Figures\n");
-    for (f, caption) in figures {
-        let _ = writeln!(s, "- [{caption}]({f})");
-    }
-    let events: u64 = records.iter().map(|r| r.stats.events).sum();
-    let messages: u64 = records.iter().map(|r| r.stats.messages).sum();
-    let busy: f64 = records.iter().map(|r| r.wall_seconds).sum();
-    let _ = writeln!(
-        s,
-        "\n## Simulator\n\n{} events and {} messages simulated in {:.1} s of simulation time on all cores \
-         ({:.2} M events/s per core); whole study {:.1} s wall.",
-        events,
-        messages,
-        busy,
-        events as f64 / busy.max(1e-9) / 1e6,
-        started.elapsed().as_secs_f64()
+    section(
+        "PDQ with sequential requests (embedded, 4 processors)",
+        markdown_table(&["sequential share", "requests per us", "mean queue delay", "p99 queue delay"], &rows),
     );
-    s
+    section(
+        &format!("Where protocol-processor time goes (PDQ, {} uniform keys)", grid.most_keys()),
+        occupancy_table(grid, records),
+    );
+    out
 }

@@ -1,12 +1,93 @@
-//! The verdicts on the five claims of spec/scheduling.md, computed from
-//! the study's run records, and the figures they quote.
+//! The paper's five findings as claims, their verdicts computed from the
+//! study's runs, and the figures they quote.
 
-use super::*;
+use super::{Grid, Run, Variant};
+use crate::claim::{Check, Claim, ClaimSpec, Verdict};
+use crate::experiment::EffectOff;
+use finegrain_apps::micro::Protocol;
+use finegrain_core::config::{ProtocolParams, Relinquish, RoleArbitration};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// The paper's five microbenchmark findings, in the order the report
+/// gives them. Each test is the one the functions below apply.
+pub(super) const CLAIMS: [ClaimSpec; 5] = [
+    ClaimSpec {
+        number: 1,
+        title: "Single vs Fixed (null handler)",
+        statement: "A dedicated protocol processor helps a uniprocessor node more the less the node computes, and \
+                    with a high interrupt overhead even a few interrupts cost a lot; but once the node is \
+                    communication-bound its single processor is mostly idle, handles messages itself and takes \
+                    fewer interrupts, so the gap narrows again.",
+        source: "Falsafi & Wood, HPCA 1997, Section 5, Figure 3 (left), null-handler protocol",
+        test: "At every Oint of the grid, Single/Fixed (run time of Single over Fixed on two processors, mean over \
+               seeds) peaks above 1 at a U below the highest, the peak exceeds the highest U's ratio by over 5%, \
+               the ratio falls (within 2%) from the peak up, and the lowest U has a lower ratio and fewer \
+               interrupts per request than the peak; at the highest U, high Oint leaves Single at least 1.25x \
+               Fixed and above its low-Oint ratio.",
+    },
+    ClaimSpec {
+        number: 2,
+        title: "Floating vs Fixed on two processors (null handler)",
+        statement: "With a high interrupt overhead, Floating on two processors behaves like Fixed: the two \
+                    processors take turns acting as protocol processor and so avoid interrupts, at a small cost \
+                    for moving protocol work between caches. With a low overhead, Floating is clearly faster at \
+                    higher compute utilizations, since both processors compute.",
+        source: "Falsafi & Wood, HPCA 1997, Section 5, Figure 3 (left), dashed curves",
+        test: "High Oint: Floating/Fixed at the highest U up to 0.9 is between 1.0 and 1.2; at most 0.05 \
+               interrupts per request at every U up to 0.7; more than 0.5 migration misses per request above \
+               Fixed's. Low Oint: Floating/Fixed at most 0.8 at every U from 0.5 up. At the highest U the high-Oint \
+               ratio exceeds the low-Oint one by more than 0.1.",
+    },
+    ClaimSpec {
+        number: 3,
+        title: "Fetch-block: a dedicated protocol processor helps less",
+        statement: "For the heavier fetch-block protocol a dedicated protocol processor helps less than for the \
+                    null handler, and Fixed wins only when the interrupt overhead is much larger than the round \
+                    trip (Oint >> Lmin). Communication-bound with a low overhead, Single even beats Fixed, since \
+                    with one cache the fetched block needs no cache-to-cache transfer; Floating on two processors \
+                    beats Fixed even at low utilization, with two requests outstanding per node.",
+        source: "Falsafi & Wood, HPCA 1997, Section 5, Figure 3 (right)",
+        test: "Single/Fixed is lower for fetch than for null at every U and Oint; at an Oint up to fetch's Lmin \
+               Single/Fixed is at most 1.05 at every U, from twice Lmin on above 1.1 at every U (in between not \
+               judged); at the lowest U and Oint Single/Fixed is below 1; Floating/Fixed on two processors at the \
+               lowest U is below 1 at both the lowest and the highest Oint.",
+    },
+    ClaimSpec {
+        number: 4,
+        title: "More processors per node",
+        statement: "As processors per node grow, protocol demand grows; Fixed, with its lower occupancy per \
+                    request, sustains more compute processors and at low utilization overtakes Floating, until \
+                    the protocol processor saturates under both policies and the ratio levels off, with Fixed \
+                    well ahead for the null handler and modestly for fetch-block. At high utilization Floating's \
+                    advantage shrinks as processors are added.",
+        source: "Falsafi & Wood, HPCA 1997, Section 5, Figure 4",
+        test: "At the lowest Oint and U about 0.1, for each protocol: Floating/Fixed is below 1 at 2 processors and \
+               above 1 at the most; it changes by at most 10% over the last two counts; the protocol processor's \
+               occupancy at the most processors is at least 0.85 under both policies; Fixed's lead there is larger \
+               for null than for fetch, and above 1 for fetch. At the highest U up to 0.9, Floating/Fixed is higher \
+               at the most processors than at 2.",
+    },
+    ClaimSpec {
+        number: 5,
+        title: "Cost-performance at low interrupt overhead",
+        statement: "For the null handler, adding a dedicated protocol processor to a uniprocessor node is \
+                    cost-effective at U = 0.3 and 0.7, using the second processor to compute is better still, \
+                    and Fixed gives the most cost-effective system overall. For fetch-block, a dedicated protocol \
+                    processor does not pay, a second compute processor does, and Floating gives the most \
+                    cost-effective system.",
+        source: "Falsafi & Wood, HPCA 1997, Section 5, Figure 5; costup(P) = 1 + 0.3 (P - 1), Section 4",
+        test: "At the lowest Oint and each cost-performance U (cost-performance = costup x time / time of Single, \
+               mean over seeds): null needs Fixed-2 below 1, Floating-2 below Fixed-2 and a Fixed system the best \
+               of all; fetch needs Fixed-2 above 1, Floating-2 below 1 and a Floating system the best. The report \
+               names how many seeds put the best of each policy ahead.",
+    },
+];
 
 /// Mean over replicates of a metric for one configuration, among the runs
 /// of one variant (the baseline: the study's own runs).
 pub(super) struct View<'a> {
-    records: &'a [RunRecord],
+    records: &'a [Run],
     variant: Variant,
     /// One seed's runs only (None: every seed's).
     replicate: Option<u32>,
@@ -14,15 +95,16 @@ pub(super) struct View<'a> {
 
 impl<'a> View<'a> {
     /// The study's own runs (no sensitivity setting).
-    pub(super) fn baseline(records: &'a [RunRecord]) -> View<'a> {
+    pub(super) fn baseline(records: &'a [Run]) -> View<'a> {
         View { records, variant: Variant::BASELINE, replicate: None }
     }
 
-    fn select(&self, protocol: Protocol, policy: &str, ppn: u32, u: f64, oint: u64) -> Vec<&RunRecord> {
+    fn select(&self, protocol: Protocol, policy: &str, ppn: u32, u: f64, oint: u64) -> Vec<&Run> {
         self.records
             .iter()
-            .filter(|r| {
-                r.variant == self.variant.seen_by(policy)
+            .filter(|run| {
+                let r = run.l();
+                r.variant() == self.variant.seen_by(policy)
                     && self.replicate.is_none_or(|i| r.replicate == i)
                     && r.protocol == protocol
                     && r.policy == policy
@@ -40,7 +122,7 @@ impl<'a> View<'a> {
         ppn: u32,
         u: f64,
         oint: u64,
-        f: impl Fn(&RunRecord) -> Option<f64>,
+        f: impl Fn(&Run) -> Option<f64>,
     ) -> Option<f64> {
         let v: Vec<f64> = self.select(protocol, policy, ppn, u, oint).into_iter().filter_map(f).collect();
         (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
@@ -58,19 +140,21 @@ impl<'a> View<'a> {
     fn cost_perf_by_seed(&self, protocol: Protocol, policy: &str, ppn: u32, u: f64, oint: u64) -> BTreeMap<u32, f64> {
         self.select(protocol, policy, ppn, u, oint)
             .into_iter()
-            .filter_map(|r| r.derived.cost_performance.map(|c| (r.replicate, c)))
+            .filter_map(|r| r.derived.cost_performance.map(|c| (r.l().replicate, c)))
             .collect()
     }
 
     /// Interrupts per request.
     pub(super) fn irq_rate(&self, protocol: Protocol, policy: &str, ppn: u32, u: f64, oint: u64) -> Option<f64> {
-        self.mean(protocol, policy, ppn, u, oint, |r| Some(r.stats.interrupts as f64 / r.stats.requests.max(1) as f64))
+        self.mean(protocol, policy, ppn, u, oint, |r| {
+            Some(r.record.stats.interrupts as f64 / r.record.stats.requests.max(1) as f64)
+        })
     }
 
     /// Migration misses per request.
     fn migration_rate(&self, protocol: Protocol, policy: &str, ppn: u32, u: f64, oint: u64) -> Option<f64> {
         self.mean(protocol, policy, ppn, u, oint, |r| {
-            Some(r.stats.misses.migration as f64 / r.stats.requests.max(1) as f64)
+            Some(r.record.stats.misses.migration as f64 / r.record.stats.requests.max(1) as f64)
         })
     }
 }
@@ -113,7 +197,7 @@ pub(super) fn f2(x: f64) -> String {
 /// (the variant `variant` makes of it).
 pub(super) fn verdicts_under<K: Copy>(
     settings: &[K],
-    records: &[RunRecord],
+    records: &[Run],
     variant: impl Fn(K) -> Variant,
     judge: impl Fn(&View) -> Verdict,
 ) -> Vec<(K, Verdict)> {
@@ -131,7 +215,7 @@ pub(super) struct Sensitivity {
 }
 
 /// Each claim again on the runs of each sensitivity setting.
-pub(super) fn sensitivity(grid: &Grid, records: &[RunRecord], preset: &ProtocolParams) -> Sensitivity {
+pub(super) fn sensitivity(grid: &Grid, records: &[Run], preset: &ProtocolParams) -> Sensitivity {
     let ((lo, hi), us) = (oint_range(grid), sorted_u(grid));
     let oints = sorted_oints(grid);
     Sensitivity {
@@ -164,7 +248,7 @@ pub(super) fn sensitivity(grid: &Grid, records: &[RunRecord], preset: &ProtocolP
 }
 
 /// Computes the verdict on each claim from the measured runs.
-pub fn evaluate(grid: &Grid, records: &[RunRecord]) -> Vec<Verdict> {
+pub fn evaluate(grid: &Grid, records: &[Run]) -> Vec<Claim> {
     let us = sorted_u(grid);
     let oints = sorted_oints(grid);
     let (lo, hi) = oint_range(grid);
@@ -183,7 +267,7 @@ pub fn evaluate(grid: &Grid, records: &[RunRecord]) -> Vec<Verdict> {
             verdict.evidence += &format!("; seed by seed, {agree} of {} seeds give the same verdict", grid.replicates);
         }
     }
-    verdicts
+    CLAIMS.iter().zip(verdicts).map(|(&spec, verdict)| Claim { spec, verdict }).collect()
 }
 
 /// Single vs Fixed (null handler): the dedicated PP helps more the lower U,
@@ -375,7 +459,7 @@ pub(super) fn oint_dominates(oint: u64, lmin: f64) -> Option<bool> {
 /// safe, so those Oints are reported and not judged. Each side needs an
 /// Oint of the grid.
 fn fixed_wins_only_when_oint_dominates(v: &View, us: &[f64], oints: &[u64]) -> Vec<Check> {
-    let Some(lmin) = v.records.iter().find(|r| r.protocol == Protocol::Fetch).map(|r| r.lmin_cycles) else {
+    let Some(lmin) = v.records.iter().find(|r| r.l().protocol == Protocol::Fetch).map(|r| r.l().lmin_cycles) else {
         return vec![Check::missing("fetch runs (for Lmin)")];
     };
     let mut checks = Vec::new();
@@ -460,7 +544,7 @@ pub(super) fn claim4(v: &View, grid: &Grid, us: &[f64], lo: u64) -> Verdict {
             format!("{p}: levels off ({} -> {} over the last two counts)", f2(prev), f2(last)),
         ));
         // Levelling off is the PP saturating under both policies.
-        let occupancy = |policy| v.mean(p, policy, p_max, u_low, lo, |r| Some(r.stats.pp_occupancy));
+        let occupancy = |policy| v.mean(p, policy, p_max, u_low, lo, |r| Some(r.record.stats.pp_occupancy));
         match (occupancy("fixed"), occupancy("floating")) {
             (Some(fixed), Some(floating)) => checks.push(Check::new(
                 fixed >= 0.85 && floating >= 0.85,
@@ -496,9 +580,9 @@ pub(super) fn claim4(v: &View, grid: &Grid, us: &[f64], lo: u64) -> Verdict {
     Verdict::from_checks(4, &checks)
 }
 
-/// The report's section on claim 4 under the other role arbitrations, with
+/// The report's text on claim 4 under the other role arbitrations, with
 /// how evenly each spreads the handlers over a node's processors.
-pub(super) fn arbitration_section(grid: &Grid, records: &[RunRecord], sensitivity: &Sensitivity) -> String {
+pub(super) fn arbitration_body(grid: &Grid, records: &[Run], sensitivity: &Sensitivity) -> String {
     let (lo, _) = oint_range(grid);
     let [u_low, u_high] = claim4_us(&sorted_u(grid));
     let us = if u_low == u_high { format!("U={u_low}") } else { format!("U={u_low} and U={u_high}") };
@@ -515,7 +599,7 @@ pub(super) fn arbitration_section(grid: &Grid, records: &[RunRecord], sensitivit
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "## Sensitivity of claim 4\n\nClaim 4's points (Floating at every processor count from 2, {us}, Oint {lo}) \
+        "Claim 4's points (Floating at every processor count from 2, {us}, Oint {lo}) \
          run again with another arbitration of a released acting-PP role among the processors \
          waiting for it; the preset's is {}. These runs are in `runs/arbitration-<rule>-*.json` and are not used for \
          the verdicts above. Under Floating at {p_max} processors, U={u_low}, the two busiest processors of a node \
@@ -539,8 +623,9 @@ pub(super) fn arbitration_section(grid: &Grid, records: &[RunRecord], sensitivit
 
 /// Mean over nodes of the share of a node's handlers its two busiest
 /// processors ran.
-fn busiest_two_share(r: &RunRecord) -> f64 {
+fn busiest_two_share(r: &Run) -> f64 {
     let shares: Vec<f64> = r
+        .record
         .stats
         .nodes
         .iter()
@@ -647,4 +732,273 @@ fn seeds_ahead(v: &View, p: Protocol, u: f64, lo: u64, a: &CostPoint, b: &CostPo
     let b = v.cost_perf_by_seed(p, b.pol, b.procs, u, lo);
     let paired: Vec<bool> = a.iter().filter_map(|(r, x)| b.get(r).map(|y| x < y)).collect();
     format!("{} of {} seeds", paired.iter().filter(|&&w| w).count(), paired.len())
+}
+
+/// Each claim's check on hand-made runs: data shaped as the claim says
+/// supports it, and a change that breaks one of its parts refutes it,
+/// naming that part.
+#[cfg(test)]
+mod tests {
+    use super::super::{Derived, RunLabels};
+    use super::*;
+    use crate::record::RunRecord;
+    use finegrain_apps::micro::MicroConfig;
+    use finegrain_apps::WorkloadSpec;
+    use finegrain_core::{MachineConfig, Policy, Topology};
+    use finegrain_sim::{RunStats, SimConfig};
+
+    /// What a hand-made run measured.
+    #[derive(Clone, Copy, Default)]
+    struct M {
+        norm: Option<f64>,
+        cost: Option<f64>,
+        irq: f64,
+        migration: f64,
+        occupancy: f64,
+    }
+
+    fn norm(x: f64) -> M {
+        M { norm: Some(x), ..M::default() }
+    }
+
+    /// Hand-made runs, built one at a time.
+    struct Runs {
+        machine: MachineConfig,
+        runs: Vec<Run>,
+    }
+
+    impl Runs {
+        fn new() -> Runs {
+            Runs { machine: MachineConfig::load("hpca97").unwrap(), runs: Vec::new() }
+        }
+
+        #[allow(clippy::too_many_arguments)]
+        fn add(&mut self, p: Protocol, policy: Policy, ppn: u32, u: f64, oint: u64, replicate: u32, m: M) -> &mut Runs {
+            let lmin = if p == Protocol::Fetch { 1600.0 } else { 600.0 };
+            let labels = RunLabels::new(p, policy, ppn, u, oint, replicate, 1, lmin, Variant::BASELINE);
+            let config = SimConfig::new(self.machine.clone(), Topology { nodes: 2, procs_per_node: ppn }, policy, 1);
+            let requests = 1000;
+            let stats = RunStats {
+                requests,
+                interrupts: (m.irq * requests as f64).round() as u64,
+                pp_occupancy: m.occupancy,
+                misses: finegrain_sim::stats::MissStats {
+                    migration: (m.migration * requests as f64).round() as u64,
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let workload = WorkloadSpec::Micro(MicroConfig {
+                protocol: p,
+                mean_compute_cycles: labels.mean_compute_cycles,
+                requests_per_node: 500,
+                single_requester: false,
+            });
+            let record = RunRecord {
+                study: "scheduling-micro".into(),
+                experiment: None,
+                id: String::new(),
+                labels,
+                config,
+                workload,
+                stats,
+                measures: None,
+                wall: Default::default(),
+            };
+            self.runs.push(Run { record, derived: Derived { time_norm_fixed: m.norm, cost_performance: m.cost } });
+            self
+        }
+    }
+
+    const SINGLE: Policy = Policy::Single;
+    const FIXED: Policy = Policy::Fixed { protocol_procs: 1 };
+    const FLOATING: Policy = Policy::Floating;
+    const NULL: Protocol = Protocol::Null;
+    const FETCH: Protocol = Protocol::Fetch;
+
+    fn grid(procs: &[u32], us: &[f64], oints: &[u64], cost_u: &[f64], replicates: u32) -> Grid {
+        Grid {
+            protocols: vec![NULL, FETCH],
+            procs_per_node: procs.to_vec(),
+            target_u: us.to_vec(),
+            oint_cycles: oints.to_vec(),
+            requests_per_node: 500,
+            cost_performance_u: cost_u.to_vec(),
+            replicates,
+            sensitivity: Vec::new(),
+            relinquish_sensitivity: Vec::new(),
+            arbitration_sensitivity: Vec::new(),
+            return_sensitivity: Vec::new(),
+        }
+    }
+
+    fn failing(v: &Verdict) -> String {
+        assert!(v.decided, "{}", v.line());
+        assert!(!v.supported, "{}", v.line());
+        v.evidence.split("; ").filter(|c| c.starts_with("FAILS: ")).collect::<Vec<_>>().join("; ")
+    }
+
+    const US: [f64; 4] = [0.05, 0.3, 0.5, 0.9];
+
+    /// Claim 1's shape: Single/Fixed peaks at U = 0.3, lower at both ends,
+    /// fewer interrupts communication-bound; high Oint much worse.
+    fn claim1_runs(at_low_u: f64) -> Runs {
+        let mut r = Runs::new();
+        for (oint, scale) in [(200u64, 1.0), (20_000, 5.0)] {
+            for (u, x, irq) in [(0.05, at_low_u, 0.05), (0.3, 1.4, 0.6), (0.5, 1.3, 0.5), (0.9, 1.1, 0.2)] {
+                let m = M { norm: Some(1.0 + (x - 1.0) * scale), irq, ..M::default() };
+                r.add(NULL, SINGLE, 1, u, oint, 0, m);
+            }
+        }
+        r
+    }
+
+    #[test]
+    fn claim1_holds_when_the_penalty_peaks_and_falls_back() {
+        let r = claim1_runs(1.2);
+        let v = claim1(&View::baseline(&r.runs), &US, &[200, 20_000]);
+        assert!(v.decided && v.supported, "{}", v.line());
+        // No fall back when communication-bound: refuted at each Oint.
+        let r = claim1_runs(1.5);
+        let v = claim1(&View::baseline(&r.runs), &US, &[200, 20_000]);
+        assert!(failing(&v).contains("Oint 200: communication-bound U=0.05 falls back to 1.50"), "{}", v.line());
+        // A missing point decides nothing.
+        let mut r = claim1_runs(1.2);
+        r.runs.remove(0);
+        assert!(!claim1(&View::baseline(&r.runs), &US, &[200, 20_000]).decided);
+    }
+
+    /// Claim 2's shape: at high Oint Floating is Fixed's time or a little
+    /// more with few interrupts and more migration; at low Oint it is well
+    /// ahead from U = 0.5 up.
+    fn claim2_runs(irq_high: f64) -> Runs {
+        let mut r = Runs::new();
+        for u in US {
+            r.add(
+                NULL,
+                FLOATING,
+                2,
+                u,
+                20_000,
+                0,
+                M { norm: Some(1.05), irq: irq_high, migration: 1.0, ..M::default() },
+            );
+            r.add(NULL, FLOATING, 2, u, 200, 0, norm(if u >= 0.5 { 0.6 } else { 0.9 }));
+            r.add(NULL, FIXED, 2, u, 20_000, 0, norm(1.0));
+        }
+        r
+    }
+
+    #[test]
+    fn claim2_holds_when_floating_alternates_at_high_oint_and_wins_at_low() {
+        let r = claim2_runs(0.01);
+        let v = claim2(&View::baseline(&r.runs), &US, 200, 20_000);
+        assert!(v.decided && v.supported, "{}", v.line());
+        let r = claim2_runs(0.08);
+        let v = claim2(&View::baseline(&r.runs), &US, 200, 20_000);
+        assert_eq!(
+            failing(&v),
+            "FAILS: high Oint: at most 0.08 interrupts/request for U<=0.7 (processors alternate as PP)"
+        );
+    }
+
+    /// Claim 3's shape (fetch Lmin 1600 cycles): fetch's penalty below
+    /// null's; none up to Lmin (Oint 200), a clear one from twice Lmin
+    /// (Oint 5000); Single ahead communication-bound at low Oint; Floating
+    /// ahead of Fixed at the lowest U.
+    fn claim3_runs(fetch_low_oint: f64) -> Runs {
+        let mut r = Runs::new();
+        for oint in [200u64, 5000] {
+            for u in US {
+                let fetch = match (oint, u) {
+                    (200, 0.05) => 0.95,
+                    (200, _) => fetch_low_oint,
+                    _ => 1.3,
+                };
+                r.add(NULL, SINGLE, 1, u, oint, 0, norm(fetch + 0.5));
+                r.add(FETCH, SINGLE, 1, u, oint, 0, norm(fetch));
+            }
+            r.add(FETCH, FLOATING, 2, 0.05, oint, 0, norm(0.7));
+        }
+        r
+    }
+
+    #[test]
+    fn claim3_holds_when_fixed_wins_only_once_oint_dominates() {
+        let oints = [200, 5000];
+        let r = claim3_runs(1.0);
+        let v = claim3(&View::baseline(&r.runs), &US, &oints);
+        assert!(v.decided && v.supported, "{}", v.line());
+        let r = claim3_runs(1.2);
+        let v = claim3(&View::baseline(&r.runs), &US, &oints);
+        assert!(failing(&v).contains("Oint 200 (0.12 x Lmin): Single/Fixed at most 1.20"), "{}", v.line());
+    }
+
+    /// Claim 4's shape: Floating/Fixed rises past 1 with processors and
+    /// levels off, null's lead larger than fetch's, the processor
+    /// saturated; at high U the ratio grows with processors.
+    fn claim4_runs(fetch_last: f64) -> Runs {
+        let mut r = Runs::new();
+        for (p, last) in [(NULL, 1.4), (FETCH, fetch_last)] {
+            for (ppn, x) in [(2, 0.8), (4, last * 0.98), (8, last)] {
+                let m = M { norm: Some(x), occupancy: if ppn == 8 { 0.95 } else { 0.6 }, ..M::default() };
+                r.add(p, FLOATING, ppn, 0.1, 200, 0, m);
+                r.add(p, FIXED, ppn, 0.1, 200, 0, M { occupancy: m.occupancy, ..norm(1.0) });
+                r.add(p, FLOATING, ppn, 0.9, 200, 0, norm(0.5 + ppn as f64 / 20.0));
+            }
+        }
+        r
+    }
+
+    #[test]
+    fn claim4_holds_when_fixed_overtakes_and_leads_more_for_null() {
+        let g = grid(&[1, 2, 4, 8], &[0.1, 0.9], &[200], &[0.3], 1);
+        let r = claim4_runs(1.15);
+        let v = claim4(&View::baseline(&r.runs), &g, &[0.1, 0.9], 200);
+        assert!(v.decided && v.supported, "{}", v.line());
+        let r = claim4_runs(1.5);
+        let v = claim4(&View::baseline(&r.runs), &g, &[0.1, 0.9], 200);
+        assert_eq!(failing(&v), "FAILS: at 8 processors Fixed leads by 1.40 (null) vs 1.50 (fetch)");
+    }
+
+    /// Claim 5's shape at U = 0.3: null pays for a dedicated PP and Fixed
+    /// is best; fetch does not, Floating is best.
+    fn claim5_runs(null_fixed2: f64) -> Runs {
+        let mut r = Runs::new();
+        let cost = |x: f64| M { cost: Some(x), ..M::default() };
+        for replicate in 0..2 {
+            r.add(NULL, SINGLE, 1, 0.3, 200, replicate, cost(1.0));
+            r.add(NULL, FIXED, 2, 0.3, 200, replicate, cost(null_fixed2));
+            r.add(NULL, FLOATING, 2, 0.3, 200, replicate, cost(0.8));
+            r.add(NULL, FIXED, 4, 0.3, 200, replicate, cost(0.6));
+            r.add(NULL, FLOATING, 4, 0.3, 200, replicate, cost(0.7));
+            r.add(FETCH, SINGLE, 1, 0.3, 200, replicate, cost(1.0));
+            r.add(FETCH, FIXED, 2, 0.3, 200, replicate, cost(1.3));
+            r.add(FETCH, FLOATING, 2, 0.3, 200, replicate, cost(0.8));
+            r.add(FETCH, FIXED, 4, 0.3, 200, replicate, cost(0.9));
+            r.add(FETCH, FLOATING, 4, 0.3, 200, replicate, cost(0.85));
+        }
+        r
+    }
+
+    #[test]
+    fn claim5_holds_when_each_protocols_best_system_is_as_claimed() {
+        let g = grid(&[1, 2, 4], &[0.3], &[200], &[0.3], 2);
+        let r = claim5_runs(0.9);
+        let v = claim5(&View::baseline(&r.runs), &g, 200);
+        assert!(v.decided && v.supported, "{}", v.line());
+        assert!(v.evidence.contains("fixed-4 ahead in 2 of 2 seeds"), "{}", v.line());
+        let r = claim5_runs(1.03);
+        let v = claim5(&View::baseline(&r.runs), &g, 200);
+        assert!(failing(&v).starts_with("FAILS: null U=0.3: Fixed-2 1.03"), "{}", v.line());
+    }
+
+    #[test]
+    fn every_claim_is_stated_with_its_source_and_test() {
+        for (n, c) in CLAIMS.iter().enumerate() {
+            assert_eq!(c.number as usize, n + 1);
+            assert!(c.source.contains("HPCA 1997") && c.source.contains("Section"), "{}", c.source);
+            assert!(!c.statement.is_empty() && !c.test.is_empty() && !c.title.is_empty());
+        }
+    }
 }

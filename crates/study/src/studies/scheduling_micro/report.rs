@@ -1,9 +1,17 @@
-//! The study's figures and its report.
+//! The study's figures and its report's own sections.
 
-use super::claims::{arbitration_section, f2, high_u, oint_range, sorted_oints, sorted_u, Sensitivity, View};
-use super::*;
+use super::claims::{arbitration_body, f2, high_u, oint_range, sorted_oints, sorted_u, Sensitivity, View};
+use super::{Experiment, Grid, Run};
+use crate::figures::{Chart, Figure, Series};
+use crate::report::{markdown_table, Section};
+use anyhow::Result;
+use finegrain_apps::micro::Protocol;
+use finegrain_core::MachineConfig;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
 
-pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Result<Vec<(String, String)>> {
+pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[Run]) -> Result<Vec<Figure>> {
     let v = View::baseline(records);
     let us = sorted_u(grid);
     let (lo, _) = oint_range(grid);
@@ -22,9 +30,9 @@ pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Re
         }
         s
     };
-    let f = "figures/fig3-single-vs-fixed.svg";
-    line_chart(
-        &out.join(f),
+    figs.push(Figure::draw(
+        out,
+        "fig3-single-vs-fixed.svg",
         &Chart {
             title: "Single vs Fixed: run time normalized to Fixed (2 processors)",
             x_label: "compute utilization U = C / (C + Lmin)",
@@ -34,11 +42,11 @@ pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Re
             // Oint from 1 to 100 us spreads the ratios over two decades.
             log_y: true,
         },
-    )?;
-    figs.push((f.to_string(), "Single (1 processor) vs Fixed (1 compute + 1 protocol processor)".to_string()));
-    let f = "figures/fig4-floating-vs-fixed.svg";
-    line_chart(
-        &out.join(f),
+        "Single (1 processor) vs Fixed (1 compute + 1 protocol processor)",
+    )?);
+    figs.push(Figure::draw(
+        out,
+        "fig4-floating-vs-fixed.svg",
         &Chart {
             title: "Floating vs Fixed on 2 processors per node",
             x_label: "compute utilization U",
@@ -47,8 +55,8 @@ pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Re
             reference_y: Some(1.0),
             log_y: false,
         },
-    )?;
-    figs.push((f.to_string(), "Floating (2 compute) vs Fixed (1 compute + 1 PP)".to_string()));
+        "Floating (2 compute) vs Fixed (1 compute + 1 PP)",
+    )?);
     let mut procs: Vec<u32> = grid.procs_per_node.iter().copied().filter(|&p| p >= 2).collect();
     procs.sort();
     procs.dedup();
@@ -61,9 +69,9 @@ pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Re
             series.push(Series { name: format!("{p}, U={u}"), points: pts });
         }
     }
-    let f = "figures/fig5-processors-per-node.svg";
-    line_chart(
-        &out.join(f),
+    figs.push(Figure::draw(
+        out,
+        "fig5-processors-per-node.svg",
         &Chart {
             title: &format!("Floating vs Fixed as processors per node grow (Oint {lo})"),
             x_label: "processors per node",
@@ -72,8 +80,8 @@ pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Re
             reference_y: Some(1.0),
             log_y: false,
         },
-    )?;
-    figs.push((f.to_string(), "Floating/Fixed against processors per node".to_string()));
+        "Floating/Fixed against processors per node",
+    )?);
     for &p in &grid.protocols {
         let mut series = Vec::new();
         for &u in &grid.cost_performance_u {
@@ -84,9 +92,9 @@ pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Re
                 series.push(Series { name: format!("{pol}, U={u}"), points: pts });
             }
         }
-        let f = format!("figures/fig6-cost-performance-{p}.svg");
-        line_chart(
-            &out.join(&f),
+        figs.push(Figure::draw(
+            out,
+            &format!("fig6-cost-performance-{p}.svg"),
             &Chart {
                 title: &format!("Cost-performance, {p} handler (Oint {lo}); below 1 is cost-effective"),
                 x_label: "processors per node",
@@ -95,92 +103,87 @@ pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[RunRecord]) -> Re
                 reference_y: Some(1.0),
                 log_y: false,
             },
-        )?;
-        figs.push((f, format!("cost-performance, {p}")));
+            format!("cost-performance, {p}"),
+        )?);
     }
     Ok(figs)
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(super) fn render_report(
-    exp: &Experiment,
-    src: &Source,
-    mode: &str,
+/// The report's paragraph on the setup.
+pub(super) fn setup(exp: &Experiment, grid: &Grid) -> String {
+    format!(
+        "{} nodes; each compute thread computes for an exponentially distributed time whose mean C gives the \
+         compute utilization U = C / (C + Lmin), then sends a request to another node and waits for the reply; \
+         {} requests per node, split over its compute threads; {} seeds per point (the claims use their means). \
+         Processors per node {}: 1 runs Single, every other count Fixed (one dedicated protocol processor) and \
+         Floating. Oint {} cycles.",
+        exp.nodes,
+        grid.requests_per_node,
+        grid.replicates,
+        grid.procs_per_node.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+        grid.oint_cycles.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+    )
+}
+
+/// The sections after the claims: each claim again under its sensitivity
+/// runs, the calibration, and the ratios behind claims 1 and 2.
+pub(super) fn sections(
     grid: &Grid,
     machine: &MachineConfig,
     lmin: &BTreeMap<Protocol, f64>,
-    records: &[RunRecord],
-    verdicts: &[Verdict],
+    records: &[Run],
     sensitivity: &Sensitivity,
-    figures: &[(String, String)],
-    started: Instant,
-) -> String {
-    let mut s = String::new();
-    let quick_flag = if mode == "quick" { " --quick" } else { "" };
-    let _ = writeln!(s, "# {} ({mode})\n", exp.title);
-    let _ = writeln!(
-        s,
-        "Experiment `{}` ({}), spec `{}`, preset `{}`, base seed {}, {} runs.\nRegenerate: `finegrain reproduce {}{quick_flag} --out DIR` \
-         (every run's full configuration and seed is in `runs/<id>.json`).\n",
-        exp.name,
-        src.origin,
-        exp.spec,
-        exp.preset,
-        exp.seed,
-        records.len(),
-        src.arg
-    );
-    let _ = writeln!(s, "## Claims\n");
-    for v in verdicts {
-        let _ = writeln!(s, "{}\n", v.line());
-    }
+) -> Vec<Section> {
+    let mut out = Vec::new();
+    let mut section = |heading: &str, body: String| out.push(Section { heading: heading.to_string(), body });
     if !sensitivity.claim1.is_empty() {
-        let _ = writeln!(
-            s,
-            "## Sensitivity of claim 1\n\nClaim 1's points (Single, null handler, every U and Oint) run again with \
-             another share of Oint paid on the interrupt's return, after the role is given up (a message arriving \
-             then interrupts again once the work resumes); the preset pays {}% on return. These runs are in \
-             `runs/return<percent>-*.json` and are not used for the verdicts above.\n",
+        let mut s = format!(
+            "Claim 1's points (Single, null handler, every U and Oint) run again with another share of Oint paid on \
+             the interrupt's return, after the role is given up (a message arriving then interrupts again once the \
+             work resumes); the preset pays {}% on return. These runs are in `runs/return<percent>-*.json` and are \
+             not used for the verdicts above.\n\n",
             100 - machine.interrupt.entry_percent
         );
         for (r, v) in &sensitivity.claim1 {
             let _ = writeln!(s, "- {r}% on return: {} - {}", v.status(), v.evidence);
         }
-        let _ = writeln!(s);
+        section("Sensitivity of claim 1", s);
     }
     if !sensitivity.claim2.is_empty() {
         let (lo, hi) = oint_range(grid);
-        let _ = writeln!(
-            s,
-            "## Sensitivity of claim 2\n\nClaim 2's points (null handler, 2 processors per node, Oint {lo} and {hi}) \
-             run again with another rule for when an acting protocol processor with work of its own gives the role \
-             up; the preset's rule is {}. These runs are in `runs/relinquish-<rule>-*.json` and are not used for the \
-             verdicts above.\n",
+        let mut s = format!(
+            "Claim 2's points (null handler, 2 processors per node, Oint {lo} and {hi}) run again with another rule \
+             for when an acting protocol processor with work of its own gives the role up; the preset's rule is {}. \
+             These runs are in `runs/relinquish-<rule>-*.json` and are not used for the verdicts above.\n\n",
             sensitivity.preset.relinquish.label()
         );
         for (r, v) in &sensitivity.claim2 {
             let _ = writeln!(s, "- relinquish {}: {} - {}", r.label(), v.status(), v.evidence);
         }
-        let _ = writeln!(s);
+        section("Sensitivity of claim 2", s);
     }
     if !sensitivity.claim4.is_empty() {
-        s += &arbitration_section(grid, records, sensitivity);
+        section("Sensitivity of claim 4", arbitration_body(grid, records, sensitivity));
     }
     if !sensitivity.claim5.is_empty() {
-        let _ = writeln!(
-            s,
-            "## Sensitivity of claim 5\n\nClaim 5's points (cost-performance at low Oint) run again with one \
-             mechanism of the model switched off (an effect, or the split-transaction bus: `split_bus` holds the bus \
-             for a transaction's whole occupancy) and the same compute times, to show which decides the verdict. \
-             These runs are in `runs/no-<mechanism>-*.json` (its name with dashes) and are not used for the verdicts \
-             above.\n"
+        let mut s = String::from(
+            "Claim 5's points (cost-performance at low Oint) run again with one mechanism of the model switched off \
+             (an effect, or the split-transaction bus: `split_bus` holds the bus for a transaction's whole \
+             occupancy) and the same compute times, to show which decides the verdict. These runs are in \
+             `runs/no-<mechanism>-*.json` (its name with dashes) and are not used for the verdicts above.\n\n",
         );
         for (e, v) in &sensitivity.claim5 {
             let _ = writeln!(s, "- without {e}: {} - {}", v.status(), v.evidence);
         }
-        let _ = writeln!(s);
+        section("Sensitivity of claim 5", s);
     }
-    let _ = writeln!(s, "## Calibration\n");
+    section("Calibration", calibration(machine, lmin));
+    section("Time normalized to Fixed (2 processors)", normalized_table(grid, records));
+    out
+}
+
+/// Lmin as measured, against the preset's targets.
+fn calibration(machine: &MachineConfig, lmin: &BTreeMap<Protocol, f64>) -> String {
     let mut rows = Vec::new();
     for (p, l) in lmin {
         let target = machine.calibration.as_ref().map(|c| match p {
@@ -194,11 +197,14 @@ pub(super) fn render_report(
             target.map(|t| format!("{t:.2}")).unwrap_or_else(|| "-".into()),
         ]);
     }
-    s += &markdown_table(&["protocol", "Lmin (cycles)", "Lmin (us)", "target (us)"], &rows);
-    // The table shows the baseline runs, as the verdicts use them.
+    markdown_table(&["protocol", "Lmin (cycles)", "Lmin (us)", "target (us)"], &rows)
+}
+
+/// Single/Fixed and Floating-2/Fixed with their interrupts per request,
+/// at the lowest and highest Oint (the baseline runs, as the verdicts).
+fn normalized_table(grid: &Grid, records: &[Run]) -> String {
     let v = View::baseline(records);
     let (lo, hi) = oint_range(grid);
-    let _ = writeln!(s, "\n## Time normalized to Fixed (2 processors)\n");
     let mut rows = Vec::new();
     for &p in &grid.protocols {
         for o in [lo, hi] {
@@ -216,27 +222,8 @@ pub(super) fn render_report(
             }
         }
     }
-    s += &markdown_table(
+    markdown_table(
         &["protocol", "Oint", "U", "Single/Fixed", "Single irq/req", "Floating-2/Fixed", "Floating-2 irq/req"],
         &rows,
-    );
-    let _ = writeln!(s, "\n## Figures\n");
-    for (f, caption) in figures {
-        let _ = writeln!(s, "- [{caption}]({f})");
-    }
-    let events: u64 = records.iter().map(|r| r.stats.events).sum();
-    let messages: u64 = records.iter().map(|r| r.stats.messages).sum();
-    let busy: f64 = records.iter().map(|r| r.perf.wall_seconds).sum();
-    let _ = writeln!(
-        s,
-        "\n## Simulator\n\n{} events and {} messages simulated in {:.1} s of simulation time on all cores \
-         ({:.2} M events/s, {:.2} M messages/s per core); whole study {:.1} s wall.",
-        events,
-        messages,
-        busy,
-        events as f64 / busy / 1e6,
-        messages as f64 / busy / 1e6,
-        started.elapsed().as_secs_f64()
-    );
-    s
+    )
 }

@@ -1,37 +1,40 @@
 //! The scheduling-micro study: Single, Fixed and Floating on the
-//! microbenchmarks of Falsafi & Wood (HPCA 1997), with the verdicts on the
-//! five claims of spec/scheduling.md computed from the measured data.
+//! microbenchmarks of Falsafi & Wood (HPCA 1997, Section 5), with the
+//! verdicts on the paper's five findings computed from the measured data.
 
 mod claims;
+mod labels;
 mod report;
 
-pub use claims::evaluate;
-use claims::{claim4_us, oint_dominates, oint_range, sorted_u};
-use report::{draw_figures, render_report};
+pub use labels::RunLabels;
 
+use crate::claim::Claim;
 use crate::experiment::{
-    check_distinct, check_distinct_decimals, check_sensitivity_on, shown, EffectOff, Source, MAX_CYCLES, MAX_REQUESTS,
+    check_distinct, check_distinct_decimals, check_sensitivity_on, shown, EffectOff, Header, Source, MAX_CYCLES,
+    MAX_REQUESTS,
 };
-use crate::figures::{line_chart, Chart, Series};
-use crate::report::{markdown_table, Check, Verdict};
-use crate::sweep;
+use crate::figures::Figure;
+use crate::record::{Labels as _, RunRecord};
+use crate::report::Section;
+use crate::study::{Planned, Study};
 use anyhow::{bail, Context, Result};
+use claims::{claim4_us, oint_dominates, oint_range, sorted_u};
 use finegrain_apps::micro::{self, MicroConfig, Protocol};
-use finegrain_core::config::{parse_toml, InterruptParams, ProtocolParams, Relinquish, RoleArbitration};
+use finegrain_apps::WorkloadSpec;
+use finegrain_core::config::{InterruptParams, ProtocolParams, Relinquish, RoleArbitration};
 use finegrain_core::{MachineConfig, Policy, Topology};
-use finegrain_sim::{mix_seed, RunStats, SimConfig};
+use finegrain_sim::{mix_seed, SimConfig};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::path::Path;
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Experiment {
     pub name: String,
     pub title: String,
-    pub spec: String,
+    pub paper: String,
     pub study: String,
     pub preset: String,
     pub seed: u64,
@@ -189,43 +192,24 @@ impl Grid {
 /// Most replicates of every point a sweep may ask for.
 const MAX_REPLICATES: u32 = 1000;
 
-/// One point of the sweep.
-#[derive(Clone, Debug)]
-struct RunSpec {
-    protocol: Protocol,
-    policy: Policy,
-    procs_per_node: u32,
-    target_u: f64,
-    oint: u64,
-    replicate: u32,
-    seed: u64,
-    lmin: f64,
-    /// What a sensitivity run changes (the compute time stays the
-    /// baseline's, so only the mechanism changes).
-    variant: Variant,
-}
-
 /// What a sensitivity run changes in the preset's machine; the study's own
-/// runs change nothing. A record holds its fields at its top level.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+/// runs change nothing. A record's labels hold its fields.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Variant {
     /// An effect of the model switched off (claim 5's reruns).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub effect_off: Option<EffectOff>,
     /// Another rule for giving the acting-PP role up (claim 2's reruns).
-    #[serde(rename = "relinquish_rule", skip_serializing_if = "Option::is_none")]
     pub relinquish: Option<Relinquish>,
     /// Another arbitration of a released role (claim 4's reruns).
-    #[serde(rename = "arbitration_rule", skip_serializing_if = "Option::is_none")]
     pub arbitration: Option<RoleArbitration>,
     /// Another share of Oint (percent) paid on return (claim 1's reruns).
-    #[serde(rename = "interrupt_return_percent", skip_serializing_if = "Option::is_none")]
     pub return_percent: Option<u32>,
 }
 
 impl Variant {
     /// The study's own runs.
-    const BASELINE: Variant = Variant { effect_off: None, relinquish: None, arbitration: None, return_percent: None };
+    pub(crate) const BASELINE: Variant =
+        Variant { effect_off: None, relinquish: None, arbitration: None, return_percent: None };
 
     /// The start of a run id that names what the run changes.
     fn id_prefix(&self) -> String {
@@ -272,82 +256,30 @@ impl Variant {
     }
 }
 
-impl RunSpec {
-    fn id(&self) -> String {
-        run_id(
-            self.variant,
-            self.protocol,
-            &self.policy.label(),
-            self.procs_per_node,
-            self.target_u,
-            self.oint,
-            self.replicate,
-        )
-    }
-
-    fn mean_compute(&self) -> f64 {
-        mean_compute(self.target_u, self.lmin)
-    }
+/// The study, loaded: its experiment, the preset's machine, and Lmin
+/// measured on it for each protocol.
+pub struct SchedulingMicro {
+    exp: Experiment,
+    header: Header,
+    quick: bool,
+    machine: MachineConfig,
+    lmin: BTreeMap<Protocol, f64>,
 }
 
-/// A run's id, from what it is (`finegrain rerun` checks a record's id
-/// and labels against each other with it).
-#[allow(clippy::too_many_arguments)]
-pub fn run_id(
-    variant: Variant,
-    protocol: Protocol,
-    policy_label: &str,
-    procs_per_node: u32,
-    target_u: f64,
-    oint: u64,
-    replicate: u32,
-) -> String {
-    format!(
-        "{}{}-{}-p{}-u{:.2}-oint{}-r{}",
-        variant.id_prefix(),
-        protocol,
-        policy_label.replace(':', ""),
-        procs_per_node,
-        target_u,
-        oint,
-        replicate
-    )
-}
-
-/// The mean compute time that gives utilization `u` against `lmin`.
-pub fn mean_compute(u: f64, lmin: f64) -> f64 {
-    u / (1.0 - u) * lmin
-}
-
-/// Everything one run measured, with the configuration that regenerates it.
-#[derive(Clone, Debug, Serialize)]
-pub struct RunRecord {
-    pub experiment: String,
-    pub id: String,
-    pub protocol: Protocol,
-    pub policy: String,
-    pub procs_per_node: u32,
-    pub compute_procs: u32,
-    pub target_u: f64,
-    pub oint_cycles: u64,
-    pub replicate: u32,
-    pub seed: u64,
-    pub lmin_cycles: f64,
-    pub mean_compute_cycles: f64,
-    /// Set in sensitivity runs: what they change (`config` holds the
-    /// machine as run).
-    #[serde(flatten)]
-    pub variant: Variant,
-    pub config: SimConfig,
-    pub workload: MicroConfig,
-    pub stats: RunStats,
+/// A finished run as the study views it: its record, with its time
+/// against Fixed's and its cost-performance.
+pub struct Run {
+    pub record: RunRecord<RunLabels>,
     pub derived: Derived,
-    /// Wall-clock figures: the only part of a record that differs between
-    /// two runs of the same configuration and seed.
-    pub perf: Perf,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+impl Run {
+    pub fn l(&self) -> &RunLabels {
+        &self.record.labels
+    }
+}
+
+#[derive(Clone, Debug, Default)]
 pub struct Derived {
     /// Run time / run time of Fixed with the same processors per node (for
     /// Single: Fixed on two processors, i.e. a dedicated PP added).
@@ -356,21 +288,95 @@ pub struct Derived {
     pub cost_performance: Option<f64>,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Perf {
-    pub wall_seconds: f64,
-    pub events_per_wall_second: f64,
-    pub messages_per_wall_second: f64,
-}
-
 /// costup(P) = 1 + 0.3 (P - 1): each processor costs 30% of a uniprocessor node.
 pub fn costup(procs: u32) -> f64 {
     1.0 + 0.3 * (procs as f64 - 1.0)
 }
 
-pub fn load(src: &Source) -> Result<Experiment> {
-    let e: Experiment = parse_toml(&src.origin, &src.text)?;
-    if e.study != "scheduling-micro" {
+impl SchedulingMicro {
+    fn grid(&self) -> &Grid {
+        if self.quick {
+            &self.exp.quick
+        } else {
+            &self.exp.full
+        }
+    }
+}
+
+impl Study for SchedulingMicro {
+    const NAME: &'static str = "scheduling-micro";
+    const EXPERIMENT: &'static str = include_str!("../../../../../experiments/scheduling-micro.toml");
+    type Labels = RunLabels;
+    type Run = Run;
+
+    fn load(src: &Source, quick: bool) -> Result<SchedulingMicro> {
+        let exp = load(src)?;
+        let header = crate::experiment::header(src)?;
+        let machine = MachineConfig::load(&src.preset(&exp.preset))?;
+        for (table, g) in [("full", &exp.full), ("quick", &exp.quick)] {
+            g.check_rules(table, &machine.protocol, &machine.interrupt)?;
+            check_sensitivity_on(&format!("{table}.sensitivity"), &g.sensitivity, &machine, &exp.preset)?;
+        }
+        let grid = if quick { &exp.quick } else { &exp.full };
+        let mut lmin = BTreeMap::new();
+        for &p in &grid.protocols {
+            let l = micro::measure_lmin(&machine, p, exp.seed).with_context(|| format!("measuring Lmin for {p}"))?;
+            lmin.insert(p, l);
+        }
+        for (table, g) in [("full", &exp.full), ("quick", &exp.quick)] {
+            check_compute_times(table, g, &lmin)?;
+            check_oints_decide_claim3(table, g, &lmin)?;
+        }
+        Ok(SchedulingMicro { exp, header, quick, machine, lmin })
+    }
+
+    fn header(&self) -> &Header {
+        &self.header
+    }
+
+    fn plan(&self) -> Result<Vec<Planned<RunLabels>>> {
+        Ok(plan(&self.exp, &self.machine, self.grid(), &self.lmin))
+    }
+
+    fn view(&self, records: Vec<RunRecord<RunLabels>>) -> Vec<Run> {
+        derive(records)
+    }
+
+    fn record(run: &Run) -> &RunRecord<RunLabels> {
+        &run.record
+    }
+
+    fn csv_header(&self) -> &'static str {
+        CSV_HEADER
+    }
+
+    fn csv_row(&self, run: &Run) -> String {
+        csv_row(run)
+    }
+
+    fn claims(&self, runs: &[Run]) -> Vec<Claim> {
+        claims::evaluate(self.grid(), runs)
+    }
+
+    fn figures(&self, runs: &[Run], out: &Path) -> Result<Vec<Figure>> {
+        report::draw_figures(out, self.grid(), runs)
+    }
+
+    fn setup(&self, _runs: &[Run]) -> String {
+        report::setup(&self.exp, self.grid())
+    }
+
+    fn sections(&self, runs: &[Run], _claims: &[Claim]) -> Vec<Section> {
+        let sensitivity = claims::sensitivity(self.grid(), runs, &self.machine.protocol);
+        report::sections(self.grid(), &self.machine, &self.lmin, runs, &sensitivity)
+    }
+}
+
+/// Reads the experiment and checks both its grids, every run's machine
+/// included, before anything is measured or run.
+fn load(src: &Source) -> Result<Experiment> {
+    let e: Experiment = src.parse()?;
+    if e.study != SchedulingMicro::NAME {
         bail!("invalid study = {} in {}: expected scheduling-micro", e.study, src.origin);
     }
     if e.nodes < 2 || e.nodes > 4096 {
@@ -385,51 +391,13 @@ pub fn load(src: &Source) -> Result<Experiment> {
     // which only sets compute times.
     let any_lmin: BTreeMap<Protocol, f64> = [Protocol::Null, Protocol::Fetch].into_iter().map(|p| (p, 1.0)).collect();
     for (table, grid) in [("full", &e.full), ("quick", &e.quick)] {
-        for s in plan(&e, grid, &any_lmin) {
-            sim_config(&e, &machine, &s)
+        for p in plan(&e, &machine, grid, &any_lmin) {
+            p.config
                 .validate()
-                .map_err(|err| anyhow::anyhow!("invalid experiment ({table} run {}): {err}", s.id()))?;
+                .map_err(|err| anyhow::anyhow!("invalid experiment ({table} run {}): {err}", p.labels.id()))?;
         }
     }
     Ok(e)
-}
-
-/// Runs the study and writes results.csv, runs/*.json, figures/*.svg and
-/// report.md into `out`. Returns the report's path.
-pub fn reproduce(src: &Source, quick: bool, out: &Path) -> Result<PathBuf> {
-    let exp = load(src)?;
-    let grid = if quick { &exp.quick } else { &exp.full };
-    let machine = MachineConfig::load(&src.preset(&exp.preset))?;
-    for (table, g) in [("full", &exp.full), ("quick", &exp.quick)] {
-        g.check_rules(table, &machine.protocol, &machine.interrupt)?;
-        check_sensitivity_on(&format!("{table}.sensitivity"), &g.sensitivity, &machine, &exp.preset)?;
-    }
-    let started = Instant::now();
-    let mut lmin = BTreeMap::new();
-    for &p in &grid.protocols {
-        let l = micro::measure_lmin(&machine, p, exp.seed).with_context(|| format!("measuring Lmin for {p}"))?;
-        lmin.insert(p, l);
-    }
-    for (table, g) in [("full", &exp.full), ("quick", &exp.quick)] {
-        check_compute_times(table, g, &lmin)?;
-        check_oints_decide_claim3(table, g, &lmin)?;
-    }
-    crate::experiment::prepare_out(out)?;
-    let specs = plan(&exp, grid, &lmin);
-    let mode = if quick { "quick" } else { "full" };
-    let mut records = sweep::run_all(&specs, &format!("{} ({mode})", exp.name), |s| run_one(&exp, &machine, grid, s))?;
-    derive(&mut records);
-    crate::experiment::write_records(out, src, &records, |r| &r.id, &csv(&records))?;
-    // Figures and verdicts read the baseline runs (their views skip the
-    // sensitivity runs).
-    let figures = draw_figures(out, grid, &records)?;
-    let verdicts = evaluate(grid, &records);
-    let sensitivity = claims::sensitivity(grid, &records, &machine.protocol);
-    let report =
-        render_report(&exp, src, mode, grid, &machine, &lmin, &records, &verdicts, &sensitivity, &figures, started);
-    let report_path = out.join("report.md");
-    std::fs::write(&report_path, report).with_context(|| format!("writing {}", report_path.display()))?;
-    Ok(report_path)
 }
 
 /// The mean compute time U / (1 - U) x Lmin of every U is at most
@@ -470,7 +438,12 @@ fn check_oints_decide_claim3(table: &str, grid: &Grid, lmin: &BTreeMap<Protocol,
     Ok(())
 }
 
-fn plan(exp: &Experiment, grid: &Grid, lmin: &BTreeMap<Protocol, f64>) -> Vec<RunSpec> {
+fn plan(
+    exp: &Experiment,
+    machine: &MachineConfig,
+    grid: &Grid,
+    lmin: &BTreeMap<Protocol, f64>,
+) -> Vec<Planned<RunLabels>> {
     let mut specs = Vec::new();
     let (lo, hi) = oint_range(grid);
     for replicate in 0..grid.replicates {
@@ -487,17 +460,18 @@ fn plan(exp: &Experiment, grid: &Grid, lmin: &BTreeMap<Protocol, f64>) -> Vec<Ru
                         if variant.seen_by(&policy.label()) != variant {
                             continue;
                         }
-                        specs.push(RunSpec {
+                        let labels = RunLabels::new(
                             protocol,
                             policy,
-                            procs_per_node: ppn,
+                            ppn,
                             target_u,
                             oint,
                             replicate,
                             seed,
-                            lmin: lmin[&protocol],
+                            lmin[&protocol],
                             variant,
-                        });
+                        );
+                        specs.push(planned(exp, machine, grid, labels, policy));
                     }
                 }
             };
@@ -559,71 +533,56 @@ fn policies(ppn: u32) -> Vec<Policy> {
     }
 }
 
-/// The simulated machine of one run: the preset with the run's Oint, and
-/// what its variant changes.
-fn sim_config(exp: &Experiment, machine: &MachineConfig, s: &RunSpec) -> SimConfig {
+/// One run: the preset with the run's Oint and what its variant changes,
+/// and the microbenchmark at the run's mean compute time.
+fn planned(
+    exp: &Experiment,
+    machine: &MachineConfig,
+    grid: &Grid,
+    labels: RunLabels,
+    policy: Policy,
+) -> Planned<RunLabels> {
     let mut m = machine.clone();
-    m.interrupt.overhead_cycles = s.oint;
-    s.variant.apply(&mut m);
-    SimConfig::new(m, Topology { nodes: exp.nodes, procs_per_node: s.procs_per_node }, s.policy, s.seed)
-}
-
-fn run_one(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) -> Result<RunRecord> {
-    let config = sim_config(exp, machine, s);
-    let workload = MicroConfig {
-        protocol: s.protocol,
-        mean_compute_cycles: s.mean_compute(),
+    m.interrupt.overhead_cycles = labels.oint_cycles;
+    labels.variant().apply(&mut m);
+    let topology = Topology { nodes: exp.nodes, procs_per_node: labels.procs_per_node };
+    let config = SimConfig::new(m, topology, policy, labels.seed);
+    let workload = WorkloadSpec::Micro(MicroConfig {
+        protocol: labels.protocol,
+        mean_compute_cycles: labels.mean_compute_cycles,
         requests_per_node: grid.requests_per_node,
         single_requester: false,
-    };
-    let t0 = Instant::now();
-    let out = micro::simulate(&config, &workload).with_context(|| format!("run {}", s.id()))?;
-    let wall = t0.elapsed().as_secs_f64().max(1e-9);
-    let stats = out.stats;
-    Ok(RunRecord {
-        experiment: exp.name.clone(),
-        id: s.id(),
-        protocol: s.protocol,
-        policy: s.policy.label(),
-        procs_per_node: s.procs_per_node,
-        compute_procs: s.policy.compute_procs(s.procs_per_node),
-        target_u: s.target_u,
-        oint_cycles: s.oint,
-        replicate: s.replicate,
-        seed: s.seed,
-        lmin_cycles: s.lmin,
-        mean_compute_cycles: s.mean_compute(),
-        variant: s.variant,
-        perf: Perf {
-            wall_seconds: wall,
-            events_per_wall_second: stats.events as f64 / wall,
-            messages_per_wall_second: stats.messages as f64 / wall,
-        },
-        config,
-        workload,
-        stats,
-        derived: Derived::default(),
-    })
+    });
+    Planned { labels, config, workload }
 }
 
 /// Key of the configuration a run is compared against.
 type Key = (Variant, Protocol, u64, u64, u32, String, u32);
 
-fn key(r: &RunRecord, policy: &str, ppn: u32) -> Key {
-    let u = (r.target_u * 1e6).round() as u64;
-    (r.variant.seen_by(policy), r.protocol, r.oint_cycles, u, r.replicate, policy.to_string(), ppn)
+fn key(l: &RunLabels, policy: &str, ppn: u32) -> Key {
+    let u = (l.target_u * 1e6).round() as u64;
+    (l.variant().seen_by(policy), l.protocol, l.oint_cycles, u, l.replicate, policy.to_string(), ppn)
 }
 
-fn derive(records: &mut [RunRecord]) {
-    let time: BTreeMap<Key, u64> =
-        records.iter().map(|r| (key(r, &r.policy, r.procs_per_node), r.stats.sim_cycles)).collect();
-    for r in records.iter_mut() {
-        let fixed = time.get(&key(r, "fixed", r.procs_per_node.max(2)));
-        let single = time.get(&key(r, "single", 1));
+/// Each run with its time against Fixed's and its cost-performance,
+/// found among the other runs.
+fn derive(records: Vec<RunRecord<RunLabels>>) -> Vec<Run> {
+    let time: BTreeMap<Key, u64> = records
+        .iter()
+        .map(|r| (key(&r.labels, &r.labels.policy, r.labels.procs_per_node), r.stats.sim_cycles))
+        .collect();
+    let derived = |r: &RunRecord<RunLabels>| {
+        let l = &r.labels;
+        let fixed = time.get(&key(l, "fixed", l.procs_per_node.max(2)));
+        let single = time.get(&key(l, "single", 1));
         let t = r.stats.sim_cycles as f64;
-        r.derived.time_norm_fixed = fixed.map(|&f| t / f as f64);
-        r.derived.cost_performance = single.map(|&s| costup(r.procs_per_node) * t / s as f64);
-    }
+        Derived {
+            time_norm_fixed: fixed.map(|&f| t / f as f64),
+            cost_performance: single.map(|&s| costup(l.procs_per_node) * t / s as f64),
+        }
+    };
+    let derived: Vec<Derived> = records.iter().map(derived).collect();
+    records.into_iter().zip(derived).map(|(record, derived)| Run { record, derived }).collect()
 }
 
 const CSV_HEADER: &str =
@@ -632,14 +591,11 @@ time_norm_fixed,cost_performance,requests,interrupts,pp_occupancy,events,wall_se
 mean_compute_cycles,messages,mean_request_latency_cycles,migration_misses,placement_misses,interference_misses,\
 role_cycles,messages_per_wall_second,record,effect_off,relinquish,arbitration,interrupt_return_percent";
 
-fn csv(records: &[RunRecord]) -> String {
+fn csv_row(run: &Run) -> String {
     let opt = |v: Option<f64>| v.map(|x| format!("{x:.4}")).unwrap_or_default();
-    let mut s = String::from(CSV_HEADER);
-    s.push('\n');
-    for r in records {
-        let st = &r.stats;
-        let _ = writeln!(
-            s,
+    let (r, st, perf) = (run.l(), &run.record.stats, &run.record.wall);
+    let variant = r.variant();
+    format!(
             "{},{},{},{},{},{:.4},{},{},{},{},{},{},{},{:.4},{},{:.4},{},{:.1},{:.1},{},{:.1},{},{},{},{},{:.0},runs/{}.json,{},{},{},{}",
             r.protocol,
             r.policy,
@@ -650,13 +606,13 @@ fn csv(records: &[RunRecord]) -> String {
             r.oint_cycles,
             r.seed,
             st.sim_cycles,
-            opt(r.derived.time_norm_fixed),
-            opt(r.derived.cost_performance),
+            opt(run.derived.time_norm_fixed),
+            opt(run.derived.cost_performance),
             st.requests,
             st.interrupts,
             st.pp_occupancy,
             st.events,
-            r.perf.wall_seconds,
+            perf.wall_seconds,
             r.replicate,
             r.lmin_cycles,
             r.mean_compute_cycles,
@@ -666,13 +622,11 @@ fn csv(records: &[RunRecord]) -> String {
             st.misses.placement,
             st.misses.interference,
             st.cycles.role,
-            r.perf.messages_per_wall_second,
-            r.id,
-            r.variant.effect_off.map(|e| e.to_string()).unwrap_or_default(),
-            r.variant.relinquish.map(|r| r.label()).unwrap_or_default(),
-            r.variant.arbitration.map(|a| a.label()).unwrap_or_default(),
-            r.variant.return_percent.map(|p| p.to_string()).unwrap_or_default()
-        );
-    }
-    s
+            perf.messages_per_wall_second,
+            run.record.id,
+            variant.effect_off.map(|e| e.to_string()).unwrap_or_default(),
+            variant.relinquish.map(|r| r.label()).unwrap_or_default(),
+            variant.arbitration.map(|a| a.label()).unwrap_or_default(),
+            variant.return_percent.map(|p| p.to_string()).unwrap_or_default()
+    )
 }

@@ -1,67 +1,39 @@
 //! The pdq-micro study: fetch&add handlers under serial dispatch, the
 //! Parallel Dispatch Queue, spin-locks inside handlers and static
 //! partitioning, on embedded, dedicated SMP and idle compute protocol
-//! processors, with the verdicts on the five claims of issue 4
-//! (spec/pdq.md) computed from the measured data.
+//! processors (Falsafi & Wood, HPCA 1999), with the verdicts on five
+//! claims computed from the measured data.
 
 mod claims;
+mod labels;
 mod report;
 
-pub use claims::evaluate;
-use report::{draw_figures, render_report};
+pub use labels::RunLabels;
 
+use crate::claim::Claim;
 use crate::experiment::{
-    check_distinct, check_distinct_decimals, check_sensitivity_on, shown, EffectOff, Source, MAX_CYCLES, MAX_REQUESTS,
+    check_distinct, check_distinct_decimals, check_sensitivity_on, shown, EffectOff, Header, Source, MAX_CYCLES,
+    MAX_REQUESTS,
 };
-use crate::figures::{line_chart, Chart, Series};
-use crate::report::{markdown_table, Check, Verdict};
-use crate::sweep;
-use anyhow::{bail, Context, Result};
+use crate::figures::Figure;
+use crate::record::{Labels as _, RunRecord};
+use crate::report::Section;
+use crate::study::{Planned, Study};
+use anyhow::{bail, Result};
 use finegrain_apps::fetch_add::{self, FetchAddConfig, HomeMeasures, KeySkew};
-use finegrain_core::config::parse_toml;
-use finegrain_core::{Discipline, Dispatch, MachineConfig, Policy, PpKind, Topology};
-use finegrain_sim::{mix_seed, RunStats, SimConfig};
+use finegrain_apps::serving::{runs, Kind, Point};
+use finegrain_apps::WorkloadSpec;
+use finegrain_core::{Discipline, MachineConfig};
+use finegrain_sim::mix_seed;
 use serde::{Deserialize, Serialize};
-use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-use std::time::Instant;
-
-/// Who runs the handlers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    /// Protocol processors embedded in the NI device (Hurricane).
-    Embedded,
-    /// Dedicated SMP processors (Hurricane-1).
-    Smp,
-    /// Idle compute processors (Hurricane-1 Mult).
-    Mult,
-}
-
-impl Kind {
-    pub fn label(self) -> &'static str {
-        match self {
-            Kind::Embedded => "embedded",
-            Kind::Smp => "smp",
-            Kind::Mult => "mult",
-        }
-    }
-
-    fn system(self) -> &'static str {
-        match self {
-            Kind::Embedded => "Hurricane (embedded)",
-            Kind::Smp => "Hurricane-1 (dedicated SMP)",
-            Kind::Mult => "Hurricane-1 Mult (idle compute)",
-        }
-    }
-}
+use std::path::Path;
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Experiment {
     pub name: String,
     pub title: String,
-    pub spec: String,
+    pub paper: String,
     pub study: String,
     pub preset: String,
     pub seed: u64,
@@ -204,8 +176,115 @@ pub fn check_requester_nodes(n: u32) -> Result<()> {
     Ok(())
 }
 
-pub fn load(src: &Source) -> Result<Experiment> {
-    let mut e: Experiment = parse_toml(&src.origin, &src.text)?;
+/// The study, loaded: its experiment and the preset's machine.
+pub struct PdqMicro {
+    exp: Experiment,
+    header: Header,
+    quick: bool,
+    machine: MachineConfig,
+}
+
+/// A finished run as the study views it: its record and the home node's
+/// measures.
+pub struct Run {
+    pub record: RunRecord<RunLabels>,
+    pub home: HomeMeasures,
+}
+
+impl PdqMicro {
+    fn grid(&self) -> &Grid {
+        if self.quick {
+            &self.exp.quick
+        } else {
+            &self.exp.full
+        }
+    }
+}
+
+impl Study for PdqMicro {
+    const NAME: &'static str = "pdq-micro";
+    const EXPERIMENT: &'static str = include_str!("../../../../../experiments/pdq-micro.toml");
+    type Labels = RunLabels;
+    type Run = Run;
+
+    fn load(src: &Source, quick: bool) -> Result<PdqMicro> {
+        let exp = load(src)?;
+        let header = crate::experiment::header(src)?;
+        let machine = MachineConfig::load(&src.preset(&exp.preset))?;
+        Ok(PdqMicro { exp, header, quick, machine })
+    }
+
+    fn header(&self) -> &Header {
+        &self.header
+    }
+
+    fn plan(&self) -> Result<Vec<Planned<RunLabels>>> {
+        let grid = self.grid();
+        Ok(plan(&self.exp, grid).iter().map(|s| planned(&self.exp, &self.machine, grid, s)).collect())
+    }
+
+    fn view(&self, records: Vec<RunRecord<RunLabels>>) -> Vec<Run> {
+        records
+            .into_iter()
+            .map(|record| Run { home: fetch_add::home_measures_of(&record.config.machine, &record.stats), record })
+            .collect()
+    }
+
+    fn record(run: &Run) -> &RunRecord<RunLabels> {
+        &run.record
+    }
+
+    fn csv_header(&self) -> &'static str {
+        CSV_HEADER
+    }
+
+    fn csv_row(&self, run: &Run) -> String {
+        csv_row(run)
+    }
+
+    fn claims(&self, runs: &[Run]) -> Vec<Claim> {
+        claims::evaluate(self.grid(), runs)
+    }
+
+    fn figures(&self, runs: &[Run], out: &Path) -> Result<Vec<Figure>> {
+        report::draw_figures(out, self.grid(), runs)
+    }
+
+    fn setup(&self, _runs: &[Run]) -> String {
+        report::setup(&self.exp, self.grid())
+    }
+
+    fn sections(&self, runs: &[Run], _claims: &[Claim]) -> Vec<Section> {
+        report::sections(self.grid(), runs)
+    }
+}
+
+impl Run {
+    pub fn l(&self) -> &RunLabels {
+        &self.record.labels
+    }
+
+    pub fn throughput(&self) -> f64 {
+        self.home.throughput_msgs_per_us
+    }
+
+    /// Cycles the home's protocol processors spend per request, in handlers
+    /// and spinning on key locks.
+    pub fn pp_cycles_per_request(&self) -> f64 {
+        let home = &self.record.stats.nodes[0];
+        let spent: u64 = home.procs.iter().map(|p| p.cycles.handler + p.cycles.busy_wait).sum();
+        spent as f64 / self.home.requests.max(1) as f64
+    }
+
+    /// Protocol state that moved cache to cache at the home, per request.
+    pub fn migration_per_request(&self) -> f64 {
+        let migration: u64 = self.record.stats.nodes[0].procs.iter().map(|p| p.misses.migration).sum();
+        migration as f64 / self.home.requests.max(1) as f64
+    }
+}
+
+fn load(src: &Source) -> Result<Experiment> {
+    let mut e: Experiment = src.parse()?;
     if e.study != "pdq-micro" {
         bail!("invalid study = {} in {}: expected pdq-micro", e.study, src.origin);
     }
@@ -262,7 +341,8 @@ pub fn load(src: &Source) -> Result<Experiment> {
         for s in plan(&e, grid) {
             // The machine too (its caches must fit in host memory), before
             // the output directory is made.
-            sim_config(&e, &machine, &s)
+            planned(&e, &machine, grid, &s)
+                .config
                 .validate()
                 .map_err(|err| anyhow::anyhow!("invalid experiment (run {}): {err}", s.id()))?;
             run_workload(&e, grid, &s).validate(&machine, e.compute_procs).map_err(|err| match s.sweep.field() {
@@ -293,7 +373,7 @@ pub enum Sweep {
 impl Sweep {
     /// The grid field whose values make this sweep's runs (the main grid's
     /// runs take the experiment's own workload fields).
-    fn field(self) -> Option<&'static str> {
+    pub(crate) fn field(self) -> Option<&'static str> {
         match self {
             Sweep::Main | Sweep::Sensitivity | Sweep::Affinity => None,
             Sweep::MultHomeU => Some("mult_home_u"),
@@ -302,6 +382,7 @@ impl Sweep {
     }
 }
 
+/// One planned run, typed.
 #[derive(Clone, Debug)]
 struct RunSpec {
     sweep: Sweep,
@@ -318,120 +399,45 @@ struct RunSpec {
 }
 
 impl RunSpec {
-    fn id(&self) -> String {
-        let point = Point { kind: self.kind, discipline: self.discipline, protocol_procs: self.protocol_procs };
-        let (keys, skew, home_u, seq) = (self.keys, self.skew, self.home_u, self.sequential_fraction);
-        run_id(&point, keys, skew, self.sweep, home_u, seq, self.effect_off)
+    fn point(&self) -> Point {
+        Point { kind: self.kind, discipline: self.discipline, protocol_procs: self.protocol_procs }
     }
-}
 
-/// A run's id (its record's file name): the point, the keys, and what its
-/// sweep varies. `finegrain rerun` rebuilds it from a record's labels.
-pub fn run_id(
-    point: &Point,
-    keys: u64,
-    skew: KeySkew,
-    sweep: Sweep,
-    home_u: f64,
-    sequential_fraction: f64,
-    effect_off: Option<EffectOff>,
-) -> String {
-    let mut id = format!(
-        "{}-{}-k{}-keys{}-{}",
-        point.kind.label(),
-        point.discipline.label(),
-        point.protocol_procs,
-        keys,
-        skew.label().replace(':', "")
-    );
-    match sweep {
-        Sweep::Main => {}
-        Sweep::MultHomeU => id += &format!("-homeu{home_u:.2}"),
-        Sweep::Sequential => id += &format!("-seq{sequential_fraction:.3}"),
-        Sweep::Sensitivity => {
-            id += &format!("-{}", effect_off.map_or_else(|| "no-effect".into(), EffectOff::run_label))
+    fn labels(&self) -> RunLabels {
+        RunLabels {
+            sweep: self.sweep,
+            kind: self.kind,
+            discipline: self.discipline,
+            protocol_procs: self.protocol_procs,
+            keys: self.keys,
+            skew: self.skew.label(),
+            target_home_u: self.home_u,
+            sequential_fraction: self.sequential_fraction,
+            think_cycles: self.think_cycles,
+            seed: self.seed,
+            effect_off: self.effect_off,
         }
-        Sweep::Affinity => id += "-affinity",
-    }
-    id
-}
-
-/// Everything one run measured, with the configuration that regenerates it.
-#[derive(Clone, Debug, Serialize)]
-pub struct RunRecord {
-    pub experiment: String,
-    pub id: String,
-    pub sweep: Sweep,
-    pub kind: Kind,
-    pub discipline: Discipline,
-    pub protocol_procs: u32,
-    pub keys: u64,
-    pub skew: String,
-    pub target_home_u: f64,
-    pub sequential_fraction: f64,
-    pub think_cycles: f64,
-    pub seed: u64,
-    /// Set in sensitivity runs: the effect switched off (`config` holds the
-    /// machine as run).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub effect_off: Option<EffectOff>,
-    pub config: SimConfig,
-    pub workload: FetchAddConfig,
-    pub home: HomeMeasures,
-    pub stats: RunStats,
-    /// Wall-clock figures: the only part of a record that differs between
-    /// two runs of the same configuration and seed.
-    pub wall_seconds: f64,
-}
-
-impl RunRecord {
-    fn throughput(&self) -> f64 {
-        self.home.throughput_msgs_per_us
     }
 
-    /// Cycles the home's protocol processors spend per request, in handlers
-    /// and spinning on key locks.
-    fn pp_cycles_per_request(&self) -> f64 {
-        let home = &self.stats.nodes[0];
-        let spent: u64 = home.procs.iter().map(|p| p.cycles.handler + p.cycles.busy_wait).sum();
-        spent as f64 / self.home.requests.max(1) as f64
-    }
-
-    /// Protocol state that moved cache to cache at the home, per request.
-    fn migration_per_request(&self) -> f64 {
-        let migration: u64 = self.stats.nodes[0].procs.iter().map(|p| p.misses.migration).sum();
-        migration as f64 / self.home.requests.max(1) as f64
+    fn id(&self) -> String {
+        self.labels().id()
     }
 }
 
-/// Runs the study and writes results.csv, runs/*.json, figures/*.svg and
-/// report.md into `out`. Returns the report's path.
-pub fn reproduce(src: &Source, quick: bool, out: &Path) -> Result<PathBuf> {
-    let exp = load(src)?;
-    crate::experiment::prepare_out(out)?;
-    let grid = if quick { &exp.quick } else { &exp.full };
-    let machine = MachineConfig::load(&src.preset(&exp.preset))?;
-    let started = Instant::now();
-    let specs = plan(&exp, grid);
-    let mode = if quick { "quick" } else { "full" };
-    let records = sweep::run_all(&specs, &format!("{} ({mode})", exp.name), |s| run_one(&exp, &machine, grid, s))?;
-    crate::experiment::write_records(out, src, &records, |r| &r.id, &csv(&records))?;
-    let figures = draw_figures(out, grid, &records)?;
-    let verdicts = evaluate(grid, &records);
-    let report = render_report(&exp, src, mode, grid, &records, &verdicts, &figures, started);
-    let report_path = out.join("report.md");
-    std::fs::write(&report_path, report).with_context(|| format!("writing {}", report_path.display()))?;
-    Ok(report_path)
-}
-
-/// Whether a discipline runs with a kind and processor count: serial has
-/// one protocol processor, static partitioning needs dedicated ones.
-fn runs(kind: Kind, discipline: Discipline, k: u32) -> bool {
-    match discipline {
-        Discipline::Serial => k == 1,
-        Discipline::Static => kind != Kind::Mult,
-        Discipline::Pdq | Discipline::SpinLock => true,
+/// A run's machine (the preset with its sensitivity run's effect off, or
+/// with key affinity for the affinity sweep) and its workload.
+fn planned(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) -> Planned<RunLabels> {
+    let mut machine = machine.clone();
+    if let Some(e) = s.effect_off {
+        e.apply(&mut machine);
     }
+    if s.sweep == Sweep::Affinity {
+        if let Some(pdq) = machine.pdq.as_mut() {
+            pdq.affinity_passes = grid.affinity_passes;
+        }
+    }
+    let config = s.point().sim_config(&machine, exp.requester_nodes, exp.compute_procs, s.seed);
+    Planned { labels: s.labels(), config, workload: WorkloadSpec::FetchAdd(run_workload(exp, grid, s)) }
 }
 
 fn plan(exp: &Experiment, grid: &Grid) -> Vec<RunSpec> {
@@ -518,151 +524,39 @@ fn run_workload(exp: &Experiment, grid: &Grid, s: &RunSpec) -> FetchAddConfig {
     }
 }
 
-fn sim_config(exp: &Experiment, machine: &MachineConfig, s: &RunSpec) -> SimConfig {
-    let point = Point { kind: s.kind, discipline: s.discipline, protocol_procs: s.protocol_procs };
-    point.sim_config(machine, exp.requester_nodes, exp.compute_procs, s.seed)
-}
-
-/// Who serves the home's handlers, and how: one point of the study.
-#[derive(Clone, Copy, Debug)]
-pub struct Point {
-    pub kind: Kind,
-    pub discipline: Discipline,
-    pub protocol_procs: u32,
-}
-
-impl Point {
-    /// A one-line error unless the discipline runs with this kind and
-    /// processor count.
-    pub fn check(&self) -> Result<()> {
-        if self.protocol_procs == 0 {
-            bail!("invalid protocol_procs = 0: allowed 1 or more");
-        }
-        if !runs(self.kind, self.discipline, self.protocol_procs) {
-            bail!(
-                "invalid discipline = {} with {} x {}: serial runs with 1 protocol processor, static with embedded or smp ones",
-                self.discipline.label(),
-                self.protocol_procs,
-                self.kind.label()
-            );
-        }
-        Ok(())
-    }
-
-    /// The simulated machine: a home node and `requester_nodes` others,
-    /// each with `compute_procs` compute processors. Embedded and SMP
-    /// protocol processors are added to them (Fixed); Mult serves on them
-    /// (Floating).
-    pub fn sim_config(
-        &self,
-        machine: &MachineConfig,
-        requester_nodes: u32,
-        compute_procs: u32,
-        seed: u64,
-    ) -> SimConfig {
-        let k = self.protocol_procs;
-        let (policy, ppn, pp_kind, max_servers) = match self.kind {
-            Kind::Embedded => (Policy::Fixed { protocol_procs: k }, compute_procs + k, PpKind::Embedded, None),
-            Kind::Smp => (Policy::Fixed { protocol_procs: k }, compute_procs + k, PpKind::Smp, None),
-            Kind::Mult => (Policy::Floating, compute_procs, PpKind::Smp, self.discipline.parallel().then_some(k)),
-        };
-        let topology = Topology { nodes: requester_nodes + 1, procs_per_node: ppn };
-        let mut cfg = SimConfig::new(machine.clone(), topology, policy, seed);
-        cfg.dispatch = Dispatch { discipline: self.discipline, pp_kind, max_servers };
-        cfg
-    }
-
-    /// The point a configuration runs (the inverse of [`Point::sim_config`]),
-    /// or None if no point makes it.
-    pub fn of_config(cfg: &SimConfig) -> Option<Point> {
-        let d = cfg.dispatch;
-        let (kind, protocol_procs) = match (cfg.policy, d.pp_kind) {
-            (Policy::Fixed { protocol_procs }, PpKind::Embedded) => (Kind::Embedded, protocol_procs),
-            (Policy::Fixed { protocol_procs }, PpKind::Smp) => (Kind::Smp, protocol_procs),
-            (Policy::Floating, PpKind::Smp) => (Kind::Mult, d.max_servers.unwrap_or(1)),
-            _ => return None,
-        };
-        Some(Point { kind, discipline: d.discipline, protocol_procs })
-    }
-}
-
-fn run_one(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) -> Result<RunRecord> {
-    let mut machine = machine.clone();
-    if let Some(e) = s.effect_off {
-        e.apply(&mut machine);
-    }
-    if s.sweep == Sweep::Affinity {
-        if let Some(pdq) = machine.pdq.as_mut() {
-            pdq.affinity_passes = grid.affinity_passes;
-        }
-    }
-    let machine = &machine;
-    let config = sim_config(exp, machine, s);
-    let work = run_workload(exp, grid, s);
-    let t0 = Instant::now();
-    let out = fetch_add::simulate(&config, &work).with_context(|| format!("run {}", s.id()))?;
-    let wall = t0.elapsed().as_secs_f64();
-    Ok(RunRecord {
-        experiment: exp.name.clone(),
-        id: s.id(),
-        sweep: s.sweep,
-        kind: s.kind,
-        discipline: s.discipline,
-        protocol_procs: s.protocol_procs,
-        keys: s.keys,
-        skew: s.skew.label(),
-        target_home_u: s.home_u,
-        sequential_fraction: s.sequential_fraction,
-        think_cycles: s.think_cycles,
-        seed: s.seed,
-        effect_off: s.effect_off,
-        home: fetch_add::home_measures(machine, &out),
-        config,
-        workload: work,
-        stats: out.stats,
-        wall_seconds: wall,
-    })
-}
-
 const CSV_HEADER: &str = "discipline,pp_kind,protocol_procs,keys,skew,throughput_msgs_per_us,\
 mean_queue_delay_cycles,p99_queue_delay_cycles,pp_busy_wait_fraction,seed,sweep,target_home_u,home_u,\
 sequential_fraction,interrupts,interrupts_per_request,bus_transactions_per_request,mean_request_latency_cycles,\
 requests,sim_cycles,events,wall_seconds,record,effect_off";
 
-fn csv(records: &[RunRecord]) -> String {
-    let mut s = String::from(CSV_HEADER);
-    s.push('\n');
-    for r in records {
-        let h = &r.home;
-        let sweep = serde_json::to_value(r.sweep).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-        let _ = writeln!(
-            s,
-            "{},{},{},{},{},{:.4},{:.1},{},{:.4},{},{},{},{:.4},{},{},{:.5},{:.3},{:.1},{},{},{},{:.3},runs/{}.json,{}",
-            r.discipline.label(),
-            r.kind.label(),
-            r.protocol_procs,
-            r.keys,
-            r.skew,
-            h.throughput_msgs_per_us,
-            h.mean_queue_delay_cycles,
-            h.p99_queue_delay_cycles,
-            h.pp_busy_wait_fraction,
-            r.seed,
-            sweep,
-            r.target_home_u,
-            h.home_u,
-            r.sequential_fraction,
-            h.interrupts,
-            h.interrupts as f64 / h.requests.max(1) as f64,
-            h.bus_transactions_per_request,
-            r.stats.request_latency.mean_cycles,
-            h.requests,
-            r.stats.sim_cycles,
-            r.stats.events,
-            r.wall_seconds,
-            r.id,
-            r.effect_off.map(|e| e.to_string()).unwrap_or_default()
-        );
-    }
-    s
+fn csv_row(run: &Run) -> String {
+    let (r, h, st) = (run.l(), &run.home, &run.record.stats);
+    let sweep = serde_json::to_value(r.sweep).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    format!(
+        "{},{},{},{},{},{:.4},{:.1},{},{:.4},{},{},{},{:.4},{},{},{:.5},{:.3},{:.1},{},{},{},{:.3},runs/{}.json,{}",
+        r.discipline.label(),
+        r.kind.label(),
+        r.protocol_procs,
+        r.keys,
+        r.skew,
+        h.throughput_msgs_per_us,
+        h.mean_queue_delay_cycles,
+        h.p99_queue_delay_cycles,
+        h.pp_busy_wait_fraction,
+        r.seed,
+        sweep,
+        r.target_home_u,
+        h.home_u,
+        r.sequential_fraction,
+        h.interrupts,
+        h.interrupts as f64 / h.requests.max(1) as f64,
+        h.bus_transactions_per_request,
+        st.request_latency.mean_cycles,
+        h.requests,
+        st.sim_cycles,
+        st.events,
+        run.record.wall.wall_seconds,
+        run.record.id,
+        r.effect_off.map(|e| e.to_string()).unwrap_or_default()
+    )
 }

@@ -6,6 +6,22 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use std::path::Path;
 
+/// A figure a study drew: its file (relative to the output directory) and
+/// what the report calls it.
+pub struct Figure {
+    pub file: String,
+    pub caption: String,
+}
+
+impl Figure {
+    /// Draws `chart` into `out/figures/<name>`.
+    pub fn draw(out: &Path, name: &str, chart: &Chart, caption: impl Into<String>) -> Result<Figure> {
+        let file = format!("figures/{name}");
+        line_chart(&out.join(&file), chart)?;
+        Ok(Figure { file, caption: caption.into() })
+    }
+}
+
 pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,

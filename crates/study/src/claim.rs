@@ -1,6 +1,35 @@
-//! Claim verdicts and small formatting helpers shared by studies.
+//! Claims as values: what a paper found, stated in words with where it
+//! says so and how finegrain judges it, and the verdict the data give.
 
-use std::fmt::Write;
+/// A claim of a paper as a study states it, written before any run: the
+/// statement in words, where the paper makes it (so a reader of a clone
+/// can find it), and the test that judges it.
+#[derive(Clone, Copy, Debug)]
+pub struct ClaimSpec {
+    pub number: u32,
+    /// A few words naming the claim (the report's heading).
+    pub title: &'static str,
+    /// What the paper found, in finegrain's words.
+    pub statement: &'static str,
+    /// Paper and section, figure or table.
+    pub source: &'static str,
+    /// How the data decide it: the numbers compared and the bounds used.
+    pub test: &'static str,
+}
+
+/// A claim and the verdict the data give it.
+#[derive(Clone, Debug)]
+pub struct Claim {
+    pub spec: ClaimSpec,
+    pub verdict: Verdict,
+}
+
+impl Claim {
+    /// The verdict on `spec` from `checks` (see [`Verdict::from_checks`]).
+    pub fn judged(spec: ClaimSpec, checks: &[Check]) -> Claim {
+        Claim { spec, verdict: Verdict::from_checks(spec.number, checks) }
+    }
+}
 
 /// The verdict on one claim of a spec, computed from the data.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -73,17 +102,6 @@ impl Check {
     pub fn missing(what: &str) -> Check {
         Check { holds: false, missing: true, text: format!("no data for {what}") }
     }
-}
-
-/// A markdown table from a header and rows.
-pub fn markdown_table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "| {} |", header.join(" | "));
-    let _ = writeln!(s, "|{}|", header.iter().map(|_| "---").collect::<Vec<_>>().join("|"));
-    for r in rows {
-        let _ = writeln!(s, "| {} |", r.join(" | "));
-    }
-    s
 }
 
 #[cfg(test)]

@@ -1,0 +1,246 @@
+//! The command line's arguments: every subcommand and flag, with the help
+//! each shows. What they do is in `commands/`.
+
+use clap::{Args, Parser, Subcommand};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(
+    name = "finegrain",
+    version,
+    about = "Fine-grain communication on clusters of SMP nodes: simulator, native runtime and studies"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run one workload once, simulated or on real threads (flags, or a
+    /// TOML file with the same field names).
+    // `--nodes -1` is a bad value, not an unknown flag.
+    #[command(allow_negative_numbers = true)]
+    Run(RunArgs),
+    /// `run --workload fetch-add`: one point of the PDQ study.
+    #[command(allow_negative_numbers = true)]
+    FetchAdd(RunArgs),
+    /// Run one workload over a grid of configuration fields (no claims):
+    /// records, results.csv and a summary table.
+    #[command(allow_negative_numbers = true)]
+    Sweep(SweepArgs),
+    /// Run a study from experiments/ and write results, figures and a report.
+    Reproduce {
+        /// Experiment name (see --list) or path to a .toml file.
+        experiment: Option<String>,
+        /// The fast version of the study.
+        #[arg(long)]
+        quick: bool,
+        /// Output directory.
+        #[arg(long, default_value = "out")]
+        out: PathBuf,
+        /// List the available experiments.
+        #[arg(long, conflicts_with_all = ["quick", "out"])]
+        list: bool,
+    },
+    /// Regenerate one simulated run from its JSON record (a study's or a
+    /// sweep's runs/<id>.json, or `run --json` output) and check its
+    /// statistics come out as recorded.
+    Rerun {
+        /// The run record.
+        record: PathBuf,
+        /// Write the regenerated statistics here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// Measure a preset's calibration targets (Lmin) back.
+    Calibrate {
+        /// Preset name or path to a preset .toml file.
+        #[arg(default_value = "hpca97")]
+        preset: String,
+    },
+    /// Benchmarks.
+    Bench {
+        #[command(subcommand)]
+        what: BenchCommand,
+    },
+}
+
+/// The options every native benchmark takes.
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Fewer repetitions (for CI).
+    #[arg(long)]
+    pub quick: bool,
+    /// Also write the results as JSON.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// Native active-message ping-pong vs the cache-line floor, crossbeam,
+    /// Open MPI and UCX (8, 64, 256 bytes).
+    Pingpong(BenchArgs),
+    /// Native one-way streaming rate of 8-byte active messages.
+    Rate(BenchArgs),
+    /// What a native interrupt (a signal to a computing thread) costs.
+    Interrupt(BenchArgs),
+    /// Native handler throughput on two threads: PDQ vs a mutex per key vs
+    /// a single dispatcher (fetch&add handlers, 1, 64 and 4096 keys).
+    Pdq(BenchArgs),
+    /// Simulated messages and events per wall second, one core.
+    #[command(allow_negative_numbers = true)]
+    Sim {
+        /// Repetitions, 1..=1000; the median is reported.
+        #[arg(long, default_value_t = 5)]
+        rounds: u32,
+        /// Requests each node's threads make per run, 1..=1e9.
+        #[arg(long, default_value_t = 50_000)]
+        requests_per_node: u64,
+        /// Also write the table as JSON.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+}
+
+/// One run, as flags or as a TOML file with the same field names. The
+/// microbenchmark's and fetch&add's own fields are refused with the other
+/// workload.
+#[derive(Args, Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunArgs {
+    /// TOML file with any of the fields below (flags override it).
+    #[arg(long)]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+    /// micro (the scheduling microbenchmark) or fetch-add (the PDQ
+    /// microbenchmark) [default: micro].
+    #[arg(long)]
+    pub workload: Option<String>,
+    /// sim (the simulated machine of the preset) or native (real threads)
+    /// [default: sim].
+    #[arg(long)]
+    pub platform: Option<String>,
+    /// Machine preset name or path [default: hpca97 for micro, hpca99 for
+    /// fetch-add].
+    #[arg(long)]
+    pub preset: Option<String>,
+    /// Seed of every random choice, 0..=2^64-1 [default: 1].
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Write the full run record (configuration, seed, statistics) here.
+    #[arg(long)]
+    #[serde(skip)]
+    pub json: Option<PathBuf>,
+
+    /// single, fixed, fixed:K, floating [default: fixed].
+    #[arg(long, help_heading = "Microbenchmark")]
+    pub policy: Option<String>,
+    /// Nodes, 2..=4096 [default: 2].
+    #[arg(long, help_heading = "Microbenchmark")]
+    pub nodes: Option<u32>,
+    /// Processors per node, 1..=64 [default: 2].
+    #[arg(long, help_heading = "Microbenchmark")]
+    pub procs_per_node: Option<u32>,
+    /// null or fetch [default: null].
+    #[arg(long, help_heading = "Microbenchmark")]
+    pub protocol: Option<String>,
+    /// Target compute utilization U in (0, 1); sets the mean
+    /// compute time from the measured Lmin. Without it or
+    /// --compute-cycles, threads do not compute between requests (U = 0).
+    #[arg(long, allow_negative_numbers = true, help_heading = "Microbenchmark")]
+    pub u: Option<f64>,
+    /// Mean compute cycles between requests (instead of --u), at
+    /// most 1e9 [default: 0]; on platform native a cycle is a nanosecond.
+    #[arg(long, allow_negative_numbers = true, help_heading = "Microbenchmark")]
+    pub compute_cycles: Option<f64>,
+    /// Requests each node makes, split over its compute threads,
+    /// 1..=1e9 [default: 10000].
+    #[arg(long, help_heading = "Microbenchmark")]
+    pub requests_per_node: Option<u64>,
+    /// Interrupt overhead in cycles, 0..=1000000000 (overrides the
+    /// preset).
+    #[arg(long, help_heading = "Microbenchmark")]
+    pub oint: Option<u64>,
+    /// When a processor acting as PP under Floating gives the role
+    /// up once its own work can continue: eager, handoff or adaptive
+    /// (overrides the preset; native runs take eager or handoff)
+    /// [default: the preset's; native: eager].
+    #[arg(long, help_heading = "Microbenchmark")]
+    pub relinquish: Option<String>,
+
+    /// Who runs the home's handlers: embedded, smp or mult
+    /// [default: embedded; native: smp].
+    #[arg(long, help_heading = "Fetch&add")]
+    pub kind: Option<String>,
+    /// serial, pdq, spin-lock or static [default: pdq].
+    #[arg(long, help_heading = "Fetch&add")]
+    pub discipline: Option<String>,
+    /// Protocol processors at the home, 1..=63 with the compute
+    /// processors within 64 (for mult: most idle compute processors
+    /// serving at once, 1..=compute processors) [default: 1].
+    #[arg(long, help_heading = "Fetch&add")]
+    pub protocol_procs: Option<u32>,
+    /// Distinct words (keys) at the home, 1 up to what the
+    /// preset's home protocol table holds (16384 for hpca99 with 8 compute
+    /// processors) [default: 4096; native: 64].
+    #[arg(long, help_heading = "Fetch&add")]
+    pub keys: Option<u64>,
+    /// uniform or zipf:S, S in 0.01..=100 [default: uniform].
+    #[arg(long, help_heading = "Fetch&add")]
+    pub skew: Option<String>,
+    /// Nodes besides the home, 1..=4095 [default: 4].
+    #[arg(long, help_heading = "Fetch&add")]
+    pub requester_nodes: Option<u32>,
+    /// Compute processors per node, 1..=64 with the protocol
+    /// processors of embedded or smp within 64 [default: 8].
+    #[arg(long, help_heading = "Fetch&add")]
+    pub compute_procs: Option<u32>,
+    /// Handler instructions besides its accesses, 0..=1e9
+    /// [default: 97, as in the pdq-micro study].
+    #[arg(long, help_heading = "Fetch&add")]
+    pub handler_cycles: Option<u64>,
+    /// Requests each requester thread sends, 1..=1e9 [default:
+    /// 1500].
+    #[arg(long, help_heading = "Fetch&add")]
+    pub requests_per_thread: Option<u64>,
+    /// Home compute utilization in [0, 1] [default: 0.5].
+    #[arg(long, allow_negative_numbers = true, help_heading = "Fetch&add")]
+    pub home_u: Option<f64>,
+    /// Mean home compute burst in cycles, 1..=1e9 [default:
+    /// 2000].
+    #[arg(long, allow_negative_numbers = true, help_heading = "Fetch&add")]
+    pub home_burst_cycles: Option<f64>,
+    /// Mean requester computation before each request in
+    /// cycles, 0..=1e9 [default: 0].
+    #[arg(long, allow_negative_numbers = true, help_heading = "Fetch&add")]
+    pub think_cycles: Option<f64>,
+    /// Share of requests with the sequential key, in [0, 1]
+    /// [default: 0].
+    #[arg(long, allow_negative_numbers = true, help_heading = "Fetch&add")]
+    pub sequential_fraction: Option<f64>,
+}
+
+/// A sweep: a base run (the flags of `run`) and the grid over it.
+#[derive(Args, Clone, Debug)]
+pub struct SweepArgs {
+    /// A field and its values: PATH=V1,V2 or PATH=A..B (whole numbers);
+    /// PATH names a field of the run's record (machine.interrupt.
+    /// overhead_cycles, topology.procs_per_node, policy, dispatch.
+    /// discipline, workload.keys ...). Repeat for more axes.
+    #[arg(long = "set", value_name = "PATH=VALUES", required = true)]
+    pub set: Vec<String>,
+    /// Seeds per point, 1..=1000 (each derived from --seed).
+    #[arg(long, default_value_t = 1)]
+    pub seeds: u32,
+    /// Output directory.
+    #[arg(long, default_value = "out/sweep")]
+    pub out: PathBuf,
+    /// The sweep's name (in its records and summary).
+    #[arg(long, default_value = "sweep")]
+    pub name: String,
+    #[command(flatten)]
+    pub run: RunArgs,
+}

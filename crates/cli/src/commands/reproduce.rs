@@ -1,0 +1,36 @@
+//! `finegrain reproduce`: run a study and print its verdicts.
+
+use crate::say;
+use anyhow::{bail, Result};
+use finegrain_study::{experiment, studies};
+use std::path::Path;
+use std::time::Instant;
+
+/// Lists the shipped studies with their titles.
+pub fn list() -> Result<()> {
+    for s in studies::STUDIES {
+        let src = experiment::find(s.name())?;
+        let header = experiment::header(&src)?;
+        say!("{:<20} {}", s.name(), header.title);
+    }
+    Ok(())
+}
+
+pub fn reproduce(name: Option<String>, quick: bool, out: &Path, list_them: bool) -> Result<()> {
+    if list_them {
+        if let Some(name) = name {
+            bail!("--list takes no experiment name (got '{name}'): it lists them all");
+        }
+        return list();
+    }
+    let Some(name) = name else {
+        bail!("missing experiment name: give one of `finegrain reproduce --list`");
+    };
+    let t0 = Instant::now();
+    let done = finegrain_study::reproduce(&name, quick, out)?;
+    for line in &done.verdicts {
+        say!("{line}");
+    }
+    say!("report: {} ({:.1} s)", done.report.display(), t0.elapsed().as_secs_f64());
+    Ok(())
+}

@@ -1,0 +1,206 @@
+//! `finegrain run`: one workload once, on the simulated machine or on
+//! real threads. The flags (or a TOML file with the same names) choose the
+//! workload, the platform and the point; each workload's module builds its
+//! configuration, runs it and prints what it measured.
+
+mod fetch_add;
+mod micro;
+
+use crate::args::RunArgs;
+use anyhow::{bail, Result};
+use finegrain_apps::WorkloadSpec;
+use finegrain_core::config::parse_toml;
+use finegrain_sim::SimConfig;
+use finegrain_study::experiment::{preset_beside, read_input};
+use finegrain_study::output::{check_writable, run_inputs, write_json};
+use finegrain_study::record::Wall;
+use finegrain_study::single::{self, RunLabels};
+use std::time::Instant;
+
+/// The workloads `run` knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    Micro,
+    FetchAdd,
+}
+
+impl Workload {
+    fn parse(s: &str) -> Result<Workload> {
+        match s {
+            "micro" => Ok(Workload::Micro),
+            "fetch-add" => Ok(Workload::FetchAdd),
+            other => bail!("invalid workload = {other}: allowed micro, fetch-add"),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Workload::Micro => "micro",
+            Workload::FetchAdd => "fetch-add",
+        }
+    }
+}
+
+/// A simulated run, built and checked but not run: its configuration,
+/// its workload, and the target U and Lmin that set a microbenchmark's
+/// compute time.
+pub struct SimRun {
+    pub config: SimConfig,
+    pub workload: WorkloadSpec,
+    pub target_u: Option<f64>,
+    pub lmin: Option<f64>,
+}
+
+/// `finegrain run` (`workload` set: `finegrain fetch-add`, which runs
+/// that workload only).
+pub fn run(args: RunArgs, alias: Option<Workload>) -> Result<()> {
+    let config_file = args.config.clone();
+    let a = merged(args)?;
+    let workload = chosen(&a, alias)?;
+    let platform = a.platform.as_deref().unwrap_or("sim");
+    if !["sim", "native"].contains(&platform) {
+        bail!("invalid platform = {platform}: allowed sim, native");
+    }
+    let native = platform == "native";
+    let inputs = run_inputs(config_file.as_deref(), a.preset.as_deref());
+    match (workload, native) {
+        (Workload::Micro, false) => {
+            let run = micro::build(&a)?;
+            check_writable(a.json.as_deref(), &inputs)?;
+            simulate(&a, run)
+        }
+        (Workload::Micro, true) => {
+            check_writable(a.json.as_deref(), &inputs)?;
+            micro::native(&a)
+        }
+        (Workload::FetchAdd, false) => {
+            let run = fetch_add::build(&a)?;
+            check_writable(a.json.as_deref(), &inputs)?;
+            simulate(&a, run)
+        }
+        (Workload::FetchAdd, true) => {
+            let run = fetch_add::build_native(&a)?;
+            check_writable(a.json.as_deref(), &inputs)?;
+            fetch_add::native(&a, run)
+        }
+    }
+}
+
+/// Runs `run` on the simulated machine, writes its record (if asked) and
+/// prints what it measured.
+fn simulate(a: &RunArgs, run: SimRun) -> Result<()> {
+    let t0 = Instant::now();
+    let total = run.workload.total_requests(&run.config);
+    let out = finegrain_study::progress::one_run(total, || run.workload.simulate(&run.config))?;
+    let wall = Wall::of(t0.elapsed(), &out.stats);
+    // The record first: output closed early must not lose it.
+    if let Some(path) = &a.json {
+        let labels = RunLabels::of(&run.config, &run.workload, run.target_u, run.lmin);
+        let record = single::record(&run.config, &run.workload, labels, out.stats.clone(), out.measures, wall);
+        write_json(path, &record)?;
+    }
+    match &run.workload {
+        WorkloadSpec::Micro(w) => micro::print(a, &run, w, &out.stats, &wall),
+        WorkloadSpec::FetchAdd(w) => fetch_add::print(a, &run, w, &out.stats),
+    }
+}
+
+/// A simulated run of `args` as `run` would build it (the base of a
+/// sweep).
+pub fn build_sim(args: RunArgs) -> Result<SimRun> {
+    let a = merged(args)?;
+    match chosen(&a, None)? {
+        Workload::Micro => micro::build(&a),
+        Workload::FetchAdd => fetch_add::build(&a),
+    }
+}
+
+/// Flags override the file; unset fields take documented defaults.
+fn merged(flags: RunArgs) -> Result<RunArgs> {
+    let Some(path) = &flags.config else { return Ok(flags) };
+    let text = read_input(path)?;
+    let mut file: RunArgs = parse_toml(&path.display().to_string(), &text)?;
+    file.preset = preset_beside(path, file.preset);
+    let flag_sets_compute = flags.u.is_some() || flags.compute_cycles.is_some();
+    Ok(RunArgs {
+        config: None,
+        workload: flags.workload.or(file.workload),
+        platform: flags.platform.or(file.platform),
+        preset: flags.preset.or(file.preset),
+        seed: flags.seed.or(file.seed),
+        json: flags.json,
+        policy: flags.policy.or(file.policy),
+        nodes: flags.nodes.or(file.nodes),
+        procs_per_node: flags.procs_per_node.or(file.procs_per_node),
+        protocol: flags.protocol.or(file.protocol),
+        // Either flag replaces the file's choice of compute time.
+        u: if flag_sets_compute { flags.u } else { file.u },
+        compute_cycles: if flag_sets_compute { flags.compute_cycles } else { file.compute_cycles },
+        requests_per_node: flags.requests_per_node.or(file.requests_per_node),
+        oint: flags.oint.or(file.oint),
+        relinquish: flags.relinquish.or(file.relinquish),
+        kind: flags.kind.or(file.kind),
+        discipline: flags.discipline.or(file.discipline),
+        protocol_procs: flags.protocol_procs.or(file.protocol_procs),
+        keys: flags.keys.or(file.keys),
+        skew: flags.skew.or(file.skew),
+        requester_nodes: flags.requester_nodes.or(file.requester_nodes),
+        compute_procs: flags.compute_procs.or(file.compute_procs),
+        handler_cycles: flags.handler_cycles.or(file.handler_cycles),
+        requests_per_thread: flags.requests_per_thread.or(file.requests_per_thread),
+        home_u: flags.home_u.or(file.home_u),
+        home_burst_cycles: flags.home_burst_cycles.or(file.home_burst_cycles),
+        think_cycles: flags.think_cycles.or(file.think_cycles),
+        sequential_fraction: flags.sequential_fraction.or(file.sequential_fraction),
+    })
+}
+
+/// The workload the run asks for, with no field of the other one given.
+fn chosen(a: &RunArgs, alias: Option<Workload>) -> Result<Workload> {
+    let named = a.workload.as_deref().map(Workload::parse).transpose()?;
+    let workload = match (alias, named) {
+        (Some(w), Some(n)) if w != n => {
+            bail!("invalid workload = {} for `finegrain fetch-add`: it runs fetch-add only", n.name())
+        }
+        (Some(w), _) | (None, Some(w)) => w,
+        (None, None) => Workload::Micro,
+    };
+    let micro_only = [
+        ("policy", a.policy.is_some()),
+        ("nodes", a.nodes.is_some()),
+        ("procs_per_node", a.procs_per_node.is_some()),
+        ("protocol", a.protocol.is_some()),
+        ("u", a.u.is_some()),
+        ("compute_cycles", a.compute_cycles.is_some()),
+        ("requests_per_node", a.requests_per_node.is_some()),
+        ("oint", a.oint.is_some()),
+        ("relinquish", a.relinquish.is_some()),
+    ];
+    let fetch_add_only = [
+        ("kind", a.kind.is_some()),
+        ("discipline", a.discipline.is_some()),
+        ("protocol_procs", a.protocol_procs.is_some()),
+        ("keys", a.keys.is_some()),
+        ("skew", a.skew.is_some()),
+        ("requester_nodes", a.requester_nodes.is_some()),
+        ("compute_procs", a.compute_procs.is_some()),
+        ("handler_cycles", a.handler_cycles.is_some()),
+        ("requests_per_thread", a.requests_per_thread.is_some()),
+        ("home_u", a.home_u.is_some()),
+        ("home_burst_cycles", a.home_burst_cycles.is_some()),
+        ("think_cycles", a.think_cycles.is_some()),
+        ("sequential_fraction", a.sequential_fraction.is_some()),
+    ];
+    let (foreign, owner) = match workload {
+        Workload::Micro => (&fetch_add_only[..], Workload::FetchAdd),
+        Workload::FetchAdd => (&micro_only[..], Workload::Micro),
+    };
+    if let Some((field, _)) = foreign.iter().find(|(_, given)| *given) {
+        bail!(
+            "invalid {field} with workload {}: it is a field of workload {}; allowed there only",
+            workload.name(),
+            owner.name()
+        );
+    }
+    Ok(workload)
+}

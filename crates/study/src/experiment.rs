@@ -1,0 +1,263 @@
+//! Experiment files: one TOML file per study, embedded at build time so
+//! `finegrain reproduce <name>` works from any directory (a path to another
+//! file works too), and the checks every study's grid shares.
+
+use crate::studies;
+use anyhow::{bail, Context, Result};
+use finegrain_core::MachineConfig;
+use serde::Deserialize;
+use std::path::Path;
+
+/// An experiment file's text and where it came from.
+pub struct Source {
+    pub origin: String,
+    pub text: String,
+    /// What `finegrain reproduce` takes to run it again: the shipped name,
+    /// or the path it was read from.
+    pub arg: String,
+    /// The file it was read from (None for a shipped experiment): relative
+    /// preset paths inside it are found beside it.
+    pub file: Option<std::path::PathBuf>,
+}
+
+impl Source {
+    /// The preset an experiment names, a relative `.toml` path taken from
+    /// the experiment file's directory, as `run --config` does.
+    pub fn preset(&self, named: &str) -> String {
+        match &self.file {
+            Some(f) => preset_beside(f, Some(named.to_string())).unwrap_or_else(|| named.to_string()),
+            None => named.to_string(),
+        }
+    }
+
+    /// Parses the whole file as a study's experiment type (unknown fields
+    /// are refused, with the line they are on).
+    pub fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T> {
+        Ok(finegrain_core::config::parse_toml(&self.origin, &self.text)?)
+    }
+}
+
+/// Reads an input file (config, experiment, run record) within the size
+/// limit every input has.
+pub fn read_input(path: &Path) -> Result<String> {
+    finegrain_core::config::read_input(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// Finds an experiment by name, or reads it from a path ending in `.toml`.
+pub fn find(name: &str) -> Result<Source> {
+    if name.ends_with(".toml") || Path::new(name).components().count() > 1 {
+        let text = read_input(Path::new(name))?;
+        let file = Some(Path::new(name).to_path_buf());
+        return Ok(Source { origin: name.to_string(), text, arg: name.to_string(), file });
+    }
+    match studies::STUDIES.iter().find(|s| s.name() == name) {
+        Some(s) => Ok(Source {
+            origin: format!("experiments/{name}.toml"),
+            text: s.experiment().to_string(),
+            arg: name.to_string(),
+            file: None,
+        }),
+        None => bail!("unknown experiment '{name}': allowed {} (or a path to a .toml file)", studies::names()),
+    }
+}
+
+/// What every experiment file starts with: which study it runs, its name
+/// and title, the paper its claims come from, the machine preset and the
+/// base seed. Each study's own type repeats these fields, so its file is
+/// read whole with unknown fields refused.
+#[derive(Clone, Debug, Deserialize, serde::Serialize)]
+pub struct Header {
+    pub name: String,
+    pub title: String,
+    /// The paper (authors, title, venue) whose claims the study checks.
+    pub paper: String,
+    pub study: String,
+    pub preset: String,
+    pub seed: u64,
+}
+
+/// The study an experiment file asks for and its title.
+pub fn header(src: &Source) -> Result<Header> {
+    let table: toml::Table = finegrain_core::config::parse_toml(&src.origin, &src.text)?;
+    let get = |key: &str| -> Result<String> {
+        match table.get(key) {
+            Some(toml::Value::String(s)) => Ok(s.to_string()),
+            Some(other) => bail!(
+                "invalid {key} = {other} in {}: allowed a string{}",
+                src.origin,
+                match key {
+                    "study" => format!(" ({})", studies::names()),
+                    _ => String::new(),
+                }
+            ),
+            None => bail!("invalid experiment {}: missing string field '{key}'", src.origin),
+        }
+    };
+    // Names and titles go into reports, progress lines and one-line messages.
+    for key in ["name", "title", "paper"] {
+        let v = get(key)?;
+        if v.trim().is_empty() || v.chars().any(char::is_control) {
+            bail!("invalid {key} = {v:?} in {}: allowed non-blank text without control characters", src.origin);
+        }
+    }
+    let seed = match table.get("seed") {
+        Some(toml::Value::Integer(i)) if *i >= 0 => *i as u64,
+        Some(other) => bail!("invalid seed = {other} in {}: allowed a whole number 0..=2^63-1", src.origin),
+        None => bail!("invalid experiment {}: missing field 'seed'", src.origin),
+    };
+    Ok(Header {
+        name: get("name")?,
+        title: get("title")?,
+        paper: get("paper")?,
+        study: get("study")?,
+        preset: get("preset")?,
+        seed,
+    })
+}
+
+/// A preset file named by a relative path inside a config file is found
+/// next to the config file, not in the current directory.
+pub fn preset_beside(config: &Path, preset: Option<String>) -> Option<String> {
+    match (preset, config.parent()) {
+        (Some(p), Some(dir)) if is_preset_path(&p) => Some(dir.join(p).display().to_string()),
+        (p, _) => p,
+    }
+}
+
+/// Whether a preset is named by a relative path to a file (rather than by
+/// a shipped preset's name or an absolute path).
+pub(crate) fn is_preset_path(preset: &str) -> bool {
+    preset.ends_with(".toml") && Path::new(preset).is_relative()
+}
+
+/// A preset as a single run names it: by name, and by the file it came from too
+/// when given as a path (a copy may keep the name it was copied from).
+pub fn preset_shown(name: &str, given: Option<&str>) -> String {
+    match given {
+        Some(g) if g != name => format!("{name} ({g})"),
+        _ => name.to_string(),
+    }
+}
+
+/// Largest cycle count (handler, interrupt, think, burst and compute
+/// times) and request count per node or thread an experiment may ask for:
+/// the simulator's own limits, checked here before any run.
+pub use finegrain_core::config::{MAX_CYCLES, MAX_REQUESTS};
+
+/// A number as an error message shows it: short, even when huge or tiny.
+pub fn shown(x: f64) -> String {
+    if x != 0.0 && x.is_finite() && !(1e-6..1e15).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
+/// A one-line error naming the list field `field` when two of its values
+/// are the same; `name` gives a value as run ids and tables name it.
+pub fn check_distinct<T>(field: &str, values: &[T], name: impl Fn(&T) -> String) -> Result<()> {
+    let names: Vec<String> = values.iter().map(&name).collect();
+    repeated(field, &names, &names, "")
+}
+
+/// [`check_distinct`] for numbers that run ids name to `decimals` decimals:
+/// values equal to that many decimals are the same.
+pub fn check_distinct_decimals(field: &str, values: &[f64], decimals: usize) -> Result<()> {
+    let written: Vec<String> = values.iter().map(|&x| shown(x)).collect();
+    // + 0.0 makes -0.0 the same as 0.0.
+    let names: Vec<String> = values.iter().map(|&x| format!("{:.*}", decimals, x + 0.0)).collect();
+    repeated(field, &written, &names, &format!(" (run ids name values to {decimals} decimals)"))
+}
+
+fn repeated(field: &str, written: &[String], names: &[String], note: &str) -> Result<()> {
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(dup) = names.iter().find(|n| !seen.insert(n.as_str())) {
+        bail!(
+            "invalid {field} = [{}]: {dup} is listed more than once{note}; allowed distinct values",
+            written.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// One of the model's mechanisms switched off in a study's sensitivity runs:
+/// an indirect effect (`[effects]` of a preset), or the split-transaction
+/// bus (its runs hold the bus for a transaction's whole occupancy). The
+/// claim-deciding points are run again without it, so a report can show
+/// which mechanism decides a claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EffectOff {
+    CacheInterference,
+    Migration,
+    DataPlacement,
+    SplitBus,
+}
+
+impl EffectOff {
+    pub const ALL: [EffectOff; 4] =
+        [EffectOff::CacheInterference, EffectOff::Migration, EffectOff::DataPlacement, EffectOff::SplitBus];
+
+    pub fn apply(self, machine: &mut MachineConfig) {
+        let effects = &mut machine.effects;
+        match self {
+            EffectOff::CacheInterference => effects.cache_interference = false,
+            EffectOff::Migration => effects.migration = false,
+            EffectOff::DataPlacement => effects.data_placement = false,
+            EffectOff::SplitBus => machine.bus.address_phase_cycles = None,
+        }
+    }
+
+    /// Every name, for messages: "a, b, c or d".
+    pub fn allowed_names() -> String {
+        let names: Vec<&str> = EffectOff::ALL.iter().map(|e| e.name()).collect();
+        let (last, rest) = names.split_last().expect("four mechanisms");
+        format!("{} or {last}", rest.join(", "))
+    }
+
+    /// Whether `machine` has the mechanism on (a run without it would
+    /// otherwise repeat the study's own).
+    pub fn is_on(self, machine: &MachineConfig) -> bool {
+        let mut off = machine.clone();
+        self.apply(&mut off);
+        off != *machine
+    }
+
+    /// How a sensitivity run's id names it: `no-` and the effect, dashed.
+    pub fn run_label(self) -> String {
+        format!("no-{}", self.name().replace('_', "-"))
+    }
+
+    /// The `[effects]` field's name, or `split_bus`.
+    pub fn name(self) -> &'static str {
+        match self {
+            EffectOff::CacheInterference => "cache_interference",
+            EffectOff::Migration => "migration",
+            EffectOff::DataPlacement => "data_placement",
+            EffectOff::SplitBus => "split_bus",
+        }
+    }
+}
+
+/// Every mechanism a sensitivity list switches off must be on in the
+/// preset (`field` names the list, `preset` the experiment's preset).
+pub fn check_sensitivity_on(
+    field: &str,
+    sensitivity: &[EffectOff],
+    machine: &MachineConfig,
+    preset: &str,
+) -> Result<()> {
+    let Some(off) = sensitivity.iter().find(|e| !e.is_on(machine)) else { return Ok(()) };
+    let on: Vec<&str> = EffectOff::ALL.iter().filter(|e| e.is_on(machine)).map(|e| e.name()).collect();
+    bail!(
+        "invalid {field} = [{}]: {off} is already off in preset {preset}; allowed the mechanisms it has on ({})",
+        sensitivity.iter().map(|e| e.name()).collect::<Vec<_>>().join(", "),
+        if on.is_empty() { "none".to_string() } else { on.join(", ") }
+    )
+}
+
+impl std::fmt::Display for EffectOff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -1,0 +1,120 @@
+//! The report every study writes (`report.md`): a summary of the verdicts
+//! on top, how to regenerate the study, each claim in words with its
+//! source, its test and the numbers that decide it, the study's own
+//! sections, the figures, and what the simulator did.
+
+use crate::claim::Claim;
+use crate::experiment::{Header, Source};
+use crate::figures::Figure;
+use crate::record::RunRecord;
+use std::fmt::Write;
+use std::time::Instant;
+
+/// A section of a report after the claims: a heading and markdown text.
+pub struct Section {
+    pub heading: String,
+    pub body: String,
+}
+
+/// Everything a report is made of.
+pub struct Parts<'a, L> {
+    pub header: &'a Header,
+    pub src: &'a Source,
+    pub mode: &'a str,
+    pub setup: String,
+    pub claims: &'a [Claim],
+    pub sections: Vec<Section>,
+    pub figures: &'a [Figure],
+    pub records: &'a [&'a RunRecord<L>],
+    pub started: Instant,
+}
+
+pub fn render<L>(p: &Parts<L>) -> String {
+    let mut s = String::new();
+    let h = p.header;
+    let quick_flag = if p.mode == "quick" { " --quick" } else { "" };
+    let _ = writeln!(s, "# {} ({})\n", h.title, p.mode);
+    s += &summary(p.claims);
+    let _ = writeln!(
+        s,
+        "Experiment `{}` ({}), claims from {}, preset `{}`, base seed {}, {} runs.\nRegenerate: `finegrain reproduce \
+         {}{quick_flag} --out DIR` (every run's full configuration and seed is in `runs/<id>.json`; `finegrain rerun \
+         runs/<id>.json` runs one again and compares).\n",
+        h.name,
+        p.src.origin,
+        h.paper,
+        h.preset,
+        h.seed,
+        p.records.len(),
+        p.src.arg
+    );
+    if !p.setup.is_empty() {
+        let _ = writeln!(s, "{}\n", p.setup);
+    }
+    let _ = writeln!(s, "## Claims\n");
+    for c in p.claims {
+        s += &claim(c);
+    }
+    for section in &p.sections {
+        let _ = writeln!(s, "## {}\n\n{}", section.heading, section.body.trim_end());
+        s.push('\n');
+    }
+    let _ = writeln!(s, "## Figures\n");
+    for f in p.figures {
+        let _ = writeln!(s, "- [{}]({})", f.caption, f.file);
+    }
+    s += &simulator(p.records, p.started);
+    s
+}
+
+/// The verdicts at a glance: one row per claim.
+fn summary(claims: &[Claim]) -> String {
+    let supported = claims.iter().filter(|c| c.verdict.decided && c.verdict.supported).count();
+    let mut s = format!("**{supported} of {} claims supported.**\n\n", claims.len());
+    let rows: Vec<Vec<String>> = claims
+        .iter()
+        .map(|c| vec![c.spec.number.to_string(), c.spec.title.to_string(), c.verdict.status().to_string()])
+        .collect();
+    s += &markdown_table(&["claim", "what the paper found", "verdict"], &rows);
+    s.push('\n');
+    s
+}
+
+/// A claim in words, where it comes from, how it is judged, and its
+/// verdict line (`claim N: ...`, which `reproduce` also prints).
+fn claim(c: &Claim) -> String {
+    let spec = &c.spec;
+    format!(
+        "### Claim {}: {}\n\n{}\n\n- Source: {}\n- Test: {}\n\n{}\n\n",
+        spec.number,
+        spec.title,
+        spec.statement,
+        spec.source,
+        spec.test,
+        c.verdict.line()
+    )
+}
+
+fn simulator<L>(records: &[&RunRecord<L>], started: Instant) -> String {
+    let events: u64 = records.iter().map(|r| r.stats.events).sum();
+    let messages: u64 = records.iter().map(|r| r.stats.messages).sum();
+    let busy: f64 = records.iter().map(|r| r.wall.wall_seconds).sum::<f64>().max(1e-9);
+    format!(
+        "\n## Simulator\n\n{events} events and {messages} messages simulated in {busy:.1} s of simulation time on all \
+         cores ({:.2} M events/s, {:.2} M messages/s per core); whole study {:.1} s wall.\n",
+        events as f64 / busy / 1e6,
+        messages as f64 / busy / 1e6,
+        started.elapsed().as_secs_f64()
+    )
+}
+
+/// A markdown table from a header and rows.
+pub fn markdown_table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "| {} |", header.join(" | "));
+    let _ = writeln!(s, "|{}|", header.iter().map(|_| "---").collect::<Vec<_>>().join("|"));
+    for r in rows {
+        let _ = writeln!(s, "| {} |", r.join(" | "));
+    }
+    s
+}

@@ -1,0 +1,23 @@
+//! The reproduced studies, one module each, and the list that registers
+//! them. Adding a study: a module here implementing
+//! [`Study`](crate::study::Study), its experiment file in `experiments/`,
+//! and one line in [`STUDIES`].
+
+pub mod pdq_micro;
+pub mod scheduling_micro;
+
+use crate::study::{AnyStudy, Registered};
+
+/// Every study `finegrain reproduce` and `finegrain rerun` know.
+pub static STUDIES: &[&dyn AnyStudy] =
+    &[&Registered::<scheduling_micro::SchedulingMicro>::STUDY, &Registered::<pdq_micro::PdqMicro>::STUDY];
+
+/// The study named `name`.
+pub fn find(name: &str) -> Option<&'static dyn AnyStudy> {
+    STUDIES.iter().copied().find(|s| s.name() == name)
+}
+
+/// Every study's name, for messages: "a, b".
+pub fn names() -> String {
+    STUDIES.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
+}

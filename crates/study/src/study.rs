@@ -1,0 +1,171 @@
+//! What a study is: the [`Study`] trait, and the one pipeline every study
+//! runs through (`finegrain reproduce`): check the experiment file, plan
+//! the runs, run them on all cores, write the records and `results.csv`,
+//! judge the claims, draw the figures, write the report.
+//!
+//! A new study is a module under `studies/` implementing [`Study`] and one
+//! line in [`crate::studies::STUDIES`]; `reproduce --list`, `reproduce NAME`
+//! and `rerun` then know it.
+
+use crate::claim::Claim;
+use crate::experiment::{Header, Source};
+use crate::figures::Figure;
+use crate::record::{Labels, RunRecord, Wall};
+use crate::report::{self, Section};
+use crate::{output, runner};
+use anyhow::{Context, Result};
+use finegrain_apps::WorkloadSpec;
+use finegrain_sim::SimConfig;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// One run a study plans: what it is (its labels) and what runs it.
+#[derive(Clone, Debug)]
+pub struct Planned<L> {
+    pub labels: L,
+    pub config: SimConfig,
+    pub workload: WorkloadSpec,
+}
+
+/// A reproduced study: an experiment file's grid, what one run of it is,
+/// and what the study makes of the runs (CSV rows, claims, figures,
+/// report sections).
+pub trait Study: Sized + Sync + 'static {
+    /// Its name: the experiment file's `study`, and every record's.
+    const NAME: &'static str;
+    /// The experiment file shipped with finegrain (`experiments/NAME.toml`).
+    const EXPERIMENT: &'static str;
+    /// What one run is, in the study's terms (its record's labels).
+    type Labels: Labels;
+    /// The study's view of a finished run: its record, and whatever the
+    /// study computes across runs for it.
+    type Run: Send + Sync;
+
+    /// Reads and checks the experiment file, both its grids, before
+    /// anything runs; `quick` picks the grid the study will run.
+    fn load(src: &Source, quick: bool) -> Result<Self>;
+    /// The experiment file's common fields.
+    fn header(&self) -> &Header;
+    /// The runs of the chosen grid, in the order they are reported.
+    fn plan(&self) -> Result<Vec<Planned<Self::Labels>>>;
+    /// The finished runs, in plan order, as the study views them.
+    fn view(&self, records: Vec<RunRecord<Self::Labels>>) -> Vec<Self::Run>;
+    /// A run's record (what `runs/<id>.json` holds).
+    fn record(run: &Self::Run) -> &RunRecord<Self::Labels>;
+    /// `results.csv`'s header line (comma-separated column names).
+    fn csv_header(&self) -> &'static str;
+    /// A run's row of `results.csv`.
+    fn csv_row(&self, run: &Self::Run) -> String;
+    /// Every claim, judged on the runs.
+    fn claims(&self, runs: &[Self::Run]) -> Vec<Claim>;
+    /// Draws the figures into `out/figures/`.
+    fn figures(&self, runs: &[Self::Run], out: &Path) -> Result<Vec<Figure>>;
+    /// The report's paragraph on the setup, after its title.
+    fn setup(&self, runs: &[Self::Run]) -> String;
+    /// The report's sections after the claims: sensitivity runs, tables.
+    fn sections(&self, runs: &[Self::Run], claims: &[Claim]) -> Vec<Section>;
+}
+
+/// What a reproduction leaves: its report, and each claim's verdict line.
+pub struct Reproduced {
+    pub report: PathBuf,
+    pub verdicts: Vec<String>,
+}
+
+/// Runs study `S` from `src` into `out`.
+pub fn reproduce<S: Study>(src: &Source, quick: bool, out: &Path) -> Result<Reproduced> {
+    let study = S::load(src, quick)?;
+    output::prepare_out(out)?;
+    let started = Instant::now();
+    let planned = study.plan()?;
+    let header = study.header();
+    let mode = if quick { "quick" } else { "full" };
+    let records =
+        runner::run_all(&planned, &format!("{} ({mode})", header.name), |p| run_planned(S::NAME, &header.name, p))?;
+    let runs = study.view(records);
+    let csv = csv(&study, &runs);
+    let records: Vec<&RunRecord<S::Labels>> = runs.iter().map(S::record).collect();
+    output::write_records(out, Some(src), &records, &csv)?;
+    let claims = study.claims(&runs);
+    let figures = study.figures(&runs, out)?;
+    let text = report::render(&report::Parts {
+        header,
+        src,
+        mode,
+        setup: study.setup(&runs),
+        claims: &claims,
+        sections: study.sections(&runs, &claims),
+        figures: &figures,
+        records: &records,
+        started,
+    });
+    let path = out.join("report.md");
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    Ok(Reproduced { report: path, verdicts: claims.iter().map(|c| c.verdict.line()).collect() })
+}
+
+/// Simulates one planned run into its record.
+pub fn run_planned<L: Labels>(study: &str, experiment: &str, p: &Planned<L>) -> Result<RunRecord<L>> {
+    let id = p.labels.id();
+    let t0 = Instant::now();
+    let out = p.workload.simulate(&p.config).with_context(|| format!("run {id}"))?;
+    let wall = Wall::of(t0.elapsed(), &out.stats);
+    Ok(RunRecord {
+        study: study.to_string(),
+        experiment: Some(experiment.to_string()),
+        id,
+        labels: p.labels.clone(),
+        config: p.config.clone(),
+        workload: p.workload.clone(),
+        stats: out.stats,
+        measures: out.measures,
+        wall,
+    })
+}
+
+fn csv<S: Study>(study: &S, runs: &[S::Run]) -> String {
+    let mut s = String::from(study.csv_header());
+    s.push('\n');
+    for r in runs {
+        s += &study.csv_row(r);
+        s.push('\n');
+    }
+    s
+}
+
+/// A study as the registry holds it: what `reproduce` and `rerun` need,
+/// whatever its types.
+pub trait AnyStudy: Sync {
+    fn name(&self) -> &'static str;
+    /// The shipped experiment file's text.
+    fn experiment(&self) -> &'static str;
+    fn reproduce(&self, src: &Source, quick: bool, out: &Path) -> Result<Reproduced>;
+    /// Regenerates one of its records (`finegrain rerun`), checking the
+    /// record's labels with the study's own label type.
+    fn rerun(&self, record: &str) -> Result<crate::rerun::Rerun>;
+}
+
+/// Registers study `S` (see [`crate::studies::STUDIES`]).
+pub struct Registered<S>(std::marker::PhantomData<S>);
+
+impl<S> Registered<S> {
+    pub const STUDY: Registered<S> = Registered(std::marker::PhantomData);
+}
+
+impl<S: Study> AnyStudy for Registered<S> {
+    fn name(&self) -> &'static str {
+        S::NAME
+    }
+
+    fn experiment(&self) -> &'static str {
+        S::EXPERIMENT
+    }
+
+    fn reproduce(&self, src: &Source, quick: bool, out: &Path) -> Result<Reproduced> {
+        reproduce::<S>(src, quick, out)
+    }
+
+    fn rerun(&self, record: &str) -> Result<crate::rerun::Rerun> {
+        crate::rerun::rerun_typed::<S::Labels>(record)
+    }
+}
