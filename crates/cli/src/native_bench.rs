@@ -35,21 +35,22 @@ fn have(tool: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// Builds the MPI peer (source embedded in the binary) with `mpicc`.
-fn build_mpi_peer() -> Result<Option<PathBuf>> {
+/// Builds the MPI peer (source embedded in the binary) with `mpicc` in a
+/// private temporary directory, removed when the returned guard drops.
+fn build_mpi_peer() -> Result<Option<(tempfile::TempDir, PathBuf)>> {
     if !have("mpicc") || !have("mpirun") {
         return Ok(None);
     }
-    let dir = std::env::temp_dir().join(format!("finegrain-peers-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let src = dir.join("mpi_pingpong.c");
+    let dir =
+        tempfile::Builder::new().prefix("finegrain-mpi-peer-").tempdir().context("making a temporary directory")?;
+    let src = dir.path().join("mpi_pingpong.c");
     std::fs::write(&src, include_str!("../../../bench/peers/mpi_pingpong.c"))?;
-    let bin = dir.join("mpi_pingpong");
+    let bin = dir.path().join("mpi_pingpong");
     let out = Command::new("mpicc").args(["-O2", "-o"]).arg(&bin).arg(&src).output().context("running mpicc")?;
     if !out.status.success() {
         anyhow::bail!("mpicc failed: {}", String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or(""));
     }
-    Ok(Some(bin))
+    Ok(Some((dir, bin)))
 }
 
 fn running_as_root() -> bool {
@@ -57,7 +58,7 @@ fn running_as_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-fn mpi_pingpong(bin: &PathBuf, size: usize, e: Effort) -> Result<f64> {
+fn mpi_pingpong(bin: &std::path::Path, size: usize, e: Effort) -> Result<f64> {
     let mut cmd = Command::new("mpirun");
     if running_as_root() {
         cmd.arg("--allow-run-as-root");
@@ -79,27 +80,46 @@ fn mpi_pingpong(bin: &PathBuf, size: usize, e: Effort) -> Result<f64> {
 }
 
 /// `ucx_perftest -t ucp_am_lat` between two processes over loopback, pinned
-/// to cores 0 and 1; its 50th-percentile one-way latency.
+/// to cores 0 and 1; its 50th-percentile one-way latency. The server's
+/// address-exchange socket listens on every interface and ucx_perftest has
+/// no option to bind it, so both processes run in a network namespace of
+/// their own (`unshare`), whose only interface is loopback: nothing
+/// outside the machine can reach the port.
 fn ucx_am_latency(size: usize, e: Effort) -> Result<f64> {
-    let port = 20000 + (std::process::id() % 20000) as u16;
+    // The server in the background, the client once it listens, then the
+    // server stopped; in the namespace, loopback starts down.
+    const SCRIPT: &str = "ip link set lo up || exit 97
+common=\"-t ucp_am_lat -s $1 -n $2 -w $3 -p 20000\"
+ucx_perftest $common -c 1 >/dev/null 2>&1 &
+server=$!
+sleep 0.5
+ucx_perftest localhost $common -c 0
+status=$?
+kill $server 2>/dev/null
+wait $server 2>/dev/null
+exit $status";
+    if !have("unshare") || !have("ip") {
+        anyhow::bail!("unshare or ip missing: the peer runs only in a private network namespace");
+    }
+    let mut cmd = Command::new("unshare");
+    if !running_as_root() {
+        // An unprivileged user maps itself to root in a user namespace of
+        // its own, where the kernel allows it.
+        cmd.args(["--user", "--map-root-user"]);
+    }
     let iters = (e.per_round * e.rounds as u64).to_string();
-    let warm = e.warmup.to_string();
-    let common = ["-t", "ucp_am_lat", "-s", &size.to_string(), "-n", &iters, "-w", &warm, "-p", &port.to_string()];
-    let mut server = Command::new("ucx_perftest")
-        .args(common)
-        .args(["-c", "1"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("starting the ucx_perftest server")?;
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    let out = Command::new("ucx_perftest").arg("localhost").args(common).args(["-c", "0"]).output();
-    let _ = server.kill();
-    let _ = server.wait();
-    let out = out.context("running the ucx_perftest client")?;
+    let out = cmd
+        .args(["--net", "sh", "-c", SCRIPT, "sh", &size.to_string(), &iters, &e.warmup.to_string()])
+        .output()
+        .context("running ucx_perftest in a private network namespace")?;
     let text = String::from_utf8_lossy(&out.stdout);
-    let line =
-        text.lines().find(|l| l.trim_start().starts_with("Final:")).context("ucx_perftest printed no Final line")?;
+    let Some(line) = text.lines().find(|l| l.trim_start().starts_with("Final:")) else {
+        anyhow::bail!(
+            "no result from ucx_perftest in a private network namespace (unshare exit {:?}: {})",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or("")
+        );
+    };
     let us: f64 =
         line.split_whitespace().nth(2).and_then(|s| s.parse().ok()).context("unreadable ucx_perftest line")?;
     Ok(us * 1000.0)
@@ -120,7 +140,7 @@ pub fn pingpong(e: Effort) -> Result<Vec<PingPongRow>> {
     for size in SIZES {
         let finegrain = bench::finegrain_pingpong(size, e)?;
         let crossbeam = bench::crossbeam_pingpong(size, e);
-        let mpi_ns = mpi.as_ref().and_then(|b| {
+        let mpi_ns = mpi.as_ref().and_then(|(_dir, b)| {
             mpi_pingpong(b, size, e).map_err(|err| crate::note(format_args!("MPI ping-pong failed ({err})"))).ok()
         });
         let ucx_am_ns = if ucx {

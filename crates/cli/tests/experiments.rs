@@ -367,3 +367,15 @@ fn affinity_reruns_on_a_preset_with_affinity_are_rejected() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn a_full_grids_affinity_beyond_the_device_is_rejected_under_quick_too() {
+    assert_rejected(
+        "pdq-micro",
+        &[("full.affinity_passes", "2000000")],
+        &[
+            "invalid experiment (full run ",
+            "-affinity): invalid pdq.affinity_passes = 2000000: allowed at most 1048576",
+        ],
+    );
+}

@@ -264,6 +264,12 @@ fn rerun_refuses_records_it_cannot_compare_or_run() {
         std::fs::write(&p, r.to_string()).unwrap();
         assert_one_line_error(&["rerun", p.to_str().unwrap()], &[says]);
     }
+    // A key given twice would leave which one counts to the parser.
+    let text = good.to_string();
+    let twice = text.replacen("\"study\":", "\"id\":\"x\",\"study\":", 1);
+    assert!(twice.matches("\"id\":").count() == 2, "{twice}");
+    std::fs::write(&p, twice).unwrap();
+    assert_one_line_error(&["rerun", p.to_str().unwrap()], &["duplicate field `id`"]);
     // Nothing may follow the record.
     std::fs::write(&p, format!("{good}\n{{}}")).unwrap();
     assert_one_line_error(&["rerun", p.to_str().unwrap()], &["trailing characters"]);

@@ -344,10 +344,10 @@ fn load(src: &Source) -> Result<Experiment> {
             planned(&e, &machine, grid, &s)
                 .config
                 .validate()
-                .map_err(|err| anyhow::anyhow!("invalid experiment (run {}): {err}", s.id()))?;
+                .map_err(|err| anyhow::anyhow!("invalid experiment ({table} run {}): {err}", s.id()))?;
             run_workload(&e, grid, &s).validate(&machine, e.compute_procs).map_err(|err| match s.sweep.field() {
                 Some(f) => anyhow::anyhow!("invalid {table}.{f} (run {}): {err}", s.id()),
-                None => anyhow::anyhow!("invalid experiment (run {}): {err}", s.id()),
+                None => anyhow::anyhow!("invalid experiment ({table} run {}): {err}", s.id()),
             })?;
         }
     }
