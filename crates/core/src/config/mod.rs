@@ -1,0 +1,29 @@
+//! Machine, topology and policy configuration: serde types read from TOML,
+//! validated so bad input gets a one-line error naming the field and what is
+//! allowed.
+//!
+//! A machine preset (`presets/<name>.toml`) holds every cost the models use,
+//! in processor cycles unless the name says otherwise. Presets are data, not
+//! code: the files are embedded at build time so the binary works from any
+//! directory, and a path to another TOML file works too.
+
+mod error;
+mod input;
+mod limits;
+mod machine;
+mod presets;
+mod run;
+#[cfg(test)]
+mod tests;
+
+pub use error::{plain_type_names, ConfigError};
+pub use input::{parse_toml, read_input};
+pub use limits::{INPUT_FILE_LIMIT, MAX_CYCLES, MAX_NODES, MAX_REQUESTS};
+pub use machine::{
+    BusParams, CacheParams, Calibration, ComputeParams, Effects, InterruptParams, MachineConfig, NetworkParams, NiKind,
+    NiParams, PdqParams, ProcessorParams, ProtocolParams,
+};
+pub use presets::PRESETS;
+pub use run::{
+    check_max_servers, mix_seed, Discipline, Dispatch, Policy, PpKind, Relinquish, RoleArbitration, Topology,
+};

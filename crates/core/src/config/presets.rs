@@ -1,0 +1,73 @@
+//! Machine presets: TOML files shipped with finegrain (embedded at build
+//! time, so the binary works from any directory), or any other file by
+//! path; a preset must name every field.
+
+use super::{parse_toml, read_input, ConfigError, MachineConfig};
+
+/// Presets shipped with finegrain, embedded at build time.
+pub const PRESETS: &[(&str, &str)] = &[
+    ("hpca97", include_str!("../../../../presets/hpca97.toml")),
+    ("hpca99", include_str!("../../../../presets/hpca99.toml")),
+];
+
+impl MachineConfig {
+    /// Loads a shipped preset by name, or a TOML file when `name` ends in
+    /// `.toml`.
+    pub fn load(name: &str) -> Result<MachineConfig, ConfigError> {
+        if name.ends_with(".toml") {
+            let text = read_input(std::path::Path::new(name))
+                .map_err(|e| ConfigError::invalid("preset", name, format!("cannot read the file: {e}")))?;
+            // A preset file named from elsewhere (an experiment, a config
+            // file) may not be the one the user has in mind: name it.
+            return MachineConfig::from_toml(name, &text).map_err(|e| match e {
+                ConfigError::Invalid { field, value, allowed } => {
+                    ConfigError::Invalid { field, value, allowed: format!("{allowed} (in preset file {name})") }
+                }
+                other => other,
+            });
+        }
+        let (_, text) = PRESETS.iter().find(|(n, _)| *n == name).ok_or_else(|| ConfigError::UnknownPreset {
+            name: name.to_string(),
+            allowed: format!(
+                "{} (or a path to a .toml file)",
+                PRESETS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            ),
+        })?;
+        MachineConfig::from_toml(&format!("preset {name}"), text)
+    }
+
+    pub fn from_toml(origin: &str, text: &str) -> Result<MachineConfig, ConfigError> {
+        let m: MachineConfig = parse_toml(origin, text)?;
+        require_named(origin, text)?;
+        m.validate()?;
+        Ok(m)
+    }
+}
+
+/// Fields that run records made before them may omit (they ran without
+/// them), but a preset must name: the table, the field, what it allows.
+const NAMED_IN_PRESETS: [(&str, &str, &str); 3] = [
+    ("bus", "address_phase_cycles", "the split bus's address phase, a positive number of cycles"),
+    ("protocol", "role_arbitration", "lowest or round-robin"),
+    ("pdq", "affinity_passes", "0 for the paper's device, or how often key affinity may pass an entry over"),
+];
+
+/// A preset names every field, including those records may omit (in the
+/// sections it has: an optional section it leaves out names nothing).
+fn require_named(origin: &str, text: &str) -> Result<(), ConfigError> {
+    // The text parsed as a preset already, so it parses as a table.
+    let Ok(table) = text.parse::<toml::Table>() else { return Ok(()) };
+    for (section, field, allowed) in NAMED_IN_PRESETS {
+        let named = table.get(section).and_then(toml::Value::as_table).is_none_or(|t| t.contains_key(field));
+        if !named {
+            return Err(ConfigError::Toml {
+                origin: origin.to_string(),
+                message: format!(
+                    "missing field `{field}` in [{section}]: a preset names it (allowed {allowed}); only run records \
+                     made before it existed may leave it out"
+                ),
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,149 @@
+//! Tests of configuration parsing, validation and presets.
+
+use super::*;
+
+#[test]
+fn an_input_file_is_read_without_its_byte_order_mark() {
+    let path = std::env::temp_dir().join(format!("finegrain-bom-{}.toml", std::process::id()));
+    std::fs::write(&path, "\u{feff}seed = 3\n").unwrap();
+    assert_eq!(read_input(&path).unwrap(), "seed = 3\n");
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn shipped_presets_load() {
+    for (name, _) in PRESETS {
+        MachineConfig::load(name).unwrap();
+    }
+}
+
+#[test]
+fn rust_type_names_become_plain_words() {
+    let m = plain_type_names(
+        "a: invalid type: integer `5`, expected struct PdqParams; b: expected internally tagged enum Policy at line 1",
+        "2^64-1",
+    );
+    assert_eq!(
+        m,
+        "a: invalid type: integer `5`, expected a group of named fields; b: expected a group of named fields with its \"kind\" at line 1"
+    );
+}
+
+#[test]
+fn unknown_preset_lists_the_allowed_ones() {
+    let e = MachineConfig::load("nope").unwrap_err().to_string();
+    assert!(e.starts_with("unknown preset 'nope': allowed hpca97, hpca99"), "{e}");
+    assert!(!e.contains('\n'));
+}
+
+#[test]
+fn malformed_toml_is_one_line_with_a_location() {
+    let e = MachineConfig::from_toml("x.toml", "name = \"a\"\n[cache\n").unwrap_err().to_string();
+    assert!(e.starts_with("malformed TOML in x.toml: line 2"), "{e}");
+    assert!(!e.contains('\n'), "{e}");
+}
+
+#[test]
+fn a_value_of_the_wrong_type_names_its_line_and_what_is_allowed() {
+    let text = PRESETS[0].1.replace("mhz = 200", "mhz = 2.5e2");
+    let e = MachineConfig::from_toml("x.toml", &text).unwrap_err().to_string();
+    assert!(e.contains("(`mhz = 2.5e2`)") && e.contains("expected a whole number from 0 to 2^32-1"), "{e}");
+    let text = PRESETS[0].1.split("[effects]").next().unwrap();
+    let e = MachineConfig::from_toml("x.toml", text).unwrap_err().to_string();
+    assert!(e.ends_with("x.toml: missing field `effects`"), "no misleading line: {e}");
+}
+
+#[test]
+fn unknown_field_is_named() {
+    let text = PRESETS[0].1.replace("[cache]", "[cache]\nsize_kb = 3");
+    let e = MachineConfig::from_toml("x.toml", &text).unwrap_err().to_string();
+    assert!(e.contains("size_kb"), "{e}");
+}
+
+#[test]
+fn a_name_that_would_break_a_line_is_refused() {
+    let mut m = MachineConfig::load("hpca97").unwrap();
+    m.name = "x\ny".into();
+    let e = m.validate().unwrap_err().to_string();
+    assert_eq!(e, r#"invalid name = "x\ny": allowed a non-empty name without control characters"#);
+}
+
+#[test]
+fn bad_line_size_names_field_and_allowed_values() {
+    let mut m = MachineConfig::load("hpca97").unwrap();
+    m.cache.line_bytes = 48;
+    let e = m.validate().unwrap_err().to_string();
+    assert_eq!(e, "invalid cache.line_bytes = 48: allowed a power of two from 8 to 4096");
+}
+
+#[test]
+fn a_split_bus_address_phase_must_leave_every_data_transfer_a_data_phase() {
+    let mut m = MachineConfig::load("hpca97").unwrap();
+    let refused = "allowed 1..=3 (below every data-carrying occupancy; ni.uncached_read_occupancy is 4)";
+    for bad in [0, 4, 9] {
+        m.bus.address_phase_cycles = Some(bad);
+        let e = m.validate().unwrap_err().to_string();
+        assert_eq!(e, format!("invalid bus.address_phase_cycles = {bad}: {refused}"));
+    }
+    m.bus.address_phase_cycles = Some(1);
+    m.validate().unwrap();
+}
+
+#[test]
+fn a_read_cannot_be_over_before_the_bus_has_moved_its_data() {
+    let mut m = MachineConfig::load("hpca97").unwrap();
+    m.bus.memory_latency = 5;
+    let e = m.validate().unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "invalid bus.memory_latency = 5: allowed at least bus.memory_occupancy (10): a read is over once the bus \
+         has moved its data"
+    );
+}
+
+#[test]
+fn a_preset_names_the_fields_old_records_may_leave_out() {
+    let text = PRESETS[0].1;
+    for (line, says) in [
+        ("address_phase_cycles = 2", "missing field `address_phase_cycles` in [bus]: a preset names it"),
+        ("role_arbitration = \"round-robin\"", "missing field `role_arbitration` in [protocol]: a preset names it"),
+    ] {
+        assert!(text.contains(line), "{line}");
+        let e = MachineConfig::from_toml("x.toml", &text.replace(line, "")).unwrap_err().to_string();
+        assert!(e.contains(says) && e.contains("allowed"), "{e}");
+    }
+    // A [pdq] section names key affinity; a preset without one names
+    // nothing of it.
+    let pdq = PRESETS.iter().find(|(name, _)| *name == "hpca99").expect("hpca99 is shipped").1;
+    let e = MachineConfig::from_toml("x.toml", &pdq.replace("affinity_passes = 0", "")).unwrap_err().to_string();
+    assert!(e.contains("missing field `affinity_passes` in [pdq]: a preset names it"), "{e}");
+    assert!(!text.contains("[pdq]") && MachineConfig::from_toml("x.toml", text).is_ok());
+}
+
+#[test]
+fn topology_rules() {
+    let t = |n, p| Topology { nodes: n, procs_per_node: p };
+    assert!(t(2, 1).validate(&Policy::Single).is_ok());
+    assert!(t(2, 0).validate(&Policy::Floating).unwrap_err().to_string().contains("procs_per_node = 0"));
+    let e = t(2, 2).validate(&Policy::Single).unwrap_err().to_string();
+    assert!(e.starts_with("invalid procs_per_node = 2: policy single runs exactly 1 processor per node"), "{e}");
+    let e = t(2, 2).validate(&Policy::Fixed { protocol_procs: 2 }).unwrap_err().to_string();
+    assert!(e.contains("leaves no compute processor"), "{e}");
+    assert!(t(2, 3).validate(&Policy::Fixed { protocol_procs: 2 }).is_ok());
+    let e = t(0, 3).validate(&Policy::Floating).unwrap_err().to_string();
+    assert_eq!(e, format!("invalid nodes = 0: allowed 1..={MAX_NODES}"));
+}
+
+#[test]
+fn policy_spellings() {
+    assert_eq!(Policy::parse("fixed").unwrap(), Policy::Fixed { protocol_procs: 1 });
+    // Names are lower case, like every other name.
+    let e = Policy::parse("Fixed").unwrap_err().to_string();
+    assert_eq!(e, "invalid policy = Fixed: allowed single, fixed, fixed:K (K >= 1), floating");
+    assert_eq!(Policy::parse("fixed:3").unwrap(), Policy::Fixed { protocol_procs: 3 });
+    assert_eq!(Policy::parse("floating").unwrap(), Policy::Floating);
+    let e = Policy::parse("round-robin").unwrap_err().to_string();
+    assert!(e.contains("allowed single, fixed, fixed:K"), "{e}");
+    assert_eq!(Policy::Fixed { protocol_procs: 2 }.label(), "fixed:2");
+    assert_eq!(Policy::Fixed { protocol_procs: 2 }.compute_procs(5), 3);
+}
