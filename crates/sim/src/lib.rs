@@ -30,6 +30,7 @@ mod dispatch;
 mod engine;
 mod event;
 mod memory;
+mod ni;
 pub mod progress;
 pub mod stats;
 mod thread;

@@ -23,11 +23,12 @@ mod policy;
 mod role;
 mod threads;
 
-use crate::bus::{Calendar, Phases};
+use crate::bus::Phases;
 use crate::config::SimConfig;
 use crate::dispatch::{KeyLocks, NodeQueue, Watched};
 use crate::event::{EventKind, EventQueue};
 use crate::memory::{AddressMap, NodeMemory, WordTransfer};
+use crate::ni::{Mover, Ni, NiModel};
 use crate::stats::{DelayStats, HandlerSpan, KeyCheck, LatencyStats, NodeStats, ProcStats, RunStats};
 use crate::thread::{mix_seed, Op, OpFault, OpResult, SimProc, ThreadShared};
 use crate::SimError;
@@ -245,7 +246,6 @@ struct Processor {
     spin: u64,
     /// Completion a reply handler produces, applied when it finishes.
     completion: Option<(usize, Message)>,
-    seen_arrivals: u64,
     rng: ChaCha8Rng,
     stats: ProcStats,
 }
@@ -271,17 +271,10 @@ struct Node {
     delays: Histogram<u64>,
     irq_pending: bool,
     arbiter_next: usize,
-    /// Arrival count: a change invalidates the PPs' cached arrival register.
-    arrivals: u64,
     last_arrival: Option<u64>,
     /// Moving average of the time between arrivals (x16, fixed point), what
     /// the adaptive relinquish rule weighs the interrupt overhead against.
     arrival_gap_x16: Option<u64>,
-    /// The NI's injection and ejection ports, as calendars like the bus:
-    /// a message sent later in event order but earlier in simulated time
-    /// does not queue behind replies timed into the future.
-    out_port: Calendar,
-    in_port: Calendar,
     stats: NodeStats,
     /// Verifies the synchronization-key rules on every handler started.
     key_check: KeyCheck,
@@ -299,6 +292,8 @@ pub(crate) struct Engine<'a, 'h, T> {
     code: CodeLayout,
     now: u64,
     queue: EventQueue,
+    /// The network interfaces and the network between them.
+    ni: Ni,
     nodes: Vec<Node>,
     procs: Vec<Processor>,
     threads: Vec<Thread<'a, T>>,
@@ -379,11 +374,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 delays: Histogram::new_with_max(1 << 40, 3).expect("valid histogram bounds"),
                 irq_pending: false,
                 arbiter_next: 0,
-                arrivals: 0,
                 last_arrival: None,
                 arrival_gap_x16: None,
-                out_port: Calendar::default(),
-                in_port: Calendar::default(),
                 stats: NodeStats::default(),
                 key_check: KeyCheck::default(),
             });
@@ -414,7 +406,6 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     serving: None,
                     spin: 0,
                     completion: None,
-                    seen_arrivals: 0,
                     rng: ChaCha8Rng::seed_from_u64(mix_seed(cfg.seed, n as u64 + 1, p as u64 + 0x1000)),
                     stats: ProcStats { role: if p < compute { "compute" } else { "protocol" }, ..ProcStats::default() },
                 });
@@ -456,6 +447,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             code,
             now: 0,
             queue: EventQueue::with_capacity(1024),
+            ni: Ni::new(m, &cfg.topology),
             nodes,
             procs,
             threads,

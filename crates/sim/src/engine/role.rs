@@ -79,9 +79,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         if self.procs[p].in_interrupt {
             return t;
         }
-        let ni = &self.cfg.machine.ni;
-        let (occ, mask_lat) = (ni.uncached_write_occupancy, ni.uncached_write_latency);
-        self.bus_transaction(self.procs[p].node, t, Phases::Write, occ, mask_lat)
+        let n = self.procs[p].node;
+        self.ni.register_write(&mut self.nodes[n].mem, self.now, t)
     }
 
     pub(super) fn start_release(&mut self, p: usize) {
