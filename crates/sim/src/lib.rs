@@ -31,6 +31,7 @@ mod engine;
 mod event;
 mod memory;
 mod ni;
+mod notify;
 pub mod progress;
 pub mod stats;
 mod thread;

@@ -28,7 +28,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
         match node.role {
             Some(h) => self.wake(h),
-            None => self.check_interrupt(n),
+            None => self.check_notify(n),
         }
     }
 

@@ -11,7 +11,12 @@
 //!
 //! When an activity ends the processor decides what to do next
 //! ([`Engine::decide`]); the policy (Single, Fixed, Floating) enters only
-//! there and in [`Engine::check_interrupt`].
+//! there and in [`Engine::check_notify`].
+//!
+//! Two components sit behind seams the engine calls: the network interface
+//! ([`crate::ni`]: what sending and receiving a message cost, the NI's ports
+//! and the network) and the notification scheme ([`crate::notify`]: how a
+//! busy node comes to notice waiting messages, and at what cost).
 //!
 //! Under the serial discipline one processor at a time holds a node's
 //! protocol-processor role (a lock). Under the parallel disciplines (PDQ,
@@ -19,6 +24,7 @@
 //! once, each taking entries the node's [`NodeQueue`] lets it run.
 
 mod messages;
+mod notice;
 mod policy;
 mod role;
 mod threads;
@@ -29,6 +35,7 @@ use crate::dispatch::{KeyLocks, NodeQueue, Watched};
 use crate::event::{EventKind, EventQueue};
 use crate::memory::{AddressMap, NodeMemory, WordTransfer};
 use crate::ni::{Mover, Ni, NiModel};
+use crate::notify::{Notifier, Notify};
 use crate::stats::{DelayStats, HandlerSpan, KeyCheck, LatencyStats, NodeStats, ProcStats, RunStats};
 use crate::thread::{mix_seed, Op, OpFault, OpResult, SimProc, ThreadShared};
 use crate::SimError;
@@ -269,8 +276,6 @@ struct Node {
     max_servers: u32,
     locks: KeyLocks,
     delays: Histogram<u64>,
-    irq_pending: bool,
-    arbiter_next: usize,
     last_arrival: Option<u64>,
     /// Moving average of the time between arrivals (x16, fixed point), what
     /// the adaptive relinquish rule weighs the interrupt overhead against.
@@ -294,6 +299,8 @@ pub(crate) struct Engine<'a, 'h, T> {
     queue: EventQueue,
     /// The network interfaces and the network between them.
     ni: Ni,
+    /// How busy nodes notice waiting messages.
+    notify: Notifier,
     nodes: Vec<Node>,
     procs: Vec<Processor>,
     threads: Vec<Thread<'a, T>>,
@@ -372,8 +379,6 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 locks: KeyLocks::default(),
                 // Up to 2^40 cycles (far beyond any run) at 3 significant figures.
                 delays: Histogram::new_with_max(1 << 40, 3).expect("valid histogram bounds"),
-                irq_pending: false,
-                arbiter_next: 0,
                 last_arrival: None,
                 arrival_gap_x16: None,
                 stats: NodeStats::default(),
@@ -448,6 +453,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             now: 0,
             queue: EventQueue::with_capacity(1024),
             ni: Ni::new(m, &cfg.topology),
+            notify: Notifier::new(m, cfg.topology.nodes as usize),
             nodes,
             procs,
             threads,
