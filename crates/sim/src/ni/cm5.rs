@@ -138,3 +138,87 @@ impl NiModel for Cm5Ni {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::AddressMap;
+    use finegrain_core::{Args, HandlerId, MsgKind, NodeId, Payload, SyncKey, ThreadId};
+
+    fn machine(preset: &str) -> MachineConfig {
+        MachineConfig::load(preset).unwrap()
+    }
+
+    fn memory(m: &MachineConfig) -> NodeMemory {
+        NodeMemory::new(m, AddressMap::new(m, &[2048]).unwrap(), &[Some(0), Some(1)], 2)
+    }
+
+    /// A message from node 0 to `dst` with one argument and `payload` bytes.
+    fn message(dst: u32, payload: usize) -> Message {
+        Message {
+            kind: MsgKind::Request,
+            src_node: NodeId(0),
+            src_thread: ThreadId(0),
+            dst_node: NodeId(dst),
+            handler: HandlerId(0),
+            key: SyncKey::NoSync,
+            args: Args::new(&[7]).unwrap(),
+            payload: Payload::zeroed(payload),
+            token: 1,
+        }
+    }
+
+    #[test]
+    fn a_send_is_a_train_of_posted_word_stores_then_the_ports_and_the_network() {
+        let m = machine("hpca97");
+        let mut ni = Cm5Ni::new(&m, &Topology { nodes: 2, procs_per_node: 2 });
+        let mut mem = memory(&m);
+        // Header, one argument, two payload words.
+        let msg = message(1, 16);
+        let words = 2 + 1 + 2;
+        let sent = ni.send(&mut mem, 0, 100, 0, Mover::Bus { local: 0 }, &msg);
+        assert_eq!(sent.done, 100 + words * m.ni.uncached_write_latency, "posted stores, one after another");
+        assert_eq!(mem.bus.totals().transactions, words);
+        let busy = words * m.ni.port_cycles_per_word;
+        assert_eq!(sent.arrive, sent.done + busy + m.network.latency_cycles + busy);
+        // A second message at once queues behind the first at both ports.
+        let again = ni.send(&mut memory(&m), 0, 100, 0, Mover::Bus { local: 1 }, &msg);
+        assert_eq!(again.arrive, sent.arrive + busy);
+    }
+
+    #[test]
+    fn an_embedded_processor_moves_words_on_its_device_off_the_bus() {
+        let m = machine("hpca99");
+        let mut ni = Cm5Ni::new(&m, &Topology { nodes: 2, procs_per_node: 2 });
+        let mut mem = memory(&m);
+        let msg = message(1, 0);
+        let by = Mover::Device { word_cycles: 3 };
+        assert_eq!(ni.send(&mut mem, 0, 10, 0, by, &msg).done, 10 + 3 * 3);
+        assert_eq!(ni.receive(&mut mem, 0, 50, 1, by, &msg), 50 + 3);
+        assert_eq!(mem.bus.totals().transactions, 0);
+    }
+
+    #[test]
+    fn the_arrival_register_is_read_again_only_after_arrivals() {
+        let m = machine("hpca97");
+        let mut ni = Cm5Ni::new(&m, &Topology { nodes: 2, procs_per_node: 2 });
+        let msg = message(1, 0);
+        let by = Mover::Bus { local: 1 };
+        let receive = |ni: &mut Cm5Ni| ni.receive(&mut memory(&m), 0, 0, 1, by, &msg);
+        let (register, word) = (m.ni.register_read_latency, m.ni.uncached_read_latency);
+        ni.arrive(&mut memory(&m), 0, 1, &msg);
+        assert_eq!(receive(&mut ni), 2 * register + word, "its copy was invalidated: read again");
+        assert_eq!(receive(&mut ni), register + word, "no arrival since: its copy is current");
+        ni.arrive(&mut memory(&m), 0, 0, &msg);
+        assert_eq!(receive(&mut ni), register + word, "an arrival at another node changes nothing");
+        ni.arrive(&mut memory(&m), 0, 1, &msg);
+        assert_eq!(receive(&mut ni), 2 * register + word);
+        // A dispatch device: each processor's own dispatch register load
+        // is its notice.
+        let m = machine("hpca99");
+        let mut ni = Cm5Ni::new(&m, &Topology { nodes: 2, procs_per_node: 2 });
+        ni.arrive(&mut memory(&m), 0, 1, &msg);
+        let (register, word) = (m.ni.register_read_latency, m.ni.uncached_read_latency);
+        assert_eq!(ni.receive(&mut memory(&m), 0, 0, 1, by, &msg), register + word);
+    }
+}

@@ -102,3 +102,44 @@ impl Notify for Interrupts {
         PollSite { polls: true, cycles: self.poll_cycles }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scheme() -> Interrupts {
+        let mut m = MachineConfig::load("hpca97").unwrap();
+        (m.interrupt.overhead_cycles, m.interrupt.entry_percent) = (1000, 75);
+        Interrupts::new(&m, 2)
+    }
+
+    #[test]
+    fn oint_splits_into_entry_and_return() {
+        let mut s = scheme();
+        assert_eq!((s.entry_cycles(), s.exit_cycles(), s.overhead()), (750, 250, 1000));
+        assert!(s.masks_role());
+        assert!(s.poll_site(0, 0).polls);
+    }
+
+    #[test]
+    fn only_a_node_whose_processors_all_compute_is_interrupted_round_robin() {
+        use Activity::{Computing as C, Notified as N, Other as O};
+        let mut s = scheme();
+        // Node 1's processors are 4..8.
+        let node = |acts: [Activity; 4]| move |p: usize| acts[p - 4];
+        assert_eq!(s.unattended(1, 4..8, node([C, C, O, C])), None, "one is about to serve or compute");
+        assert!(!s.in_flight(1));
+        assert_eq!(s.unattended(1, 4..8, node([C, N, C, C])), Some(4));
+        assert!(s.in_flight(1) && !s.in_flight(0), "the line stays raised");
+        s.settled(1);
+        // The arbiter goes on from the next processor, past one already
+        // inside an interrupt.
+        assert_eq!(s.unattended(1, 4..8, node([C, N, C, C])), Some(6));
+        s.settled(1);
+        assert_eq!(s.unattended(1, 4..8, node([C, N, N, C])), Some(7));
+        s.settled(1);
+        assert_eq!(s.unattended(1, 4..8, node([C, N, N, N])), Some(4));
+        s.settled(1);
+        assert_eq!(s.unattended(1, 4..8, node([N, N, N, N])), None, "nobody computes");
+    }
+}
