@@ -79,7 +79,7 @@ impl NiModel for Cm5Ni {
     /// time (uncached stores; an embedded processor on its own device),
     /// then the source's injection port sends the words, the network adds
     /// its latency, and the destination's ejection port takes them.
-    #[inline]
+    #[inline(always)] // one call site; a call costs the arguments' spills
     fn send(&mut self, mem: &mut NodeMemory, now: u64, t: u64, src: usize, by: Mover, msg: &Message) -> Sent {
         let words = self.header_words + self.body_words(msg);
         let done = match by {
@@ -105,7 +105,7 @@ impl NiModel for Cm5Ni {
     /// dispatch register instead, which is its notice), reads the status
     /// register, then loads the body a word at a time (uncached). An
     /// embedded processor reads the body off its own device.
-    #[inline]
+    #[inline(always)] // one call site, as for `send`
     fn receive(&mut self, mem: &mut NodeMemory, now: u64, t: u64, n: usize, by: Mover, msg: &Message) -> u64 {
         let words = self.body_words(msg);
         let local = match by {
