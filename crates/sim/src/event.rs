@@ -18,7 +18,8 @@ pub enum EventKind {
     ProcWake { proc: u32, gen: u32 },
     /// A message (slot in the message slab) reaches its destination NI.
     Arrive { msg: u32 },
-    /// The interrupt arbiter delivers an interrupt to a processor.
+    /// A notification (an interrupt) reaches the processor the
+    /// notification scheme chose.
     Interrupt { proc: u32 },
     /// A thread's `idle` period is over.
     IdleEnd { thread: u32 },

@@ -23,6 +23,14 @@
 //! assert_eq!(out.results, vec![0, 1]);
 //! assert!(out.stats.sim_cycles >= 1000);
 //! ```
+//!
+//! The engine (`engine/`) runs components behind two seams: the network
+//! interface (`ni/`, the `NiModel` trait, with the CM-5-like NI) and the
+//! notification scheme (`notify/`, the `Notify` trait, with interrupts);
+//! the memory system (`memory/`: address map, cache model, sampling, node
+//! memory) and the bus (`bus.rs`) are what both act on.
+
+#![forbid(unsafe_code)]
 
 mod bus;
 mod config;
@@ -30,6 +38,8 @@ mod dispatch;
 mod engine;
 mod event;
 mod memory;
+mod ni;
+mod notify;
 pub mod progress;
 pub mod stats;
 mod thread;

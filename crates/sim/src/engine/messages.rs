@@ -8,10 +8,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     pub(super) fn on_arrive(&mut self, slot: u32) {
         let msg = self.messages[slot as usize].as_ref().expect("live message");
         let (n, key) = (msg.dst_node.index(), msg.key);
+        self.ni.arrive(&mut self.nodes[n].mem, self.now, n, msg);
         self.arrived_at[slot as usize] = self.now;
         let node = &mut self.nodes[n];
         node.rx.push(key, slot);
-        node.arrivals += 1;
         if let Some(last) = node.last_arrival {
             let gap_x16 = (self.now - last) * 16;
             node.arrival_gap_x16 = Some(match node.arrival_gap_x16 {
@@ -28,43 +28,52 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
         match node.role {
             Some(h) => self.wake(h),
-            None => self.check_interrupt(n),
+            None => self.check_notify(n),
         }
     }
 
-    fn nis_words(&self, msg: &Message) -> u64 {
-        let wb = self.cfg.machine.ni.word_bytes as usize;
-        (msg.args.len() + msg.payload.len().div_ceil(wb)) as u64
-    }
-
-    /// The processor writes the message into the NI a word at a time
-    /// (uncached stores), then the NI injects it. Returns the cycle the
-    /// processor is done.
-    pub(super) fn send_message(&mut self, p: usize, mut t: u64, msg: Message) -> u64 {
-        let ni = &self.cfg.machine.ni;
-        let words = ni.header_words as u64 + self.nis_words(&msg);
+    /// Processor `p` hands the message to its NI from cycle `t` (see
+    /// [`NiModel::send`]); the message reaches its destination's queue at
+    /// its `Arrive` event. Returns the cycle the processor is done.
+    pub(super) fn send_message(&mut self, p: usize, t: u64, msg: Message) -> u64 {
         let n = self.procs[p].node;
-        if let Some(word_cycles) = self.embedded_word_cycles(p) {
-            // An embedded PP writes the send queue on its own device.
-            t += words * word_cycles;
-        } else {
-            let (occ, lat) = (ni.uncached_write_occupancy, ni.uncached_write_latency);
-            t = self.nodes[n].mem.bus.train(self.now, t, words, Phases::Write, occ, lat);
+        let by = self.mover(p);
+        let sent = self.ni.send(&mut self.nodes[n].mem, self.now, t, n, by, &msg);
+        self.nodes[n].stats.messages_sent += 1;
+        let slot = match self.free_messages.pop() {
+            Some(s) => {
+                self.messages[s as usize] = Some(msg);
+                s
+            }
+            None => {
+                self.messages.push(Some(msg));
+                self.arrived_at.push(0);
+                (self.messages.len() - 1) as u32
+            }
+        };
+        self.queue.push(sent.arrive, EventKind::Arrive { msg: slot });
+        sent.done
+    }
+
+    /// How processor `p` moves message words to and from the NI.
+    #[inline]
+    fn mover(&self, p: usize) -> Mover {
+        match self.embedded_word_cycles(p) {
+            Some(word_cycles) => Mover::Device { word_cycles },
+            None => Mover::Bus { local: self.procs[p].local },
         }
-        self.inject(n, t, words, msg);
-        t
     }
 
     /// How processor `p` reaches node memory if it is an embedded
     /// (cacheless) protocol processor: word transfers over the bus.
     fn device_access(&self, p: usize) -> Option<DeviceAccess> {
         self.embedded_word_cycles(p)?;
-        let m = &self.cfg.machine;
+        let words = self.ni.device_words();
         Some(DeviceAccess {
-            word_occupancy: m.ni.uncached_read_occupancy,
-            posted_write: m.ni.uncached_write_latency,
-            word_bytes: m.ni.word_bytes as u64,
-            line_bytes: m.cache.line_bytes as u64,
+            word_occupancy: words.occupancy,
+            posted_write: words.posted_write,
+            word_bytes: words.word_bytes,
+            line_bytes: self.cfg.machine.cache.line_bytes as u64,
         })
     }
 
@@ -87,36 +96,6 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     fn embedded_word_cycles(&self, p: usize) -> Option<u64> {
         let embedded = self.cfg.dispatch.pp_kind == PpKind::Embedded && self.procs[p].dedicated;
         embedded.then(|| self.cfg.machine.pdq.as_ref().map_or(0, |d| d.embedded_word_cycles))
-    }
-
-    /// NI ports serialize messages (contention at the interfaces); the
-    /// network itself adds a constant latency.
-    fn inject(&mut self, n: usize, t: u64, words: u64, msg: Message) {
-        let busy = words * self.cfg.machine.ni.port_cycles_per_word;
-        let now = self.now;
-        let src = &mut self.nodes[n];
-        let out_start = src.out_port.reserve(now, t, busy);
-        src.stats.messages_sent += 1;
-        let at_dst = out_start + busy + self.cfg.machine.network.latency_cycles;
-        let dst = &mut self.nodes[msg.dst_node.index()];
-        let arrive = dst.in_port.reserve(now, at_dst, busy) + busy;
-        let slot = match self.free_messages.pop() {
-            Some(s) => {
-                self.messages[s as usize] = Some(msg);
-                s
-            }
-            None => {
-                self.messages.push(Some(msg));
-                self.arrived_at.push(0);
-                (self.messages.len() - 1) as u32
-            }
-        };
-        self.queue.push(arrive, EventKind::Arrive { msg: slot });
-    }
-
-    /// One bus transaction issued at `t`; returns when it completes.
-    pub(super) fn bus_transaction(&mut self, n: usize, t: u64, phases: Phases, occ: u64, lat: u64) -> u64 {
-        self.nodes[n].mem.bus.transact(self.now, t, phases, occ, lat).done
     }
 
     /// Runs the handler of the message in `slot` (queue entry `seq`): notice
@@ -236,24 +215,13 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let n = self.procs[p].node;
         let local = self.procs[p].local;
         let m = &self.cfg.machine;
-        let words = self.nis_words(msg);
-        let mut t = self.now;
-        if let Some(word_cycles) = self.embedded_word_cycles(p) {
+        let by = self.mover(p);
+        let mut t = self.ni.receive(&mut self.nodes[n].mem, self.now, self.now, n, by, msg);
+        if let Mover::Device { .. } = by {
             // The dispatch register and the message sit on the embedded
             // processor's cache bus.
-            let dispatch = m.pdq.as_ref().map_or(0, |d| d.embedded_dispatch_cycles);
-            return t + dispatch + words * word_cycles;
+            return t + m.pdq.as_ref().map_or(0, |d| d.embedded_dispatch_cycles);
         }
-        if !self.device_dispatch && self.procs[p].seen_arrivals != self.nodes[n].arrivals {
-            // The acting PP's cached arrival register was invalidated by
-            // new arrivals. (A dispatch device loads each processor's own
-            // dispatch register: that is its notice.)
-            self.procs[p].seen_arrivals = self.nodes[n].arrivals;
-            t = self.bus_transaction(n, t, Phases::Read, m.ni.register_read_occupancy, m.ni.register_read_latency);
-        }
-        t = self.bus_transaction(n, t, Phases::Read, m.ni.register_read_occupancy, m.ni.register_read_latency);
-        let (occ, lat) = (m.ni.uncached_read_occupancy, m.ni.uncached_read_latency);
-        t = self.nodes[n].mem.bus.train(self.now, t, words, Phases::Read, occ, lat);
         t += m.protocol.dispatch_cycles;
         let (first, count) = self.code.dispatch;
         t += self.nodes[n].mem.access_lines(self.now, t, local, first, count, Access::Read).0;
@@ -361,9 +329,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             return t + word_cycles;
         }
         let n = self.procs[p].node;
-        let ni = &self.cfg.machine.ni;
-        let (occ, lat) = (ni.uncached_write_occupancy, ni.uncached_write_latency);
-        self.bus_transaction(n, t, Phases::Write, occ, lat)
+        self.ni.register_write(&mut self.nodes[n].mem, self.now, t)
     }
 
     /// Threads are numbered node-major, like processors.

@@ -11,7 +11,12 @@
 //!
 //! When an activity ends the processor decides what to do next
 //! ([`Engine::decide`]); the policy (Single, Fixed, Floating) enters only
-//! there and in [`Engine::check_interrupt`].
+//! there and in [`Engine::check_notify`].
+//!
+//! Two components sit behind seams the engine calls: the network interface
+//! ([`crate::ni`]: what sending and receiving a message cost, the NI's ports
+//! and the network) and the notification scheme ([`crate::notify`]: how a
+//! busy node comes to notice waiting messages, and at what cost).
 //!
 //! Under the serial discipline one processor at a time holds a node's
 //! protocol-processor role (a lock). Under the parallel disciplines (PDQ,
@@ -19,15 +24,18 @@
 //! once, each taking entries the node's [`NodeQueue`] lets it run.
 
 mod messages;
+mod notice;
 mod policy;
 mod role;
 mod threads;
 
-use crate::bus::{Calendar, Phases};
+use crate::bus::Phases;
 use crate::config::SimConfig;
 use crate::dispatch::{KeyLocks, NodeQueue, Watched};
 use crate::event::{EventKind, EventQueue};
 use crate::memory::{AddressMap, NodeMemory, WordTransfer};
+use crate::ni::{Mover, Ni, NiModel};
+use crate::notify::{Notifier, Notify};
 use crate::stats::{DelayStats, HandlerSpan, KeyCheck, LatencyStats, NodeStats, ProcStats, RunStats};
 use crate::thread::{mix_seed, Op, OpFault, OpResult, SimProc, ThreadShared};
 use crate::SimError;
@@ -245,7 +253,6 @@ struct Processor {
     spin: u64,
     /// Completion a reply handler produces, applied when it finishes.
     completion: Option<(usize, Message)>,
-    seen_arrivals: u64,
     rng: ChaCha8Rng,
     stats: ProcStats,
 }
@@ -269,19 +276,10 @@ struct Node {
     max_servers: u32,
     locks: KeyLocks,
     delays: Histogram<u64>,
-    irq_pending: bool,
-    arbiter_next: usize,
-    /// Arrival count: a change invalidates the PPs' cached arrival register.
-    arrivals: u64,
     last_arrival: Option<u64>,
     /// Moving average of the time between arrivals (x16, fixed point), what
     /// the adaptive relinquish rule weighs the interrupt overhead against.
     arrival_gap_x16: Option<u64>,
-    /// The NI's injection and ejection ports, as calendars like the bus:
-    /// a message sent later in event order but earlier in simulated time
-    /// does not queue behind replies timed into the future.
-    out_port: Calendar,
-    in_port: Calendar,
     stats: NodeStats,
     /// Verifies the synchronization-key rules on every handler started.
     key_check: KeyCheck,
@@ -299,6 +297,10 @@ pub(crate) struct Engine<'a, 'h, T> {
     code: CodeLayout,
     now: u64,
     queue: EventQueue,
+    /// The network interfaces and the network between them.
+    ni: Ni,
+    /// How busy nodes notice waiting messages.
+    notify: Notifier,
     nodes: Vec<Node>,
     procs: Vec<Processor>,
     threads: Vec<Thread<'a, T>>,
@@ -377,13 +379,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 locks: KeyLocks::default(),
                 // Up to 2^40 cycles (far beyond any run) at 3 significant figures.
                 delays: Histogram::new_with_max(1 << 40, 3).expect("valid histogram bounds"),
-                irq_pending: false,
-                arbiter_next: 0,
-                arrivals: 0,
                 last_arrival: None,
                 arrival_gap_x16: None,
-                out_port: Calendar::default(),
-                in_port: Calendar::default(),
                 stats: NodeStats::default(),
                 key_check: KeyCheck::default(),
             });
@@ -414,7 +411,6 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     serving: None,
                     spin: 0,
                     completion: None,
-                    seen_arrivals: 0,
                     rng: ChaCha8Rng::seed_from_u64(mix_seed(cfg.seed, n as u64 + 1, p as u64 + 0x1000)),
                     stats: ProcStats { role: if p < compute { "compute" } else { "protocol" }, ..ProcStats::default() },
                 });
@@ -456,6 +452,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             code,
             now: 0,
             queue: EventQueue::with_capacity(1024),
+            ni: Ni::new(m, &cfg.topology),
+            notify: Notifier::new(m, cfg.topology.nodes as usize),
             nodes,
             procs,
             threads,

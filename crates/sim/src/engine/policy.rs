@@ -1,6 +1,6 @@
 //! The policy: what a processor does when its activity ends (compute, serve,
-//! take or keep the acting protocol-processor role, go idle), and the
-//! interrupts that stop computation when messages wait and no one serves.
+//! take or keep the acting protocol-processor role, go idle). How a busy
+//! node notices waiting messages is in `notice.rs`.
 
 use super::*;
 
@@ -84,7 +84,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     }
 
     /// The acting PP handles the next message, gives the role up, or polls.
-    fn act_as_pp(&mut self, p: usize) {
+    pub(super) fn act_as_pp(&mut self, p: usize) {
         let n = self.procs[p].node;
         let server = self.procs[p].server;
         let own_work = self.has_own_work(p);
@@ -123,27 +123,6 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.lasting_peer(p)
             || self.parallel && self.another_server_stays(p)
             || self.device_dispatch && pr.stint_handled >= pr.stint_budget
-    }
-
-    /// Inside an interrupt: take the role if nobody has it, handle every
-    /// pending message, give the role back, return to the interrupted work.
-    fn decide_in_interrupt(&mut self, p: usize) {
-        let n = self.procs[p].node;
-        if self.procs[p].holds_role {
-            return self.act_as_pp(p);
-        }
-        if !self.procs[p].interrupt_claim_tried {
-            self.procs[p].interrupt_claim_tried = true;
-            self.nodes[n].irq_pending = false;
-            if self.role_open(n) {
-                return self.start_acquire(p);
-            }
-            self.nodes[n].stats.spurious_interrupts += 1;
-        }
-        self.procs[p].in_interrupt = false;
-        let o = &self.cfg.machine.interrupt;
-        let exit = o.overhead_cycles - o.overhead_cycles * o.entry_percent as u64 / 100;
-        self.start_busy(p, Cat::Interrupt, exit, 0, After::Nothing);
     }
 
     /// Whether an acting PP gives the role up now. It never does while its
@@ -185,10 +164,11 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
     }
 
-    /// What an interrupt costs: Oint plus taking and giving up the role.
+    /// What an interrupt costs: Oint (the notification's overhead) plus
+    /// taking and giving up the role.
     fn interrupt_round_trip(&self) -> u64 {
         let m = &self.cfg.machine;
-        m.interrupt.overhead_cycles + m.protocol.role_acquire_cycles + m.protocol.role_release_cycles
+        self.notify.overhead() + m.protocol.role_acquire_cycles + m.protocol.role_release_cycles
     }
 
     /// An acting PP keeping the role while its own work waits (the adaptive
@@ -260,60 +240,6 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
     }
 
-    /// The NI keeps its interrupt line raised while messages wait and no
-    /// processor acts as PP, but (as the HPCA'97 and Hurricane-1 Mult
-    /// devices do) interrupts only when every processor of the node is busy
-    /// computing: a processor between activities (sending, resuming, giving
-    /// up the role) is about to either take the role or compute, and both
-    /// paths come back here. The arbiter picks computing processors
-    /// round-robin. An idle processor that may act is woken instead.
-    pub(super) fn check_interrupt(&mut self, n: usize) {
-        if !self.work_waiting(n) {
-            return;
-        }
-        let node = &self.nodes[n];
-        let (first, count) = (node.first_proc, node.procs);
-        if self.parallel {
-            // An idle server takes the message even while an interrupt is
-            // being delivered to another processor.
-            if let Some(p) = (first..first + count).find(|&p| self.idle_server(p)) {
-                return self.wake(p);
-            }
-        } else if node.role.is_some() {
-            return;
-        }
-        if self.nodes[n].irq_pending {
-            return;
-        }
-        if !self.role_open(n) {
-            return;
-        }
-        if let Some(p) = (first..first + count).find(|&p| self.can_act(p)) {
-            return self.wake(p);
-        }
-        if !self.cfg.policy.compute_procs_handle() {
-            return;
-        }
-        // A processor inside an interrupt counts as computing until it
-        // serves: one already serving there is a protocol processor.
-        let all_computing = (first..first + count)
-            .all(|p| self.procs[p].compute.is_some() || self.procs[p].in_interrupt && !self.procs[p].holds_role);
-        if !all_computing {
-            return;
-        }
-        let start = self.nodes[n].arbiter_next;
-        for k in 0..count {
-            let local = (start + k) % count;
-            let p = first + local;
-            if self.procs[p].compute.is_some() {
-                self.nodes[n].arbiter_next = (local + 1) % count;
-                self.nodes[n].irq_pending = true;
-                self.queue.push(self.now, EventKind::Interrupt { proc: p as u32 });
-                return;
-            }
-        }
-    }
-
     /// A serving processor with nothing in hand.
     pub(super) fn idle_server(&self, p: usize) -> bool {
         let pr = &self.procs[p];
@@ -334,34 +260,6 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             }
             return;
         }
-        self.check_interrupt(n);
-    }
-
-    pub(super) fn on_interrupt(&mut self, p: usize) {
-        let n = self.procs[p].node;
-        let Some(seg) = self.procs[p].compute.filter(|_| self.procs[p].busy) else {
-            // The target stopped computing meanwhile: try another.
-            self.nodes[n].irq_pending = false;
-            return self.check_interrupt(n);
-        };
-        // The line stays raised (no second interrupt) until this processor
-        // has tried to take the role.
-        // Preempt: the work not yet done resumes after the interrupt.
-        self.account(p);
-        let elapsed = self.now - seg.start;
-        let done = elapsed.saturating_sub(seg.stall).min(seg.work);
-        let stall = seg.stall.saturating_sub(elapsed);
-        let pr = &mut self.procs[p];
-        pr.compute = None;
-        pr.saved_work =
-            Some(SavedWork { work: seg.work - done, sampled: seg.sampled, stall, synthetic: seg.synthetic });
-        pr.in_interrupt = true;
-        pr.interrupt_claim_tried = false;
-        pr.busy = false;
-        pr.gen = pr.gen.wrapping_add(1);
-        pr.stats.interrupts += 1;
-        let o = &self.cfg.machine.interrupt;
-        let entry = o.overhead_cycles * o.entry_percent as u64 / 100;
-        self.start_busy(p, Cat::Interrupt, entry, 0, After::Nothing);
+        self.check_notify(n);
     }
 }

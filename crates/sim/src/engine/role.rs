@@ -74,14 +74,14 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     }
 
     /// Masking or unmasking the NI's interrupt from cycle `t`, unless inside
-    /// an interrupt; returns when it is done.
+    /// an interrupt or the notification scheme has no interrupt to mask;
+    /// returns when it is done.
     fn role_mask_write(&mut self, p: usize, t: u64) -> u64 {
-        if self.procs[p].in_interrupt {
+        if self.procs[p].in_interrupt || !self.notify.masks_role() {
             return t;
         }
-        let ni = &self.cfg.machine.ni;
-        let (occ, mask_lat) = (ni.uncached_write_occupancy, ni.uncached_write_latency);
-        self.bus_transaction(self.procs[p].node, t, Phases::Write, occ, mask_lat)
+        let n = self.procs[p].node;
+        self.ni.register_write(&mut self.nodes[n].mem, self.now, t)
     }
 
     pub(super) fn start_release(&mut self, p: usize) {
@@ -152,7 +152,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         if let Some(p) = (0..count).map(|i| base + (first - base + i) % count).find(|&p| self.can_act(p)) {
             self.wake(p);
         } else {
-            self.check_interrupt(n);
+            self.check_notify(n);
         }
     }
 }

@@ -144,13 +144,14 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 self.decide(p);
             }
             Op::Poll => {
-                let hit = self.cfg.machine.cache.hit_cycles;
-                let can_handle = self.cfg.policy.compute_procs_handle() && self.role_open(n) && self.work_waiting(n);
+                let site = self.notify.poll_site(p, self.now);
+                let can_handle =
+                    site.polls && self.cfg.policy.compute_procs_handle() && self.role_open(n) && self.work_waiting(n);
                 if can_handle {
                     self.threads[t].state = ThreadState::PollDrain;
                     self.start_acquire(p);
                 } else {
-                    self.start_busy(p, Cat::Compute, hit, 0, After::ThreadOpDone);
+                    self.start_busy(p, Cat::Compute, site.cycles, 0, After::ThreadOpDone);
                 }
             }
         }
@@ -215,7 +216,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.procs[p].compute = Some(seg);
         self.start_busy(p, Cat::Compute, seg.stall.saturating_add(seg.work), seg.stall, After::Nothing);
         // A computing processor is a possible interrupt target.
-        self.check_interrupt(n);
+        self.check_notify(n);
     }
 
     pub(super) fn fault(&mut self, t: usize, fault: OpFault) {
