@@ -6,8 +6,10 @@
 //! [`HandlerCtx`] only, so one workload runs on both.
 
 pub mod config;
+pub mod error;
 pub mod handler;
 pub mod ids;
+pub mod memory;
 pub mod message;
 pub mod pdq;
 pub mod proc_api;
@@ -16,8 +18,10 @@ pub use config::{
     mix_seed, ConfigError, Discipline, Dispatch, Effects, MachineConfig, PdqParams, Policy, PpKind, Relinquish,
     RoleArbitration, Topology,
 };
-pub use handler::{AmError, HandlerCtx, HandlerFn, HandlerInfo, HandlerTable, ReplyGuard};
+pub use error::AmError;
+pub use handler::{HandlerCtx, HandlerFn, HandlerInfo, HandlerTable, ReplyGuard};
 pub use ids::{HandlerId, NodeId, ThreadId};
+pub use memory::{Access, Region};
 pub use message::{Args, Message, MsgKind, Payload, Reply, SyncKey, MAX_ARGS};
 pub use pdq::{Dispatched, InService, Pdq};
-pub use proc_api::{Access, Proc, Region};
+pub use proc_api::Proc;

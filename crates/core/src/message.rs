@@ -1,6 +1,7 @@
 //! Active messages: a handler id, a synchronization key, a few word
 //! arguments and an optional payload.
 
+use crate::error::AmError;
 use crate::ids::{HandlerId, NodeId, ThreadId};
 
 /// Word arguments an active message carries besides its payload. Four words
@@ -30,15 +31,15 @@ pub struct Args {
 
 impl Args {
     /// Whether `words` fit one message's arguments (at most [`MAX_ARGS`]).
-    pub fn check_len(words: &[u64]) -> Result<(), crate::AmError> {
+    pub fn check_len(words: &[u64]) -> Result<(), AmError> {
         if words.len() > MAX_ARGS {
-            return Err(crate::AmError::TooManyArgs { given: words.len() });
+            return Err(AmError::TooManyArgs { given: words.len() });
         }
         Ok(())
     }
 
     /// Builds an argument block; at most [`MAX_ARGS`] words.
-    pub fn new(words: &[u64]) -> Result<Args, crate::AmError> {
+    pub fn new(words: &[u64]) -> Result<Args, AmError> {
         Args::check_len(words)?;
         let mut a = Args::default();
         a.words[..words.len()].copy_from_slice(words);

@@ -2,7 +2,6 @@
 //! `finegrain reproduce <name>` works from any directory (a path to another
 //! file works too), and the checks every study's grid shares.
 
-use crate::studies;
 use anyhow::{bail, Context, Result};
 use finegrain_core::MachineConfig;
 use serde::Deserialize;
@@ -43,21 +42,21 @@ pub fn read_input(path: &Path) -> Result<String> {
     finegrain_core::config::read_input(path).with_context(|| format!("cannot read {}", path.display()))
 }
 
-/// Finds an experiment by name, or reads it from a path ending in `.toml`.
-pub fn find(name: &str) -> Result<Source> {
-    if name.ends_with(".toml") || Path::new(name).components().count() > 1 {
-        let text = read_input(Path::new(name))?;
-        let file = Some(Path::new(name).to_path_buf());
-        return Ok(Source { origin: name.to_string(), text, arg: name.to_string(), file });
+impl Source {
+    /// An experiment file read from `path`.
+    pub fn from_path(path: &str) -> Result<Source> {
+        let text = read_input(Path::new(path))?;
+        Ok(Source { origin: path.to_string(), text, arg: path.to_string(), file: Some(Path::new(path).to_path_buf()) })
     }
-    match studies::STUDIES.iter().find(|s| s.name() == name) {
-        Some(s) => Ok(Source {
-            origin: format!("experiments/{name}.toml"),
-            text: s.experiment().to_string(),
-            arg: name.to_string(),
-            file: None,
-        }),
-        None => bail!("unknown experiment '{name}': allowed {} (or a path to a .toml file)", studies::names()),
+
+    /// The experiment file a study ships, `experiments/<name>.toml`.
+    pub fn shipped(name: &str, text: &str) -> Source {
+        Source { origin: format!("experiments/{name}.toml"), text: text.to_string(), arg: name.to_string(), file: None }
+    }
+
+    /// Whether `name` names a file rather than a shipped experiment.
+    pub fn names_a_file(name: &str) -> bool {
+        name.ends_with(".toml") || Path::new(name).components().count() > 1
     }
 }
 
@@ -82,14 +81,7 @@ pub fn header(src: &Source) -> Result<Header> {
     let get = |key: &str| -> Result<String> {
         match table.get(key) {
             Some(toml::Value::String(s)) => Ok(s.to_string()),
-            Some(other) => bail!(
-                "invalid {key} = {other} in {}: allowed a string{}",
-                src.origin,
-                match key {
-                    "study" => format!(" ({})", studies::names()),
-                    _ => String::new(),
-                }
-            ),
+            Some(other) => bail!("invalid {key} = {other} in {}: allowed a string", src.origin),
             None => bail!("invalid experiment {}: missing string field '{key}'", src.origin),
         }
     };

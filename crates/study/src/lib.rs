@@ -5,8 +5,9 @@
 //!   `finegrain reproduce` (plan, run on all cores, records, CSV, claims,
 //!   figures, report);
 //! - [`studies`]: the reproduced studies, registered in one list;
-//! - [`record`]: the one run record every simulated run leaves, and
-//!   [`rerun`], which regenerates any of them;
+//! - [`record`]: the one run record every simulated run leaves;
+//!   [`regenerate`] reruns one from its record with its labels' type, and
+//!   [`rerun`] picks that type by the record's study;
 //! - [`claim`]: claims as values (statement, source, test, verdict);
 //! - [`sweep`]: `finegrain sweep`, any workload over any grid of
 //!   configuration fields, no claims;
@@ -23,6 +24,7 @@ pub mod figures;
 pub mod output;
 pub mod progress;
 pub mod record;
+pub mod regenerate;
 pub mod report;
 pub mod rerun;
 pub mod runner;
@@ -34,7 +36,7 @@ pub mod sweep;
 /// Runs the experiment `name` (a shipped study's name, or a path to an
 /// experiment file) into `out`.
 pub fn reproduce(name: &str, quick: bool, out: &std::path::Path) -> anyhow::Result<study::Reproduced> {
-    let src = experiment::find(name)?;
+    let src = studies::source(name)?;
     let header = experiment::header(&src)?;
     match studies::find(&header.study) {
         Some(s) => s.reproduce(&src, quick, out),

@@ -3,83 +3,16 @@
 //! come out as recorded. Works on every record finegrain writes for a
 //! simulated run: a study's `runs/<id>.json`, a sweep's, and `finegrain run
 //! --json`. Each kind of record checks its own labels (see
-//! [`Labels`]); nothing here knows any study.
+//! [`crate::record::Labels`]); nothing here knows any study's.
 
-use crate::record::Labels;
-use crate::{progress, single, studies, sweep};
+use crate::regenerate::{from_json, regenerate, Rerun};
+use crate::{single, studies, sweep};
 use anyhow::{bail, Context, Result};
-use finegrain_apps::WorkloadSpec;
-use finegrain_sim::{RunStats, SimConfig};
-use serde::Deserialize;
 use serde_json::Value;
 use std::path::Path;
 
-/// A record as read back, its labels typed by its kind: what regenerates
-/// it and what is checked against the rerun. The wall-clock block, if
-/// any, is read and not compared.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)] // study, experiment and wall are read to refuse malformed records, not used
-struct RecordIn<L> {
-    study: String,
-    #[serde(default)]
-    experiment: Option<String>,
-    id: String,
-    labels: L,
-    config: SimConfig,
-    workload: WorkloadSpec,
-    stats: Value,
-    #[serde(default)]
-    measures: Option<Value>,
-    #[serde(default)]
-    wall: Option<crate::record::Wall>,
-}
-
-/// Parses a record, naming the field at fault in plain words.
-fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, anyhow::Error> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| json_error(&e.path().to_string(), e.inner()))?;
-    // Anything after the record (a second one, stray bytes) is refused.
-    de.end().map_err(|e| json_error("", &e))?;
-    Ok(value)
-}
-
-/// "field: what is wrong", with Rust's type names put in words: the
-/// record's tagged groups as they are written, the rest generically.
-fn json_error(path: &str, e: &serde_json::Error) -> anyhow::Error {
-    let mut m = e.to_string();
-    for (rust, record) in [
-        ("internally tagged enum KeySkew", r#"skew {"kind": "uniform"} or {"kind": "zipf", "exponent": S}"#),
-        (
-            "internally tagged enum Policy",
-            r#"policy {"kind": "single"}, {"kind": "fixed", "protocol_procs": K} or {"kind": "floating"}"#,
-        ),
-        ("internally tagged enum WorkloadSpec", r#"workload {"name": "micro", ...} or {"name": "fetch-add", ...}"#),
-    ] {
-        m = m.replace(rust, record);
-    }
-    let m = finegrain_core::config::plain_type_names(&m, "2^64-1");
-    match path {
-        "" | "." => anyhow::anyhow!(m),
-        _ => anyhow::anyhow!("{path}: {m}"),
-    }
-}
-
-/// What a mislabelled record is told it may be instead.
-const DESCRIBED: &str = "allowed a record whose labels describe the run";
-
-/// A regenerated run: what it was, its new statistics, and where they
-/// differ from the record (empty when identical).
-pub struct Rerun {
-    /// The workload in words ("fetch&add").
-    pub workload: &'static str,
-    pub config: SimConfig,
-    pub stats: RunStats,
-    pub differences: Vec<String>,
-    /// How many values were compared.
-    pub fields: usize,
-}
-
+/// Regenerates the run the record at `path` holds and compares it with
+/// the record; the record's `study` says whose labels it carries.
 pub fn rerun(path: &Path) -> Result<Rerun> {
     let text = crate::experiment::read_input(path)?;
     let invalid = || format!("invalid run record {}", path.display());
@@ -102,8 +35,8 @@ pub fn rerun(path: &Path) -> Result<Rerun> {
     };
     let r = match studies::find(kind) {
         Some(study) => study.rerun(&text),
-        None if kind == single::KIND => rerun_typed::<single::RunLabels>(&text),
-        None if kind == sweep::KIND => rerun_typed::<sweep::SweepLabels>(&text),
+        None if kind == single::KIND => regenerate::<single::RunLabels>(&text),
+        None if kind == sweep::KIND => regenerate::<sweep::SweepLabels>(&text),
         None => bail!(
             "invalid run record {}: study = {kind:?}; allowed {}, {} or {}",
             path.display(),
@@ -113,136 +46,4 @@ pub fn rerun(path: &Path) -> Result<Rerun> {
         ),
     };
     r.with_context(invalid)
-}
-
-/// Reruns a record whose labels are `L`s.
-pub fn rerun_typed<L: Labels>(text: &str) -> Result<Rerun> {
-    let record: RecordIn<L> = from_json(text)?;
-    record.config.validate()?;
-    if !record.stats.get("sim_cycles").is_some_and(Value::is_u64) {
-        bail!(
-            "its stats have no sim_cycles as a whole number of cycles, so they are not a run's statistics and nothing \
-             could be compared"
-        );
-    }
-    record.workload.validate(&record.config)?;
-    check_sizes(&record.config, &record.workload, &record.stats)
-        .map_err(|why| anyhow::anyhow!("{why}; allowed a record whose statistics come from its configuration"))?;
-    record.labels.describe(&record.config, &record.workload).map_err(|why| anyhow::anyhow!("{why}; {DESCRIBED}"))?;
-    let expected = record.labels.id();
-    if record.id != expected {
-        bail!("it names id = {} but its labels make {expected}; {DESCRIBED}", record.id);
-    }
-    let total = record.workload.total_requests(&record.config);
-    let out = progress::one_run(total, || record.workload.simulate(&record.config))?;
-    let now = serde_json::to_value(&out.stats).context("statistics to JSON")?;
-    let mut differences = Vec::new();
-    diff("stats", &record.stats, &now, &mut differences);
-    let mut fields = leaves(&now);
-    match (&record.measures, &out.measures) {
-        (Some(recorded), Some(measured)) => {
-            diff("measures", recorded, measured, &mut differences);
-            fields += leaves(measured);
-        }
-        (Some(_), None) => {
-            differences.push(format!("measures: recorded, but a {} run has none", record.workload.description()))
-        }
-        (None, Some(measured)) => {
-            differences.push(format!("measures: missing, but a {} run has them", record.workload.description()));
-            fields += leaves(measured);
-        }
-        (None, None) => {}
-    }
-    for m in record.labels.remeasure(&record.config, &record.workload)? {
-        fields += 1;
-        if m.recorded != m.now {
-            differences.push(format!("{}: recorded {}, measured again {}", m.name, m.recorded, m.now));
-        }
-    }
-    Ok(Rerun { workload: record.workload.description(), config: record.config, stats: out.stats, differences, fields })
-}
-
-/// The record's own statistics must be a run of its sizes (nodes,
-/// processors per node, requests) before anything is simulated: an edited
-/// size would otherwise run for hours or take the host's memory.
-fn check_sizes(config: &SimConfig, workload: &WorkloadSpec, stats: &Value) -> Result<(), String> {
-    let t = config.topology;
-    let nodes = stats.get("nodes").and_then(Value::as_array).map_or(0, Vec::len);
-    if nodes != t.nodes as usize {
-        return Err(format!(
-            "its configuration has {} nodes but its statistics {nodes}, so they are not this run's",
-            t.nodes
-        ));
-    }
-    let procs = |n: &Value| n.get("procs").and_then(Value::as_array).map_or(0, Vec::len);
-    if let Some(n) = stats["nodes"].as_array().and_then(|ns| ns.iter().find(|n| procs(n) != t.procs_per_node as usize))
-    {
-        return Err(format!(
-            "its configuration has {} processors per node but its statistics {}, so they are not this run's",
-            t.procs_per_node,
-            procs(n)
-        ));
-    }
-    let requests = stats.get("requests").and_then(Value::as_u64);
-    let total = workload.total_requests(config);
-    if requests != Some(total) {
-        return Err(format!(
-            "its workload makes {total} requests but its statistics answer {}, so they are not this run's",
-            requests.map_or("none".to_string(), |r| r.to_string())
-        ));
-    }
-    Ok(())
-}
-
-/// Appends "path: recorded X, now Y" for every leaf that differs.
-fn diff(at: &str, recorded: &Value, now: &Value, out: &mut Vec<String>) {
-    match (recorded, now) {
-        (Value::Object(a), Value::Object(b)) => {
-            for (k, va) in a {
-                match b.get(k) {
-                    Some(vb) => diff(&format!("{at}.{k}"), va, vb, out),
-                    None => out.push(format!("{at}.{k}: recorded {va}, now absent")),
-                }
-            }
-            for k in b.keys().filter(|k| !a.contains_key(*k)) {
-                out.push(format!("{at}.{k}: not in the record"));
-            }
-        }
-        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
-            for (i, (va, vb)) in a.iter().zip(b).enumerate() {
-                diff(&format!("{at}[{i}]"), va, vb, out);
-            }
-        }
-        _ if recorded != now => out.push(format!("{at}: recorded {recorded}, now {now}")),
-        _ => {}
-    }
-}
-
-fn leaves(v: &Value) -> usize {
-    match v {
-        Value::Object(m) => m.values().map(leaves).sum(),
-        Value::Array(a) => a.iter().map(leaves).sum(),
-        _ => 1,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn diff_names_each_differing_leaf() {
-        let mut out = Vec::new();
-        diff(
-            "stats",
-            &json!({"a": 1, "b": {"c": [1, 2]}, "gone": 0}),
-            &json!({"a": 1, "b": {"c": [1, 3]}, "new": 0}),
-            &mut out,
-        );
-        assert_eq!(
-            out,
-            ["stats.b.c[1]: recorded 2, now 3", "stats.gone: recorded 0, now absent", "stats.new: not in the record"]
-        );
-    }
 }

@@ -142,7 +142,7 @@ pub trait AnyStudy: Sync {
     fn reproduce(&self, src: &Source, quick: bool, out: &Path) -> Result<Reproduced>;
     /// Regenerates one of its records (`finegrain rerun`), checking the
     /// record's labels with the study's own label type.
-    fn rerun(&self, record: &str) -> Result<crate::rerun::Rerun>;
+    fn rerun(&self, record: &str) -> Result<crate::regenerate::Rerun>;
 }
 
 /// Registers study `S` (see [`crate::studies::STUDIES`]).
@@ -165,7 +165,7 @@ impl<S: Study> AnyStudy for Registered<S> {
         reproduce::<S>(src, quick, out)
     }
 
-    fn rerun(&self, record: &str) -> Result<crate::rerun::Rerun> {
-        crate::rerun::rerun_typed::<S::Labels>(record)
+    fn rerun(&self, record: &str) -> Result<crate::regenerate::Rerun> {
+        crate::regenerate::regenerate::<S::Labels>(record)
     }
 }

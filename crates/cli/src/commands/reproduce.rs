@@ -9,7 +9,7 @@ use std::time::Instant;
 /// Lists the shipped studies with their titles.
 pub fn list() -> Result<()> {
     for s in studies::STUDIES {
-        let src = experiment::find(s.name())?;
+        let src = studies::source(s.name())?;
         let header = experiment::header(&src)?;
         say!("{:<20} {}", s.name(), header.title);
     }

@@ -6,7 +6,9 @@
 pub mod pdq_micro;
 pub mod scheduling_micro;
 
+use crate::experiment::Source;
 use crate::study::{AnyStudy, Registered};
+use anyhow::{bail, Result};
 
 /// Every study `finegrain reproduce` and `finegrain rerun` know.
 pub static STUDIES: &[&dyn AnyStudy] =
@@ -20,4 +22,16 @@ pub fn find(name: &str) -> Option<&'static dyn AnyStudy> {
 /// Every study's name, for messages: "a, b".
 pub fn names() -> String {
     STUDIES.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
+}
+
+/// The experiment `name` names: a shipped study's file, or the file at
+/// that path (a name ending in `.toml`, or with a directory).
+pub fn source(name: &str) -> Result<Source> {
+    if Source::names_a_file(name) {
+        return Source::from_path(name);
+    }
+    match find(name) {
+        Some(s) => Ok(Source::shipped(name, s.experiment())),
+        None => bail!("unknown experiment '{name}': allowed {} (or a path to a .toml file)", names()),
+    }
 }

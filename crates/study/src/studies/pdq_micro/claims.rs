@@ -1,7 +1,8 @@
 //! The five claims of the PDQ study, their verdicts computed from the
 //! study's runs.
 
-use super::{Grid, Run, Sweep};
+use super::grid::{Grid, Sweep};
+use super::runs::Run;
 use crate::claim::{Check, Claim, ClaimSpec, Verdict};
 use finegrain_apps::serving::Kind;
 use finegrain_core::Discipline;
@@ -431,7 +432,7 @@ pub(super) fn claim5(v: &View, grid: &Grid) -> Verdict {
 /// naming that part.
 #[cfg(test)]
 mod tests {
-    use super::super::RunLabels;
+    use super::super::labels::RunLabels;
     use super::*;
     use crate::record::RunRecord;
     use finegrain_apps::fetch_add::{FetchAddConfig, HomeMeasures, KeySkew};

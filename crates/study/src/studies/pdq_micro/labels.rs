@@ -1,7 +1,7 @@
 //! What one run of the PDQ study is: its labels, the id they make, and the
 //! check that they describe the run's configuration (`rerun`).
 
-use super::Sweep;
+use super::grid::Sweep;
 use crate::experiment::EffectOff;
 use crate::record::{describe_value, Labels};
 use finegrain_apps::serving::{Kind, Point};

@@ -1,7 +1,8 @@
 //! The study's figures, tables and report sections.
 
 use super::claims::{self, f2, skewed, View, UNIFORM};
-use super::{Experiment, Grid, Run, Sweep};
+use super::grid::{Experiment, Grid, Sweep};
+use super::runs::Run;
 use crate::figures::{Chart, Figure, Series};
 use crate::report::{markdown_table, Section};
 use anyhow::Result;

@@ -1,7 +1,8 @@
 //! The paper's five findings as claims, their verdicts computed from the
 //! study's runs, and the figures they quote.
 
-use super::{Grid, Run, Variant};
+use super::grid::{Grid, Variant};
+use super::runs::Run;
 use crate::claim::{Check, Claim, ClaimSpec, Verdict};
 use crate::experiment::EffectOff;
 use finegrain_apps::micro::Protocol;
@@ -739,7 +740,8 @@ fn seeds_ahead(v: &View, p: Protocol, u: f64, lo: u64, a: &CostPoint, b: &CostPo
 /// naming that part.
 #[cfg(test)]
 mod tests {
-    use super::super::{Derived, RunLabels};
+    use super::super::labels::RunLabels;
+    use super::super::runs::Derived;
     use super::*;
     use crate::record::RunRecord;
     use finegrain_apps::micro::MicroConfig;

@@ -1,7 +1,8 @@
 //! The study's figures and its report's own sections.
 
 use super::claims::{arbitration_body, f2, high_u, oint_range, sorted_oints, sorted_u, Sensitivity, View};
-use super::{Experiment, Grid, Run};
+use super::grid::{Experiment, Grid};
+use super::runs::Run;
 use crate::figures::{Chart, Figure, Series};
 use crate::report::{markdown_table, Section};
 use anyhow::Result;

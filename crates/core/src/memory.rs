@@ -1,0 +1,37 @@
+//! What handlers and threads say about the node memory they touch: named
+//! regions and the kind of access, so no one needs a platform's addresses.
+
+use crate::ids::ThreadId;
+
+/// Named regions of a node's memory, so handlers and threads can say what
+/// they touch without knowing the platform's addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Region {
+    /// The private data segment of a compute thread of this node (as large
+    /// as one processor's cache).
+    Segment(ThreadId),
+    /// Protocol state kept by handlers (for example a per-block state table).
+    ProtocolTable,
+    /// Where a reply handler deposits data for a thread of this node.
+    RecvBuffer(ThreadId),
+}
+
+/// Whether a memory access reads or writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Access {
+    Read,
+    Write,
+    /// A write of every byte in the range, such as a handler depositing a
+    /// whole block: a cache may claim a line the range covers whole
+    /// without reading it first (an invalidation on the bus, no data), as
+    /// the block stores and write hints of the time allowed. A line the
+    /// range covers only in part is written as by `Write`.
+    Overwrite,
+}
+
+impl Access {
+    /// Whether the access changes memory.
+    pub fn writes(self) -> bool {
+        self != Access::Read
+    }
+}

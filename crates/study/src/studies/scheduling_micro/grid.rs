@@ -1,0 +1,240 @@
+//! The experiment file of the scheduling study: its grids and their
+//! checks, and the variants its sensitivity runs make of the preset.
+
+use crate::experiment::{check_distinct, check_distinct_decimals, shown, EffectOff, MAX_CYCLES, MAX_REQUESTS};
+use anyhow::{bail, Result};
+use finegrain_apps::micro::Protocol;
+use finegrain_core::config::{InterruptParams, ProtocolParams, Relinquish, RoleArbitration};
+use finegrain_core::MachineConfig;
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+
+/// The study's name: the experiment file's `study`, and every record's.
+pub const NAME: &str = "scheduling-micro";
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Experiment {
+    pub name: String,
+    pub title: String,
+    pub paper: String,
+    pub study: String,
+    pub preset: String,
+    pub seed: u64,
+    pub nodes: u32,
+    pub full: Grid,
+    pub quick: Grid,
+}
+
+/// The points of one sweep.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Grid {
+    pub protocols: Vec<Protocol>,
+    pub procs_per_node: Vec<u32>,
+    pub target_u: Vec<f64>,
+    pub oint_cycles: Vec<u64>,
+    pub requests_per_node: u64,
+    pub cost_performance_u: Vec<f64>,
+    pub replicates: u32,
+    /// Effects switched off, one at a time, in extra runs of claim 5's
+    /// points (cost-performance at low Oint); the report gives the claim's
+    /// verdict without each.
+    #[serde(default)]
+    pub sensitivity: Vec<EffectOff>,
+    /// Relinquish rules other than the preset's, each in extra runs of
+    /// claim 2's points (null handler, two processors, the lowest and the
+    /// highest Oint); the report gives the claim's verdict under each.
+    #[serde(default)]
+    pub relinquish_sensitivity: Vec<Relinquish>,
+    /// Role arbitrations other than the preset's, each in extra runs of
+    /// claim 4's points (Floating at every processor count from 2, the
+    /// claim's low and high U, the lowest Oint); the report gives the
+    /// claim's verdict under each.
+    #[serde(default)]
+    pub arbitration_sensitivity: Vec<RoleArbitration>,
+    /// Shares of Oint (percent) paid on the interrupt's return, after the
+    /// role is given up, other than the preset's, each in extra runs of
+    /// claim 1's points (Single, null handler, every U and Oint); the
+    /// report gives the claim's verdict under each.
+    #[serde(default)]
+    pub return_sensitivity: Vec<u32>,
+}
+
+impl Grid {
+    /// The claims need null and fetch, Single (1), the two-processor node
+    /// (2) and two more counts, U values on both sides of claim 2's
+    /// thresholds, a low and a high Oint, and cost-performance points that
+    /// were simulated; no list repeats a value (runs would share an id).
+    pub(super) fn validate(&self, table: &str) -> Result<()> {
+        let field = |f: &str| format!("{table}.{f}");
+        check_distinct(&field("protocols"), &self.protocols, Protocol::to_string)?;
+        if !(self.protocols.contains(&Protocol::Null) && self.protocols.contains(&Protocol::Fetch)) {
+            bail!(
+                "invalid {} = [{}]: must contain null and fetch (the claims compare them)",
+                field("protocols"),
+                self.protocols.iter().map(Protocol::to_string).collect::<Vec<_>>().join(", ")
+            );
+        }
+        if let Some(p) = self.procs_per_node.iter().find(|&&p| p == 0 || p > 64) {
+            bail!("invalid {} = {p}: allowed 1..=64", field("procs_per_node"));
+        }
+        check_distinct(&field("procs_per_node"), &self.procs_per_node, u32::to_string)?;
+        let larger = self.procs_per_node.iter().filter(|&&p| p > 2).count();
+        if !self.procs_per_node.contains(&1) || !self.procs_per_node.contains(&2) || larger < 2 {
+            bail!(
+                "invalid {} = {:?}: must contain 1 (Single), 2 (the Fixed baseline) and at least two larger counts \
+                 (claim 4 follows Floating/Fixed as processors grow), values 1..=64",
+                field("procs_per_node"),
+                self.procs_per_node
+            );
+        }
+        if let Some(u) = self.target_u.iter().find(|u| !(**u > 0.0 && **u < 1.0)) {
+            bail!("invalid {} = {}: allowed values strictly between 0 and 1", field("target_u"), shown(*u));
+        }
+        check_distinct_decimals(&field("target_u"), &self.target_u, 2)?;
+        if self.target_u.len() < 3
+            || !self.target_u.iter().any(|&u| u >= 0.5)
+            || !self.target_u.iter().any(|&u| u <= 0.7)
+        {
+            bail!(
+                "invalid {} = {:?}: allowed at least 3 values, one >= 0.5 and one <= 0.7 (claim 2 looks at both)",
+                field("target_u"),
+                self.target_u
+            );
+        }
+        if let Some(o) = self.oint_cycles.iter().find(|&&o| o > MAX_CYCLES) {
+            bail!("invalid {} = {o}: allowed 0..={MAX_CYCLES} cycles", field("oint_cycles"));
+        }
+        check_distinct(&field("oint_cycles"), &self.oint_cycles, u64::to_string)?;
+        if self.oint_cycles.len() < 2 {
+            bail!(
+                "invalid {} = {:?}: allowed at least two values (a low and a high interrupt overhead)",
+                field("oint_cycles"),
+                self.oint_cycles
+            );
+        }
+        if self.requests_per_node == 0 || self.requests_per_node > MAX_REQUESTS {
+            bail!("invalid {} = {}: allowed 1..={MAX_REQUESTS}", field("requests_per_node"), self.requests_per_node);
+        }
+        if let Some(u) = self.cost_performance_u.iter().find(|u| !self.target_u.iter().any(|t| (*t - **u).abs() < 1e-9))
+        {
+            bail!("invalid {} = {}: allowed only values listed in target_u", field("cost_performance_u"), shown(*u));
+        }
+        check_distinct_decimals(&field("cost_performance_u"), &self.cost_performance_u, 2)?;
+        if self.cost_performance_u.is_empty() {
+            bail!(
+                "invalid {} = []: allowed a non-empty list of values listed in target_u (claim 5 and figure 6 need one)",
+                field("cost_performance_u")
+            );
+        }
+        if self.replicates == 0 || self.replicates > MAX_REPLICATES {
+            bail!("invalid {} = {}: allowed 1..={MAX_REPLICATES}", field("replicates"), self.replicates);
+        }
+        check_distinct(&field("sensitivity"), &self.sensitivity, EffectOff::to_string)?;
+        check_distinct(&field("relinquish_sensitivity"), &self.relinquish_sensitivity, |r| r.label().to_string())?;
+        check_distinct(&field("arbitration_sensitivity"), &self.arbitration_sensitivity, |a| a.label().to_string())?;
+        if let Some(r) = self.return_sensitivity.iter().find(|&&r| r > 100) {
+            bail!("invalid {} = {r}: allowed percentages 0..=100 of Oint", field("return_sensitivity"));
+        }
+        check_distinct(&field("return_sensitivity"), &self.return_sensitivity, u32::to_string)?;
+        Ok(())
+    }
+
+    /// A rule rerun for claim 2 or 4 must differ from the preset's (its
+    /// runs would repeat the study's own).
+    pub(super) fn check_rules(&self, table: &str, preset: &ProtocolParams, interrupt: &InterruptParams) -> Result<()> {
+        if self.relinquish_sensitivity.contains(&preset.relinquish) {
+            bail!(
+                "invalid {table}.relinquish_sensitivity = [{}]: {} is the preset's own rule; allowed the other rules \
+                 of eager, handoff, adaptive",
+                self.relinquish_sensitivity.iter().map(|r| r.label()).collect::<Vec<_>>().join(", "),
+                preset.relinquish.label()
+            );
+        }
+        let preset_return = 100 - interrupt.entry_percent;
+        if self.return_sensitivity.contains(&preset_return) {
+            bail!(
+                "invalid {table}.return_sensitivity = {:?}: {preset_return} is the preset's own share of Oint paid on \
+                 return; allowed other percentages 0..=100",
+                self.return_sensitivity
+            );
+        }
+        if self.arbitration_sensitivity.contains(&preset.role_arbitration) {
+            bail!(
+                "invalid {table}.arbitration_sensitivity = [{}]: {} is the preset's own arbitration; allowed the \
+                 other one of lowest, round-robin",
+                self.arbitration_sensitivity.iter().map(|a| a.label()).collect::<Vec<_>>().join(", "),
+                preset.role_arbitration.label()
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Most replicates of every point a sweep may ask for.
+const MAX_REPLICATES: u32 = 1000;
+
+/// What a sensitivity run changes in the preset's machine; the study's own
+/// runs change nothing. A record's labels hold its fields.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Variant {
+    /// An effect of the model switched off (claim 5's reruns).
+    pub effect_off: Option<EffectOff>,
+    /// Another rule for giving the acting-PP role up (claim 2's reruns).
+    pub relinquish: Option<Relinquish>,
+    /// Another arbitration of a released role (claim 4's reruns).
+    pub arbitration: Option<RoleArbitration>,
+    /// Another share of Oint (percent) paid on return (claim 1's reruns).
+    pub return_percent: Option<u32>,
+}
+
+impl Variant {
+    /// The study's own runs.
+    pub(crate) const BASELINE: Variant =
+        Variant { effect_off: None, relinquish: None, arbitration: None, return_percent: None };
+
+    /// The start of a run id that names what the run changes.
+    pub(super) fn id_prefix(&self) -> String {
+        let mut s = self.effect_off.map(|e| e.run_label() + "-").unwrap_or_default();
+        if let Some(r) = self.relinquish {
+            let _ = write!(s, "relinquish-{}-", r.label());
+        }
+        if let Some(a) = self.arbitration {
+            let _ = write!(s, "arbitration-{}-", a.label());
+        }
+        if let Some(r) = self.return_percent {
+            let _ = write!(s, "return{r}-");
+        }
+        s
+    }
+
+    pub(super) fn apply(&self, m: &mut MachineConfig) {
+        if let Some(e) = self.effect_off {
+            e.apply(m);
+        }
+        if let Some(r) = self.relinquish {
+            m.protocol.relinquish = r;
+        }
+        if let Some(a) = self.arbitration {
+            m.protocol.role_arbitration = a;
+        }
+        if let Some(r) = self.return_percent {
+            m.interrupt.entry_percent = 100 - r;
+        }
+    }
+
+    /// The variant whose runs stand for `policy` under this one. Fixed's
+    /// compute processors never act as PP and its dedicated one never gives
+    /// the role up, so neither rule changes a Fixed run, and nothing
+    /// interrupts it; a single processor never races anyone for the role,
+    /// and with no peer to take it over it gives the role up under every
+    /// rule. Their reruns pair with the study's own runs of those policies.
+    pub(super) fn seen_by(self, policy: &str) -> Variant {
+        match policy {
+            "fixed" => Variant { relinquish: None, arbitration: None, return_percent: None, ..self },
+            "single" => Variant { relinquish: None, arbitration: None, ..self },
+            _ => self,
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! Reading the experiment and planning the study's runs: every point of a
+//! grid, the sensitivity runs, and their machines and workloads, all
+//! checked before anything runs.
+
+use super::claims::{claim4_us, oint_dominates, oint_range, sorted_u};
+use super::grid::{Experiment, Grid, Variant, NAME};
+use super::labels::RunLabels;
+use crate::experiment::{shown, Source, MAX_CYCLES};
+use crate::record::Labels as _;
+use crate::study::Planned;
+use anyhow::{bail, Result};
+use finegrain_apps::micro::{MicroConfig, Protocol};
+use finegrain_apps::WorkloadSpec;
+use finegrain_core::{MachineConfig, Policy, Topology};
+use finegrain_sim::{mix_seed, SimConfig};
+use std::collections::BTreeMap;
+
+/// Reads the experiment and checks both its grids, every run's machine
+/// included, before anything is measured or run.
+pub(super) fn load(src: &Source) -> Result<Experiment> {
+    let e: Experiment = src.parse()?;
+    if e.study != NAME {
+        bail!("invalid study = {} in {}: expected scheduling-micro", e.study, src.origin);
+    }
+    if e.nodes < 2 || e.nodes > 4096 {
+        bail!("invalid nodes = {}: allowed 2..=4096 (requests go to another node)", e.nodes);
+    }
+    e.full.validate("full")?;
+    e.quick.validate("quick")?;
+    let machine = MachineConfig::load(&src.preset(&e.preset))?;
+    // Every run's machine must pass the simulator's checks (its caches must
+    // fit in host memory) before Lmin is measured, the output directory
+    // made or hours spent on other runs. Machines do not depend on Lmin,
+    // which only sets compute times.
+    let any_lmin: BTreeMap<Protocol, f64> = [Protocol::Null, Protocol::Fetch].into_iter().map(|p| (p, 1.0)).collect();
+    for (table, grid) in [("full", &e.full), ("quick", &e.quick)] {
+        for p in plan(&e, &machine, grid, &any_lmin) {
+            p.config
+                .validate()
+                .map_err(|err| anyhow::anyhow!("invalid experiment ({table} run {}): {err}", p.labels.id()))?;
+        }
+    }
+    Ok(e)
+}
+
+/// The mean compute time U / (1 - U) x Lmin of every U is at most
+/// [`MAX_CYCLES`] (known once Lmin is measured, before any run).
+pub(super) fn check_compute_times(table: &str, grid: &Grid, lmin: &BTreeMap<Protocol, f64>) -> Result<()> {
+    for (p, &l) in lmin {
+        for &u in &grid.target_u {
+            let compute = u / (1.0 - u) * l;
+            if compute > MAX_CYCLES as f64 {
+                bail!(
+                    "invalid {table}.target_u = {}: the mean compute time U / (1 - U) x Lmin ({p}: {l:.0} cycles) \
+                     is {} cycles, allowed at most {MAX_CYCLES}",
+                    shown(u),
+                    shown(compute.round())
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Claim 3 judges fetch-block at an Oint up to its Lmin and at one of at
+/// least twice its Lmin (see [`fixed_wins_only_when_oint_dominates`]): a
+/// grid without both could not decide it (known once Lmin is measured).
+pub(super) fn check_oints_decide_claim3(table: &str, grid: &Grid, lmin: &BTreeMap<Protocol, f64>) -> Result<()> {
+    let Some(&l) = lmin.get(&Protocol::Fetch).filter(|_| grid.protocols.contains(&Protocol::Fetch)) else {
+        return Ok(());
+    };
+    let sides: Vec<Option<bool>> = grid.oint_cycles.iter().map(|&o| oint_dominates(o, l)).collect();
+    if !(sides.contains(&Some(false)) && sides.contains(&Some(true))) {
+        bail!(
+            "invalid {table}.oint_cycles = {:?}: claim 3 needs an Oint up to fetch-block's Lmin ({l:.0} cycles) and one \
+             of at least twice it ({:.0}); allowed lists with both",
+            grid.oint_cycles,
+            (2.0 * l).ceil()
+        );
+    }
+    Ok(())
+}
+
+pub(super) fn plan(
+    exp: &Experiment,
+    machine: &MachineConfig,
+    grid: &Grid,
+    lmin: &BTreeMap<Protocol, f64>,
+) -> Vec<Planned<RunLabels>> {
+    let mut specs = Vec::new();
+    let (lo, hi) = oint_range(grid);
+    for replicate in 0..grid.replicates {
+        // Every configuration of a replicate shares its seed (common random
+        // numbers), so ratios between policies are not blurred by noise.
+        let seed = mix_seed(exp.seed, replicate as u64, 0x5c4e);
+        for &protocol in &grid.protocols {
+            // The policies a variant changes at each processor count, for a
+            // U and an Oint (rules pair with the study's own Fixed runs,
+            // see `Variant::seen_by`).
+            let mut point = |target_u: f64, oint: u64, counts: &[u32], variant: Variant| {
+                for &ppn in counts {
+                    for policy in policies(ppn) {
+                        if variant.seen_by(&policy.label()) != variant {
+                            continue;
+                        }
+                        let labels = RunLabels::new(
+                            protocol,
+                            policy,
+                            ppn,
+                            target_u,
+                            oint,
+                            replicate,
+                            seed,
+                            lmin[&protocol],
+                            variant,
+                        );
+                        specs.push(planned(exp, machine, grid, labels, policy));
+                    }
+                }
+            };
+            for &oint in &grid.oint_cycles {
+                for &target_u in &grid.target_u {
+                    point(target_u, oint, &grid.procs_per_node, Variant::BASELINE);
+                }
+            }
+            for &effect in &grid.sensitivity {
+                for &target_u in &grid.cost_performance_u {
+                    point(
+                        target_u,
+                        lo,
+                        &grid.procs_per_node,
+                        Variant { effect_off: Some(effect), ..Variant::BASELINE },
+                    );
+                }
+            }
+            // Claim 2 looks at the two-processor node only.
+            if protocol == Protocol::Null {
+                for &rule in &grid.relinquish_sensitivity {
+                    for oint in [lo, hi] {
+                        for &target_u in &grid.target_u {
+                            point(target_u, oint, &[2], Variant { relinquish: Some(rule), ..Variant::BASELINE });
+                        }
+                    }
+                }
+            }
+            // Claim 4's two U may be one (a grid with one U from 0.1 to 0.9).
+            let mut claim4_points = claim4_us(&sorted_u(grid)).to_vec();
+            claim4_points.dedup();
+            // Claim 1 looks at Single on the null handler, at every point.
+            if protocol == Protocol::Null {
+                for &share in &grid.return_sensitivity {
+                    for &oint in &grid.oint_cycles {
+                        for &target_u in &grid.target_u {
+                            point(target_u, oint, &[1], Variant { return_percent: Some(share), ..Variant::BASELINE });
+                        }
+                    }
+                }
+            }
+            for &arbitration in &grid.arbitration_sensitivity {
+                for &target_u in &claim4_points {
+                    let variant = Variant { arbitration: Some(arbitration), ..Variant::BASELINE };
+                    point(target_u, lo, &grid.procs_per_node, variant);
+                }
+            }
+        }
+    }
+    specs
+}
+
+/// Single on a uniprocessor node, else Fixed (one dedicated PP) and Floating.
+fn policies(ppn: u32) -> Vec<Policy> {
+    if ppn == 1 {
+        vec![Policy::Single]
+    } else {
+        vec![Policy::Fixed { protocol_procs: 1 }, Policy::Floating]
+    }
+}
+
+/// One run: the preset with the run's Oint and what its variant changes,
+/// and the microbenchmark at the run's mean compute time.
+fn planned(
+    exp: &Experiment,
+    machine: &MachineConfig,
+    grid: &Grid,
+    labels: RunLabels,
+    policy: Policy,
+) -> Planned<RunLabels> {
+    let mut m = machine.clone();
+    m.interrupt.overhead_cycles = labels.oint_cycles;
+    labels.variant().apply(&mut m);
+    let topology = Topology { nodes: exp.nodes, procs_per_node: labels.procs_per_node };
+    let config = SimConfig::new(m, topology, policy, labels.seed);
+    let workload = WorkloadSpec::Micro(MicroConfig {
+        protocol: labels.protocol,
+        mean_compute_cycles: labels.mean_compute_cycles,
+        requests_per_node: grid.requests_per_node,
+        single_requester: false,
+    });
+    Planned { labels, config, workload }
+}
