@@ -350,10 +350,10 @@ async fn home_thread<P: Proc>(p: &P, cfg: &FetchAddConfig, shared: &Shared, rng:
 pub fn simulate(sim: &SimConfig, cfg: &FetchAddConfig) -> Result<SimOutput<ThreadOutcome>, SimError> {
     // The machine first: the workload's checks size the key table from it.
     sim.validate()?;
-    let threads = sim.policy.compute_procs(sim.topology.procs_per_node);
+    let threads = sim.run.policy.compute_procs(sim.run.topology.procs_per_node);
     let invalid = |e: String| SimError::Config(ConfigError::Workload(e));
     cfg.validate(&sim.machine, threads).map_err(invalid)?;
-    crate::micro::two_nodes_at_least(sim.topology.nodes).map_err(invalid)?;
+    crate::micro::two_nodes_at_least(sim.run.topology.nodes).map_err(invalid)?;
     let words = Arc::new(Words::new(cfg.keys));
     let (table, h) = handlers(cfg, &sim.machine, words.clone()).map_err(SimError::Handler)?;
     let shared = Shared { words: words.clone(), requesters_left: AtomicU64::new(requester_threads(sim)) };
@@ -373,8 +373,8 @@ pub fn total_requests(sim: &SimConfig, cfg: &FetchAddConfig) -> u64 {
 }
 
 fn requester_threads(sim: &SimConfig) -> u64 {
-    let per_node = sim.policy.compute_procs(sim.topology.procs_per_node) as u64;
-    (sim.topology.nodes as u64 - 1) * per_node
+    let per_node = sim.run.policy.compute_procs(sim.run.topology.procs_per_node) as u64;
+    (sim.run.topology.nodes as u64 - 1) * per_node
 }
 
 /// What a fetch&add run measured at the home node.

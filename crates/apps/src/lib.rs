@@ -54,14 +54,14 @@ impl WorkloadSpec {
     pub fn validate(&self, config: &SimConfig) -> Result<(), SimError> {
         let workload = |e: String| SimError::Config(finegrain_core::ConfigError::Workload(e));
         config.validate()?;
-        micro::two_nodes_at_least(config.topology.nodes).map_err(workload)?;
+        micro::two_nodes_at_least(config.run.topology.nodes).map_err(workload)?;
         match self {
             WorkloadSpec::Micro(w) => {
                 w.validate().map_err(workload)?;
                 micro::block_fits(w.protocol, &config.machine).map_err(SimError::Config)
             }
             WorkloadSpec::FetchAdd(w) => {
-                let threads = config.policy.compute_procs(config.topology.procs_per_node);
+                let threads = config.run.policy.compute_procs(config.run.topology.procs_per_node);
                 w.validate(&config.machine, threads).map_err(workload)
             }
         }

@@ -244,7 +244,7 @@ pub fn mean_compute(u: f64, lmin: f64) -> f64 {
 
 /// Requests a run makes in all (each is answered once).
 pub fn total_requests(sim: &SimConfig, cfg: &MicroConfig) -> u64 {
-    cfg.requests_per_node.saturating_mul(sim.topology.nodes as u64)
+    cfg.requests_per_node.saturating_mul(sim.run.topology.nodes as u64)
 }
 
 /// Runs the microbenchmark in the simulator.
@@ -253,7 +253,7 @@ pub fn simulate(sim: &SimConfig, cfg: &MicroConfig) -> Result<SimOutput<u64>, Si
     // from it (a zero block size would divide by zero).
     sim.validate()?;
     cfg.validate().map_err(|e| SimError::Config(ConfigError::Workload(e)))?;
-    two_nodes_at_least(sim.topology.nodes).map_err(|e| SimError::Config(ConfigError::Workload(e)))?;
+    two_nodes_at_least(sim.run.topology.nodes).map_err(|e| SimError::Config(ConfigError::Workload(e)))?;
     block_fits(cfg.protocol, &sim.machine).map_err(SimError::Config)?;
     let (table, h) = handlers(cfg.protocol, &sim.machine).map_err(SimError::Handler)?;
     finegrain_sim::simulate(sim, &table, |p| {

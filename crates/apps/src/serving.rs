@@ -108,15 +108,15 @@ impl Point {
         };
         let topology = Topology { nodes: requester_nodes + 1, procs_per_node: ppn };
         let mut cfg = SimConfig::new(machine.clone(), topology, policy, seed);
-        cfg.dispatch = Dispatch { discipline: self.discipline, pp_kind, max_servers };
+        cfg.run.dispatch = Dispatch { discipline: self.discipline, pp_kind, max_servers };
         cfg
     }
 
     /// The point a configuration runs (the inverse of [`Point::sim_config`]),
     /// or None if no point makes it.
     pub fn of_config(cfg: &SimConfig) -> Option<Point> {
-        let d = cfg.dispatch;
-        let (kind, protocol_procs) = match (cfg.policy, d.pp_kind) {
+        let d = cfg.run.dispatch;
+        let (kind, protocol_procs) = match (cfg.run.policy, d.pp_kind) {
             (Policy::Fixed { protocol_procs }, PpKind::Embedded) => (Kind::Embedded, protocol_procs),
             (Policy::Fixed { protocol_procs }, PpKind::Smp) => (Kind::Smp, protocol_procs),
             (Policy::Floating, PpKind::Smp) => (Kind::Mult, d.max_servers.unwrap_or(1)),

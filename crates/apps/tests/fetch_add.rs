@@ -27,7 +27,7 @@ fn workload(keys: u64, skew: KeySkew) -> FetchAddConfig {
 fn sim(policy: Policy, ppn: u32, discipline: Discipline, pp_kind: PpKind, max_servers: Option<u32>) -> SimConfig {
     let mut c =
         SimConfig::new(MachineConfig::load("hpca99").unwrap(), Topology { nodes: 3, procs_per_node: ppn }, policy, 5);
-    c.dispatch = Dispatch { discipline, pp_kind, max_servers };
+    c.run.dispatch = Dispatch { discipline, pp_kind, max_servers };
     c
 }
 

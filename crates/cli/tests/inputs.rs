@@ -286,7 +286,7 @@ fn the_relinquish_flag_or_file_field_sets_the_rule_a_run_uses() {
         let out = finegrain(&all);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(record).unwrap()).unwrap();
-        json["config"]["machine"]["protocol"]["relinquish"].as_str().unwrap().to_string()
+        json["config"]["relinquish"].as_str().unwrap().to_string()
     };
     assert_eq!(rule_of(&[], &d.join("preset.json")), "eager", "the preset's rule by default");
     assert_eq!(rule_of(&["--relinquish", "adaptive"], &d.join("flag.json")), "adaptive");

@@ -88,14 +88,14 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
     assert!(header.ends_with(",interrupt_return_percent") && row.ends_with(",25"), "{row}");
     let report = std::fs::read_to_string(d.join("report.md")).unwrap();
     assert!(report.contains("## Sensitivity of claim 1") && report.contains("- 25% on return: "), "{report}");
-    // Claim 2 again under the relinquish rules the preset does not use.
+    // Claim 2 again under the relinquish rules the study does not use.
     let record = "relinquish-adaptive-null-floating-p2-u0.90-oint20000-r0.json";
     check_rule_rerun(
         &d,
         "## Sensitivity of claim 2",
         &["- relinquish adaptive: ", "- relinquish handoff: "],
         record,
-        ("relinquish_rule", "relinquish", "adaptive"),
+        ("relinquish_rule", "/config/relinquish", "adaptive"),
     );
     // Labels the others and the configuration imply are checked too.
     for (field, value, says) in [
@@ -126,7 +126,7 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
         "## Sensitivity of claim 4",
         &["- arbitration lowest: "],
         record,
-        ("arbitration_rule", "role_arbitration", "lowest"),
+        ("arbitration_rule", "/config/machine/protocol/role_arbitration", "lowest"),
     );
     for (value, says) in [
         (serde_json::json!("round-robin"), "arbitration_rule = round-robin but its configuration runs under lowest"),
@@ -140,7 +140,8 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
 }
 
 /// A study's runs under another rule: the report's section has a line per
-/// rule, and the record names its rule, ran under it and reruns.
+/// rule, and the record names its rule, ran under it (`field`, a JSON
+/// pointer into the record) and reruns.
 fn check_rule_rerun(d: &Path, heading: &str, lines: &[&str], record: &str, (label, field, rule): (&str, &str, &str)) {
     let report = std::fs::read_to_string(d.join("report.md")).unwrap();
     let section = report.split(heading).nth(1).unwrap_or_else(|| panic!("no {heading} in {report}"));
@@ -150,7 +151,7 @@ fn check_rule_rerun(d: &Path, heading: &str, lines: &[&str], record: &str, (labe
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("runs").join(record)).unwrap()).unwrap();
     assert_eq!(json["labels"][label], rule);
-    assert_eq!(json["config"]["machine"]["protocol"][field], rule, "{record} ran under another rule");
+    assert_eq!(json.pointer(field).unwrap(), rule, "{record} ran under another rule");
     check_rerun(d, record, "identical");
 }
 
@@ -170,7 +171,7 @@ fn check_mislabelled(d: &Path, record: &str, field: &str, value: serde_json::Val
 }
 
 #[test]
-fn a_rerun_under_the_presets_own_rule_is_refused() {
+fn a_rerun_under_the_studys_own_rule_is_refused() {
     let d = temp_dir("own-rule");
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
     let exp = std::fs::read_to_string(format!("{root}/experiments/scheduling-micro.toml")).unwrap();
@@ -179,7 +180,7 @@ fn a_rerun_under_the_presets_own_rule_is_refused() {
         (
             "relinquish_sensitivity = [\"adaptive\", \"handoff\"]",
             "relinquish_sensitivity = [\"eager\"]",
-            "invalid full.relinquish_sensitivity = [eager]: eager is the preset's own rule",
+            "invalid full.relinquish_sensitivity = [eager]: eager is the study's own rule",
         ),
         (
             "return_sensitivity = [25]",

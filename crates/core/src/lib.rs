@@ -15,8 +15,8 @@ pub mod pdq;
 pub mod proc_api;
 
 pub use config::{
-    mix_seed, ConfigError, Discipline, Dispatch, Effects, MachineConfig, PdqParams, Policy, PpKind, Relinquish,
-    RoleArbitration, Topology,
+    mix_seed, ConfigError, Discipline, Dispatch, Effects, MachineConfig, Notification, PdqParams, Policy, PpKind,
+    Relinquish, RoleArbitration, RunConfig, Topology,
 };
 pub use error::AmError;
 pub use handler::{HandlerCtx, HandlerFn, HandlerInfo, HandlerTable, ReplyGuard};

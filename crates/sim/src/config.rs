@@ -1,37 +1,82 @@
-//! One simulation's full configuration: machine, topology, policy, seed.
-//! Serialised into every run record so the run can be regenerated.
+//! One simulation's full configuration: the run's settings every platform
+//! shares ([`RunConfig`]) and the machine model. Serialised into every run
+//! record so the run can be regenerated; the record holds it flat
+//! (`machine`, `topology`, `policy`, `dispatch`, `relinquish`,
+//! `notification`, `seed`), so a field's path is the same whatever platform
+//! runs it.
 
-use finegrain_core::{ConfigError, Discipline, Dispatch, MachineConfig, Policy, PpKind, Topology};
+use finegrain_core::{ConfigError, Dispatch, MachineConfig, Notification, Policy, Relinquish, RunConfig, Topology};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "Flat", into = "Flat")]
 pub struct SimConfig {
+    pub run: RunConfig,
     pub machine: MachineConfig,
-    pub topology: Topology,
-    pub policy: Policy,
-    /// How each node's protocol processors share its messages (serial and
-    /// SMP processors unless set).
-    #[serde(default)]
-    pub dispatch: Dispatch,
-    pub seed: u64,
     /// Record every handler's span in the statistics (for timelines and
     /// tests; costs memory in long runs).
-    #[serde(default)]
     pub trace_handlers: bool,
 }
 
+/// A configuration as a record holds it.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Flat {
+    machine: MachineConfig,
+    topology: Topology,
+    policy: Policy,
+    #[serde(default)]
+    dispatch: Dispatch,
+    relinquish: Relinquish,
+    #[serde(default)]
+    notification: Notification,
+    seed: u64,
+    #[serde(default)]
+    trace_handlers: bool,
+}
+
+impl From<Flat> for SimConfig {
+    fn from(f: Flat) -> SimConfig {
+        let run = RunConfig {
+            topology: f.topology,
+            policy: f.policy,
+            dispatch: f.dispatch,
+            relinquish: f.relinquish,
+            notification: f.notification,
+            seed: f.seed,
+        };
+        SimConfig { run, machine: f.machine, trace_handlers: f.trace_handlers }
+    }
+}
+
+impl From<SimConfig> for Flat {
+    fn from(c: SimConfig) -> Flat {
+        let r = c.run;
+        Flat {
+            machine: c.machine,
+            topology: r.topology,
+            policy: r.policy,
+            dispatch: r.dispatch,
+            relinquish: r.relinquish,
+            notification: r.notification,
+            seed: r.seed,
+            trace_handlers: c.trace_handlers,
+        }
+    }
+}
+
 impl SimConfig {
-    /// A configuration with serial dispatch on SMP processors.
+    /// A run of `machine` with serial dispatch on SMP processors, the eager
+    /// relinquish rule and interrupts (see [`RunConfig::new`]).
     pub fn new(machine: MachineConfig, topology: Topology, policy: Policy, seed: u64) -> SimConfig {
-        SimConfig { machine, topology, policy, dispatch: Dispatch::default(), seed, trace_handlers: false }
+        SimConfig { run: RunConfig::new(topology, policy, seed), machine, trace_handlers: false }
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.machine.validate()?;
-        self.topology.validate(&self.policy)?;
-        let d = self.dispatch;
-        let needs_pdq = d.discipline.parallel() || d.pp_kind == PpKind::Embedded;
+        self.run.validate()?;
+        let d = self.run.dispatch;
+        let needs_pdq = d.discipline.parallel() || d.pp_kind == finegrain_core::PpKind::Embedded;
         if needs_pdq && self.machine.pdq.is_none() {
             return Err(ConfigError::invalid(
                 "dispatch",
@@ -42,28 +87,15 @@ impl SimConfig {
                 ),
             ));
         }
-        if d.pp_kind == PpKind::Embedded && !matches!(self.policy, Policy::Fixed { .. }) {
+        if self.run.notification != Notification::Interrupt {
             return Err(ConfigError::invalid(
-                "pp_kind",
-                "embedded",
-                "embedded protocol processors are dedicated: use policy fixed:K (K = embedded processors per node)",
-            ));
-        }
-        finegrain_core::config::check_max_servers(
-            d.max_servers,
-            d.discipline,
-            self.policy,
-            self.topology.procs_per_node,
-        )?;
-        if d.discipline == Discipline::Static && self.policy.compute_procs_handle() {
-            return Err(ConfigError::invalid(
-                "discipline",
-                "static",
-                "static partitioning needs dedicated protocol processors (policy fixed:K)",
+                "notification",
+                self.run.notification.label(),
+                "the simulator models interrupts only so far; allowed interrupt",
             ));
         }
         // Caches that would not fit in the host's memory are refused here,
         // before a caller prepares anything for the run.
-        crate::memory::check_host_memory(&self.machine, self.topology.nodes, self.topology.procs_per_node)
+        crate::memory::check_host_memory(&self.machine, self.run.topology.nodes, self.run.topology.procs_per_node)
     }
 }

@@ -42,7 +42,7 @@ async fn requester<P: Proc>(p: P, h: HandlerId, n: u64, keys: u64, seq_every: u6
 fn config(policy: Policy, ppn: u32, discipline: Discipline, kind: PpKind) -> SimConfig {
     let mut c =
         SimConfig::new(MachineConfig::load("hpca99").unwrap(), Topology { nodes: 3, procs_per_node: ppn }, policy, 11);
-    c.dispatch = Dispatch { discipline, pp_kind: kind, max_servers: None };
+    c.run.dispatch = Dispatch { discipline, pp_kind: kind, max_servers: None };
     c.trace_handlers = true;
     c
 }
@@ -136,7 +136,7 @@ fn static_partitioning_keeps_each_key_on_one_processor() {
 #[test]
 fn idle_compute_processors_serve_in_parallel_up_to_the_limit() {
     let mut cfg = config(Policy::Floating, 4, Discipline::Pdq, PpKind::Smp);
-    cfg.dispatch.max_servers = Some(2);
+    cfg.run.dispatch.max_servers = Some(2);
     let s = run(&cfg, 30, 64, 0);
     let spans = home_spans(&s);
     // The home's threads finish at once, so its processors are idle and serve.
@@ -162,7 +162,7 @@ fn dispatch_settings_are_checked() {
     let (table, h) = keyed_table();
     let err = |cfg: &SimConfig| match simulate(cfg, &table, |p| requester(p, h, 1, 1, 0)) {
         Err(e) => e.to_string(),
-        Ok(_) => panic!("accepted {:?}", cfg.dispatch),
+        Ok(_) => panic!("accepted {:?}", cfg.run.dispatch),
     };
     let mut c = config(Policy::Fixed { protocol_procs: 1 }, 2, Discipline::Pdq, PpKind::Smp);
     c.machine = MachineConfig::load("hpca97").unwrap();
@@ -172,7 +172,7 @@ fn dispatch_settings_are_checked() {
     let c = config(Policy::Floating, 2, Discipline::Pdq, PpKind::Embedded);
     assert!(err(&c).contains("embedded protocol processors are dedicated"), "{}", err(&c));
     let mut c = config(Policy::Floating, 2, Discipline::Pdq, PpKind::Smp);
-    c.dispatch.max_servers = Some(3);
+    c.run.dispatch.max_servers = Some(3);
     assert!(err(&c).contains("allowed 1..=2"), "{}", err(&c));
 }
 

@@ -78,7 +78,7 @@ fn interrupted_work_is_delayed_not_lost() {
     for (policy, ppn) in POLICIES {
         let mut cfg = config(policy, ppn, 5);
         cfg.machine.interrupt.overhead_cycles = 1000;
-        cfg.machine.protocol.relinquish = Relinquish::Eager;
+        cfg.run.relinquish = Relinquish::Eager;
         let n = 40;
         let out = simulate(&cfg, &table, |p| pinger(p, request, n, 2000)).unwrap();
         let threads = policy.compute_procs(ppn) as u64;
@@ -102,7 +102,7 @@ fn relinquish_rules_trade_interrupts_for_hand_offs() {
     let run = |rule| {
         let mut cfg = config(Policy::Floating, 2, 9);
         cfg.machine.interrupt.overhead_cycles = 3000;
-        cfg.machine.protocol.relinquish = rule;
+        cfg.run.relinquish = rule;
         simulate(&cfg, &table, |p| pinger(p, request, 60, 3000)).unwrap().stats
     };
     let eager = run(Relinquish::Eager);

@@ -24,7 +24,7 @@ fn mult(oint: u64, nodes: u32) -> SimConfig {
     let mut m = MachineConfig::load("hpca99").unwrap();
     m.interrupt.overhead_cycles = oint;
     let mut cfg = SimConfig::new(m, Topology { nodes, procs_per_node: 2 }, Policy::Floating, 1);
-    cfg.dispatch = Dispatch { discipline: Discipline::Pdq, pp_kind: PpKind::Smp, max_servers: None };
+    cfg.run.dispatch = Dispatch { discipline: Discipline::Pdq, pp_kind: PpKind::Smp, max_servers: None };
     cfg
 }
 
@@ -41,7 +41,7 @@ fn floating(oint: u64) -> SimConfig {
 /// threads then compute for `after` cycles (thread 1 for half as long).
 fn hand_off(release_cycles: u64, thread1_work: u64, after: u64) -> RunStats {
     let mut cfg = floating(5000);
-    cfg.machine.protocol.relinquish = finegrain_core::Relinquish::Eager;
+    cfg.run.relinquish = finegrain_core::Relinquish::Eager;
     cfg.machine.protocol.role_release_cycles = release_cycles;
     let steps = move |node: u32, thread: u32| match (node, thread) {
         (0, 0) => vec![Step::Request(1, 1), Step::Work(after)],

@@ -127,7 +127,7 @@ pub fn regenerate<L: Labels>(text: &str) -> Result<Rerun> {
 /// processors per node, requests) before anything is simulated: an edited
 /// size would otherwise run for hours or take the host's memory.
 fn check_sizes(config: &SimConfig, workload: &WorkloadSpec, stats: &Value) -> Result<(), String> {
-    let t = config.topology;
+    let t = config.run.topology;
     let nodes = stats.get("nodes").and_then(Value::as_array).map_or(0, Vec::len);
     if nodes != t.nodes as usize {
         return Err(format!(

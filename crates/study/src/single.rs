@@ -39,10 +39,10 @@ impl RunLabels {
     pub fn of(config: &SimConfig, workload: &WorkloadSpec, target_u: Option<f64>, lmin: Option<f64>) -> RunLabels {
         RunLabels {
             workload: workload.name().to_string(),
-            policy: config.policy.label(),
-            nodes: config.topology.nodes,
-            procs_per_node: config.topology.procs_per_node,
-            seed: config.seed,
+            policy: config.run.policy.label(),
+            nodes: config.run.topology.nodes,
+            procs_per_node: config.run.topology.procs_per_node,
+            seed: config.run.seed,
             kind: match workload {
                 WorkloadSpec::FetchAdd(_) => Point::of_config(config).map(|p| p.kind.label().to_string()),
                 WorkloadSpec::Micro(_) => None,
@@ -105,7 +105,7 @@ impl Labels for RunLabels {
     /// Lmin again, from the machine and seed the run measured it with.
     fn remeasure(&self, config: &SimConfig, workload: &WorkloadSpec) -> anyhow::Result<Vec<Remeasured>> {
         let (WorkloadSpec::Micro(w), Some(recorded)) = (workload, self.lmin_cycles) else { return Ok(Vec::new()) };
-        let now = micro::measure_lmin(&config.machine, w.protocol, config.seed)?;
+        let now = micro::measure_lmin(&config.machine, w.protocol, config.run.seed)?;
         Ok(vec![Remeasured { name: "lmin_cycles", recorded, now }])
     }
 }

@@ -144,10 +144,10 @@ impl Labels for SweepLabels {
         }
         if !self.settings.iter().any(|s| s.path == "seed") {
             let seed = seed_of(self.base_seed, self.replicate);
-            if config.seed != seed {
+            if config.run.seed != seed {
                 return Err(format!(
                     "it names replicate {} of base seed {}, which make seed {seed}, but its configuration runs seed {}",
-                    self.replicate, self.base_seed, config.seed
+                    self.replicate, self.base_seed, config.run.seed
                 ));
             }
         }
@@ -247,7 +247,7 @@ impl Sweep {
         let mut ids = std::collections::BTreeSet::new();
         for settings in grid(&self.axes) {
             for replicate in 0..self.seeds {
-                let labels = SweepLabels { settings: settings.clone(), replicate, base_seed: self.config.seed };
+                let labels = SweepLabels { settings: settings.clone(), replicate, base_seed: self.config.run.seed };
                 let p = self.point(&base, labels)?;
                 if !ids.insert(p.labels.id()) {
                     bail!(
@@ -366,7 +366,7 @@ fn csv(axes: &[Axis], records: &[RunRecord<SweepLabels>]) -> String {
             "{},{},{},{},{},{},{},{:.3},runs/{}.json",
             settings.join(","),
             r.labels.replicate,
-            r.config.seed,
+            r.config.run.seed,
             r.stats.sim_cycles,
             r.stats.events,
             r.stats.messages,
@@ -457,14 +457,14 @@ mod tests {
             Axis::parse("machine.interrupt.overhead_cycles=200,2000").unwrap(),
             Axis::parse("policy=floating,fixed").unwrap(),
         ];
-        s.config.topology.procs_per_node = 2;
+        s.config.run.topology.procs_per_node = 2;
         s.seeds = 2;
         let p = s.plan().unwrap_or_else(|e| panic!("{e:#}"));
         assert_eq!(p.len(), 8);
         assert_eq!(p[3].config.machine.interrupt.overhead_cycles, 200);
-        assert_eq!(p[3].config.policy, Policy::Fixed { protocol_procs: 1 });
+        assert_eq!(p[3].config.run.policy, Policy::Fixed { protocol_procs: 1 });
         assert_eq!(p[3].labels.id(), "overhead_cycles200-policyfixed-r1");
-        assert_ne!(p[2].config.seed, p[3].config.seed, "each replicate its own seed");
+        assert_ne!(p[2].config.run.seed, p[3].config.run.seed, "each replicate its own seed");
         for q in &p {
             q.labels.describe(&q.config, &q.workload).unwrap();
         }

@@ -17,10 +17,10 @@ pub fn rerun(record: &Path, json: Option<PathBuf>) -> Result<()> {
         record.display(),
         r.workload,
         c.machine.name,
-        c.policy.label(),
-        c.topology.nodes,
-        c.topology.procs_per_node,
-        c.seed
+        c.run.policy.label(),
+        c.run.topology.nodes,
+        c.run.topology.procs_per_node,
+        c.run.seed
     );
     if !r.differences.is_empty() {
         let shown: Vec<&str> = r.differences.iter().take(5).map(String::as_str).collect();

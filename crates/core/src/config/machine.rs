@@ -2,7 +2,7 @@
 //! caches, bus, network interface, network, interrupts, protocol handlers,
 //! parallel dispatch hardware), validated.
 
-use super::{ConfigError, Relinquish, RoleArbitration, MAX_CYCLES};
+use super::{ConfigError, RoleArbitration, MAX_CYCLES};
 use serde::{Deserialize, Serialize};
 
 /// Switches for the overheads the scheduling study separates, so each can be
@@ -129,9 +129,6 @@ pub struct ProtocolParams {
     pub role_acquire_cycles: u64,
     /// Giving the role up: unmasking, deciding to leave, releasing the lock.
     pub role_release_cycles: u64,
-    /// When an acting protocol processor with work of its own gives up the
-    /// role (Single and Floating).
-    pub relinquish: Relinquish,
     /// Who gets a released software role lock among the processors waiting
     /// for it (Floating). Absent in records made before it existed, which
     /// ran under `lowest`.

@@ -25,5 +25,6 @@ pub use machine::{
 };
 pub use presets::PRESETS;
 pub use run::{
-    check_max_servers, mix_seed, Discipline, Dispatch, Policy, PpKind, Relinquish, RoleArbitration, Topology,
+    check_max_servers, mix_seed, Discipline, Dispatch, Notification, Policy, PpKind, Relinquish, RoleArbitration,
+    RunConfig, Topology,
 };

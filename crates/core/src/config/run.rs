@@ -300,3 +300,95 @@ impl Default for Dispatch {
         Dispatch { discipline: Discipline::Serial, pp_kind: PpKind::Smp, max_servers: None }
     }
 }
+
+/// How a node notices a message that arrives while no processor acts as
+/// protocol processor (every one of them computes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Notification {
+    /// The network interface interrupts one computing processor (the
+    /// machine's interrupt costs apply).
+    #[default]
+    Interrupt,
+    /// Nothing interrupts: a processor notices messages only when it polls
+    /// (when it sends, waits for a reply, or reaches a poll site).
+    Poll,
+}
+
+impl Notification {
+    pub fn label(self) -> &'static str {
+        match self {
+            Notification::Interrupt => "interrupt",
+            Notification::Poll => "poll",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Notification, ConfigError> {
+        match s {
+            "interrupt" => Ok(Notification::Interrupt),
+            "poll" => Ok(Notification::Poll),
+            other => Err(ConfigError::invalid("notification", other, "allowed interrupt, poll")),
+        }
+    }
+}
+
+/// The settings of one run that every platform interprets: the machine's
+/// shape, who handles messages and how they are dispatched, when a
+/// processor gives the protocol role up, how a node notices a message, and
+/// the seed every random choice derives from. A platform adds its own
+/// (the simulator a machine model, the native runtime its rings and
+/// threads).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    pub topology: Topology,
+    pub policy: Policy,
+    /// How each node's protocol processors share its messages (serial, on
+    /// SMP processors, unless set).
+    #[serde(default)]
+    pub dispatch: Dispatch,
+    /// When a processor acting as protocol processor under Floating gives
+    /// the role up once its own work can continue.
+    pub relinquish: Relinquish,
+    #[serde(default)]
+    pub notification: Notification,
+    pub seed: u64,
+}
+
+impl RunConfig {
+    /// A run with serial dispatch on SMP processors, the eager relinquish
+    /// rule and interrupts.
+    pub fn new(topology: Topology, policy: Policy, seed: u64) -> RunConfig {
+        RunConfig {
+            topology,
+            policy,
+            dispatch: Dispatch::default(),
+            relinquish: Relinquish::Eager,
+            notification: Notification::Interrupt,
+            seed,
+        }
+    }
+
+    /// What every platform refuses: a topology the policy cannot run, and
+    /// a dispatch arrangement the policy cannot have.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.topology.validate(&self.policy)?;
+        let d = self.dispatch;
+        if d.pp_kind == PpKind::Embedded && !matches!(self.policy, Policy::Fixed { .. }) {
+            return Err(ConfigError::invalid(
+                "pp_kind",
+                "embedded",
+                "embedded protocol processors are dedicated: use policy fixed:K (K = embedded processors per node)",
+            ));
+        }
+        check_max_servers(d.max_servers, d.discipline, self.policy, self.topology.procs_per_node)?;
+        if d.discipline == Discipline::Static && self.policy.compute_procs_handle() {
+            return Err(ConfigError::invalid(
+                "discipline",
+                "static",
+                "static partitioning needs dedicated protocol processors (policy fixed:K)",
+            ));
+        }
+        Ok(())
+    }
+}

@@ -94,7 +94,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// Embedded protocol processors reach the device's queues without the
     /// memory bus: the cycles per message word, or None for an SMP processor.
     fn embedded_word_cycles(&self, p: usize) -> Option<u64> {
-        let embedded = self.cfg.dispatch.pp_kind == PpKind::Embedded && self.procs[p].dedicated;
+        let embedded = self.cfg.run.dispatch.pp_kind == PpKind::Embedded && self.procs[p].dedicated;
         embedded.then(|| self.cfg.machine.pdq.as_ref().map_or(0, |d| d.embedded_word_cycles))
     }
 
@@ -240,7 +240,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// the lock's read-modify-write.
     fn lock_key(&mut self, p: usize, msg: &Message, t: &mut u64) -> Option<(u64, u64)> {
         let SyncKey::Key(k) = msg.key else { return None };
-        if self.cfg.dispatch.discipline != Discipline::SpinLock {
+        if self.cfg.run.dispatch.discipline != Discipline::SpinLock {
             return None;
         }
         let n = self.procs[p].node;
@@ -322,7 +322,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         if !self.device_dispatch {
             return t;
         }
-        if self.cfg.dispatch.discipline == Discipline::Pdq {
+        if self.cfg.run.dispatch.discipline == Discipline::Pdq {
             self.procs[p].serving = Some((key, seq));
         }
         if let Some(word_cycles) = self.embedded_word_cycles(p) {

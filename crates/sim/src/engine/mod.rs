@@ -343,8 +343,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         cfg.validate()?;
         check_handlers(handlers, &cfg.machine)?;
         let m = &cfg.machine;
-        let ppn = cfg.topology.procs_per_node as usize;
-        let compute = cfg.policy.compute_procs(cfg.topology.procs_per_node) as usize;
+        let ppn = cfg.run.topology.procs_per_node as usize;
+        let compute = cfg.run.policy.compute_procs(cfg.run.topology.procs_per_node) as usize;
         let handler_code: Vec<u32> = handlers.infos().map(|(_, info)| info.code_bytes).collect();
         let code_pieces: Vec<u32> =
             std::iter::once(m.protocol.dispatch_code_bytes).chain(handler_code.iter().copied()).collect();
@@ -356,15 +356,15 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let mut nodes = Vec::new();
         let mut procs = Vec::new();
         let mut threads = Vec::new();
-        let discipline = cfg.dispatch.discipline;
-        let max_servers = match cfg.policy {
+        let discipline = cfg.run.dispatch.discipline;
+        let max_servers = match cfg.run.policy {
             Policy::Single => 1,
             Policy::Fixed { protocol_procs } => protocol_procs,
-            Policy::Floating => cfg.dispatch.max_servers.unwrap_or(ppn as u32),
+            Policy::Floating => cfg.run.dispatch.max_servers.unwrap_or(ppn as u32),
         };
         let window = m.pdq.as_ref().map_or(1, |p| p.search_window);
         let affinity_passes = m.pdq.as_ref().map_or(0, |p| p.affinity_passes);
-        for n in 0..cfg.topology.nodes as usize {
+        for n in 0..cfg.run.topology.nodes as usize {
             let owners: Vec<Option<u32>> = (0..ppn).map(|p| (p < compute).then_some(p as u32)).collect();
             nodes.push(Node {
                 first_proc: procs.len(),
@@ -411,7 +411,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     serving: None,
                     spin: 0,
                     completion: None,
-                    rng: ChaCha8Rng::seed_from_u64(mix_seed(cfg.seed, n as u64 + 1, p as u64 + 0x1000)),
+                    rng: ChaCha8Rng::seed_from_u64(mix_seed(cfg.run.seed, n as u64 + 1, p as u64 + 0x1000)),
                     stats: ProcStats { role: if p < compute { "compute" } else { "protocol" }, ..ProcStats::default() },
                 });
             }
@@ -419,9 +419,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 let shared = Rc::new(ThreadShared::new(
                     NodeId(n as u32),
                     ThreadId(t as u32),
-                    cfg.topology.nodes,
+                    cfg.run.topology.nodes,
                     compute as u32,
-                    mix_seed(cfg.seed, n as u64 + 1, t as u64 + 1),
+                    mix_seed(cfg.run.seed, n as u64 + 1, t as u64 + 1),
                 ));
                 let proc = SimProc { shared: shared.clone() };
                 // Once per thread, so caught here rather than by `run`.
@@ -452,8 +452,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             code,
             now: 0,
             queue: EventQueue::with_capacity(1024),
-            ni: Ni::new(m, &cfg.topology),
-            notify: Notifier::new(m, cfg.topology.nodes as usize),
+            ni: Ni::new(m, &cfg.run.topology),
+            notify: Notifier::new(m, cfg.run.topology.nodes as usize),
             nodes,
             procs,
             threads,

@@ -37,7 +37,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         if let Some(p) = (first..first + count).find(|&p| self.can_act(p)) {
             return self.wake(p);
         }
-        if !self.cfg.policy.compute_procs_handle() {
+        if !self.cfg.run.policy.compute_procs_handle() {
             return;
         }
         let procs = &self.procs;

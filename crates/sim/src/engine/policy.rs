@@ -31,7 +31,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     return;
                 }
                 ThreadState::Waiting | ThreadState::Finished | ThreadState::Paused => {
-                    if self.cfg.policy.compute_procs_handle() && self.role_open(n) {
+                    if self.cfg.run.policy.compute_procs_handle() && self.role_open(n) {
                         return self.start_acquire(p);
                     }
                     let cat = if self.threads[t].state == ThreadState::Waiting { Cat::Wait } else { Cat::Idle };
@@ -149,7 +149,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         if !peer_may_idle {
             return true; // nobody could ever take over
         }
-        match self.cfg.machine.protocol.relinquish {
+        match self.cfg.run.relinquish {
             Relinquish::Eager => true,
             Relinquish::Handoff => false,
             Relinquish::Adaptive => match self.nodes[n].arrival_gap_x16 {
@@ -175,7 +175,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// rule) is woken again once the node has been quiet for an interrupt's
     /// cost: no arrival would wake it if messages have stopped.
     fn schedule_recheck(&mut self, p: usize) {
-        if self.cfg.machine.protocol.relinquish != Relinquish::Adaptive || self.procs[p].recheck_at.is_some() {
+        if self.cfg.run.relinquish != Relinquish::Adaptive || self.procs[p].recheck_at.is_some() {
             return;
         }
         let n = self.procs[p].node;
@@ -230,7 +230,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
         match pr.thread {
             Some(t) => {
-                self.cfg.policy.compute_procs_handle()
+                self.cfg.run.policy.compute_procs_handle()
                     && matches!(
                         self.threads[t].state,
                         ThreadState::Waiting | ThreadState::Finished | ThreadState::Paused

@@ -75,16 +75,16 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             Op::Work(cycles) => self.start_compute(p, cycles, None),
             Op::Request { dst, handler, key, args, payload } => {
                 if key == SyncKey::Sequential
-                    && matches!(self.cfg.dispatch.discipline, Discipline::SpinLock | Discipline::Static)
+                    && matches!(self.cfg.run.dispatch.discipline, Discipline::SpinLock | Discipline::Static)
                 {
                     let e = AmError::Aborted(format!(
                         "a request with the sequential key under the {} discipline, which cannot run a handler alone; use request_keyed with a numbered or nosync key, or the pdq or serial discipline",
-                        self.cfg.dispatch.discipline.label()
+                        self.cfg.run.dispatch.discipline.label()
                     ));
                     return self.reject_op(t, e);
                 }
-                if dst.0 >= self.cfg.topology.nodes {
-                    let e = AmError::NoSuchNode { node: dst.0, nodes: self.cfg.topology.nodes };
+                if dst.0 >= self.cfg.run.topology.nodes {
+                    let e = AmError::NoSuchNode { node: dst.0, nodes: self.cfg.run.topology.nodes };
                     return self.reject_op(t, e);
                 }
                 if let Err(e) = self.handlers.info(handler) {
@@ -145,8 +145,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             }
             Op::Poll => {
                 let site = self.notify.poll_site(p, self.now);
-                let can_handle =
-                    site.polls && self.cfg.policy.compute_procs_handle() && self.role_open(n) && self.work_waiting(n);
+                let can_handle = site.polls
+                    && self.cfg.run.policy.compute_procs_handle()
+                    && self.role_open(n)
+                    && self.work_waiting(n);
                 if can_handle {
                     self.threads[t].state = ThreadState::PollDrain;
                     self.start_acquire(p);

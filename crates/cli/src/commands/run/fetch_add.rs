@@ -58,7 +58,7 @@ fn point(a: &RunArgs, native: bool) -> Result<Built> {
         home_burst_cycles: a.home_burst_cycles.unwrap_or(2000.0),
     };
     if !native {
-        let threads = config.policy.compute_procs(config.topology.procs_per_node);
+        let threads = config.run.policy.compute_procs(config.run.topology.procs_per_node);
         workload.validate(&config.machine, threads).map_err(anyhow::Error::msg)?;
     }
     if workload.sequential_fraction > 0.0 && matches!(point.discipline, Discipline::SpinLock | Discipline::Static) {
@@ -134,11 +134,11 @@ pub fn build_native(a: &RunArgs) -> Result<NativeRun> {
         );
     }
     let c = &built.config;
-    let mut rt = finegrain_rt::RtConfig::new(c.topology, c.policy);
+    let mut rt = finegrain_rt::RtConfig::new(c.run.topology, c.run.policy);
     rt.discipline = built.point.discipline;
-    rt.seed = c.seed;
+    rt.seed = c.run.seed;
     // Mult: at most K idle threads serve at once, as in the simulator.
-    rt.max_servers = c.dispatch.max_servers;
+    rt.max_servers = c.run.dispatch.max_servers;
     rt.validate()?;
     Ok(NativeRun { built, rt })
 }
@@ -180,7 +180,7 @@ pub fn native(a: &RunArgs, run: NativeRun) -> Result<()> {
     );
     say!("handlers          {}   interrupts {}", s.handlers, s.interrupts);
     if std::thread::available_parallelism().map_or(1, |n| n.get())
-        < (config.topology.nodes * config.topology.procs_per_node) as usize
+        < (config.run.topology.nodes * config.run.topology.procs_per_node) as usize
     {
         crate::note(format_args!(
             "more threads than cores; the time measures correctness under oversubscription, not speed"
@@ -234,9 +234,9 @@ fn describe(p: &Point, c: &SimConfig, w: &FetchAddConfig) -> String {
         p.discipline.label(),
         w.keys,
         w.skew.label(),
-        c.topology.nodes - 1,
-        c.policy.compute_procs(c.topology.procs_per_node),
-        c.seed
+        c.run.topology.nodes - 1,
+        c.run.policy.compute_procs(c.run.topology.procs_per_node),
+        c.run.seed
     )
 }
 

@@ -25,17 +25,17 @@ pub fn build(a: &RunArgs) -> Result<SimRun> {
         machine.interrupt.overhead_cycles = o;
     }
     let policy = Policy::parse(a.policy.as_deref().unwrap_or("fixed"))?;
-    if let Some(r) = &a.relinquish {
-        machine.protocol.relinquish = Relinquish::parse(r)?;
-        relinquish_needs_floating(r, &policy)?;
-    }
     let topology = Topology { nodes: a.nodes.unwrap_or(2), procs_per_node: a.procs_per_node.unwrap_or(2) };
     let protocol = Protocol::parse(a.protocol.as_deref().unwrap_or("null")).map_err(anyhow::Error::msg)?;
-    let config = SimConfig::new(machine, topology, policy, a.seed.unwrap_or(1));
+    let mut config = SimConfig::new(machine, topology, policy, a.seed.unwrap_or(1));
+    if let Some(r) = &a.relinquish {
+        config.run.relinquish = Relinquish::parse(r)?;
+        relinquish_needs_floating(r, &policy)?;
+    }
     micro::two_nodes_at_least(topology.nodes).map_err(anyhow::Error::msg)?;
     config.validate()?;
     let (workload, lmin) =
-        workload(a, protocol, "cycles", || Ok(micro::measure_lmin(&config.machine, protocol, config.seed)?))?;
+        workload(a, protocol, "cycles", || Ok(micro::measure_lmin(&config.machine, protocol, config.run.seed)?))?;
     Ok(SimRun { config, workload: WorkloadSpec::Micro(workload), target_u: a.u, lmin })
 }
 
@@ -46,12 +46,12 @@ pub fn print(a: &RunArgs, run: &SimRun, w: &MicroConfig, s: &RunStats, wall: &Wa
     say!(
         "preset {}  policy {} (relinquish {})  {} nodes x {} processors  protocol {}  seed {}",
         preset_shown(&config.machine.name, a.preset.as_deref()),
-        config.policy.label(),
-        config.machine.protocol.relinquish.label(),
-        config.topology.nodes,
-        config.topology.procs_per_node,
+        config.run.policy.label(),
+        config.run.relinquish.label(),
+        config.run.topology.nodes,
+        config.run.topology.procs_per_node,
         w.protocol,
-        config.seed
+        config.run.seed
     );
     // Everything else `run` was given, so the output alone regenerates it.
     say!(

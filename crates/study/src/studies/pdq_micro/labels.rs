@@ -67,7 +67,7 @@ impl Labels for RunLabels {
         let Some(point) = Point::of_config(c) else {
             return Err("its configuration is no point of the PDQ study (who serves the home's handlers)".into());
         };
-        describe_value("seed", &self.seed, &c.seed)?;
+        describe_value("seed", &self.seed, &c.run.seed)?;
         describe_value("kind", &self.kind, &point.kind)?;
         describe_value("discipline", &self.discipline, &point.discipline)?;
         describe_value("protocol_procs", &self.protocol_procs, &point.protocol_procs)?;

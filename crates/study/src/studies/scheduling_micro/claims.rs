@@ -211,12 +211,19 @@ pub(super) struct Sensitivity {
     pub(super) claim5: Vec<(EffectOff, Verdict)>,
     pub(super) claim2: Vec<(Relinquish, Verdict)>,
     pub(super) claim4: Vec<(RoleArbitration, Verdict)>,
-    /// The preset's rules, which the study's own runs follow.
-    pub(super) preset: ProtocolParams,
+    /// The rules the study's own runs follow: the run's relinquish rule
+    /// and the preset's role arbitration.
+    pub(super) own_relinquish: Relinquish,
+    pub(super) own_arbitration: RoleArbitration,
 }
 
 /// Each claim again on the runs of each sensitivity setting.
-pub(super) fn sensitivity(grid: &Grid, records: &[Run], preset: &ProtocolParams) -> Sensitivity {
+pub(super) fn sensitivity(
+    grid: &Grid,
+    records: &[Run],
+    own_relinquish: Relinquish,
+    preset: &ProtocolParams,
+) -> Sensitivity {
     let ((lo, hi), us) = (oint_range(grid), sorted_u(grid));
     let oints = sorted_oints(grid);
     Sensitivity {
@@ -244,7 +251,8 @@ pub(super) fn sensitivity(grid: &Grid, records: &[Run], preset: &ProtocolParams)
             |a| Variant { arbitration: Some(a), ..Variant::BASELINE },
             |v| claim4(v, grid, &us, lo),
         ),
-        preset: preset.clone(),
+        own_relinquish,
+        own_arbitration: preset.role_arbitration,
     }
 }
 
@@ -605,7 +613,7 @@ pub(super) fn arbitration_body(grid: &Grid, records: &[Run], sensitivity: &Sensi
          waiting for it; the preset's is {}. These runs are in `runs/arbitration-<rule>-*.json` and are not used for \
          the verdicts above. Under Floating at {p_max} processors, U={u_low}, the two busiest processors of a node \
          run a share of its handlers of {} under {0}.\n",
-        sensitivity.preset.role_arbitration.label(),
+        sensitivity.own_arbitration.label(),
         spread(Variant::BASELINE)
     );
     for (a, v) in &sensitivity.claim4 {

@@ -5,7 +5,7 @@ use crate::experiment::{check_distinct, check_distinct_decimals, shown, EffectOf
 use anyhow::{bail, Result};
 use finegrain_apps::micro::Protocol;
 use finegrain_core::config::{InterruptParams, ProtocolParams, Relinquish, RoleArbitration};
-use finegrain_core::MachineConfig;
+use finegrain_sim::SimConfig;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
@@ -143,13 +143,20 @@ impl Grid {
 
     /// A rule rerun for claim 2 or 4 must differ from the preset's (its
     /// runs would repeat the study's own).
-    pub(super) fn check_rules(&self, table: &str, preset: &ProtocolParams, interrupt: &InterruptParams) -> Result<()> {
-        if self.relinquish_sensitivity.contains(&preset.relinquish) {
+    /// `own` is the rule the study's own runs give up the role by.
+    pub(super) fn check_rules(
+        &self,
+        table: &str,
+        own: Relinquish,
+        preset: &ProtocolParams,
+        interrupt: &InterruptParams,
+    ) -> Result<()> {
+        if self.relinquish_sensitivity.contains(&own) {
             bail!(
-                "invalid {table}.relinquish_sensitivity = [{}]: {} is the preset's own rule; allowed the other rules \
+                "invalid {table}.relinquish_sensitivity = [{}]: {} is the study's own rule; allowed the other rules \
                  of eager, handoff, adaptive",
                 self.relinquish_sensitivity.iter().map(|r| r.label()).collect::<Vec<_>>().join(", "),
-                preset.relinquish.label()
+                own.label()
             );
         }
         let preset_return = 100 - interrupt.entry_percent;
@@ -209,12 +216,13 @@ impl Variant {
         s
     }
 
-    pub(super) fn apply(&self, m: &mut MachineConfig) {
+    pub(super) fn apply(&self, config: &mut SimConfig) {
+        let m = &mut config.machine;
         if let Some(e) = self.effect_off {
             e.apply(m);
         }
         if let Some(r) = self.relinquish {
-            m.protocol.relinquish = r;
+            config.run.relinquish = r;
         }
         if let Some(a) = self.arbitration {
             m.protocol.role_arbitration = a;

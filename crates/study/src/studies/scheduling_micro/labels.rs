@@ -113,18 +113,22 @@ impl Labels for RunLabels {
         if !(self.lmin_cycles > 0.0 && self.lmin_cycles.is_finite()) {
             return Err(format!("lmin_cycles = {}: allowed a positive number", self.lmin_cycles));
         }
-        describe_value("seed", &self.seed, &c.seed)?;
+        describe_value("seed", &self.seed, &c.run.seed)?;
         describe_value("protocol", &self.protocol, &w.protocol)?;
-        describe_value("policy", &self.policy, &c.policy.label())?;
-        describe_value("procs_per_node", &self.procs_per_node, &c.topology.procs_per_node)?;
-        describe_value("compute_procs", &self.compute_procs, &c.policy.compute_procs(c.topology.procs_per_node))?;
+        describe_value("policy", &self.policy, &c.run.policy.label())?;
+        describe_value("procs_per_node", &self.procs_per_node, &c.run.topology.procs_per_node)?;
+        describe_value(
+            "compute_procs",
+            &self.compute_procs,
+            &c.run.policy.compute_procs(c.run.topology.procs_per_node),
+        )?;
         describe_value("oint_cycles", &self.oint_cycles, &c.machine.interrupt.overhead_cycles)?;
         describe_value("mean_compute_cycles", &self.mean_compute_cycles, &w.mean_compute_cycles)?;
         if let Some(e) = self.effect_off.filter(|e| e.is_on(&c.machine)) {
             return Err(format!("it names effect_off = {} but its configuration runs with {0} on", e.name()));
         }
         let protocol = &c.machine.protocol;
-        named_rule("relinquish_rule", self.relinquish, protocol.relinquish, Relinquish::label)?;
+        named_rule("relinquish_rule", self.relinquish, c.run.relinquish, Relinquish::label)?;
         named_rule("arbitration_rule", self.arbitration, protocol.role_arbitration, RoleArbitration::label)?;
         if let Some(r) = self.return_percent {
             let paid = 100 - c.machine.interrupt.entry_percent;

@@ -32,6 +32,12 @@ use finegrain_core::MachineConfig;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// When the study's own Floating runs give the role up: the paper's
+/// Floating, whose idle processor handles messages until it has work
+/// again and then gives the role up (to an idle peer if one waits for it).
+/// Its runs keep [`finegrain_sim::SimConfig::new`]'s rule, this one.
+const OWN_RELINQUISH: finegrain_core::Relinquish = finegrain_core::Relinquish::Eager;
+
 /// The study, loaded: its experiment, the preset's machine, and Lmin
 /// measured on it for each protocol.
 pub struct SchedulingMicro {
@@ -63,7 +69,7 @@ impl Study for SchedulingMicro {
         let header = crate::experiment::header(src)?;
         let machine = MachineConfig::load(&src.preset(&exp.preset))?;
         for (table, g) in [("full", &exp.full), ("quick", &exp.quick)] {
-            g.check_rules(table, &machine.protocol, &machine.interrupt)?;
+            g.check_rules(table, OWN_RELINQUISH, &machine.protocol, &machine.interrupt)?;
             check_sensitivity_on(&format!("{table}.sensitivity"), &g.sensitivity, &machine, &exp.preset)?;
         }
         let grid = if quick { &exp.quick } else { &exp.full };
@@ -116,7 +122,7 @@ impl Study for SchedulingMicro {
     }
 
     fn sections(&self, runs: &[Run], _claims: &[Claim]) -> Vec<Section> {
-        let sensitivity = claims::sensitivity(self.grid(), runs, &self.machine.protocol);
+        let sensitivity = claims::sensitivity(self.grid(), runs, OWN_RELINQUISH, &self.machine.protocol);
         report::sections(self.grid(), &self.machine, &self.lmin, runs, &sensitivity)
     }
 }

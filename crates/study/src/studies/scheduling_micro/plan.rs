@@ -187,9 +187,9 @@ fn planned(
 ) -> Planned<RunLabels> {
     let mut m = machine.clone();
     m.interrupt.overhead_cycles = labels.oint_cycles;
-    labels.variant().apply(&mut m);
     let topology = Topology { nodes: exp.nodes, procs_per_node: labels.procs_per_node };
-    let config = SimConfig::new(m, topology, policy, labels.seed);
+    let mut config = SimConfig::new(m, topology, policy, labels.seed);
+    labels.variant().apply(&mut config);
     let workload = WorkloadSpec::Micro(MicroConfig {
         protocol: labels.protocol,
         mean_compute_cycles: labels.mean_compute_cycles,

@@ -154,9 +154,9 @@ pub(super) fn sections(
         let (lo, hi) = oint_range(grid);
         let mut s = format!(
             "Claim 2's points (null handler, 2 processors per node, Oint {lo} and {hi}) run again with another rule \
-             for when an acting protocol processor with work of its own gives the role up; the preset's rule is {}. \
+             for when an acting protocol processor with work of its own gives the role up; the study's own rule is {}. \
              These runs are in `runs/relinquish-<rule>-*.json` and are not used for the verdicts above.\n\n",
-            sensitivity.preset.relinquish.label()
+            sensitivity.own_relinquish.label()
         );
         for (r, v) in &sensitivity.claim2 {
             let _ = writeln!(s, "- relinquish {}: {} - {}", r.label(), v.status(), v.evidence);
