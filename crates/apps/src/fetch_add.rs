@@ -28,7 +28,8 @@ use finegrain_core::{
     Access, AmError, Args, ConfigError, HandlerId, HandlerInfo, HandlerTable, MachineConfig, Message, NodeId, Payload,
     Proc, Region, Reply, SyncKey,
 };
-use finegrain_sim::{RunStats, SimConfig, SimError, SimOutput};
+use finegrain_core::{Platform, Ran, Workload, WorkloadError};
+use finegrain_sim::{RunStats, SimConfig, SimError, Simulator};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp, Zipf};
@@ -60,22 +61,27 @@ pub enum KeySkew {
 pub const ZIPF_EXPONENTS: std::ops::RangeInclusive<f64> = 0.01..=100.0;
 
 /// Refuses a Zipf exponent outside [`ZIPF_EXPONENTS`], naming `field`.
-pub fn check_zipf_exponent(field: &str, exponent: f64) -> Result<(), String> {
+pub fn check_zipf_exponent(field: &str, exponent: f64) -> Result<(), ConfigError> {
     if ZIPF_EXPONENTS.contains(&exponent) {
         return Ok(());
     }
-    Err(format!("invalid {field} = {exponent:?}: allowed {}..={}", ZIPF_EXPONENTS.start(), ZIPF_EXPONENTS.end()))
+    Err(ConfigError::invalid(
+        field,
+        format!("{exponent:?}"),
+        format!("allowed {}..={}", ZIPF_EXPONENTS.start(), ZIPF_EXPONENTS.end()),
+    ))
 }
 
 impl KeySkew {
     /// Parses `uniform` or `zipf:S`.
-    pub fn parse(s: &str) -> Result<KeySkew, String> {
+    pub fn parse(s: &str) -> Result<KeySkew, ConfigError> {
         let bad = || {
-            format!(
-                "invalid skew = {s}: allowed uniform or zipf:S (S in {}..={}, for example zipf:1.0)",
+            let allowed = format!(
+                "allowed uniform or zipf:S (S in {}..={}, for example zipf:1.0)",
                 ZIPF_EXPONENTS.start(),
                 ZIPF_EXPONENTS.end()
-            )
+            );
+            ConfigError::invalid("skew", s, allowed)
         };
         if s == "uniform" {
             return Ok(KeySkew::Uniform);
@@ -125,47 +131,67 @@ pub struct FetchAddConfig {
 }
 
 impl FetchAddConfig {
-    pub fn validate(&self, machine: &MachineConfig, threads_per_node: u32) -> Result<(), String> {
+    pub fn validate(&self, machine: &MachineConfig, threads_per_node: u32) -> Result<(), ConfigError> {
         let capacity = key_capacity(machine, threads_per_node);
         if capacity == 0 {
-            return Err(format!(
-                "invalid preset {}: its home protocol table ({threads_per_node} threads x {} blocks x {}-byte entries) holds no {}-byte word block; allowed presets with room for at least one",
-                machine.name,
-                machine.blocks_per_segment(),
-                machine.protocol.table_entry_bytes,
-                machine.protocol.block_bytes
+            return Err(ConfigError::invalid(
+                "preset",
+                &machine.name,
+                format!(
+                    "its home protocol table ({threads_per_node} threads x {} blocks x {}-byte entries) holds no \
+                     {}-byte word block; allowed presets with room for at least one",
+                    machine.blocks_per_segment(),
+                    machine.protocol.table_entry_bytes,
+                    machine.protocol.block_bytes
+                ),
             ));
         }
         if self.keys == 0 || self.keys > capacity {
-            return Err(format!(
-                "invalid keys = {}: allowed 1..={capacity} (one protocol block per word in the home's protocol table; \
-                 more threads per node, or a preset with a larger cache.size_bytes, make room)",
-                self.keys
+            return Err(ConfigError::invalid(
+                "keys",
+                self.keys,
+                format!(
+                    "allowed 1..={capacity} (one protocol block per word in the home's protocol table; more threads \
+                     per node, or a preset with a larger cache.size_bytes, make room)"
+                ),
             ));
         }
         if let KeySkew::Zipf { exponent } = self.skew {
             check_zipf_exponent("skew exponent", exponent)?;
         }
         if !(0.0..=1.0).contains(&self.sequential_fraction) {
-            return Err(format!("invalid sequential_fraction = {}: allowed 0..=1", self.sequential_fraction));
+            return Err(ConfigError::invalid("sequential_fraction", self.sequential_fraction, "allowed 0..=1"));
         }
         if !(self.think_cycles >= 0.0 && self.think_cycles <= MAX_CYCLES as f64) {
-            return Err(format!("invalid think_cycles = {:?}: allowed 0..={MAX_CYCLES}", self.think_cycles));
+            return Err(ConfigError::invalid(
+                "think_cycles",
+                format!("{:?}", self.think_cycles),
+                format!("allowed 0..={MAX_CYCLES}"),
+            ));
         }
         if self.handler_cycles > MAX_CYCLES {
-            return Err(format!("invalid handler_cycles = {}: allowed 0..={MAX_CYCLES}", self.handler_cycles));
+            return Err(ConfigError::invalid(
+                "handler_cycles",
+                self.handler_cycles,
+                format!("allowed 0..={MAX_CYCLES}"),
+            ));
         }
         if !(1..=MAX_REQUESTS).contains(&self.requests_per_thread) {
-            return Err(format!(
-                "invalid requests_per_thread = {}: allowed 1..={MAX_REQUESTS}",
-                self.requests_per_thread
+            return Err(ConfigError::invalid(
+                "requests_per_thread",
+                self.requests_per_thread,
+                format!("allowed 1..={MAX_REQUESTS}"),
             ));
         }
         if !(0.0..=1.0).contains(&self.home_u) || self.home_u.is_sign_negative() {
-            return Err(format!("invalid home_u = {}: allowed 0..=1", self.home_u));
+            return Err(ConfigError::invalid("home_u", self.home_u, "allowed 0..=1"));
         }
         if !(self.home_burst_cycles >= 1.0 && self.home_burst_cycles <= MAX_CYCLES as f64) {
-            return Err(format!("invalid home_burst_cycles = {:?}: allowed 1..={MAX_CYCLES}", self.home_burst_cycles));
+            return Err(ConfigError::invalid(
+                "home_burst_cycles",
+                format!("{:?}", self.home_burst_cycles),
+                format!("allowed 1..={MAX_CYCLES}"),
+            ));
         }
         // The home's mean idle period, burst (1 - U) / U, is a cost like any
         // other: at most MAX_CYCLES.
@@ -174,9 +200,14 @@ impl FetchAddConfig {
             // Shown rounded up to four figures, so the value shown is allowed.
             let scale = 10f64.powf(lowest_u.log10().floor() - 3.0);
             let shown = (lowest_u / scale).ceil() * scale;
-            return Err(format!(
-                "invalid home_u = {:?}: allowed 0 (the home does not compute) or {shown:.3e}..=1 (with home_burst_cycles = {} a lower U idles more than {MAX_CYCLES} cycles between bursts)",
-                self.home_u, self.home_burst_cycles
+            return Err(ConfigError::invalid(
+                "home_u",
+                format!("{:?}", self.home_u),
+                format!(
+                    "allowed 0 (the home does not compute) or {shown:.3e}..=1 (with home_burst_cycles = {} a lower U \
+                     idles more than {MAX_CYCLES} cycles between bursts)",
+                    self.home_burst_cycles
+                ),
             ));
         }
         Ok(())
@@ -205,11 +236,14 @@ impl Words {
 
     /// Every word must equal the requests sent for it: a lost update means
     /// two handlers of one key overlapped.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), WorkloadError> {
         for (k, (v, s)) in self.values.iter().zip(&self.sent).enumerate() {
             let (v, s) = (v.load(Ordering::Relaxed), s.load(Ordering::Relaxed));
             if v != s {
-                return Err(format!("word {k} holds {v} after {s} fetch&add requests: handlers of one key overlapped"));
+                return Err(WorkloadError::WrongAnswer {
+                    workload: "fetch&add",
+                    what: format!("word {k} holds {v} after {s} fetch&add requests: handlers of one key overlapped"),
+                });
             }
         }
         Ok(())
@@ -346,25 +380,64 @@ async fn home_thread<P: Proc>(p: &P, cfg: &FetchAddConfig, shared: &Shared, rng:
     }
 }
 
+/// Fetch&add as a [`Workload`], set up for one machine and topology: the
+/// words at the home, the handlers that update them, and the count of
+/// requesters the home's threads wait for.
+pub struct FetchAdd {
+    cfg: FetchAddConfig,
+    table: HandlerTable,
+    h: FetchAddHandlers,
+    shared: Shared,
+}
+
+impl FetchAdd {
+    /// Checks `cfg` against the home's protocol table (`threads_per_node`
+    /// compute threads' worth on `machine`) and registers the handlers for
+    /// a machine of `nodes` nodes (node 0 the home).
+    pub fn new(
+        cfg: &FetchAddConfig,
+        machine: &MachineConfig,
+        nodes: u32,
+        threads_per_node: u32,
+    ) -> Result<FetchAdd, WorkloadError> {
+        cfg.validate(machine, threads_per_node)?;
+        crate::micro::two_nodes_at_least(nodes)?;
+        let words = Arc::new(Words::new(cfg.keys));
+        let (table, h) = handlers(cfg, machine, words.clone())?;
+        let requesters = (nodes as u64 - 1) * threads_per_node as u64;
+        let shared = Shared { words, requesters_left: AtomicU64::new(requesters) };
+        Ok(FetchAdd { cfg: cfg.clone(), table, h, shared })
+    }
+}
+
+impl Workload for FetchAdd {
+    type Output = ThreadOutcome;
+
+    fn name(&self) -> &'static str {
+        "fetch-add"
+    }
+
+    fn handlers(&self) -> &HandlerTable {
+        &self.table
+    }
+
+    async fn thread<P: Proc>(&self, p: P) -> Result<ThreadOutcome, AmError> {
+        thread(&p, &self.cfg, &self.h, &self.shared).await
+    }
+
+    /// Every word equals the requests sent for it.
+    fn check(&self, _outputs: &[ThreadOutcome]) -> Result<(), WorkloadError> {
+        self.shared.words.check()
+    }
+}
+
 /// Runs fetch&add in the simulator and checks every word afterwards.
-pub fn simulate(sim: &SimConfig, cfg: &FetchAddConfig) -> Result<SimOutput<ThreadOutcome>, SimError> {
+pub fn simulate(sim: &SimConfig, cfg: &FetchAddConfig) -> Result<Ran<ThreadOutcome, RunStats>, SimError> {
     // The machine first: the workload's checks size the key table from it.
     sim.validate()?;
     let threads = sim.run.policy.compute_procs(sim.run.topology.procs_per_node);
-    let invalid = |e: String| SimError::Config(ConfigError::Workload(e));
-    cfg.validate(&sim.machine, threads).map_err(invalid)?;
-    crate::micro::two_nodes_at_least(sim.run.topology.nodes).map_err(invalid)?;
-    let words = Arc::new(Words::new(cfg.keys));
-    let (table, h) = handlers(cfg, &sim.machine, words.clone()).map_err(SimError::Handler)?;
-    let shared = Shared { words: words.clone(), requesters_left: AtomicU64::new(requester_threads(sim)) };
-    let out = finegrain_sim::simulate(sim, &table, |p| {
-        let (cfg, h, shared) = (cfg.clone(), h.clone(), &shared);
-        async move { thread(&p, &cfg, &h, shared).await }
-    })?;
-    words
-        .check()
-        .map_err(|e| SimError::Handler(AmError::HandlerFailed { handler: "fetch_add_request".into(), reason: e }))?;
-    Ok(out)
+    let w = FetchAdd::new(cfg, &sim.machine, sim.run.topology.nodes, threads)?;
+    Simulator { config: sim }.run(&w)
 }
 
 /// Requests a run makes in all (each is answered once).
@@ -397,14 +470,9 @@ pub struct HomeMeasures {
     pub bus_transactions_per_request: f64,
 }
 
-/// Extracts the home node's measures from a run's output.
-pub fn home_measures(machine: &MachineConfig, out: &SimOutput<ThreadOutcome>) -> HomeMeasures {
-    home_measures_of(machine, &out.stats)
-}
-
 /// The home node's measures from a run's statistics alone (what a run
 /// record keeps).
-pub fn home_measures_of(machine: &MachineConfig, stats: &RunStats) -> HomeMeasures {
+pub fn home_measures(machine: &MachineConfig, stats: &RunStats) -> HomeMeasures {
     let home = &stats.nodes[0];
     let requests: u64 = home.procs.iter().map(|p| p.handlers).sum();
     let busy: u64 = home.procs.iter().map(|p| p.cycles.busy_wait).sum();
@@ -440,9 +508,8 @@ pub fn run_native(
     machine.validate()?;
     rt.validate()?;
     let threads = rt.compute_threads_per_node();
-    let invalid = |e: String| finegrain_rt::RtError::Config(ConfigError::Workload(e));
-    // The native table's room first: the simulated machine's (what
-    // `validate` checks) is larger, and would name the wrong range.
+    // The native table's room first: the simulated machine's (what the
+    // workload checks) is larger, and would name the wrong range.
     let capacity = rt.protocol_table_bytes() as u64 / machine.protocol.block_bytes as u64;
     if cfg.keys == 0 || cfg.keys > capacity {
         let allowed = format!(
@@ -451,18 +518,8 @@ pub fn run_native(
         );
         return Err(finegrain_rt::RtError::Config(ConfigError::invalid("keys", cfg.keys, allowed)));
     }
-    cfg.validate(machine, threads).map_err(invalid)?;
-    crate::micro::two_nodes_at_least(rt.topology.nodes).map_err(invalid)?;
-    let words = Arc::new(Words::new(cfg.keys));
-    let (table, h) = handlers(cfg, machine, words.clone()).map_err(finegrain_rt::RtError::Handler)?;
-    let left = (rt.topology.nodes as u64 - 1) * threads as u64;
-    let shared = Arc::new(Shared { words: words.clone(), requesters_left: AtomicU64::new(left) });
-    let out = finegrain_rt::run(rt, &table, |p| {
-        let (cfg, h, shared) = (cfg.clone(), h.clone(), shared.clone());
-        async move { thread(&p, &cfg, &h, &shared).await }
-    })?;
-    words.check().map_err(|e| {
-        finegrain_rt::RtError::Handler(AmError::HandlerFailed { handler: "fetch_add_request".into(), reason: e })
-    })?;
+    let w = FetchAdd::new(cfg, machine, rt.topology.nodes, threads).map_err(crate::native_error)?;
+    let out = finegrain_rt::run(rt, w.handlers(), |p| w.thread(p))?;
+    w.check(&out.results).map_err(crate::native_error)?;
     Ok(out)
 }

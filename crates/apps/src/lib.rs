@@ -52,17 +52,16 @@ impl WorkloadSpec {
     /// Checks the workload against the machine it would run on (the
     /// checks `simulate` makes first), without running it.
     pub fn validate(&self, config: &SimConfig) -> Result<(), SimError> {
-        let workload = |e: String| SimError::Config(finegrain_core::ConfigError::Workload(e));
         config.validate()?;
-        micro::two_nodes_at_least(config.run.topology.nodes).map_err(workload)?;
+        micro::two_nodes_at_least(config.run.topology.nodes)?;
         match self {
             WorkloadSpec::Micro(w) => {
-                w.validate().map_err(workload)?;
-                micro::block_fits(w.protocol, &config.machine).map_err(SimError::Config)
+                w.validate()?;
+                Ok(micro::block_fits(w.protocol, &config.machine)?)
             }
             WorkloadSpec::FetchAdd(w) => {
                 let threads = config.run.policy.compute_procs(config.run.topology.procs_per_node);
-                w.validate(&config.machine, threads).map_err(workload)
+                Ok(w.validate(&config.machine, threads)?)
             }
         }
     }
@@ -90,9 +89,25 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Micro(_) => None,
             WorkloadSpec::FetchAdd(_) => {
-                let home = fetch_add::home_measures_of(&config.machine, stats);
+                let home = fetch_add::home_measures(&config.machine, stats);
                 Some(serde_json::to_value(home).expect("home measures are plain numbers"))
             }
+        }
+    }
+}
+
+/// A workload's error as the native runtime reports it (until the runtime
+/// is a `Platform` of its own).
+fn native_error(e: finegrain_core::WorkloadError) -> finegrain_rt::RtError {
+    use finegrain_core::WorkloadError;
+    match e {
+        WorkloadError::Config(c) => finegrain_rt::RtError::Config(c),
+        WorkloadError::Handlers(h) => finegrain_rt::RtError::Handler(h),
+        WorkloadError::WrongAnswer { workload, what } => {
+            finegrain_rt::RtError::Handler(finegrain_core::AmError::HandlerFailed {
+                handler: workload.into(),
+                reason: what,
+            })
         }
     }
 }

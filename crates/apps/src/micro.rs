@@ -18,12 +18,14 @@ use finegrain_core::{
     Access, AmError, Args, ConfigError, HandlerId, HandlerInfo, HandlerTable, MachineConfig, Message, NodeId, Payload,
     Policy, Proc, Region, Reply, ThreadId, Topology,
 };
-use finegrain_sim::{SimConfig, SimError, SimOutput};
+use finegrain_core::{Platform, Ran, Workload, WorkloadError};
+use finegrain_sim::{RunStats, SimConfig, SimError, Simulator};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// Which request/reply protocol the threads run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
@@ -34,11 +36,11 @@ pub enum Protocol {
 }
 
 impl Protocol {
-    pub fn parse(s: &str) -> Result<Protocol, String> {
+    pub fn parse(s: &str) -> Result<Protocol, ConfigError> {
         match s {
             "null" => Ok(Protocol::Null),
             "fetch" => Ok(Protocol::Fetch),
-            _ => Err(format!("invalid protocol = {s}: allowed null, fetch")),
+            _ => Err(ConfigError::invalid("protocol", s, "allowed null, fetch")),
         }
     }
 
@@ -82,15 +84,20 @@ pub struct MicroConfig {
 }
 
 impl MicroConfig {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if !(self.mean_compute_cycles >= 0.0 && self.mean_compute_cycles <= MAX_CYCLES as f64) {
-            return Err(format!(
-                "invalid mean_compute_cycles = {:?}: allowed 0..={MAX_CYCLES}",
-                self.mean_compute_cycles
+            return Err(ConfigError::invalid(
+                "mean_compute_cycles",
+                format!("{:?}", self.mean_compute_cycles),
+                format!("allowed 0..={MAX_CYCLES}"),
             ));
         }
         if !(1..=MAX_REQUESTS).contains(&self.requests_per_node) {
-            return Err(format!("invalid requests_per_node = {}: allowed 1..={MAX_REQUESTS}", self.requests_per_node));
+            return Err(ConfigError::invalid(
+                "requests_per_node",
+                self.requests_per_node,
+                format!("allowed 1..={MAX_REQUESTS}"),
+            ));
         }
         Ok(())
     }
@@ -228,10 +235,10 @@ pub fn segment_fits(rt: &finegrain_rt::RtConfig, machine: &MachineConfig) -> Res
 }
 
 /// Requests go to another node, so a run needs two nodes.
-pub fn two_nodes_at_least(nodes: u32) -> Result<(), String> {
+pub fn two_nodes_at_least(nodes: u32) -> Result<(), ConfigError> {
     let most = finegrain_core::config::MAX_NODES;
     if !(2..=most).contains(&nodes) {
-        return Err(format!("invalid nodes = {nodes}: allowed 2..={most} (requests go to another node)"));
+        return Err(ConfigError::invalid("nodes", nodes, format!("allowed 2..={most} (requests go to another node)")));
     }
     Ok(())
 }
@@ -247,19 +254,70 @@ pub fn total_requests(sim: &SimConfig, cfg: &MicroConfig) -> u64 {
     cfg.requests_per_node.saturating_mul(sim.run.topology.nodes as u64)
 }
 
+/// The microbenchmark as a [`Workload`], set up for one machine: its
+/// handlers, and the count of requests its threads complete, checked
+/// against what every node must make.
+pub struct Micro {
+    cfg: MicroConfig,
+    table: HandlerTable,
+    h: MicroHandlers,
+    completed: AtomicU64,
+    nodes: AtomicU32,
+}
+
+impl Micro {
+    /// Checks `cfg` against `machine` and registers the handlers.
+    pub fn new(cfg: &MicroConfig, machine: &MachineConfig) -> Result<Micro, WorkloadError> {
+        cfg.validate()?;
+        block_fits(cfg.protocol, machine)?;
+        let (table, h) = handlers(cfg.protocol, machine)?;
+        Ok(Micro { cfg: cfg.clone(), table, h, completed: AtomicU64::new(0), nodes: AtomicU32::new(0) })
+    }
+}
+
+impl Workload for Micro {
+    type Output = u64;
+
+    fn name(&self) -> &'static str {
+        "micro"
+    }
+
+    fn handlers(&self) -> &HandlerTable {
+        &self.table
+    }
+
+    async fn thread<P: Proc>(&self, p: P) -> Result<u64, AmError> {
+        self.nodes.store(p.nodes(), Ordering::Relaxed);
+        let done = thread(&p, &self.cfg, &self.h).await?;
+        self.completed.fetch_add(done, Ordering::Relaxed);
+        Ok(done)
+    }
+
+    /// Every node completed its requests (the single requester all of
+    /// node 0's), each answered once.
+    fn check(&self, outputs: &[u64]) -> Result<(), WorkloadError> {
+        let nodes = u64::from(self.nodes.load(Ordering::Relaxed));
+        let expected =
+            if self.cfg.single_requester { self.cfg.requests_per_node } else { self.cfg.requests_per_node * nodes };
+        let returned: u64 = outputs.iter().sum();
+        let completed = self.completed.load(Ordering::Relaxed);
+        if returned != expected || completed != expected {
+            return Err(WorkloadError::WrongAnswer {
+                workload: "micro",
+                what: format!("{completed} requests completed ({returned} returned) where {expected} were made"),
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Runs the microbenchmark in the simulator.
-pub fn simulate(sim: &SimConfig, cfg: &MicroConfig) -> Result<SimOutput<u64>, SimError> {
+pub fn simulate(sim: &SimConfig, cfg: &MicroConfig) -> Result<Ran<u64, RunStats>, SimError> {
     // The machine first: the workload's checks and handlers size things
     // from it (a zero block size would divide by zero).
     sim.validate()?;
-    cfg.validate().map_err(|e| SimError::Config(ConfigError::Workload(e)))?;
-    two_nodes_at_least(sim.run.topology.nodes).map_err(|e| SimError::Config(ConfigError::Workload(e)))?;
-    block_fits(cfg.protocol, &sim.machine).map_err(SimError::Config)?;
-    let (table, h) = handlers(cfg.protocol, &sim.machine).map_err(SimError::Handler)?;
-    finegrain_sim::simulate(sim, &table, |p| {
-        let (cfg, h) = (cfg.clone(), h.clone());
-        async move { thread(&p, &cfg, &h).await }
-    })
+    two_nodes_at_least(sim.run.topology.nodes)?;
+    Simulator { config: sim }.run(&Micro::new(cfg, &sim.machine)?)
 }
 
 /// Lmin: the round trip of one request and its reply (including using the
@@ -290,13 +348,10 @@ pub fn run_native(
     machine.validate()?;
     rt.validate()?;
     segment_fits(rt, machine)?;
-    cfg.validate().map_err(|e| finegrain_rt::RtError::Config(ConfigError::Workload(e)))?;
-    block_fits(cfg.protocol, machine)?;
-    let (table, h) = handlers(cfg.protocol, machine).map_err(finegrain_rt::RtError::Handler)?;
-    finegrain_rt::run(rt, &table, |p| {
-        let (cfg, h) = (cfg.clone(), h.clone());
-        async move { thread(&p, &cfg, &h).await }
-    })
+    let w = Micro::new(cfg, machine).map_err(crate::native_error)?;
+    let out = finegrain_rt::run(rt, w.handlers(), |p| w.thread(p))?;
+    w.check(&out.results).map_err(crate::native_error)?;
+    Ok(out)
 }
 
 /// Lmin natively: the round trip of one request on an otherwise idle

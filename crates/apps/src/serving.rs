@@ -8,7 +8,7 @@
 //! - mult: the node's idle compute processors, at most K at once
 //!   (Hurricane-1 Mult), interrupted only when every one computes.
 
-use finegrain_core::{Discipline, Dispatch, MachineConfig, Policy, PpKind, Topology};
+use finegrain_core::{ConfigError, Discipline, Dispatch, MachineConfig, Policy, PpKind, Topology};
 use finegrain_sim::SimConfig;
 use serde::{Deserialize, Serialize};
 
@@ -45,11 +45,11 @@ impl Kind {
     }
 
     /// The kind a label names, or a one-line error saying which exist.
-    pub fn parse(s: &str) -> Result<Kind, String> {
+    pub fn parse(s: &str) -> Result<Kind, ConfigError> {
         Kind::ALL
             .into_iter()
             .find(|k| k.label() == s)
-            .ok_or_else(|| format!("invalid kind = {s}: allowed embedded, smp, mult"))
+            .ok_or_else(|| ConfigError::invalid("kind", s, "allowed embedded, smp, mult"))
     }
 }
 
@@ -74,16 +74,15 @@ pub struct Point {
 impl Point {
     /// A one-line error unless the discipline runs with this kind and
     /// processor count.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ConfigError> {
         if self.protocol_procs == 0 {
-            return Err("invalid protocol_procs = 0: allowed 1 or more".into());
+            return Err(ConfigError::invalid("protocol_procs", 0, "allowed 1 or more"));
         }
         if !runs(self.kind, self.discipline, self.protocol_procs) {
-            return Err(format!(
-                "invalid discipline = {} with {} x {}: serial runs with 1 protocol processor, static with embedded or smp ones",
-                self.discipline.label(),
-                self.protocol_procs,
-                self.kind.label()
+            return Err(ConfigError::invalid(
+                "discipline",
+                format!("{} with {} x {}", self.discipline.label(), self.protocol_procs, self.kind.label()),
+                "serial runs with 1 protocol processor, static with embedded or smp ones",
             ));
         }
         Ok(())
@@ -152,6 +151,6 @@ mod tests {
                 }
             }
         }
-        assert_eq!(Kind::parse("gpu").unwrap_err(), "invalid kind = gpu: allowed embedded, smp, mult");
+        assert_eq!(Kind::parse("gpu").unwrap_err().to_string(), "invalid kind = gpu: allowed embedded, smp, mult");
     }
 }

@@ -36,7 +36,7 @@ fn skews_parse_and_bad_ones_are_named() {
     assert_eq!(KeySkew::parse("uniform").unwrap(), KeySkew::Uniform);
     assert_eq!(KeySkew::parse("zipf:1.2").unwrap(), KeySkew::Zipf { exponent: 1.2 });
     for bad in ["zipf", "zipf:0", "zipf:-1", "zipf:x", "normal", "zipf:0.001", "zipf:1000", "zipf:NaN"] {
-        let e = KeySkew::parse(bad).unwrap_err();
+        let e = KeySkew::parse(bad).unwrap_err().to_string();
         assert!(e.contains(bad) && e.contains("allowed uniform or zipf:S"), "{e}");
     }
 }
@@ -53,13 +53,13 @@ fn bad_workloads_get_one_line_errors() {
         (FetchAddConfig { requests_per_thread: 0, ..workload(4, KeySkew::Uniform) }, "requests_per_thread"),
         (FetchAddConfig { think_cycles: f64::NAN, ..workload(4, KeySkew::Uniform) }, "think_cycles"),
     ] {
-        let e = cfg.validate(&m, 2).unwrap_err();
+        let e = cfg.validate(&m, 2).unwrap_err().to_string();
         assert!(e.contains(needle) && !e.contains('\n'), "{e}");
     }
     // A preset whose table has no room for one word's block.
     let mut tiny = m.clone();
     tiny.protocol.block_bytes = tiny.cache.size_bytes as u32;
-    let e = workload(1, KeySkew::Uniform).validate(&tiny, 1).unwrap_err();
+    let e = workload(1, KeySkew::Uniform).validate(&tiny, 1).unwrap_err().to_string();
     assert!(e.contains("holds no") && !e.contains("1..=0"), "{e}");
 }
 
@@ -78,10 +78,10 @@ fn every_request_is_answered_under_every_arrangement() {
             let cfg = sim(policy, ppn, d, kind, max);
             let out = fetch_add::simulate(&cfg, &workload(16, skew)).unwrap();
             let threads = policy.compute_procs(ppn) as u64;
-            let h = fetch_add::home_measures(&cfg.machine, &out);
+            let h = fetch_add::home_measures(&cfg.machine, &out.stats);
             assert_eq!(h.requests, 2 * threads * 25, "{d:?} {kind:?} {skew}: every request reached the home");
             assert!(h.throughput_msgs_per_us > 0.0);
-            assert_eq!(out.results.iter().map(|r| r.requests).sum::<u64>(), h.requests);
+            assert_eq!(out.outputs.iter().map(|r| r.requests).sum::<u64>(), h.requests);
         }
     }
 }
@@ -104,7 +104,7 @@ fn a_lost_update_is_caught() {
     let w = Words::new(3);
     w.sent[1].store(5, Ordering::Relaxed);
     w.values[1].store(4, Ordering::Relaxed);
-    let e = w.check().unwrap_err();
+    let e = w.check().unwrap_err().to_string();
     assert!(e.contains("word 1 holds 4 after 5"), "{e}");
 }
 
@@ -114,7 +114,7 @@ fn mult_takes_fewer_interrupts_when_the_home_computes_less() {
         let w = FetchAddConfig { home_u, think_cycles: 20_000.0, ..workload(64, KeySkew::Uniform) };
         let cfg = sim(Policy::Floating, 4, Discipline::Pdq, PpKind::Smp, Some(2));
         let out = fetch_add::simulate(&cfg, &w).unwrap();
-        let h = fetch_add::home_measures(&cfg.machine, &out);
+        let h = fetch_add::home_measures(&cfg.machine, &out.stats);
         h.interrupts as f64 / h.requests as f64
     };
     let (busy, idle) = (rate(0.95), rate(0.2));
@@ -133,7 +133,7 @@ fn mult_servers_go_back_to_their_computation_at_saturation() {
         let w =
             FetchAddConfig { requests_per_thread: 400, home_burst_cycles: 2000.0, ..workload(4096, KeySkew::Uniform) };
         let out = fetch_add::simulate(&cfg, &w).unwrap();
-        let h = fetch_add::home_measures(&cfg.machine, &out);
+        let h = fetch_add::home_measures(&cfg.machine, &out.stats);
         assert!(h.home_u > 0.4, "{discipline:?}: the home computed {:.3} of the time, target 0.5", h.home_u);
     }
 }
@@ -280,7 +280,7 @@ fn mult_serves_even_when_every_idle_period_is_shorter_than_taking_the_role() {
                 ..workload(2, KeySkew::Uniform)
             };
             let out = fetch_add::simulate(&cfg, &w).unwrap();
-            assert_eq!(fetch_add::home_measures(&cfg.machine, &out).requests, 2 * 4 * 20);
+            assert_eq!(fetch_add::home_measures(&cfg.machine, &out.stats).requests, 2 * 4 * 20);
         }
     };
     for (interrupt_cycles, home_u, burst, discipline) in [
@@ -307,7 +307,7 @@ fn spinning_on_a_held_lock_costs_bus_transactions() {
         let cfg = sim(Policy::Fixed { protocol_procs: 4 }, 8, Discipline::SpinLock, kind, None);
         let w = FetchAddConfig { requests_per_thread: 200, ..workload(keys, KeySkew::Uniform) };
         let out = fetch_add::simulate(&cfg, &w).unwrap();
-        let h = fetch_add::home_measures(&cfg.machine, &out);
+        let h = fetch_add::home_measures(&cfg.machine, &out.stats);
         assert!(keys > 1 || h.pp_busy_wait_fraction > 0.3, "{kind:?}: one key, yet little spinning");
         h.bus_transactions_per_request
     };
@@ -365,7 +365,7 @@ fn a_split_bus_queues_smp_protocol_processors_less_than_one_held_whole() {
         let w = FetchAddConfig { requests_per_thread: 200, home_u: 0.0, ..workload(4096, KeySkew::Uniform) };
         let out = fetch_add::simulate(&cfg, &w).unwrap();
         let bus = out.stats.nodes[0].bus.clone();
-        (fetch_add::home_measures(&cfg.machine, &out).throughput_msgs_per_us, bus)
+        (fetch_add::home_measures(&cfg.machine, &out.stats).throughput_msgs_per_us, bus)
     };
     let ((split_rate, split), (whole_rate, whole)) = (run(true), run(false));
     assert!(split.data_busy_cycles.is_some() && whole.data_busy_cycles.is_none());

@@ -3,7 +3,9 @@
 //! Nothing here knows what time it is or starts a thread. The simulator
 //! (`finegrain-sim`) and the native runtime interpret these types; the
 //! applications in `finegrain-apps` are written against [`Proc`] and
-//! [`HandlerCtx`] only, so one workload runs on both.
+//! [`HandlerCtx`] only, as [`Workload`]s, so one workload runs on every
+//! [`Platform`]. [`RunConfig`] holds the run settings every platform
+//! shares.
 
 pub mod config;
 pub mod error;
@@ -13,6 +15,7 @@ pub mod memory;
 pub mod message;
 pub mod pdq;
 pub mod proc_api;
+pub mod workload;
 
 pub use config::{
     mix_seed, ConfigError, Discipline, Dispatch, Effects, MachineConfig, Notification, PdqParams, Policy, PpKind,
@@ -25,3 +28,4 @@ pub use memory::{Access, Region};
 pub use message::{Args, Message, MsgKind, Payload, Reply, SyncKey, MAX_ARGS};
 pub use pdq::{Dispatched, InService, Pdq};
 pub use proc_api::Proc;
+pub use workload::{Platform, Ran, Workload, WorkloadError};

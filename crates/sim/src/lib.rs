@@ -40,16 +40,18 @@ mod event;
 mod memory;
 mod ni;
 mod notify;
+mod platform;
 pub mod progress;
 pub mod stats;
 mod thread;
 
 pub use config::SimConfig;
 pub use engine::cycles_consistent;
+pub use platform::Simulator;
 pub use stats::RunStats;
 pub use thread::{mix_seed, SimProc};
 
-use finegrain_core::{AmError, ConfigError, HandlerTable};
+use finegrain_core::{AmError, ConfigError, HandlerTable, WorkloadError};
 use std::future::Future;
 use thiserror::Error;
 
@@ -65,6 +67,9 @@ pub enum SimError {
     /// panic's message, on one line.
     #[error("node {node} thread {thread} panicked: {message}")]
     AppPanic { node: u32, thread: u32, message: String },
+    /// The workload's own set-up or answer check failed.
+    #[error(transparent)]
+    Workload(#[from] WorkloadError),
     #[error("deadlock: {0}")]
     Deadlock(String),
     #[error("simulator invariant broken (a bug in finegrain-sim): {0}")]

@@ -186,7 +186,7 @@ fn normalized(path: &str, value: &Value) -> Result<Value> {
     let Value::String(text) = value else { return Ok(value.clone()) };
     Ok(match path {
         "policy" => serde_json::to_value(Policy::parse(text)?)?,
-        "workload.skew" => serde_json::to_value(KeySkew::parse(text).map_err(anyhow::Error::msg)?)?,
+        "workload.skew" => serde_json::to_value(KeySkew::parse(text)?)?,
         _ => value.clone(),
     })
 }

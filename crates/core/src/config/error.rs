@@ -13,9 +13,6 @@ pub enum ConfigError {
     UnknownPreset { name: String, allowed: String },
     #[error("malformed TOML in {origin}: {message}")]
     Toml { origin: String, message: String },
-    /// A workload's own check, which names the field itself.
-    #[error("{0}")]
-    Workload(String),
 }
 
 impl ConfigError {

@@ -31,11 +31,11 @@ fn point(a: &RunArgs, native: bool) -> Result<Built> {
     let machine = MachineConfig::load(a.preset.as_deref().unwrap_or("hpca99"))?;
     let default_kind = if native { "smp" } else { "embedded" };
     let point = Point {
-        kind: Kind::parse(a.kind.as_deref().unwrap_or(default_kind)).map_err(anyhow::Error::msg)?,
+        kind: Kind::parse(a.kind.as_deref().unwrap_or(default_kind))?,
         discipline: Discipline::parse(a.discipline.as_deref().unwrap_or("pdq"))?,
         protocol_procs: a.protocol_procs.unwrap_or(1),
     };
-    point.check().map_err(anyhow::Error::msg)?;
+    point.check()?;
     let requester_nodes = a.requester_nodes.unwrap_or(4);
     let compute_procs = a.compute_procs.unwrap_or(8);
     check_sizes(&point, requester_nodes, compute_procs)?;
@@ -49,7 +49,7 @@ fn point(a: &RunArgs, native: bool) -> Result<Built> {
     config.validate()?;
     let workload = FetchAddConfig {
         keys: a.keys.unwrap_or(if native { NATIVE_KEYS } else { 4096 }),
-        skew: KeySkew::parse(a.skew.as_deref().unwrap_or("uniform")).map_err(anyhow::Error::msg)?,
+        skew: KeySkew::parse(a.skew.as_deref().unwrap_or("uniform"))?,
         handler_cycles: a.handler_cycles.unwrap_or(97),
         sequential_fraction: a.sequential_fraction.unwrap_or(0.0),
         requests_per_thread: a.requests_per_thread.unwrap_or(1500),
@@ -59,7 +59,7 @@ fn point(a: &RunArgs, native: bool) -> Result<Built> {
     };
     if !native {
         let threads = config.run.policy.compute_procs(config.run.topology.procs_per_node);
-        workload.validate(&config.machine, threads).map_err(anyhow::Error::msg)?;
+        workload.validate(&config.machine, threads)?;
     }
     if workload.sequential_fraction > 0.0 && matches!(point.discipline, Discipline::SpinLock | Discipline::Static) {
         bail!(
@@ -86,7 +86,7 @@ pub fn build(a: &RunArgs) -> Result<SimRun> {
 pub fn print(a: &RunArgs, run: &SimRun, w: &FetchAddConfig, stats: &RunStats) -> Result<()> {
     let c = &run.config;
     let Some(p) = Point::of_config(c) else { bail!("the run's configuration is no fetch&add point") };
-    let h = fetch_add::home_measures_of(&c.machine, stats);
+    let h = fetch_add::home_measures(&c.machine, stats);
     say!("preset {}  {}", preset_shown(&c.machine.name, a.preset.as_deref()), describe(&p, c, w));
     say!("workload          {}", describe_workload(w, false));
     say!("throughput        {:.3} requests/us at the home", h.throughput_msgs_per_us);

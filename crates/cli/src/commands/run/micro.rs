@@ -26,13 +26,13 @@ pub fn build(a: &RunArgs) -> Result<SimRun> {
     }
     let policy = Policy::parse(a.policy.as_deref().unwrap_or("fixed"))?;
     let topology = Topology { nodes: a.nodes.unwrap_or(2), procs_per_node: a.procs_per_node.unwrap_or(2) };
-    let protocol = Protocol::parse(a.protocol.as_deref().unwrap_or("null")).map_err(anyhow::Error::msg)?;
+    let protocol = Protocol::parse(a.protocol.as_deref().unwrap_or("null"))?;
     let mut config = SimConfig::new(machine, topology, policy, a.seed.unwrap_or(1));
     if let Some(r) = &a.relinquish {
         config.run.relinquish = Relinquish::parse(r)?;
         relinquish_needs_floating(r, &policy)?;
     }
-    micro::two_nodes_at_least(topology.nodes).map_err(anyhow::Error::msg)?;
+    micro::two_nodes_at_least(topology.nodes)?;
     config.validate()?;
     let (workload, lmin) =
         workload(a, protocol, "cycles", || Ok(micro::measure_lmin(&config.machine, protocol, config.run.seed)?))?;
@@ -125,7 +125,7 @@ pub fn native(a: &RunArgs) -> Result<()> {
     let machine = MachineConfig::load(preset)?;
     let policy = Policy::parse(a.policy.as_deref().unwrap_or("fixed"))?;
     let topology = Topology { nodes: a.nodes.unwrap_or(2), procs_per_node: a.procs_per_node.unwrap_or(2) };
-    let protocol = Protocol::parse(a.protocol.as_deref().unwrap_or("null")).map_err(anyhow::Error::msg)?;
+    let protocol = Protocol::parse(a.protocol.as_deref().unwrap_or("null"))?;
     let mut rt = finegrain_rt::RtConfig::new(topology, policy);
     if let Some(r) = &a.relinquish {
         rt.relinquish = Relinquish::parse(r)?;
@@ -133,7 +133,7 @@ pub fn native(a: &RunArgs) -> Result<()> {
     }
     rt.seed = a.seed.unwrap_or(1);
     rt.segment_bytes = machine.segment_bytes() as usize;
-    micro::two_nodes_at_least(topology.nodes).map_err(anyhow::Error::msg)?;
+    micro::two_nodes_at_least(topology.nodes)?;
     rt.validate()?;
     let (workload, lmin) = workload(a, protocol, "ns", || Ok(micro::measure_lmin_native(&rt, &machine, protocol)?))?;
     let out = micro::run_native(&rt, &machine, &workload)?;
@@ -254,7 +254,7 @@ fn workload(
         requests_per_node: a.requests_per_node.unwrap_or(10_000),
         single_requester: false,
     };
-    workload.validate().map_err(anyhow::Error::msg)?;
+    workload.validate()?;
     Ok((workload, lmin))
 }
 

@@ -76,7 +76,7 @@ impl Study for PdqMicro {
     fn view(&self, records: Vec<RunRecord<RunLabels>>) -> Vec<Run> {
         records
             .into_iter()
-            .map(|record| Run { home: fetch_add::home_measures_of(&record.config.machine, &record.stats), record })
+            .map(|record| Run { home: fetch_add::home_measures(&record.config.machine, &record.stats), record })
             .collect()
     }
 

@@ -33,7 +33,7 @@ pub(super) fn load(src: &Source) -> Result<Experiment> {
         );
     }
     // Run ids name the skew by its exponent, written out in full.
-    fetch_add::check_zipf_exponent("zipf_exponent", e.zipf_exponent).map_err(anyhow::Error::msg)?;
+    fetch_add::check_zipf_exponent("zipf_exponent", e.zipf_exponent)?;
     e.full.validate("full", e.compute_procs)?;
     e.quick.validate("quick", e.compute_procs)?;
     let machine = MachineConfig::load(&src.preset(&e.preset))?;
