@@ -6,6 +6,8 @@
 //!
 //! [`Proc`]: finegrain_core::Proc
 
+#![forbid(unsafe_code)]
+
 pub mod fetch_add;
 pub mod micro;
 pub mod serving;

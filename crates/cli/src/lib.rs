@@ -3,6 +3,8 @@
 //! calls in here; studies, sweeps, records and reruns live in
 //! `finegrain-study`.
 
+#![forbid(unsafe_code)]
+
 pub mod args;
 pub mod bench;
 pub mod commands;

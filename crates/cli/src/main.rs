@@ -2,6 +2,8 @@
 //! record, calibrate a preset, benchmark. A thin shell over the finegrain
 //! crates: arguments in `args.rs`, what each command does in `commands/`.
 
+#![forbid(unsafe_code)]
+
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use finegrain::args::{Cli, Command};

@@ -7,6 +7,8 @@
 //! [`Platform`]. [`RunConfig`] holds the run settings every platform
 //! shares.
 
+#![forbid(unsafe_code)]
+
 pub mod config;
 pub mod error;
 pub mod handler;
