@@ -98,4 +98,14 @@ impl SimConfig {
         // before a caller prepares anything for the run.
         crate::memory::check_host_memory(&self.machine, self.run.topology.nodes, self.run.topology.procs_per_node)
     }
+
+    /// The most host memory the run's simulated caches may take: runs at
+    /// once share [`SimConfig::HOST_BYTES_LIMIT`].
+    pub fn host_bytes(&self) -> u64 {
+        crate::memory::host_cache_bytes(&self.machine, self.run.topology.nodes, self.run.topology.procs_per_node)
+    }
+
+    /// Host memory one run, or the runs of a sweep together, may spend on
+    /// simulated caches.
+    pub const HOST_BYTES_LIMIT: u64 = crate::memory::HOST_CACHE_BYTES_LIMIT;
 }

@@ -80,8 +80,10 @@ pub fn reproduce<S: Study>(src: &Source, quick: bool, out: &Path) -> Result<Repr
     let planned = study.plan()?;
     let header = study.header();
     let mode = if quick { "quick" } else { "full" };
-    let records =
-        runner::run_all(&planned, &format!("{} ({mode})", header.name), |p| run_planned(S::NAME, &header.name, p))?;
+    let label = format!("{} ({mode})", header.name);
+    let records = runner::run_all(&planned, &label, host_bytes, SimConfig::HOST_BYTES_LIMIT, |p| {
+        run_planned(S::NAME, &header.name, p)
+    })?;
     let runs = study.view(records);
     let csv = csv(&study, &runs);
     let records: Vec<&RunRecord<S::Labels>> = runs.iter().map(S::record).collect();
@@ -102,6 +104,11 @@ pub fn reproduce<S: Study>(src: &Source, quick: bool, out: &Path) -> Result<Repr
     let path = out.join("report.md");
     std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     Ok(Reproduced { report: path, verdicts: claims.iter().map(|c| c.verdict.line()).collect() })
+}
+
+/// The most host memory a planned run's simulated caches may take.
+pub fn host_bytes<L>(p: &Planned<L>) -> u64 {
+    p.config.host_bytes()
 }
 
 /// Simulates one planned run into its record.

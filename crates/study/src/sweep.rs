@@ -15,7 +15,7 @@ use crate::output;
 use crate::record::{Labels, RunRecord};
 use crate::report::markdown_table;
 use crate::runner;
-use crate::study::{run_planned, Planned};
+use crate::study::{host_bytes, run_planned, Planned};
 use anyhow::{bail, Context, Result};
 use finegrain_apps::fetch_add::KeySkew;
 use finegrain_apps::WorkloadSpec;
@@ -283,7 +283,10 @@ impl Sweep {
     pub fn run(&self, out: &Path) -> Result<String> {
         let planned = self.plan()?;
         output::prepare_out(out)?;
-        let records = runner::run_all(&planned, &format!("sweep {}", self.name), |p| run_planned(KIND, &self.name, p))?;
+        let label = format!("sweep {}", self.name);
+        let records = runner::run_all(&planned, &label, host_bytes, SimConfig::HOST_BYTES_LIMIT, |p| {
+            run_planned(KIND, &self.name, p)
+        })?;
         let refs: Vec<&RunRecord<SweepLabels>> = records.iter().collect();
         output::write_records(out, None, &refs, &csv(&self.axes, &records))?;
         let summary = summary(&self.axes, &records);

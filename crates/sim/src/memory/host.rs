@@ -14,9 +14,8 @@ pub const HOST_CACHE_BYTES_LIMIT: u64 = 16 << 30;
 /// foreign-list position, and at worst an 8-byte foreign-list entry with
 /// as much again of vector growth.
 pub fn check_host_memory(m: &MachineConfig, nodes: u32, procs_per_node: u32) -> Result<(), ConfigError> {
-    let banks = if m.effects.cache_interference { 1 } else { 2 };
+    let need = host_cache_bytes(m, nodes, procs_per_node);
     let caches = nodes as u64 * procs_per_node as u64;
-    let need = caches.saturating_mul(m.cache_lines() * (2 * banks + 4 + 16));
     if need <= HOST_CACHE_BYTES_LIMIT {
         return Ok(());
     }
@@ -30,4 +29,12 @@ pub fn check_host_memory(m: &MachineConfig, nodes: u32, procs_per_node: u32) -> 
             need as f64 / (1u64 << 30) as f64
         ),
     ))
+}
+
+/// The most host memory a machine's simulated caches may take (see
+/// [`check_host_memory`]): what runs at once must share the limit.
+pub fn host_cache_bytes(m: &MachineConfig, nodes: u32, procs_per_node: u32) -> u64 {
+    let banks = if m.effects.cache_interference { 1 } else { 2 };
+    let caches = nodes as u64 * procs_per_node as u64;
+    caches.saturating_mul(m.cache_lines() * (2 * banks + 4 + 16))
 }
