@@ -1,6 +1,8 @@
-//! Mechanisms of the scheduling microbenchmark that decide claims of
-//! spec/scheduling.md, checked on single runs so that a change to them
-//! shows here before it shows in a study's verdicts.
+//! Mechanisms of the scheduling microbenchmark that decide claims of the
+//! scheduling-micro study (Falsafi & Wood, HPCA 1997, Section 5; the claims
+//! and what decides them are in docs/scheduling-micro.md), checked on
+//! single runs so that a change to them shows here before it shows in a
+//! study's verdicts.
 
 use finegrain_apps::micro::{self, MicroConfig, Protocol};
 use finegrain_core::{
