@@ -166,8 +166,7 @@ pub struct RunArgs {
     pub oint: Option<u64>,
     /// When a processor acting as PP under Floating gives the role
     /// up once its own work can continue: eager, handoff or adaptive
-    /// (overrides the preset; native runs take eager or handoff)
-    /// [default: the preset's; native: eager].
+    /// (native runs take eager or handoff) [default: eager].
     #[arg(long, help_heading = "Microbenchmark")]
     pub relinquish: Option<String>,
 

@@ -31,7 +31,7 @@ impl Claim {
     }
 }
 
-/// The verdict on one claim of a spec, computed from the data.
+/// The verdict on one claim, computed from the data.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Verdict {
     pub claim: u32,

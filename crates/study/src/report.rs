@@ -75,7 +75,7 @@ fn summary(claims: &[Claim]) -> String {
         .iter()
         .map(|c| vec![c.spec.number.to_string(), c.spec.title.to_string(), c.verdict.status().to_string()])
         .collect();
-    s += &markdown_table(&["claim", "what the paper found", "verdict"], &rows);
+    s += &markdown_table(&["claim", "about", "verdict"], &rows);
     s.push('\n');
     s
 }

@@ -28,8 +28,8 @@ pub fn rerun(path: &Path) -> Result<Rerun> {
     let Some(kind) = value.get("study").and_then(Value::as_str) else {
         bail!(
             "invalid run record {}: it names no study (the study, run or sweep that made it); expected the JSON a \
-             study, `finegrain run --json` or `finegrain sweep` writes for a simulated run (records of finegrain \
-             before 0.2 have another layout)",
+             study, `finegrain run --json` or `finegrain sweep` writes for a simulated run (records made by \
+             earlier versions of finegrain have another layout)",
             path.display()
         );
     };
