@@ -89,3 +89,77 @@ pub(crate) unsafe fn drain<I: Inbox>(
     cursor.0.set(start);
     handled
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::transport::codec::{push_message, scratch_message, Outgoing};
+    use crate::transport::inproc::RingInbox;
+    use crate::transport::ring::ring;
+    use finegrain_core::{HandlerId, MsgKind, NodeId, SyncKey, ThreadId};
+
+    fn send(p: &mut crate::transport::ring::Producer, token: u64) {
+        let m = Outgoing {
+            kind: MsgKind::Request,
+            handler: HandlerId(0),
+            src_node: NodeId(0),
+            src_thread: ThreadId(0),
+            token,
+            key: SyncKey::Sequential,
+            args: &[],
+            payload: &[],
+        };
+        push_message(p, &m).unwrap();
+    }
+
+    /// Three lanes holding 3, 1 and 2 messages (token = 10 x lane + i).
+    fn inbox() -> RingInbox {
+        let (mut producers, consumers): (Vec<_>, Vec<_>) = (0..3).map(|_| ring(8)).unzip();
+        for (lane, n) in [(0, 3), (1, 1), (2, 2)] {
+            for i in 0..n {
+                send(&mut producers[lane], 10 * lane as u64 + i);
+            }
+        }
+        RingInbox::new(NodeId(0), consumers)
+    }
+
+    #[test]
+    fn a_drain_passes_over_the_lanes_round_robin_each_pass_one_further() {
+        let inbox = inbox();
+        let cursor = Cursor::new();
+        let mut scratch = scratch_message();
+        let mut order = Vec::new();
+        // SAFETY: this test is the only user of the inbox and the cursor.
+        let n = unsafe { drain(&inbox, &cursor, &mut scratch, || false, |m| order.push(m.token)) };
+        assert_eq!(n, 6);
+        // Pass 1 from lane 0, pass 2 from lane 1, pass 3 from lane 2, pass 4
+        // (from lane 0) finds nothing.
+        assert_eq!(order, [0, 10, 20, 21, 1, 2]);
+        assert_eq!(cursor.0.get(), 1, "the next drain starts one lane further");
+    }
+
+    #[test]
+    fn a_drain_stops_after_the_pass_in_which_it_is_told_to() {
+        let inbox = inbox();
+        let cursor = Cursor::new();
+        let mut scratch = scratch_message();
+        let mut order = Vec::new();
+        // SAFETY: as above.
+        let n = unsafe { drain(&inbox, &cursor, &mut scratch, || true, |m| order.push(m.token)) };
+        assert_eq!((n, &order[..]), (3, &[0, 10, 20][..]));
+        assert_eq!(cursor.0.get(), 1);
+        // SAFETY: as above.
+        let n = unsafe { drain(&inbox, &cursor, &mut scratch, || true, |m| order.push(m.token)) };
+        assert_eq!(n, 2, "from lane 1, which is empty now: lanes 2 and 0");
+        assert_eq!(order[3..], [21, 1]);
+    }
+
+    #[test]
+    fn the_role_is_taken_once_until_released() {
+        let role = AtomicBool::new(false);
+        assert!(try_take(&role));
+        assert!(!try_take(&role));
+        release(&role, true);
+        assert!(try_take(&role));
+    }
+}

@@ -136,3 +136,83 @@ impl Scheme {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn the_scheme_follows_the_policy_and_its_settings() {
+        let fixed = Policy::Fixed { protocol_procs: 1 };
+        assert_eq!(Scheme::of(fixed, true, true), Scheme::Park);
+        assert_eq!(Scheme::of(fixed, false, true), Scheme::Poll);
+        assert_eq!(Scheme::of(Policy::Floating, false, true), Scheme::Interrupt);
+        assert_eq!(Scheme::of(Policy::Floating, true, false), Scheme::Poll);
+        assert_eq!(Scheme::of(Policy::Single, true, true), Scheme::Poll);
+    }
+
+    #[test]
+    fn senders_wake_a_node_only_while_a_thread_is_parked() {
+        let bell = Doorbell::new(2);
+        assert_eq!(Scheme::Park.alert(&bell), Alert::Nothing);
+        bell.parked.store(1, Ordering::Relaxed);
+        assert_eq!(Scheme::Park.alert(&bell), Alert::WakeParked);
+        assert_eq!(Scheme::Poll.alert(&bell), Alert::Nothing);
+    }
+
+    #[test]
+    fn senders_interrupt_a_node_whose_threads_all_compute_once_round_robin() {
+        let bell = Doorbell::new(2);
+        signal::begin_computing(&bell);
+        assert_eq!(Scheme::Interrupt.alert(&bell), Alert::Nothing, "one of two threads computes");
+        signal::begin_computing(&bell);
+        bell.role.store(true, Ordering::Relaxed);
+        assert_eq!(Scheme::Interrupt.alert(&bell), Alert::Nothing, "a protocol processor acts");
+        bell.role.store(false, Ordering::Relaxed);
+        assert_eq!(Scheme::Interrupt.alert(&bell), Alert::Interrupt(0));
+        assert_eq!(Scheme::Interrupt.alert(&bell), Alert::Nothing, "one is on its way");
+        bell.irq_raised.store(false, Ordering::Relaxed); // taken
+        assert_eq!(Scheme::Interrupt.alert(&bell), Alert::Interrupt(1));
+        signal::end_computing(&bell);
+        bell.irq_raised.store(false, Ordering::Relaxed);
+        assert_eq!(Scheme::Interrupt.alert(&bell), Alert::Nothing);
+    }
+
+    #[test]
+    fn a_parking_thread_sleeps_only_without_work_and_uncounts_itself() {
+        let bell = Doorbell::new(1);
+        let mut slept = false;
+        assert_eq!(park::park_idle(&bell, || true, |_| slept = true), None);
+        assert!(!slept);
+        let r = park::park_idle(
+            &bell,
+            || false,
+            |timeout| {
+                assert_eq!(bell.parked.load(Ordering::Relaxed), 1, "counted while asleep");
+                assert_eq!(timeout, park::TIMEOUT);
+                slept = true;
+            },
+        );
+        assert!(slept && r == Some(true), "a sleep that returns at once counts as woken");
+        assert_eq!(bell.parked.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn an_interrupt_outside_work_waits_for_the_next_exit() {
+        let gate = signal::IrqGate::new();
+        assert!(!gate.arrive(), "not inside work");
+        assert!(gate.pending());
+        gate.enter();
+        assert!(gate.exit(), "served at the exit");
+        assert!(!gate.pending());
+        gate.enter();
+        assert!(!gate.exit());
+        gate.set_interruptible(true, Ordering::Release);
+        assert!(gate.arrive(), "inside work and outside runtime code: served at once");
+        gate.leave();
+        gate.enter();
+        assert!(!gate.arrive(), "runtime code is never re-entered");
+        assert!(gate.exit());
+    }
+}
