@@ -42,6 +42,22 @@
 //! | sleep / wake a parked thread | `thread::park_timeout` / `Thread::unpark` | `FUTEX_WAIT` / `FUTEX_WAKE` on a shared word (not `_PRIVATE`) | a blocking `MPI_Wait` on the receives / nothing to do from afar |
 //! | interrupt a thread | `pthread_kill` | `tgkill(pid, tid)` | a local progress thread raises it |
 //!
+//! What a poll costs differs most. On rings, looking at a lane is one load
+//! of the line its sender writes (a cache miss only when something has
+//! arrived), so any thread may look ([`Inbox::ready`]) as often as it
+//! likes, and the holder of the receive right visits every lane on every
+//! pass. Under MPI, looking is a library call, so only the holder
+//! progresses, once per pass ([`Inbox::progress`]), and the others read
+//! what it found.
+//!
+//! For shared memory, [`ring`]'s layout and its producer and consumer code
+//! stay as they are; only the slots and the consumer's position move from
+//! the heap into the mapping (a constructor over mapped memory instead of
+//! an `Arc`). Outside this module, a transport between processes also
+//! needs a launcher: [`crate::run`] starts every node's threads in this
+//! process, and its end-of-run count of finished applications is
+//! process-wide.
+//!
 //! The transport is a type parameter of the runtime's thread and node
 //! contexts, so every operation on the message path is a direct (mostly
 //! inlined) call: no `dyn` call per message.
