@@ -233,7 +233,7 @@ impl KeyedQueue {
         self.queued.load(Ordering::Relaxed)
     }
 
-    /// The change count (see [`Next::Idle`]).
+    /// The change count (see [`Idle`]).
     pub(crate) fn changes(&self) -> u64 {
         // Under loom a plain load may return a stale count every time a
         // waiter retries, so its wait would never end in the model; a

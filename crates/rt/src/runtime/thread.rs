@@ -1,8 +1,8 @@
 //! One thread's runtime context, which composes the layers: it sends
-//! through its [`Sender`](crate::transport::Sender) and alerts the
-//! destination as [`crate::notify`] says, serves its node through
-//! [`crate::dispatch`], and keeps its interrupt gate. Its operations are in
-//! `ops.rs` (what the thread asks for), `sending.rs` and `handling.rs`.
+//! through its [`Sender`] and alerts the destination as [`crate::notify`]
+//! says, serves its node through [`crate::dispatch`], and keeps its
+//! interrupt gate. Its operations are in `ops.rs` (what the thread asks
+//! for), `sending.rs` and `handling.rs`.
 
 use super::cluster::{Cluster, Node};
 use crate::clock::Stamp;
