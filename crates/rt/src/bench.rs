@@ -128,7 +128,7 @@ pub fn finegrain_pingpong(size: usize, effort: Effort) -> Result<f64, RtError> {
 }
 
 fn pin(core: usize) {
-    crate::runtime::pin_to(core % crate::runtime::online_cores());
+    crate::os::pin_to(core % crate::os::online_cores());
 }
 
 /// The hardware floor: two threads on cores 0 and 1 pass a counter back and
@@ -222,8 +222,8 @@ pub fn two_line_floor_pingpong(effort: Effort) -> f64 {
 pub fn ring_pingpong(effort: Effort) -> f64 {
     const PING: u64 = 1;
     const STOP: u64 = 2;
-    let (mut there, mut there_in) = crate::ring::ring(256);
-    let (mut back, mut back_in) = crate::ring::ring(256);
+    let (mut there, mut there_in) = crate::transport::ring::ring(256);
+    let (mut back, mut back_in) = crate::transport::ring::ring(256);
     let partner = std::thread::spawn(move || {
         pin(1);
         loop {
@@ -449,13 +449,6 @@ pub struct KeyedRow {
 /// Rings standing for the node's senders.
 const BENCH_SENDERS: usize = 16;
 
-/// The consumers of the bench's rings, shared by the serving threads; only
-/// the keyed queue (under its lock) or the single dispatcher touches them.
-struct BenchInbox(Box<[std::cell::UnsafeCell<crate::ring::Consumer>]>);
-
-// SAFETY: see the type's comment: one thread at a time uses each consumer.
-unsafe impl Sync for BenchInbox {}
-
 #[derive(Clone, Copy, PartialEq)]
 enum Variant {
     Pdq,
@@ -480,16 +473,19 @@ fn fetch_add_handler(words: &[CachePadded<AtomicU64>], m: &finegrain_core::Messa
 /// Handler throughput of PDQ, a lock per key and a single dispatcher on
 /// `keys` words, rounds interleaved so the three see the same machine.
 pub fn keyed_dispatch(keys: u64, work: u32, effort: Effort) -> Result<KeyedRow, String> {
-    use crate::codec::{push_message, Outgoing};
-    use crate::keyed::{Batch, Idle, KeyedQueue};
+    use crate::dispatch::keyed::{Batch, Idle, KeyedQueue};
+    use crate::transport::codec::{push_message, Outgoing};
+    use crate::transport::inproc::RingInbox;
+    use crate::transport::Inbox;
     use finegrain_core::{Discipline, HandlerId, MsgKind, SyncKey, ThreadId};
     crate::clock::calibrate();
     let per_round = effort.per_round.max(BENCH_SENDERS as u64);
     let per_ring = per_round.div_ceil(BENCH_SENDERS as u64) as usize;
     let (mut producers, consumers): (Vec<_>, Vec<_>) =
-        (0..BENCH_SENDERS).map(|_| crate::ring::ring((per_ring + 8).next_power_of_two().max(64))).unzip();
-    let peek: Vec<crate::ring::Peeker> = consumers.iter().map(|c| c.peeker()).collect();
-    let inbox = BenchInbox(consumers.into_iter().map(std::cell::UnsafeCell::new).collect());
+        (0..BENCH_SENDERS).map(|_| crate::transport::ring::ring((per_ring + 8).next_power_of_two().max(64))).unzip();
+    // The node's senders' rings; only the keyed queue (under its ingest
+    // lock) or the single dispatcher (alone in its round) takes from them.
+    let inbox = RingInbox::new(NodeId(0), consumers);
     let words: Vec<CachePadded<AtomicU64>> = (0..keys).map(|_| CachePadded::new(AtomicU64::new(0))).collect();
     let mut fill = |round: u64| {
         for i in 0..per_round {
@@ -520,10 +516,10 @@ pub fn keyed_dispatch(keys: u64, work: u32, effort: Effort) -> Result<KeyedRow, 
         let begin: Vec<AtomicU64> = (0..threads).map(|_| AtomicU64::new(u64::MAX)).collect();
         std::thread::scope(|s| {
             for (t, (fin, beg)) in finish.iter().zip(&begin).enumerate() {
-                let (queue, handled, barrier, inbox, peek, words) = (&queue, &handled, &barrier, &inbox, &peek, &words);
+                let (queue, handled, barrier, inbox, words) = (&queue, &handled, &barrier, &inbox, &words);
                 s.spawn(move || {
                     pin(t);
-                    let mut scratch = crate::codec::scratch_message();
+                    let mut scratch = crate::transport::codec::scratch_message();
                     barrier.wait();
                     beg.store(Stamp::now().ticks(), Ordering::Relaxed);
                     if v == Variant::Single {
@@ -532,8 +528,7 @@ pub fn keyed_dispatch(keys: u64, work: u32, effort: Effort) -> Result<KeyedRow, 
                         let (mut i, mut done) = (0, 0);
                         while done < per_round {
                             // SAFETY: the only thread of this round.
-                            let c = unsafe { &mut *inbox.0[i].get() };
-                            if c.try_pop(|r| crate::codec::decode(r, NodeId(0), &mut scratch)).is_some() {
+                            if unsafe { inbox.pop(i, &mut scratch) } {
                                 fetch_add_handler(words, &scratch, work);
                                 done += 1;
                             }
@@ -543,12 +538,12 @@ pub fn keyed_dispatch(keys: u64, work: u32, effort: Effort) -> Result<KeyedRow, 
                         let mut last = Idle::NEVER;
                         let mut batch = Batch::default();
                         while handled.load(Ordering::Relaxed) < per_round {
-                            if !last.worth_retrying(queue, || peek.iter().any(|p| p.ready())) {
+                            if !last.worth_retrying(queue, || inbox.ready()) {
                                 std::hint::spin_loop();
                                 continue;
                             }
                             // SAFETY: the consumers are used only through the queue.
-                            match unsafe { queue.next(&inbox.0, NodeId(0), &mut batch) } {
+                            match unsafe { queue.next(inbox, &mut batch) } {
                                 Ok(()) => {
                                     for &e in batch.entries() {
                                         let _held = queue.key_lock(e.key);

@@ -86,7 +86,8 @@ impl RtConfig {
 
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.topology.validate(&self.policy)?;
-        let min_slots = crate::codec::slots_for(finegrain_core::MAX_ARGS, crate::codec::MAX_PAYLOAD, true) * 2;
+        let min_slots =
+            crate::transport::codec::slots_for(finegrain_core::MAX_ARGS, crate::transport::MAX_PAYLOAD, true) * 2;
         if !self.ring_slots.is_power_of_two() || self.ring_slots < min_slots || self.ring_slots > 1 << 20 {
             return Err(ConfigError::invalid(
                 "ring_slots",
@@ -113,10 +114,10 @@ impl RtConfig {
         self.check_size()?;
         // Under serial the window is unused (messages are decoded one at a
         // time), but a window no discipline could use is still wrong.
-        crate::keyed::check_window(self.pdq_window)?;
+        crate::dispatch::keyed::check_window(self.pdq_window)?;
         self.check_parking()?;
         if self.discipline.parallel() {
-            crate::keyed::KeyedQueue::new(self.discipline, self.pdq_window)?;
+            crate::dispatch::keyed::KeyedQueue::new(self.discipline, self.pdq_window)?;
             if self.policy == Policy::Single {
                 return Err(ConfigError::invalid(
                     "discipline",
@@ -192,7 +193,7 @@ impl RtConfig {
                 format!("a native run starts one thread per processor, allowed at most {MAX_THREADS} in all"),
             ));
         }
-        let slot = std::mem::size_of::<crate::ring::Slot>() as u64;
+        let slot = std::mem::size_of::<crate::transport::ring::Slot>() as u64;
         let rings = (threads * t.nodes as u64).saturating_mul(self.ring_slots as u64).saturating_mul(slot);
         // Segments and protocol tables, roughly.
         let segments = threads.saturating_mul(self.segment_bytes as u64).saturating_mul(2);

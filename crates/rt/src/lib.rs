@@ -5,7 +5,17 @@
 //! single-consumer rings of cache-line slots, and the Single, Fixed and
 //! Floating policies run on real threads. Applications are the same
 //! `Proc`-generic code the simulator runs.
-
+//!
+//! The runtime is built in layers, after UCX's:
+//! - `transport/`: moving messages between threads and nodes behind the
+//!   `Transport` trait (today the in-process rings, their message codec and
+//!   the ordered spill; shared memory between processes and MPI come next);
+//! - `dispatch/`: who handles which message: the serial drain by the acting
+//!   protocol processor, and the keyed (PDQ) queue with its spin lock;
+//! - `notify/`: how a node notices a message: polling, parking, signal
+//!   interrupts ([`interrupt`] is its public part);
+//! - `runtime/`: the threads, which compose the three, and [`run`];
+//! - `os`: the operating-system helpers they share.
 //!
 //! The rings and the message codec are internal: they trust their callers
 //! (the runtime checks every message and the ring size first) and would
@@ -18,21 +28,33 @@
 //! let (_p, _c) = finegrain_rt::ring::ring(0); // not public: panics on 0
 //! ```
 //! ```compile_fail
+//! let (_p, _c) = finegrain_rt::transport::ring::ring(0); // not public either
+//! ```
+//! ```compile_fail
 //! use finegrain_rt::codec::push_message; // not public: 5 arguments lose the 5th
 //! ```
 
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod bench;
 pub mod clock;
-mod codec;
 pub mod config;
-pub mod interrupt;
-mod keyed;
-mod ring;
+mod dispatch;
+mod notify;
+mod os;
 mod runtime;
-mod spin;
 pub mod stats;
+mod transport;
 
-pub use codec::MAX_PAYLOAD;
+/// Interrupts for the Floating policy: the signal handler's installation,
+/// raising the signal, and what a bare signal costs. (The scheme itself is
+/// in the runtime's notification layer.)
+pub mod interrupt {
+    pub use crate::notify::signal::{bare_signal_cost, current_thread, install, raise, Installed};
+}
+
 pub use config::RtConfig;
 pub use runtime::{run, ReplyView, RtError, RtOutput, RtProc};
 pub use stats::{RtStats, ThreadTimes};
+pub use transport::codec::MAX_PAYLOAD;

@@ -27,9 +27,10 @@ pub(crate) struct ThreadStats {
 
 /// Adds to a counter only this thread writes. The interrupt handler runs
 /// on the same thread but only while the thread is inside `work`, which
-/// updates none of the counters the handler does (see `interrupt.rs`), so a
-/// plain load and store cannot lose an update, and it avoids a locked
-/// read-modify-write (tens of nanoseconds) per message.
+/// updates none of the counters the handler does (see
+/// `notify/signal.rs`), so a plain load and store cannot lose an update,
+/// and it avoids a locked read-modify-write (tens of nanoseconds) per
+/// message.
 fn bump(c: &AtomicU64, by: u64) {
     c.store(c.load(Ordering::Relaxed).wrapping_add(by), Ordering::Relaxed);
 }

@@ -5,7 +5,7 @@
 use finegrain_core::{Args, HandlerInfo, HandlerTable, Message, NodeId, Payload, Policy, Proc, Topology};
 use finegrain_rt::{run, RtConfig};
 
-/// The signal the runtime interrupts with (see `interrupt.rs`).
+/// The signal the runtime interrupts with (see `notify/signal.rs`).
 fn interrupt_signal() -> libc::c_int {
     libc::SIGRTMIN() + 4
 }

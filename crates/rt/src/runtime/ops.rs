@@ -2,9 +2,45 @@
 //! replies (acting as protocol processor meanwhile), work, idling, poll
 //! sites and accesses to the thread's regions.
 
-use super::*;
+use super::cluster::{run_aborted, Completion};
+use super::thread::ThreadCtx;
+use crate::clock::Stamp;
+use crate::notify::{park, signal};
+use crate::transport::{Inbox, Outgoing, Sender, Transport, MAX_PAYLOAD};
+use finegrain_core::{
+    Access, AmError, Args, Discipline, HandlerId, MsgKind, NodeId, Policy, Region, Relinquish, SyncKey, ThreadId,
+};
+use rand::Rng;
+use std::cell::Cell;
+use std::sync::atomic::{compiler_fence, AtomicU64, Ordering};
 
-impl ThreadCtx {
+/// What a request made while `request_with`'s closure runs returns.
+fn reply_on_loan() -> AmError {
+    AmError::NotAllowed(
+        "a request from inside request_with's closure, whose reply buffer it would overwrite while the closure \
+         still reads it: copy what the closure needs and make the request after it returns"
+            .into(),
+    )
+}
+
+/// Marks the reply lent while alive; the mark goes even if the closure
+/// panics (the thread may still serve afterwards).
+struct LentReply<'a>(&'a Cell<bool>);
+
+impl<'a> LentReply<'a> {
+    fn new(flag: &'a Cell<bool>) -> LentReply<'a> {
+        flag.set(true);
+        LentReply(flag)
+    }
+}
+
+impl Drop for LentReply<'_> {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
+}
+
+impl<T: Transport> ThreadCtx<T> {
     fn new_token(&self) -> u64 {
         let t = self.next_token.get() + 1;
         self.next_token.set(t);
@@ -105,9 +141,10 @@ impl ThreadCtx {
         Ok(())
     }
 
-    /// Sends a one-way message (no reply). A full ring makes the sender wait,
-    /// handling its own node's messages meanwhile if the policy lets it, so
-    /// a fast sender is held back instead of growing an overflow queue.
+    /// Sends a one-way message (no reply). A full ring (a transport that
+    /// takes no more now) makes the sender wait, handling its own node's
+    /// messages meanwhile if the policy lets it, so a fast sender is held
+    /// back instead of growing an overflow queue.
     pub(super) fn send_oneway(
         &self,
         dst: NodeId,
@@ -122,10 +159,9 @@ impl ThreadCtx {
         self.enter();
         let mut spins = 0;
         loop {
-            // SAFETY: as in `send`.
-            let out = unsafe { &mut *self.out.get() };
-            let d = dst.0 as usize;
-            if out.spill[d].is_empty() && codec::push_message(&mut out.producers[d], &m).is_ok() {
+            // SAFETY: only this thread uses its send side, and not
+            // re-entrantly (as in `send`); the borrow ends here.
+            if unsafe { &mut *self.out.get() }.try_send(dst.0, &m).is_ok() {
                 break;
             }
             self.flush_spill();
@@ -151,10 +187,9 @@ impl ThreadCtx {
         if !self.owns_role {
             return;
         }
-        let node = self.node();
-        // SAFETY: this thread owns the role (Single), so it alone uses the
-        // node's consumers; `ready` only loads a slot header.
-        if node.inbox.iter().any(|c| unsafe { &*c.get() }.ready()) {
+        // SAFETY: this thread owns the role (Single), the inbox's receive
+        // right.
+        if unsafe { self.node().inbox.pending() } {
             self.drain();
         }
     }
@@ -253,17 +288,16 @@ impl ThreadCtx {
         let floating = cl.cfg.policy == Policy::Floating;
         let single = cl.cfg.policy == Policy::Single;
         if floating {
-            node.computing.fetch_add(1, Ordering::SeqCst);
-            fence(Ordering::SeqCst);
-            // Pairs with the senders' fence: a message that arrived before we
-            // counted ourselves as computing is ours to handle.
+            // A message that arrived before we counted ourselves as
+            // computing is ours to handle (no sender interrupts for it).
+            signal::begin_computing(self.bell());
             if node.work_waiting() {
                 self.enter();
                 self.poll_as_pp();
                 self.exit();
             }
         }
-        self.interruptible.store(floating, Ordering::Release);
+        self.irq.set_interruptible(floating, Ordering::Release);
         // SAFETY: the rng is used only by this thread, outside interrupts.
         let rng = unsafe { &mut *self.rng.get() };
         let mut acc = 0u64;
@@ -283,20 +317,20 @@ impl ThreadCtx {
                 break;
             }
             if single && node.any_ready() {
-                self.interruptible.store(false, Ordering::Relaxed);
+                self.irq.set_interruptible(false, Ordering::Relaxed);
                 self.enter();
                 self.poll_as_pp();
                 self.exit();
             }
         }
-        self.interruptible.store(false, Ordering::Release);
+        self.irq.set_interruptible(false, Ordering::Release);
         if floating {
-            node.computing.fetch_sub(1, Ordering::SeqCst);
+            signal::end_computing(self.bell());
         }
         std::hint::black_box(acc);
         let served = self.stats.handler_ns() + self.stats.interrupt_ns() - served_before;
         self.stats.add_compute(t0.elapsed_ns().saturating_sub(served));
-        if self.irq_pending.load(Ordering::Relaxed) {
+        if self.irq.pending() {
             self.enter();
             self.exit();
         }
@@ -308,15 +342,15 @@ impl ThreadCtx {
     /// its ring full; either would otherwise wait for the work to end.
     fn catch_up_in_work(&self) {
         compiler_fence(Ordering::SeqCst);
-        if !self.irq_pending.load(Ordering::Relaxed) && !self.spill_waiting.load(Ordering::Relaxed) {
+        if !self.irq.pending() && !self.spill_waiting.load(Ordering::Relaxed) {
             return;
         }
-        self.interruptible.store(false, Ordering::Relaxed);
+        self.irq.set_interruptible(false, Ordering::Relaxed);
         compiler_fence(Ordering::SeqCst);
         self.enter();
         self.flush_spill();
         self.exit(); // serves a pending interrupt
-        self.interruptible.store(true, Ordering::Release);
+        self.irq.set_interruptible(true, Ordering::Release);
     }
 
     /// Serves the node as protocol processor until `stop` says so (used by
@@ -365,15 +399,15 @@ impl ThreadCtx {
             }
             match park_after {
                 Some(limit) if fixed && empty >= limit => {
-                    node.parked.fetch_add(1, Ordering::SeqCst);
-                    fence(Ordering::SeqCst);
-                    if !node.work_waiting() {
-                        let timeout = std::time::Duration::from_millis(1);
-                        let asleep = std::time::Instant::now();
-                        std::thread::park_timeout(timeout);
-                        self.stats.count_park(asleep.elapsed() < timeout);
+                    let transport = &self.cluster.transport;
+                    let slept = park::park_idle(
+                        self.bell(),
+                        || node.work_waiting(),
+                        |timeout| transport.sleep(self.node, timeout),
+                    );
+                    if let Some(woken) = slept {
+                        self.stats.count_park(woken);
                     }
-                    node.parked.fetch_sub(1, Ordering::Relaxed);
                     empty = 0;
                 }
                 _ => self.relax(&mut spins),
@@ -447,18 +481,5 @@ impl ThreadCtx {
         }
         std::hint::black_box(acc);
         Ok(())
-    }
-
-    /// Called by the interrupt signal handler on this thread.
-    pub(crate) fn interrupt(&self) {
-        let node = self.node();
-        node.irq_raised.store(false, Ordering::Relaxed);
-        if !self.interruptible.load(Ordering::Acquire) || self.in_runtime.load(Ordering::Relaxed) {
-            self.irq_pending.store(true, Ordering::Relaxed);
-            return;
-        }
-        self.in_runtime.store(true, Ordering::Relaxed);
-        self.serve_interrupt();
-        self.in_runtime.store(false, Ordering::Relaxed);
     }
 }

@@ -7,7 +7,7 @@
 //! with no payload fits one 64-byte slot; 8 bytes of payload still do; 64
 //! bytes take two slots and 256 bytes five.
 
-use crate::ring::{Producer, Record, SLOT_DATA_WORDS};
+use super::ring::{Full, Producer, Record, SLOT_DATA_WORDS};
 use finegrain_core::{Args, HandlerId, Message, MsgKind, NodeId, SyncKey, ThreadId, MAX_ARGS};
 
 /// Largest payload one message carries inline in the ring.
@@ -78,7 +78,7 @@ fn meta_of(m: &Outgoing) -> u64 {
 
 /// Encodes `m` straight into the ring; `Err` (nothing written) when full.
 #[inline]
-pub fn push_message(p: &mut Producer, m: &Outgoing) -> Result<(), crate::ring::Full> {
+pub fn push_message(p: &mut Producer, m: &Outgoing) -> Result<(), Full> {
     // The header's count has room for MAX_ARGS and decoding keeps only that
     // many: the runtime refuses more (and larger payloads) before sending.
     debug_assert!(m.args.len() <= MAX_ARGS && m.payload.len() <= MAX_PAYLOAD);
@@ -194,7 +194,7 @@ pub fn scratch_message() -> Message {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ring::ring;
+    use crate::transport::ring::ring;
 
     #[test]
     fn round_trip_through_a_ring() {

@@ -1,6 +1,17 @@
 //! Interrupts for the Floating policy: a real-time signal sent to one
 //! computing thread of a node when a message arrives there while every
-//! thread of the node computes.
+//! thread of the node computes and none acts as its protocol processor.
+//!
+//! The pieces:
+//! - the sending side's rule ([`target`]): whom to interrupt, if anyone,
+//!   read from the destination's [`Doorbell`];
+//! - the receiving side's count of computing threads ([`begin_computing`],
+//!   [`end_computing`]) that the rule reads;
+//! - each thread's [`IrqGate`]: whether an interrupt may be served where
+//!   the thread is now, or must wait for its next exit from runtime code;
+//! - the signal handler, installed while a run that uses it is alive
+//!   ([`install`]), which finds the interrupted thread's context through a
+//!   [`Registration`].
 //!
 //! # Why this is safe
 //!
@@ -22,7 +33,7 @@
 //!   they would race with is not running.
 //! - Anywhere else (user code between operations, runtime code, a thread
 //!   that already stopped computing), the handler only sets the thread's
-//!   `irq_pending` flag (an atomic store) and returns; the thread serves the
+//!   pending flag (an atomic store) and returns; the thread serves the
 //!   interrupt at its next runtime exit.
 //! - The node's rings are consumed only by the holder of the node's role,
 //!   which the handler takes with the same try-lock as everyone else.
@@ -32,12 +43,37 @@
 //! A panic inside a handler is caught before it can unwind out of the
 //! signal frame (`catch_unwind` in the dispatch loop).
 
-use crate::runtime::ThreadCtx;
+use super::Doorbell;
+use crate::os;
 use std::cell::Cell;
+use std::marker::PhantomData;
+use std::sync::atomic::{compiler_fence, fence, AtomicBool, Ordering};
 use std::sync::Mutex;
 
+pub use crate::os::current_thread;
+
+/// What the signal handler calls on the interrupted thread: its runtime
+/// context serving the interrupt (or deferring it, see [`IrqGate`]).
+pub(crate) trait Interruptible {
+    fn interrupt(&self);
+}
+
+/// A registered context, its type erased: the context's address and the
+/// function that calls [`Interruptible::interrupt`] on it. (Erased so that
+/// this module does not depend on the runtime that implements it.)
+type Registered = (*const (), unsafe fn(*const ()));
+
 thread_local! {
-    static CURRENT: Cell<Option<*const ThreadCtx>> = const { Cell::new(None) };
+    static CURRENT: Cell<Option<Registered>> = const { Cell::new(None) };
+}
+
+/// Calls `interrupt` on the context at `p`.
+///
+/// # Safety
+/// `p` must point to a live `C`.
+unsafe fn call_interrupt<C: Interruptible>(p: *const ()) {
+    // SAFETY: forwarded from the caller.
+    unsafe { (*p.cast::<C>()).interrupt() }
 }
 
 fn signal_number() -> libc::c_int {
@@ -45,17 +81,19 @@ fn signal_number() -> libc::c_int {
 }
 
 extern "C" fn on_signal(_sig: libc::c_int) {
-    let saved = std::io::Error::last_os_error().raw_os_error();
-    if let Some(p) = CURRENT.with(|c| c.get()) {
-        // SAFETY: the pointer was registered by this thread and is cleared
-        // (by `Registration::drop`) before the context it points to is
-        // freed; the handler runs on the same thread, so the context is
-        // alive. See the module documentation for why the work is sound.
-        unsafe { (*p).interrupt() };
+    let saved = os::errno();
+    if let Some((p, call)) = CURRENT.with(|c| c.get()) {
+        // SAFETY: the pointer and its function were registered together by
+        // this thread (`Registration::new`) and are cleared by
+        // `Registration::drop`, which the borrow it holds keeps before the
+        // context is freed; the handler runs on the same thread, so the
+        // context is alive. See the module documentation for why the work
+        // is sound.
+        unsafe { call(p) };
     }
     if let Some(errno) = saved {
-        // SAFETY: restores errno for the interrupted code.
-        unsafe { *libc::__errno_location() = errno };
+        // Restores errno for the interrupted code.
+        os::set_errno(errno);
     }
 }
 
@@ -73,20 +111,7 @@ pub struct Installed(());
 pub fn install() -> Result<Installed, String> {
     let mut state = INSTALLS.lock().unwrap_or_else(|p| p.into_inner());
     if state.0 == 0 {
-        // SAFETY: a zeroed sigaction is a valid starting value; we set a
-        // plain handler with an empty mask and SA_RESTART, and keep the
-        // previous action to restore.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as usize;
-            sa.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            let mut old: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(signal_number(), &sa, &mut old) != 0 {
-                return Err(format!("sigaction failed: {}", std::io::Error::last_os_error()));
-            }
-            state.1 = Some(old);
-        }
+        state.1 = Some(os::install_handler(signal_number(), on_signal)?);
     }
     state.0 += 1;
     Ok(Installed(()))
@@ -98,20 +123,12 @@ impl Drop for Installed {
         state.0 -= 1;
         if state.0 == 0 {
             if let Some(old) = state.1.take() {
-                // SAFETY: restores the action sigaction returned; the run's
-                // threads are joined, so no interrupt of it is pending.
-                unsafe {
-                    libc::sigaction(signal_number(), &old, std::ptr::null_mut());
-                }
+                // The run's threads are joined, so no interrupt of it is
+                // pending.
+                os::restore_handler(signal_number(), &old);
             }
         }
     }
-}
-
-/// The calling thread's pthread id, as a number.
-pub fn current_thread() -> u64 {
-    // SAFETY: pthread_self has no preconditions.
-    unsafe { libc::pthread_self() as u64 }
 }
 
 /// Sends the interrupt signal to a thread (0: not registered yet, ignored).
@@ -119,7 +136,136 @@ pub fn raise(thread: u64) {
     if thread != 0 {
         // SAFETY: `thread` is the pthread id of a thread of this process
         // that is still running (threads are joined only after the run).
-        unsafe { libc::pthread_kill(thread as libc::pthread_t, signal_number()) };
+        unsafe { os::signal_thread(thread, signal_number()) };
+    }
+}
+
+/// The sending side, after a message to the node behind `bell` is in its
+/// ring: the compute thread to interrupt, if every thread there computes,
+/// none acts as protocol processor and no interrupt is already on its way.
+#[inline]
+pub(crate) fn target(bell: &Doorbell) -> Option<u32> {
+    // Pairs with the fence in `begin_computing` and in the role's release:
+    // either we see the node all-computing and role-free, or the other
+    // side sees our message.
+    fence(Ordering::SeqCst);
+    if !bell.role.load(Ordering::Relaxed)
+        && bell.computing.load(Ordering::Relaxed) == bell.compute_threads
+        && !bell.irq_raised.swap(true, Ordering::Relaxed)
+    {
+        Some(bell.irq_next.fetch_add(1, Ordering::Relaxed) % bell.compute_threads)
+    } else {
+        None
+    }
+}
+
+/// The receiving side: the calling thread starts computing. A message
+/// that arrived before it counted itself is its own to handle: the caller
+/// looks for work after this (the fence pairs with the senders').
+#[inline]
+pub(crate) fn begin_computing(bell: &Doorbell) {
+    bell.computing.fetch_add(1, Ordering::SeqCst);
+    fence(Ordering::SeqCst);
+}
+
+/// The calling thread stops computing.
+#[inline]
+pub(crate) fn end_computing(bell: &Doorbell) {
+    bell.computing.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// A thread's interrupt state: whether it is in runtime code (which an
+/// interrupt must not re-enter), whether it is inside `work` (the only
+/// place an interrupt is served on arrival), and whether one came and
+/// waits. Atomics, because the signal handler reads and writes them on
+/// the thread it interrupted.
+pub(crate) struct IrqGate {
+    in_runtime: AtomicBool,
+    interruptible: AtomicBool,
+    pending: AtomicBool,
+}
+
+impl IrqGate {
+    pub(crate) fn new() -> IrqGate {
+        IrqGate {
+            in_runtime: AtomicBool::new(false),
+            interruptible: AtomicBool::new(false),
+            pending: AtomicBool::new(false),
+        }
+    }
+
+    /// Enters runtime code.
+    #[inline]
+    pub(crate) fn enter(&self) {
+        self.in_runtime.store(true, Ordering::Relaxed);
+        // The interrupt handler runs on this thread: keep the runtime code's
+        // plain accesses (outbox, scratch) after the flag is up.
+        compiler_fence(Ordering::SeqCst);
+    }
+
+    /// Leaves runtime code. True if an interrupt came meanwhile: the caller
+    /// serves it now, between [`IrqGate::enter`] and [`IrqGate::leave`].
+    #[inline]
+    pub(crate) fn exit(&self) -> bool {
+        compiler_fence(Ordering::SeqCst);
+        self.in_runtime.store(false, Ordering::Relaxed);
+        if self.pending.load(Ordering::Relaxed) {
+            self.pending.store(false, Ordering::Relaxed);
+            return true;
+        }
+        false
+    }
+
+    /// Leaves runtime code after serving a deferred interrupt (one that
+    /// comes meanwhile waits for the next exit).
+    #[inline]
+    pub(crate) fn leave(&self) {
+        self.in_runtime.store(false, Ordering::Relaxed);
+    }
+
+    /// On a signal's arrival: true if the interrupt may be served now (the
+    /// thread is inside `work` and not in runtime code; the gate is then
+    /// entered, to be left with [`IrqGate::leave`]), otherwise marks it
+    /// pending.
+    #[inline]
+    pub(crate) fn arrive(&self) -> bool {
+        if !self.interruptible.load(Ordering::Acquire) || self.in_runtime.load(Ordering::Relaxed) {
+            self.pending.store(true, Ordering::Relaxed);
+            return false;
+        }
+        self.in_runtime.store(true, Ordering::Relaxed);
+        true
+    }
+
+    /// Marks the thread inside (or outside) `work`'s loop.
+    #[inline]
+    pub(crate) fn set_interruptible(&self, on: bool, order: Ordering) {
+        self.interruptible.store(on, order);
+    }
+
+    /// An interrupt came and waits for the next exit.
+    #[inline]
+    pub(crate) fn pending(&self) -> bool {
+        self.pending.load(Ordering::Relaxed)
+    }
+}
+
+/// Makes the calling thread's context reachable from the signal handler
+/// until dropped (it borrows the context, so it cannot outlive it, and
+/// stays on the thread that made it).
+pub(crate) struct Registration<'a>(PhantomData<(&'a (), *const ())>);
+
+impl<'a> Registration<'a> {
+    pub(crate) fn new<C: Interruptible>(ctx: &'a C) -> Registration<'a> {
+        let erased: Registered = ((ctx as *const C).cast::<()>(), call_interrupt::<C>);
+        CURRENT.with(|c| c.set(Some(erased)));
+        Registration(PhantomData)
+    }
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(None));
     }
 }
 
@@ -170,7 +316,7 @@ pub fn bare_signal_cost(signals: u64) -> Result<f64, String> {
             }
         }
         let _finished = Finished(p2.clone());
-        crate::runtime::pin_to(0);
+        os::pin_to(0);
         t2.store(current_thread(), Ordering::Release);
         // A busy chunk run before the signalling thread is on its core
         // would get no signal (bounded: a signaller that never comes only
@@ -207,7 +353,7 @@ pub fn bare_signal_cost(signals: u64) -> Result<f64, String> {
             }
             std::thread::yield_now();
         };
-        crate::runtime::pin_to(1 % crate::runtime::online_cores());
+        os::pin_to(1 % os::online_cores());
         ready.store(true, Ordering::Release);
         let mut sent = vec![0u64; most_rounds as usize];
         loop {
@@ -242,21 +388,4 @@ pub fn bare_signal_cost(signals: u64) -> Result<f64, String> {
     }
     costs.sort_by(f64::total_cmp);
     Ok(costs[costs.len() / 2].max(0.0))
-}
-
-/// Makes the calling thread's context reachable from the signal handler
-/// until dropped.
-pub(crate) struct Registration;
-
-impl Registration {
-    pub(crate) fn new(ctx: &ThreadCtx) -> Registration {
-        CURRENT.with(|c| c.set(Some(ctx as *const ThreadCtx)));
-        Registration
-    }
-}
-
-impl Drop for Registration {
-    fn drop(&mut self) {
-        CURRENT.with(|c| c.set(None));
-    }
 }

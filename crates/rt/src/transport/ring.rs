@@ -205,7 +205,7 @@ impl Record<'_> {
 
     /// Data words the record can hold (its slots times seven); only the
     /// loom model needs it.
-    #[cfg(loom)]
+    #[cfg(all(loom, test))]
     pub fn capacity_words(&self) -> usize {
         self.slots * SLOT_DATA_WORDS
     }

@@ -1,11 +1,12 @@
 //! Parallel dispatch on real threads: a node's messages handed to several
 //! protocol-processor threads at once.
 //!
-//! Under the parallel disciplines a node's rings are no longer drained by
+//! Under the parallel disciplines a node's inbox is no longer drained by
 //! one role holder. Serving threads share two short locks:
-//! - the **ingest** lock: one thread at a time pops messages from the rings
-//!   and decodes them into free buffers of a pool (the device filling its
-//!   search window); the others do not wait for it;
+//! - the **ingest** lock (the inbox's receive right): one thread at a time
+//!   takes messages from the inbox's lanes (the rings) and decodes them
+//!   into free buffers of a pool (the device filling its search window);
+//!   the others do not wait for it;
 //! - the **dispatch** lock over the queue of decoded entries, which decides
 //!   what may run next:
 //!   - **PDQ**: the core [`Pdq`] state machine (distinct keys run in
@@ -22,16 +23,18 @@
 //! every handler passes through stay a few tens of nanoseconds. Nothing here
 //! allocates after construction (dispatch may run in interrupt context).
 
-use crate::codec;
-use crate::ring::Consumer;
-use crate::spin::SpinLock;
+use super::spin::SpinLock;
+use crate::transport::{codec, Inbox};
 use crossbeam_utils::CachePadded;
 use finegrain_core::pdq::Pdq;
-use finegrain_core::{ConfigError, Discipline, Message, NodeId, SyncKey};
+use finegrain_core::{ConfigError, Discipline, Message, SyncKey};
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::cell::Cell;
+#[cfg(not(loom))]
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
+use std::sync::atomic::{fence, AtomicBool, AtomicU32};
 #[cfg(not(loom))]
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -137,8 +140,8 @@ impl Idle {
 pub(crate) struct KeyedQueue {
     discipline: Discipline,
     dispatch: SpinLock<Dispatch>,
-    /// Round-robin start of the next ingest over the rings; holding this
-    /// lock is what entitles a thread to the rings' consumers.
+    /// Round-robin start of the next ingest over the inbox's lanes; holding
+    /// this lock is the inbox's receive right.
     ingest: SpinLock<usize>,
     /// Message buffers. A buffer belongs to the thread that took it from
     /// the free list (decoding it), then to the queue, then to the thread
@@ -230,7 +233,7 @@ impl KeyedQueue {
         self.queued.load(Ordering::Relaxed)
     }
 
-    /// The change count (see [`Next::Idle`]).
+    /// The change count (see [`Idle`]).
     pub(crate) fn changes(&self) -> u64 {
         // Under loom a plain load may return a stale count every time a
         // waiter retries, so its wait would never end in the model; a
@@ -254,15 +257,10 @@ impl KeyedQueue {
     /// when nothing queued may run. `Err` when nothing may run.
     ///
     /// # Safety
-    /// `inbox` must be the consumers of this node's rings, touched by no
-    /// thread except through this queue (which does so under its ingest
-    /// lock).
-    pub(crate) unsafe fn next(
-        &self,
-        inbox: &[UnsafeCell<Consumer>],
-        node: NodeId,
-        batch: &mut Batch,
-    ) -> Result<(), Idle> {
+    /// `inbox` must be this node's, and no thread may take messages from
+    /// it except through this queue (whose ingest lock is its receive
+    /// right).
+    pub(crate) unsafe fn next<I: Inbox>(&self, inbox: &I, batch: &mut Batch) -> Result<(), Idle> {
         loop {
             let mut d = self.dispatch.lock();
             self.give_back(&mut d, batch);
@@ -277,7 +275,7 @@ impl KeyedQueue {
             }
             drop(d);
             // SAFETY: forwarded from the caller.
-            match unsafe { self.ingest(inbox, node, batch) } {
+            match unsafe { self.ingest(inbox, batch) } {
                 Some(0) | None => return Err(Idle { changes, full: false }),
                 Some(_) if batch.len > 0 => return Ok(()),
                 Some(_) => {} // queued entries another thread blocks: look again
@@ -375,7 +373,7 @@ impl KeyedQueue {
     ///
     /// # Safety
     /// As for [`KeyedQueue::next`].
-    unsafe fn ingest(&self, inbox: &[UnsafeCell<Consumer>], node: NodeId, batch: &mut Batch) -> Option<usize> {
+    unsafe fn ingest<I: Inbox>(&self, inbox: &I, batch: &mut Batch) -> Option<usize> {
         let mut next_ring = self.ingest.try_lock()?;
         let mut slots = [0u32; INGEST_BATCH];
         let reserved = {
@@ -388,14 +386,17 @@ impl KeyedQueue {
         };
         let mut keys = [SyncKey::NoSync; INGEST_BATCH];
         let mut decoded = 0;
-        let n = inbox.len();
+        let n = inbox.lanes();
         let mut idle_rings = 0;
         let mut i = *next_ring;
+        // SAFETY: the ingest lock is the inbox's receive right.
+        unsafe { inbox.progress() };
         while decoded < reserved && idle_rings < n {
-            // SAFETY: the ingest lock entitles this thread to the consumers;
-            // the reserved buffer is this thread's until it is queued.
-            let (consumer, buffer) = unsafe { (&mut *inbox[i].get(), buffer_mut(&self.pool[slots[decoded] as usize])) };
-            if consumer.ready() && consumer.try_pop(|r| codec::decode(r, node, buffer)).is_some() {
+            // SAFETY: the reserved buffer is this thread's until it is
+            // queued.
+            let buffer = unsafe { buffer_mut(&self.pool[slots[decoded] as usize]) };
+            // SAFETY: the ingest lock is the inbox's receive right.
+            if unsafe { inbox.try_recv(i, buffer) } {
                 keys[decoded] = buffer.key;
                 decoded += 1;
                 idle_rings = 0;
@@ -441,15 +442,164 @@ impl KeyedQueue {
     }
 }
 
+impl KeyedQueue {
+    /// Serves the queue alongside the node's other serving threads: runs
+    /// batches while some entry may run here, giving each message to
+    /// `handle` (holding its key's lock under the spin-lock discipline).
+    /// Looks twice when worth it (what arrived during the first pass is
+    /// taken in the second), and again while threads turned away by the
+    /// server `limit` left work. `idle` keeps what the queue answered when
+    /// this thread last found nothing to run. Returns how many ran.
+    ///
+    /// # Safety
+    /// As for [`KeyedQueue::next`].
+    pub(crate) unsafe fn serve<I: Inbox>(
+        &self,
+        inbox: &I,
+        limit: &ServerLimit,
+        idle: &Cell<Idle>,
+        failed: impl Fn() -> bool,
+        mut handle: impl FnMut(&Message),
+    ) -> u64 {
+        let mut handled = 0;
+        let mut wanted = false;
+        for pass in 0.. {
+            let worth = || pass < 2 && idle.get().worth_retrying(self, || inbox.ready());
+            if failed() || !(wanted || worth()) {
+                break;
+            }
+            // Floating: idle threads serve, but no more than the limit at
+            // once (the configuration allows a limit only there).
+            let Some(slot) = limit.claim_or_leave() else { break };
+            // SAFETY: forwarded from the caller.
+            handled += unsafe { self.serve_batches(inbox, idle, &failed, &mut handle) };
+            drop(slot);
+            // A thread turned away while this one served (an interrupted
+            // one, say) left its messages here: look again.
+            wanted = limit.look_again();
+        }
+        handled
+    }
+
+    /// Runs batches until the queue has nothing for this thread; returns
+    /// how many handlers ran.
+    ///
+    /// # Safety
+    /// As for [`KeyedQueue::next`].
+    unsafe fn serve_batches<I: Inbox>(
+        &self,
+        inbox: &I,
+        idle: &Cell<Idle>,
+        failed: &impl Fn() -> bool,
+        handle: &mut impl FnMut(&Message),
+    ) -> u64 {
+        let mut batch = Batch::default();
+        let mut handled = 0;
+        loop {
+            // SAFETY: forwarded from the caller.
+            match unsafe { self.next(inbox, &mut batch) } {
+                Ok(()) => {
+                    for &e in batch.entries() {
+                        let _held = self.key_lock(e.key);
+                        handle(self.message(e));
+                        handled += 1;
+                    }
+                    if failed() {
+                        self.complete(&mut batch);
+                        return handled;
+                    }
+                }
+                Err(now) => {
+                    idle.set(now);
+                    return handled;
+                }
+            }
+        }
+    }
+}
+
+/// Floating under a parallel discipline: at most this many threads of a
+/// node serve its keyed queue at once (`RtConfig::max_servers`,
+/// Hurricane-1 Mult's K); without a limit every thread may.
+pub(crate) struct ServerLimit {
+    limit: Option<u32>,
+    /// Threads serving now (counted only under a limit).
+    servers: CachePadded<AtomicU32>,
+    /// A thread found every serving place taken and left what it came for
+    /// to the servers: the next one to give its place up looks again.
+    wanted: AtomicBool,
+}
+
+/// A serving place taken under a server limit; given back when dropped.
+pub(crate) struct ServerSlot<'a>(Option<&'a AtomicU32>);
+
+impl Drop for ServerSlot<'_> {
+    fn drop(&mut self) {
+        if let Some(servers) = self.0 {
+            servers.fetch_sub(1, Ordering::Release);
+        }
+    }
+}
+
+impl ServerLimit {
+    pub(crate) fn new(limit: Option<u32>) -> ServerLimit {
+        ServerLimit { limit, servers: CachePadded::new(AtomicU32::new(0)), wanted: AtomicBool::new(false) }
+    }
+
+    /// One of the serving places, or None if all are taken.
+    fn claim(&self) -> Option<ServerSlot<'_>> {
+        let Some(limit) = self.limit else { return Some(ServerSlot(None)) };
+        let mut now = self.servers.load(Ordering::Relaxed);
+        loop {
+            if now >= limit {
+                return None;
+            }
+            match self.servers.compare_exchange_weak(now, now + 1, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return Some(ServerSlot(Some(&self.servers))),
+                Err(seen) => now = seen,
+            }
+        }
+    }
+
+    /// A serving place, or None after telling the servers to look again
+    /// once they give theirs up. Dekker-style: either this thread's second
+    /// try sees a place freed, or the server that frees it sees the flag.
+    fn claim_or_leave(&self) -> Option<ServerSlot<'_>> {
+        if let Some(slot) = self.claim() {
+            return Some(slot);
+        }
+        self.wanted.store(true, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        self.claim()
+    }
+
+    /// After giving a place up: whether a thread was turned away meanwhile
+    /// (and left its work to the servers). Pairs with the fence in
+    /// `claim_or_leave`.
+    fn look_again(&self) -> bool {
+        if self.limit.is_none() {
+            return false;
+        }
+        fence(Ordering::SeqCst);
+        self.wanted.swap(false, Ordering::Relaxed)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::{push_message, Outgoing};
-    use crate::ring::ring;
-    use finegrain_core::{HandlerId, MsgKind, ThreadId};
+    use crate::transport::codec::{push_message, Outgoing};
+    use crate::transport::inproc::RingInbox;
+    use crate::transport::ring::{ring, Consumer, Producer};
+    use finegrain_core::{HandlerId, MsgKind, NodeId, ThreadId};
+
+    /// Node 0's inbox over one ring.
+    pub(super) fn inbox_of(c: Consumer) -> RingInbox {
+        RingInbox::new(NodeId(0), vec![c])
+    }
 
     /// Queues a request with `key` whose token and only argument is `token`.
-    pub(super) fn send(p: &mut crate::ring::Producer, key: SyncKey, token: u64) {
+    pub(super) fn send(p: &mut Producer, key: SyncKey, token: u64) {
         let m = Outgoing {
             kind: MsgKind::Request,
             handler: HandlerId(0),
@@ -466,7 +616,7 @@ mod tests {
     #[test]
     fn pdq_hands_out_distinct_keys_and_a_run_of_a_held_one() {
         let (mut p, c) = ring(64);
-        let inbox = [UnsafeCell::new(c)];
+        let inbox = inbox_of(c);
         for (t, k) in [(1, 5), (2, 5), (3, 6)] {
             send(&mut p, SyncKey::Key(k), t);
         }
@@ -475,14 +625,14 @@ mod tests {
         let mut b = Batch::default();
         // SAFETY: only this test uses the consumer, through the queue.
         unsafe {
-            q.next(&inbox, NodeId(0), &mut a).unwrap();
+            q.next(&inbox, &mut a).unwrap();
             let taken: Vec<(SyncKey, u64)> = a.entries().iter().map(|&e| (e.key, q.message(e).token)).collect();
             assert_eq!(
                 taken,
                 [(SyncKey::Key(5), 1), (SyncKey::Key(5), 2), (SyncKey::Key(6), 3)],
                 "in arrival order: key 5's second entry runs after its first on the same thread"
             );
-            let idle = q.next(&inbox, NodeId(0), &mut b).unwrap_err();
+            let idle = q.next(&inbox, &mut b).unwrap_err();
             assert_eq!(idle.changes, q.changes());
             assert!(!idle.worth_retrying(&q, || false));
             q.complete(&mut a);
@@ -493,7 +643,7 @@ mod tests {
     #[test]
     fn the_window_bounds_what_is_decoded() {
         let (mut p, c) = ring(64);
-        let inbox = [UnsafeCell::new(c)];
+        let inbox = inbox_of(c);
         for t in 0..10 {
             send(&mut p, SyncKey::Key(1), t);
         }
@@ -501,11 +651,11 @@ mod tests {
         let mut a = Batch::default();
         // SAFETY: as above.
         unsafe {
-            q.next(&inbox, NodeId(0), &mut a).unwrap();
+            q.next(&inbox, &mut a).unwrap();
             assert_eq!(a.entries().len(), 1, "a visit takes at most a quarter of the window");
             assert_eq!(q.queued(), 3, "the window's four decoded, one taken; six wait in the ring");
             let mut b = Batch::default();
-            assert_eq!(q.next(&inbox, NodeId(0), &mut b), Err(Idle { changes: q.changes(), full: true }));
+            assert_eq!(q.next(&inbox, &mut b), Err(Idle { changes: q.changes(), full: true }));
             q.complete(&mut a);
         }
     }
@@ -513,7 +663,7 @@ mod tests {
     #[test]
     fn freeing_room_in_a_full_window_wakes_threads_that_found_it_full() {
         let (mut p, c) = ring(64);
-        let inbox = [UnsafeCell::new(c)];
+        let inbox = inbox_of(c);
         for t in 1..=4 {
             send(&mut p, SyncKey::Key(1), t);
         }
@@ -521,19 +671,18 @@ mod tests {
         let (mut a, mut w) = (Batch::default(), Batch::default());
         // SAFETY: as above.
         unsafe {
-            q.next(&inbox, NodeId(0), &mut a).unwrap();
-            let idle = q.next(&inbox, NodeId(0), &mut w).unwrap_err();
+            q.next(&inbox, &mut a).unwrap();
+            let idle = q.next(&inbox, &mut w).unwrap_err();
             assert!(idle.full, "four entries of one key fill the window");
             // The holder runs the key's other entries itself: no entry is
             // ever left for the waiter, and then it leaves.
             for _ in 0..3 {
-                q.next(&inbox, NodeId(0), &mut a).unwrap();
+                q.next(&inbox, &mut a).unwrap();
             }
-            assert!(q.next(&inbox, NodeId(0), &mut a).is_err());
+            assert!(q.next(&inbox, &mut a).is_err());
             send(&mut p, SyncKey::NoSync, 99);
-            let peek = (*inbox[0].get()).peeker();
-            assert!(idle.worth_retrying(&q, || peek.ready()), "the window has room and a message waits");
-            q.next(&inbox, NodeId(0), &mut w).unwrap();
+            assert!(idle.worth_retrying(&q, || inbox.ready()), "the window has room and a message waits");
+            q.next(&inbox, &mut w).unwrap();
             assert_eq!(q.message(w.entries()[0]).token, 99);
             q.complete(&mut w);
         }
@@ -546,19 +695,18 @@ mod tests {
     #[test]
     fn an_ingest_that_decodes_nothing_wakes_threads_that_found_the_window_full() {
         let (mut p, c) = ring(64);
-        let inbox = [UnsafeCell::new(c)];
+        let inbox = inbox_of(c);
         let q = KeyedQueue::new(Discipline::Pdq, 4).unwrap();
         let reserved: Vec<u32> = std::mem::take(&mut q.dispatch.lock().free);
         let mut w = Batch::default();
         // SAFETY: as above.
         unsafe {
-            let idle = q.next(&inbox, NodeId(0), &mut w).unwrap_err();
+            let idle = q.next(&inbox, &mut w).unwrap_err();
             assert!(idle.full, "every buffer is reserved");
             q.return_unused(&mut q.dispatch.lock(), &reserved);
             send(&mut p, SyncKey::NoSync, 5);
-            let peek = (*inbox[0].get()).peeker();
-            assert!(idle.worth_retrying(&q, || peek.ready()), "room again and a message waits");
-            q.next(&inbox, NodeId(0), &mut w).unwrap();
+            assert!(idle.worth_retrying(&q, || inbox.ready()), "room again and a message waits");
+            q.next(&inbox, &mut w).unwrap();
             assert_eq!(q.message(w.entries()[0]).token, 5);
             q.complete(&mut w);
         }
@@ -574,20 +722,11 @@ mod tests {
 #[cfg(test)]
 mod concurrency_tests {
     use super::*;
-    use crate::codec::{push_message, Outgoing};
-    use crate::ring::ring;
-    use finegrain_core::{HandlerId, MsgKind, ThreadId};
+    use crate::transport::codec::{push_message, Outgoing};
+    use crate::transport::inproc::RingInbox;
+    use crate::transport::ring::ring;
+    use finegrain_core::{HandlerId, MsgKind, NodeId, ThreadId};
     use std::sync::atomic::AtomicU64;
-
-    struct Inbox(Box<[UnsafeCell<Consumer>]>);
-    // SAFETY: consumers are used only through the queue.
-    unsafe impl Sync for Inbox {}
-
-    impl Inbox {
-        fn rings(&self) -> &[UnsafeCell<Consumer>] {
-            &self.0
-        }
-    }
 
     #[test]
     fn every_entry_is_handed_out_once_across_threads() {
@@ -606,7 +745,7 @@ mod concurrency_tests {
             };
             push_message(&mut producers[(t % 4) as usize], &m).unwrap();
         }
-        let inbox = Inbox(consumers.into_iter().map(UnsafeCell::new).collect());
+        let inbox = RingInbox::new(NodeId(0), consumers);
         let q = KeyedQueue::new(Discipline::Pdq, 16).unwrap();
         let seen: Vec<AtomicU64> = (0..N).map(|_| AtomicU64::new(0)).collect();
         let handled = AtomicU64::new(0);
@@ -616,7 +755,7 @@ mod concurrency_tests {
                     let mut batch = Batch::default();
                     while handled.load(Ordering::Relaxed) < N {
                         // SAFETY: consumers used only through the queue.
-                        match unsafe { q.next(inbox.rings(), NodeId(0), &mut batch) } {
+                        match unsafe { q.next(&inbox, &mut batch) } {
                             Ok(()) => {
                                 for &e in batch.entries() {
                                     let t = q.message(e).token;
@@ -653,9 +792,10 @@ mod concurrency_tests {
 /// left runnable (else it waits forever and loom reports the model stuck).
 #[cfg(all(test, loom))]
 mod loom_tests {
-    use super::tests::send;
+    use super::tests::{inbox_of, send};
     use super::*;
-    use crate::ring::ring;
+    use crate::transport::inproc::RingInbox;
+    use crate::transport::ring::ring;
     use loom::sync::atomic::AtomicU64;
     use loom::sync::Arc;
 
@@ -668,8 +808,7 @@ mod loom_tests {
 
     struct Shared {
         queue: KeyedQueue,
-        inbox: Box<[UnsafeCell<Consumer>]>,
-        peek: crate::ring::Peeker,
+        inbox: RingInbox,
         handled: AtomicU64,
         /// Per token: times handed out.
         seen: [AtomicU64; 4],
@@ -679,8 +818,10 @@ mod loom_tests {
         key_busy: [AtomicU64; 3],
         key_done: [AtomicU64; 3],
     }
-    // SAFETY: the consumers are used only through the queue.
+    // SAFETY: loom's atomics and cells are Sync; the inbox is used only
+    // through the queue.
     unsafe impl Sync for Shared {}
+    // SAFETY: as for Sync: nothing in it is tied to a thread.
     unsafe impl Send for Shared {}
 
     /// Runs entry `e`, checking PDQ's rules with read-modify-writes (which
@@ -715,10 +856,10 @@ mod loom_tests {
         // A read-modify-write sees the latest count (a plain load may keep
         // returning a stale one in the model).
         'serving: while s.handled.fetch_add(0, Ordering::Relaxed) < MESSAGES.len() as u64 {
-            if idle.worth_retrying(&s.queue, || s.peek.ready()) {
+            if idle.worth_retrying(&s.queue, || s.inbox.ready()) {
                 loop {
                     // SAFETY: the consumers are used only through the queue.
-                    match unsafe { s.queue.next(&s.inbox, NodeId(0), &mut batch) } {
+                    match unsafe { s.queue.next(&s.inbox, &mut batch) } {
                         Ok(()) => {
                             for &e in batch.entries() {
                                 run(e, s);
@@ -751,8 +892,7 @@ mod loom_tests {
             // as often as possible, and the window is full at first.
             let s = Arc::new(Shared {
                 queue: KeyedQueue::new(Discipline::Pdq, 4).unwrap(),
-                peek: c.peeker(),
-                inbox: Box::new([UnsafeCell::new(c)]),
+                inbox: inbox_of(c),
                 handled: AtomicU64::new(0),
                 seen: Default::default(),
                 running: AtomicU64::new(0),

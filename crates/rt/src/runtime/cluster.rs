@@ -1,0 +1,277 @@
+//! What the threads of a run share: the cluster (configuration, handlers,
+//! transport, nodes, failure state) and each node's local state (its
+//! inbox, dispatch state and reply mailboxes, and the memory its threads
+//! touch).
+
+use super::RtError;
+use crate::config::RtConfig;
+use crate::dispatch::keyed::{KeyedQueue, ServerLimit};
+use crate::dispatch::serial::Cursor;
+use crate::notify::{Doorbell, Scheme};
+use crate::transport::{Inbox, Transport, MAX_PAYLOAD};
+use crossbeam_utils::CachePadded;
+use finegrain_core::{AmError, HandlerId, HandlerTable, Payload, MAX_ARGS};
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::Mutex;
+
+/// Handler failures are recorded without allocating (they may happen in
+/// interrupt context) and turned into messages after the run.
+#[derive(Default)]
+pub(super) struct Failure {
+    /// 0 none, 1 panicked, 2 returned an error, 3 did not reply, 4 unknown
+    /// handler, 5 an application failed, 6 a thread could not start, 7 an
+    /// application thread's own operation failed.
+    kind: AtomicU8,
+    handler: AtomicU32,
+    error: Mutex<Option<AmError>>,
+    /// Node and thread (high and low 32 bits) of a FAIL_APP or FAIL_THREAD.
+    app: AtomicU64,
+}
+
+pub(super) const FAIL_PANIC: u8 = 1;
+pub(super) const FAIL_ERROR: u8 = 2;
+pub(super) const FAIL_NO_REPLY: u8 = 3;
+pub(super) const FAIL_UNKNOWN: u8 = 4;
+/// An application returned an error or panicked; its own outcome says why.
+const FAIL_APP: u8 = 5;
+/// A thread of the run could not be started.
+pub(super) const FAIL_SETUP: u8 = 6;
+/// An application thread's operation failed in a way it cannot be told
+/// (`Proc::access` returns nothing); the failure carries its error.
+const FAIL_THREAD: u8 = 7;
+
+/// What a request or send still in progress returns once the run failed.
+pub(super) fn run_aborted() -> AmError {
+    AmError::Aborted("the run stopped: a handler or another thread failed".into())
+}
+
+/// A compute thread's reply mailbox: the reply handler (on whichever thread
+/// acts as PP) fills it and publishes the token; the waiting thread reads
+/// it after seeing its token.
+pub(super) struct Completion {
+    pub(super) token: AtomicU64,
+    pub(super) handler: AtomicU32,
+    pub(super) nargs: AtomicU32,
+    pub(super) args: [AtomicU64; MAX_ARGS],
+    pub(super) src_node: AtomicU32,
+    /// Written only by the acting PP between the requester's send and the
+    /// token store, read only by the requester after the token load.
+    pub(super) payload: UnsafeCell<Payload>,
+}
+
+// SAFETY: `payload` is written only by the thread handling the reply
+// (one request has one reply) before its Release store of `token`, and
+// read only by the requesting thread after an Acquire load that observed
+// that token, and before it sends its next request. Everything else is
+// atomic.
+unsafe impl Sync for Completion {}
+
+impl Completion {
+    fn new() -> Completion {
+        Completion {
+            token: AtomicU64::new(0),
+            handler: AtomicU32::new(0),
+            nargs: AtomicU32::new(0),
+            args: std::array::from_fn(|_| AtomicU64::new(0)),
+            src_node: AtomicU32::new(0),
+            payload: UnsafeCell::new(Payload::with_capacity(MAX_PAYLOAD)),
+        }
+    }
+}
+
+/// A node's own state: what only its threads use. (What its senders read
+/// is its [`Doorbell`], which the transport keeps.)
+pub(super) struct Node<T: Transport> {
+    /// Everything sent to this node.
+    pub(super) inbox: T::Inbox,
+    /// Serial discipline: where the acting PP's next drain starts.
+    pub(super) cursor: Cursor,
+    /// Floating: threads waiting for a reply or serving for want of work
+    /// (in `idle`, or done with their application): the role's possible
+    /// takers.
+    pub(super) waiting: CachePadded<AtomicU32>,
+    /// Compute threads whose application has not returned yet: only these
+    /// can still come to wait, so hand-off keeps the role only while a peer
+    /// is among them.
+    pub(super) running: CachePadded<AtomicU32>,
+    pub(super) completions: Box<[CachePadded<Completion>]>,
+    pub(super) segments: Box<[Box<[AtomicU64]>]>,
+    pub(super) table: Box<[AtomicU64]>,
+    pub(super) recv: Box<[Box<[AtomicU64]>]>,
+    /// Parallel disciplines: the node's dispatch (None: serial).
+    pub(super) keyed: Option<KeyedQueue>,
+    /// Parallel disciplines: how many threads may serve at once.
+    pub(super) servers: ServerLimit,
+}
+
+impl<T: Transport> Node<T> {
+    pub(super) fn new(cfg: &RtConfig, inbox: T::Inbox) -> Node<T> {
+        let compute = cfg.compute_threads_per_node() as usize;
+        Node {
+            inbox,
+            cursor: Cursor::new(),
+            waiting: CachePadded::new(AtomicU32::new(0)),
+            running: CachePadded::new(AtomicU32::new(compute as u32)),
+            completions: (0..compute).map(|_| CachePadded::new(Completion::new())).collect(),
+            segments: (0..compute).map(|_| atomic_words(cfg.segment_bytes)).collect(),
+            table: atomic_words(cfg.protocol_table_bytes().max(8)),
+            recv: (0..compute).map(|_| atomic_words(MAX_PAYLOAD)).collect(),
+            keyed: cfg
+                .discipline
+                .parallel()
+                .then(|| KeyedQueue::new(cfg.discipline, cfg.pdq_window).expect("validated with the configuration")),
+            servers: ServerLimit::new(cfg.max_servers),
+        }
+    }
+
+    /// Whether a message may be waiting in the inbox (any thread).
+    #[inline]
+    pub(super) fn any_ready(&self) -> bool {
+        self.inbox.ready()
+    }
+
+    /// Messages in the inbox, or decoded and queued (parallel disciplines).
+    #[inline]
+    pub(super) fn work_waiting(&self) -> bool {
+        self.keyed.as_ref().is_some_and(|k| k.queued() > 0) || self.any_ready()
+    }
+}
+
+fn atomic_words(bytes: usize) -> Box<[AtomicU64]> {
+    (0..bytes.div_ceil(8)).map(|_| AtomicU64::new(0)).collect()
+}
+
+/// Everything the threads of a run share.
+pub(crate) struct Cluster<T: Transport> {
+    pub(super) cfg: RtConfig,
+    pub(super) handlers: HandlerTable,
+    pub(super) transport: T,
+    /// The nodes this process runs, by node id. Padded so one node's hot
+    /// fields never share a line with another's.
+    pub(super) nodes: Box<[CachePadded<Node<T>>]>,
+    pub(super) ppn: u32,
+    /// How nodes notice messages (from the configuration).
+    pub(super) notify: Scheme,
+    /// The run is aborted (a handler failed, or an application returned an
+    /// error): every thread stops at once, whatever is still queued.
+    pub(super) shutdown: AtomicBool,
+    failure: Failure,
+    pub(super) oversubscribed: bool,
+}
+
+impl<T: Transport> Cluster<T> {
+    pub(super) fn new(
+        cfg: &RtConfig,
+        handlers: &HandlerTable,
+        transport: T,
+        nodes: Box<[CachePadded<Node<T>>]>,
+        oversubscribed: bool,
+    ) -> Cluster<T> {
+        Cluster {
+            cfg: cfg.clone(),
+            handlers: handlers.clone(),
+            transport,
+            nodes,
+            ppn: cfg.topology.procs_per_node,
+            notify: Scheme::of(cfg.policy, cfg.park_after_polls.is_some(), cfg.interrupts),
+            shutdown: AtomicBool::new(false),
+            failure: Failure::default(),
+            oversubscribed,
+        }
+    }
+
+    #[inline]
+    pub(super) fn node(&self, n: u32) -> &Node<T> {
+        &self.nodes[n as usize]
+    }
+
+    /// A local node's doorbell.
+    #[inline]
+    pub(super) fn bell(&self, n: u32) -> &Doorbell {
+        self.transport.doorbell(n).expect("a local node's doorbell is always reachable")
+    }
+
+    pub(super) fn fail(&self, kind: u8, handler: HandlerId, error: Option<AmError>) {
+        self.fail_first(kind, handler, error);
+    }
+
+    /// Stops the run; the first failure is the one reported (true if this
+    /// one is).
+    fn fail_first(&self, kind: u8, handler: HandlerId, error: Option<AmError>) -> bool {
+        let first = self.failure.kind.compare_exchange(0, kind, Ordering::AcqRel, Ordering::Relaxed).is_ok();
+        if first {
+            self.failure.handler.store(handler.0 as u32, Ordering::Relaxed);
+            if let Some(e) = error {
+                if let Ok(mut slot) = self.failure.error.try_lock() {
+                    *slot = Some(e);
+                }
+            }
+        }
+        self.shutdown.store(true, Ordering::Release);
+        first
+    }
+
+    #[inline]
+    pub(super) fn failed(&self) -> bool {
+        self.failure.kind.load(Ordering::Relaxed) != 0
+    }
+
+    /// Application `(node, thread)` failed: every other thread stops too
+    /// (requests in flight may never be answered). Only the first failure
+    /// is reported; a handler failure seen before it takes precedence.
+    pub(super) fn fail_app(&self, node: u32, thread: u32) {
+        if self.fail_first(FAIL_APP, HandlerId(0), None) {
+            self.failure.app.store((node as u64) << 32 | thread as u64, Ordering::Release);
+        }
+    }
+
+    /// Application `(node, thread)` did something the run cannot go on
+    /// from; reported as that thread's failure, whatever it returns.
+    pub(super) fn fail_thread(&self, node: u32, thread: u32, error: AmError) {
+        if self.fail_first(FAIL_THREAD, HandlerId(0), Some(error)) {
+            self.failure.app.store((node as u64) << 32 | thread as u64, Ordering::Release);
+        }
+    }
+
+    /// The application whose failure stopped the run, if one did.
+    pub(super) fn failed_app(&self) -> Option<(u32, u32)> {
+        if self.failure.kind.load(Ordering::Acquire) != FAIL_APP {
+            return None;
+        }
+        let v = self.failure.app.load(Ordering::Acquire);
+        Some(((v >> 32) as u32, v as u32))
+    }
+
+    pub(super) fn failure_error(&self) -> Option<RtError> {
+        let kind = self.failure.kind.load(Ordering::Acquire);
+        if kind == 0 || kind == FAIL_APP || kind == FAIL_SETUP {
+            return None;
+        }
+        if kind == FAIL_THREAD {
+            let v = self.failure.app.load(Ordering::Acquire);
+            let error = self.failure.error.lock().ok().and_then(|mut e| e.take()).unwrap_or_else(run_aborted);
+            return Some(RtError::App { node: (v >> 32) as u32, thread: v as u32, error });
+        }
+        let id = HandlerId(self.failure.handler.load(Ordering::Relaxed) as u16);
+        let name = self.handlers.info(id).map(|i| i.name.clone()).unwrap_or_else(|_| format!("#{}", id.0));
+        let e = match kind {
+            FAIL_PANIC => AmError::HandlerFailed { handler: name, reason: "panicked".into() },
+            FAIL_NO_REPLY => AmError::HandlerFailed {
+                handler: name,
+                reason:
+                    "returned without replying to a request sent with Proc::request, whose thread would wait forever"
+                        .into(),
+            },
+            FAIL_UNKNOWN => AmError::UnknownHandler { id: id.0, len: self.handlers.len() },
+            _ => self
+                .failure
+                .error
+                .lock()
+                .ok()
+                .and_then(|mut e| e.take())
+                .unwrap_or(AmError::HandlerFailed { handler: name, reason: "failed".into() }),
+        };
+        Some(RtError::Handler(e))
+    }
+}

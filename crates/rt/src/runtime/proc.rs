@@ -1,0 +1,249 @@
+//! What applications and handlers see: [`RtProc`], the runtime's
+//! implementation of [`Proc`] for a compute thread, the reply it lends
+//! ([`ReplyView`]), and the [`HandlerCtx`] handlers reply through.
+
+use super::cluster::{Completion, FAIL_ERROR};
+use super::thread::ThreadCtx;
+use crate::stats::ThreadTimes;
+use crate::transport::{InProc, Outgoing, Transport, MAX_PAYLOAD};
+use finegrain_core::{
+    Access, AmError, Args, HandlerCtx, HandlerId, Message, MsgKind, NodeId, Payload, Proc, Region, Reply, ReplyGuard,
+    SyncKey, ThreadId, MAX_ARGS,
+};
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+
+/// The runtime's [`HandlerCtx`]: replies go straight to the transport (into
+/// the requester's ring, in process).
+pub(super) struct RtHandlerCtx<'a, T: Transport> {
+    pub(super) thread: &'a ThreadCtx<T>,
+    pub(super) msg: &'a Message,
+    pub(super) guard: ReplyGuard<'a>,
+}
+
+impl<T: Transport> HandlerCtx for RtHandlerCtx<'_, T> {
+    fn node(&self) -> NodeId {
+        NodeId(self.thread.node)
+    }
+
+    fn reply(&mut self, reply: Reply) -> Result<(), AmError> {
+        self.reply_bytes(reply.handler, reply.args, reply.payload.as_slice())
+    }
+
+    fn reply_bytes(&mut self, handler: HandlerId, args: Args, data: &[u8]) -> Result<(), AmError> {
+        let m = self.msg;
+        // Token 0 marks a one-way message: no thread waits for a reply, so
+        // completing one would write a completion slot its owner may be
+        // reading.
+        if m.token == 0 {
+            return Err(AmError::ReplyToOneWay { handler: self.guard.handler().to_string() });
+        }
+        if data.len() > MAX_PAYLOAD {
+            return Err(AmError::PayloadTooLarge {
+                what: format!("handler '{}''s reply payload", self.guard.handler()),
+                given: data.len(),
+                max: MAX_PAYLOAD,
+                platform: "the native runtime",
+            });
+        }
+        // Counted only once it will be sent: a refused reply is no reply,
+        // and the handler may still send a valid one.
+        self.guard.admit_reply()?;
+        self.thread.send(
+            m.src_node.0,
+            &Outgoing {
+                kind: MsgKind::Reply,
+                handler,
+                src_node: NodeId(self.thread.node),
+                src_thread: m.src_thread,
+                token: m.token,
+                key: SyncKey::NoSync,
+                args: args.as_slice(),
+                payload: data,
+            },
+        );
+        Ok(())
+    }
+
+    fn access(&mut self, region: Region, offset: u64, len: u32, kind: Access) {
+        if let Err(reason) = self.thread.touch(region, offset, len, kind) {
+            let e = AmError::HandlerFailed { handler: self.guard.handler().to_string(), reason };
+            self.thread.cluster.fail(FAIL_ERROR, self.msg.handler, Some(e));
+        }
+    }
+
+    fn charge(&mut self, _cycles: u64) {}
+}
+
+/// A native compute thread's handle: the runtime's implementation of
+/// [`Proc`].
+#[derive(Clone)]
+pub struct RtProc {
+    pub(super) ctx: Rc<ThreadCtx<InProc>>,
+}
+
+/// A reply, borrowed in place from the thread's mailbox.
+pub struct ReplyView<'a> {
+    c: &'a Completion,
+}
+
+impl ReplyView<'_> {
+    pub fn args(&self) -> Args {
+        let n = self.c.nargs.load(Ordering::Relaxed) as usize;
+        let a: [u64; MAX_ARGS] = std::array::from_fn(|i| self.c.args[i].load(Ordering::Relaxed));
+        Args::new(&a[..n]).expect("at most MAX_ARGS")
+    }
+
+    pub fn payload(&self) -> &[u8] {
+        // SAFETY: the reply handler finished writing before publishing the
+        // token this thread waited for, and no other reply can arrive until
+        // this thread sends its next request, which it cannot do while the
+        // view exists: views live only inside `request_with`'s closure, and
+        // a request made from there is refused (see `reply_lent`).
+        unsafe { (*self.c.payload.get()).as_slice() }
+    }
+}
+
+impl RtProc {
+    /// Sends a request and lends its reply to `f` without copying it out.
+    ///
+    /// The reply stays in the thread's one reply buffer while `f` runs, so
+    /// `f` may not make another request from this thread (through a clone of
+    /// this handle): that request fails at once with an error saying so.
+    /// One-way sends, work and the rest remain allowed.
+    pub fn request_with<R>(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        args: &[u64],
+        payload: &[u8],
+        f: impl FnOnce(ReplyView) -> R,
+    ) -> Result<R, AmError> {
+        self.ctx.request_with(dst, handler, SyncKey::Sequential, args, payload, |c| f(ReplyView { c }))
+    }
+
+    /// [`RtProc::request_with`] with a synchronization key.
+    pub fn request_keyed_with<R>(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: &[u64],
+        payload: &[u8],
+        f: impl FnOnce(ReplyView) -> R,
+    ) -> Result<R, AmError> {
+        self.ctx.request_with(dst, handler, key, args, payload, |c| f(ReplyView { c }))
+    }
+
+    /// The reply as an owned message.
+    fn reply_message(&self, c: &Completion) -> Message {
+        let view = ReplyView { c };
+        Message {
+            kind: MsgKind::Reply,
+            src_node: NodeId(c.src_node.load(Ordering::Relaxed)),
+            src_thread: ThreadId(self.ctx.local),
+            dst_node: NodeId(self.ctx.node),
+            handler: HandlerId(c.handler.load(Ordering::Relaxed) as u16),
+            key: SyncKey::NoSync,
+            args: view.args(),
+            payload: Payload::bytes(view.payload()),
+            token: c.token.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Sends a one-way active message: its request handler must not reply.
+    /// It carries the `Sequential` key (see [`Proc::request`]).
+    pub fn send(&self, dst: NodeId, handler: HandlerId, args: &[u64], payload: &[u8]) -> Result<(), AmError> {
+        self.ctx.send_oneway(dst, handler, SyncKey::Sequential, args, payload)
+    }
+
+    /// [`RtProc::send`] with a synchronization key.
+    pub fn send_keyed(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<(), AmError> {
+        self.ctx.send_oneway(dst, handler, key, args, payload)
+    }
+
+    /// Acts as protocol processor for this node until `stop` returns true
+    /// (or the run fails).
+    ///
+    /// Only where compute threads may handle messages (policies single and
+    /// floating); under fixed they never do, so this fails at once.
+    pub fn serve(&self, stop: impl Fn() -> bool) -> Result<(), AmError> {
+        let policy = self.ctx.cluster.cfg.policy;
+        if !policy.compute_procs_handle() {
+            return Err(AmError::NotAllowed(format!(
+                "RtProc::serve on a compute thread under policy {}, whose compute threads never handle messages: \
+                 only single and floating let them serve (use idle to let time pass)",
+                policy.label()
+            )));
+        }
+        self.ctx.serve(stop);
+        Ok(())
+    }
+
+    /// This thread's time split so far.
+    pub fn times(&self) -> ThreadTimes {
+        self.ctx.stats.times(self.ctx.node, self.ctx.local, true)
+    }
+}
+
+impl Proc for RtProc {
+    fn node(&self) -> NodeId {
+        NodeId(self.ctx.node)
+    }
+
+    fn thread(&self) -> ThreadId {
+        ThreadId(self.ctx.local)
+    }
+
+    fn nodes(&self) -> u32 {
+        self.ctx.cluster.cfg.topology.nodes
+    }
+
+    fn threads_per_node(&self) -> u32 {
+        self.ctx.cluster.cfg.compute_threads_per_node()
+    }
+
+    fn seed(&self) -> u64 {
+        finegrain_core::mix_seed(self.ctx.cluster.cfg.seed, self.ctx.node as u64 + 1, self.ctx.local as u64 + 1)
+    }
+
+    async fn work(&self, cycles: u64) {
+        self.ctx.work(cycles)
+    }
+
+    fn charge(&self, _cycles: u64) {}
+
+    async fn request_keyed(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: Args,
+        payload: Payload,
+    ) -> Result<Message, AmError> {
+        self.ctx.request_with(dst, handler, key, args.as_slice(), payload.as_slice(), |c| self.reply_message(c))
+    }
+
+    async fn access(&self, region: Region, offset: u64, len: u32, kind: Access) {
+        if let Err(reason) = self.ctx.touch(region, offset, len, kind) {
+            // The same words as the simulator's.
+            let error = AmError::Aborted(format!("thread access rejected: {reason}"));
+            self.ctx.cluster.fail_thread(self.ctx.node, self.ctx.local, error);
+        }
+    }
+
+    async fn poll(&self) {
+        self.ctx.poll_site()
+    }
+
+    async fn idle(&self, cycles: u64) {
+        self.ctx.idle(cycles)
+    }
+}
