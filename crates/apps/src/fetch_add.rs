@@ -29,6 +29,7 @@ use finegrain_core::{
     Proc, Region, Reply, SyncKey,
 };
 use finegrain_core::{Platform, Ran, Workload, WorkloadError};
+use finegrain_rt::Native;
 use finegrain_sim::{RunStats, SimConfig, SimError, Simulator};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -502,7 +503,7 @@ pub fn run_native(
     rt: &finegrain_rt::RtConfig,
     machine: &MachineConfig,
     cfg: &FetchAddConfig,
-) -> Result<finegrain_rt::RtOutput<ThreadOutcome>, finegrain_rt::RtError> {
+) -> Result<Ran<ThreadOutcome, finegrain_rt::RtStats>, finegrain_rt::RtError> {
     // The machine and runtime first: the workload's checks size the key
     // table from them.
     machine.validate()?;
@@ -518,8 +519,5 @@ pub fn run_native(
         );
         return Err(finegrain_rt::RtError::Config(ConfigError::invalid("keys", cfg.keys, allowed)));
     }
-    let w = FetchAdd::new(cfg, machine, rt.topology.nodes, threads).map_err(crate::native_error)?;
-    let out = finegrain_rt::run(rt, w.handlers(), |p| w.thread(p))?;
-    w.check(&out.results).map_err(crate::native_error)?;
-    Ok(out)
+    Native { config: rt }.run(&FetchAdd::new(cfg, machine, rt.run.topology.nodes, threads)?)
 }

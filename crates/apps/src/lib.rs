@@ -97,19 +97,3 @@ impl WorkloadSpec {
         }
     }
 }
-
-/// A workload's error as the native runtime reports it (until the runtime
-/// is a `Platform` of its own).
-fn native_error(e: finegrain_core::WorkloadError) -> finegrain_rt::RtError {
-    use finegrain_core::WorkloadError;
-    match e {
-        WorkloadError::Config(c) => finegrain_rt::RtError::Config(c),
-        WorkloadError::Handlers(h) => finegrain_rt::RtError::Handler(h),
-        WorkloadError::WrongAnswer { workload, what } => {
-            finegrain_rt::RtError::Handler(finegrain_core::AmError::HandlerFailed {
-                handler: workload.into(),
-                reason: what,
-            })
-        }
-    }
-}

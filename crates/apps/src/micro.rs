@@ -19,6 +19,7 @@ use finegrain_core::{
     Policy, Proc, Region, Reply, ThreadId, Topology,
 };
 use finegrain_core::{Platform, Ran, Workload, WorkloadError};
+use finegrain_rt::Native;
 use finegrain_sim::{RunStats, SimConfig, SimError, Simulator};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -342,16 +343,13 @@ pub fn run_native(
     rt: &finegrain_rt::RtConfig,
     machine: &MachineConfig,
     cfg: &MicroConfig,
-) -> Result<finegrain_rt::RtOutput<u64>, finegrain_rt::RtError> {
+) -> Result<Ran<u64, finegrain_rt::RtStats>, finegrain_rt::RtError> {
     // The machine and runtime first: the workload's checks and handlers
     // size things from them.
     machine.validate()?;
     rt.validate()?;
     segment_fits(rt, machine)?;
-    let w = Micro::new(cfg, machine).map_err(crate::native_error)?;
-    let out = finegrain_rt::run(rt, w.handlers(), |p| w.thread(p))?;
-    w.check(&out.results).map_err(crate::native_error)?;
-    Ok(out)
+    Native { config: rt }.run(&Micro::new(cfg, machine)?)
 }
 
 /// Lmin natively: the round trip of one request on an otherwise idle
@@ -364,11 +362,11 @@ pub fn measure_lmin_native(
 ) -> Result<f64, finegrain_rt::RtError> {
     const ROUND_TRIPS: u64 = 20_000;
     let mut cfg = rt.clone();
-    cfg.topology = Topology { nodes: 2, procs_per_node: 2 };
-    cfg.policy = Policy::Fixed { protocol_procs: 1 };
+    cfg.run.topology = Topology { nodes: 2, procs_per_node: 2 };
+    cfg.run.policy = Policy::Fixed { protocol_procs: 1 };
     // A dedicated protocol thread never gives the role up: the run's own
     // rule (hand-off, say, which only Floating takes natively) is moot here.
-    cfg.relinquish = finegrain_core::Relinquish::Eager;
+    cfg.run.relinquish = finegrain_core::Relinquish::Eager;
     let work =
         MicroConfig { protocol, mean_compute_cycles: 0.0, requests_per_node: ROUND_TRIPS, single_requester: true };
     let out = run_native(&cfg, machine, &work)?;

@@ -201,15 +201,15 @@ fn run_native_watched(
         });
         assert_eq!(registered.unwrap(), id);
     }
-    let requesters = (rt.topology.nodes as u64 - 1) * rt.compute_threads_per_node() as u64;
+    let requesters = (rt.run.topology.nodes as u64 - 1) * rt.compute_threads_per_node() as u64;
     let shared = Arc::new(fetch_add::Shared { words: words.clone(), requesters_left: AtomicU64::new(requesters) });
     let out = finegrain_rt::run(rt, &watched, |p| {
         let (w, h, shared) = (w.clone(), h.clone(), shared.clone());
         async move { fetch_add::thread(&p, &w, &h, &shared).await }
     })
-    .unwrap_or_else(|e| panic!("{:?} {:?}: {e}", rt.policy, rt.discipline));
+    .unwrap_or_else(|e| panic!("{:?} {:?}: {e}", rt.run.policy, rt.run.dispatch.discipline));
     if let Err(e) = words.check() {
-        panic!("{:?} {:?}: {e}", rt.policy, rt.discipline);
+        panic!("{:?} {:?}: {e}", rt.run.policy, rt.run.dispatch.discipline);
     }
     (out, overlaps.load(Ordering::Relaxed))
 }
@@ -223,7 +223,7 @@ fn native_fetch_add_loses_no_update_under_parallel_dispatch() {
         (Policy::Fixed { protocol_procs: 2 }, 4, Discipline::SpinLock),
     ] {
         let mut rt = finegrain_rt::RtConfig::new(Topology { nodes: 3, procs_per_node: ppn }, policy);
-        rt.discipline = d;
+        rt.run.dispatch.discipline = d;
         rt.segment_bytes = 1 << 16;
         // A quarter of the window is what one visit to the queue takes: one
         // entry, so the home's threads serve side by side instead of one
@@ -242,7 +242,7 @@ fn native_fetch_add_loses_no_update_under_parallel_dispatch() {
         assert_eq!(out.results.iter().map(|r| r.requests).sum::<u64>(), 2 * compute * 300, "{policy:?} {d:?}");
         // The workload's own native driver, which checks the words too.
         let out = fetch_add::run_native(&rt, &m, &w).unwrap_or_else(|e| panic!("{policy:?} {d:?}: {e}"));
-        assert_eq!(out.results.iter().map(|r| r.requests).sum::<u64>(), 2 * compute * 300, "{policy:?} {d:?}");
+        assert_eq!(out.outputs.iter().map(|r| r.requests).sum::<u64>(), 2 * compute * 300, "{policy:?} {d:?}");
     }
 }
 

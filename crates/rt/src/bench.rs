@@ -378,7 +378,7 @@ pub fn interrupt_cost(messages: u64, phase_ms: u64) -> Result<InterruptCost, RtE
         .map_err(RtError::Handler)?;
     let phase = Arc::new(AtomicU64::new(0));
     let mut cfg = two_pinned_threads(Policy::Floating);
-    cfg.interrupts = true;
+    cfg.run.notification = finegrain_core::Notification::Interrupt;
     let chunk_cycles = 50_000; // 50 us pieces of work
     let pieces = phase_ms * 1_000_000 / chunk_cycles;
     let out = run(&cfg, &t, |p| {

@@ -1,6 +1,6 @@
 //! Configuration of a native run.
 
-use finegrain_core::{ConfigError, Discipline, Policy, Relinquish, Topology};
+use finegrain_core::{ConfigError, Discipline, Notification, Policy, PpKind, Relinquish, RunConfig, Topology};
 
 /// Most OS threads a native run starts (every processor of every node).
 pub const MAX_THREADS: u64 = 1024;
@@ -8,15 +8,18 @@ pub const MAX_THREADS: u64 = 1024;
 pub const MAX_HOST_BYTES: u64 = 16 << 30;
 
 /// How a native cluster is laid out and behaves (recorded whole with each
-/// native run).
+/// native run): the run settings every platform shares, and the runtime's
+/// own.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct RtConfig {
-    pub topology: Topology,
-    pub policy: Policy,
-    /// When a Floating processor acting as PP with work of its own gives up
-    /// the role: `Eager` or `Handoff` (the adaptive rule needs the simulator's
-    /// interrupt-cost estimate and is not available natively).
-    pub relinquish: Relinquish,
+    /// Topology, policy, dispatch (discipline and, under Floating with a
+    /// parallel discipline, the server limit: Hurricane-1 Mult's K),
+    /// relinquish rule (`Eager` or `Handoff`: the adaptive rule needs the
+    /// simulator's interrupt-cost estimate), notification (Floating: a
+    /// signal when a message arrives while every thread computes, or only
+    /// polls) and seed.
+    #[serde(flatten)]
+    pub run: RunConfig,
     /// Slots of each ring (power of two; must hold the largest message).
     pub ring_slots: usize,
     /// Pin each thread to a core (round-robin over the available cores).
@@ -29,25 +32,13 @@ pub struct RtConfig {
     /// polls, at least 1 (None: it spins forever). Refused under the other
     /// policies, whose threads never park.
     pub park_after_polls: Option<u32>,
-    /// Floating: deliver an interrupt (a signal) when a message arrives
-    /// while every thread of the node computes.
-    pub interrupts: bool,
     /// Read the clock around handlers, waits and polls to report where each
     /// thread's time went (costs a few tens of nanoseconds per message).
     pub time_split: bool,
-    /// How a node's protocol-processor threads share its messages: serial
-    /// (one at a time, the role lock), pdq (keyed parallel dispatch) or
-    /// spin-lock (parallel, a lock per key inside handlers).
-    pub discipline: Discipline,
     /// Parallel disciplines: messages decoded from the rings at a time (the
     /// dispatch search window), 1..=65536. Checked under serial too, which
     /// decodes one message at a time and does not use it.
     pub pdq_window: usize,
-    /// Floating under a parallel discipline: at most this many threads of a
-    /// node serve at once (Hurricane-1 Mult's K). None: every idle thread
-    /// may.
-    pub max_servers: Option<u32>,
-    pub seed: u64,
 }
 
 /// Slowest `work` cycle, in wall-clock nanoseconds: a 1 kHz processor,
@@ -66,26 +57,38 @@ impl RtConfig {
     /// cycles, 1 MiB segments, spinning protocol processors, interrupts and
     /// the time split on.
     pub fn new(topology: Topology, policy: Policy) -> RtConfig {
+        RtConfig::of(RunConfig::new(topology, policy, 1))
+    }
+
+    /// The runtime's defaults for the run settings `run`.
+    pub fn of(run: RunConfig) -> RtConfig {
         RtConfig {
-            topology,
-            policy,
-            relinquish: Relinquish::Eager,
+            run,
             ring_slots: 256,
             pin: true,
             ns_per_cycle: 1.0,
             segment_bytes: 1 << 20,
             park_after_polls: None,
-            interrupts: true,
             time_split: true,
-            discipline: Discipline::Serial,
             pdq_window: DEFAULT_PDQ_WINDOW,
-            max_servers: None,
-            seed: 1,
         }
     }
 
+    /// Whether a Floating node signals a computing thread when a message
+    /// finds nobody acting as protocol processor.
+    pub fn interrupts(&self) -> bool {
+        self.run.notification == Notification::Interrupt
+    }
+
     pub fn validate(&self) -> Result<(), ConfigError> {
-        self.topology.validate(&self.policy)?;
+        self.run.validate()?;
+        if self.run.dispatch.pp_kind == PpKind::Embedded {
+            return Err(ConfigError::invalid(
+                "pp_kind",
+                "embedded",
+                "the native runtime has no network-interface processor; allowed smp (dedicated or idle threads)",
+            ));
+        }
         let min_slots =
             crate::transport::codec::slots_for(finegrain_core::MAX_ARGS, crate::transport::MAX_PAYLOAD, true) * 2;
         if !self.ring_slots.is_power_of_two() || self.ring_slots < min_slots || self.ring_slots > 1 << 20 {
@@ -116,23 +119,17 @@ impl RtConfig {
         // time), but a window no discipline could use is still wrong.
         crate::dispatch::keyed::check_window(self.pdq_window)?;
         self.check_parking()?;
-        if self.discipline.parallel() {
-            crate::dispatch::keyed::KeyedQueue::new(self.discipline, self.pdq_window)?;
-            if self.policy == Policy::Single {
+        if self.run.dispatch.discipline.parallel() {
+            crate::dispatch::keyed::KeyedQueue::new(self.run.dispatch.discipline, self.pdq_window)?;
+            if self.run.policy == Policy::Single {
                 return Err(ConfigError::invalid(
                     "discipline",
-                    self.discipline.label(),
+                    self.run.dispatch.discipline.label(),
                     "policy single has one thread per node: use serial (or fixed:K / floating for parallel dispatch)",
                 ));
             }
         }
-        finegrain_core::config::check_max_servers(
-            self.max_servers,
-            self.discipline,
-            self.policy,
-            self.topology.procs_per_node,
-        )?;
-        if self.relinquish == Relinquish::Adaptive {
+        if self.run.relinquish == Relinquish::Adaptive {
             return Err(ConfigError::invalid(
                 "relinquish",
                 "adaptive",
@@ -141,16 +138,16 @@ impl RtConfig {
         }
         // Natively only a Floating thread holding the serial role ever gives
         // it up; elsewhere hand-off would be accepted and do nothing.
-        if self.relinquish == Relinquish::Handoff
-            && (self.policy != Policy::Floating || self.discipline != Discipline::Serial)
+        if self.run.relinquish == Relinquish::Handoff
+            && (self.run.policy != Policy::Floating || self.run.dispatch.discipline != Discipline::Serial)
         {
             return Err(ConfigError::invalid(
                 "relinquish",
                 "handoff",
                 format!(
                     "natively hand-off applies to policy floating with the serial discipline (here {} with {}); use eager",
-                    self.policy.label(),
-                    self.discipline.label()
+                    self.run.policy.label(),
+                    self.run.dispatch.discipline.label()
                 ),
             ));
         }
@@ -162,11 +159,11 @@ impl RtConfig {
     /// poll, so 0 would silently mean 1.
     fn check_parking(&self) -> Result<(), ConfigError> {
         let Some(limit) = self.park_after_polls else { return Ok(()) };
-        if !matches!(self.policy, Policy::Fixed { .. }) {
+        if !matches!(self.run.policy, Policy::Fixed { .. }) {
             return Err(ConfigError::invalid(
                 "park_after_polls",
                 limit,
-                format!("only policy fixed's protocol threads park (here {}); leave it None", self.policy.label()),
+                format!("only policy fixed's protocol threads park (here {}); leave it None", self.run.policy.label()),
             ));
         }
         if limit == 0 {
@@ -184,7 +181,7 @@ impl RtConfig {
     /// before any thread starts (a failed spawn or allocation midway would
     /// abort the process).
     fn check_size(&self) -> Result<(), ConfigError> {
-        let t = self.topology;
+        let t = self.run.topology;
         let threads = t.nodes as u64 * t.procs_per_node as u64;
         if threads > MAX_THREADS {
             return Err(ConfigError::invalid(
@@ -216,11 +213,11 @@ impl RtConfig {
 
     /// Threads per node: compute threads plus dedicated protocol processors.
     pub fn threads_per_node(&self) -> u32 {
-        self.topology.procs_per_node
+        self.run.topology.procs_per_node
     }
 
     pub fn compute_threads_per_node(&self) -> u32 {
-        self.policy.compute_procs(self.topology.procs_per_node)
+        self.run.policy.compute_procs(self.run.topology.procs_per_node)
     }
 
     /// Bytes of each node's protocol table: one 8-byte entry per 128-byte
@@ -242,16 +239,16 @@ mod tests {
         c.ring_slots = 100;
         assert!(c.validate().unwrap_err().to_string().starts_with("invalid ring_slots = 100"));
         c.ring_slots = 256;
-        c.relinquish = Relinquish::Adaptive;
+        c.run.relinquish = Relinquish::Adaptive;
         assert!(c.validate().unwrap_err().to_string().contains("supports eager and handoff"));
         let c = RtConfig::new(Topology { nodes: 2, procs_per_node: 1 }, Policy::Fixed { protocol_procs: 1 });
         assert!(c.validate().unwrap_err().to_string().contains("leaves no compute processor"));
         let mut c = RtConfig::new(t, Policy::Floating);
-        c.max_servers = Some(1);
+        c.run.dispatch.max_servers = Some(1);
         assert!(c.validate().unwrap_err().to_string().contains("only floating under a parallel discipline"));
-        c.discipline = Discipline::Pdq;
+        c.run.dispatch.discipline = Discipline::Pdq;
         assert!(c.validate().is_ok());
-        c.max_servers = Some(3);
+        c.run.dispatch.max_servers = Some(3);
         assert!(c.validate().unwrap_err().to_string().starts_with("invalid max_servers = 3: allowed 1..=2"));
     }
 

@@ -34,15 +34,13 @@
 //! use finegrain_rt::codec::push_message; // not public: 5 arguments lose the 5th
 //! ```
 
-#![deny(unsafe_op_in_unsafe_fn)]
-#![warn(clippy::undocumented_unsafe_blocks)]
-
 pub mod bench;
 pub mod clock;
 pub mod config;
 mod dispatch;
 mod notify;
 mod os;
+mod platform;
 mod runtime;
 pub mod stats;
 mod transport;
@@ -55,6 +53,7 @@ pub mod interrupt {
 }
 
 pub use config::RtConfig;
+pub use platform::Native;
 pub use runtime::{run, ReplyView, RtError, RtOutput, RtProc};
 pub use stats::{RtStats, ThreadTimes};
 pub use transport::codec::MAX_PAYLOAD;

@@ -193,8 +193,8 @@ fn stress_limited(
     assert!(keys as usize <= KEYS);
     let nodes = 2;
     let mut cfg = RtConfig::new(Topology { nodes, procs_per_node: ppn }, policy);
-    cfg.discipline = discipline;
-    cfg.max_servers = max_servers;
+    cfg.run.dispatch.discipline = discipline;
+    cfg.run.dispatch.max_servers = max_servers;
     cfg.segment_bytes = 1 << 16;
     cfg.pdq_window = 16;
     let senders = (nodes * ppn) as usize;
@@ -255,7 +255,7 @@ fn a_lock_per_key_keeps_keys_exclusive() {
 #[test]
 fn sequential_messages_are_refused_under_a_lock_per_key() {
     let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 2 }, Policy::Fixed { protocol_procs: 1 });
-    cfg.discipline = Discipline::SpinLock;
+    cfg.run.dispatch.discipline = Discipline::SpinLock;
     let mut table = HandlerTable::new();
     let h = table.register(HandlerInfo { name: "h".into(), body_cycles: 0, code_bytes: 0 }, |_, _| Ok(())).unwrap();
     let err = run(&cfg, &table, |p| async move { p.send(NodeId(1), h, &[], &[]) }).err().unwrap().to_string();
@@ -265,12 +265,12 @@ fn sequential_messages_are_refused_under_a_lock_per_key() {
 #[test]
 fn parallel_dispatch_is_refused_where_it_cannot_run() {
     let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 1 }, Policy::Single);
-    cfg.discipline = Discipline::Pdq;
+    cfg.run.dispatch.discipline = Discipline::Pdq;
     assert!(cfg.validate().unwrap_err().to_string().contains("policy single has one thread"));
     let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 3 }, Policy::Fixed { protocol_procs: 2 });
-    cfg.discipline = Discipline::Static;
+    cfg.run.dispatch.discipline = Discipline::Static;
     assert!(cfg.validate().unwrap_err().to_string().contains("simulated only"));
-    cfg.discipline = Discipline::Pdq;
+    cfg.run.dispatch.discipline = Discipline::Pdq;
     cfg.pdq_window = 0;
     assert!(cfg.validate().unwrap_err().to_string().starts_with("invalid pdq_window = 0"));
 }
@@ -278,7 +278,7 @@ fn parallel_dispatch_is_refused_where_it_cannot_run() {
 #[test]
 fn keyed_requests_get_their_replies_under_pdq() {
     let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 4 }, Policy::Fixed { protocol_procs: 2 });
-    cfg.discipline = Discipline::Pdq;
+    cfg.run.dispatch.discipline = Discipline::Pdq;
     cfg.segment_bytes = 1 << 16;
     let mut table = HandlerTable::new();
     let info = |n: &str| HandlerInfo { name: n.into(), body_cycles: 0, code_bytes: 0 };

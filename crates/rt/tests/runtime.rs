@@ -101,7 +101,7 @@ fn floating_interrupts_when_every_thread_computes() {
     assert!(node1 > 0, "requests to an all-computing node are served by interrupts: {:?}", out.stats.threads);
     assert_eq!(out.stats.messages, 2 * 2 * 100);
     let mut off = cfg.clone();
-    off.interrupts = false;
+    off.run.notification = finegrain_core::Notification::Poll;
     // Without interrupts the run still completes: node 1 serves once it
     // stops computing (20 ms here).
     let fixed_program = |p: finegrain_rt::RtProc| async move {
@@ -460,7 +460,7 @@ fn finishes_under_both_relinquish_rules(body: fn(&RtConfig)) {
         let finished = finishes_within(60, move || {
             let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 2 }, Policy::Floating);
             cfg.segment_bytes = 1 << 14;
-            cfg.relinquish = relinquish;
+            cfg.run.relinquish = relinquish;
             body(&cfg)
         });
         assert!(finished, "{relinquish:?}: the run did not finish within 60 s");
@@ -527,8 +527,8 @@ fn hand_off_is_refused_where_no_thread_gives_the_role_up() {
     ];
     for (policy, discipline, named) in cases {
         let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 2 }, policy);
-        cfg.discipline = discipline;
-        cfg.relinquish = Relinquish::Handoff;
+        cfg.run.dispatch.discipline = discipline;
+        cfg.run.relinquish = Relinquish::Handoff;
         let err = run(&cfg, &table, |_p| async move { Ok::<_, AmError>(()) }).unwrap_err().to_string();
         assert!(err.contains("invalid relinquish = handoff") && err.contains(named), "{err}");
         assert!(!err.contains('\n'), "{err}");
@@ -690,7 +690,7 @@ fn serve_from_a_fixed_compute_thread_is_refused() {
             })
             .unwrap();
         let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 2 }, Policy::Fixed { protocol_procs: 1 });
-        cfg.discipline = Discipline::Pdq;
+        cfg.run.dispatch.discipline = Discipline::Pdq;
         cfg.segment_bytes = 1 << 14;
         let out = run(&cfg, &t, |p| {
             let (holding, release, handled) = (holding.clone(), release.clone(), handled.clone());

@@ -117,11 +117,10 @@ impl<T: Transport> Node<T> {
             segments: (0..compute).map(|_| atomic_words(cfg.segment_bytes)).collect(),
             table: atomic_words(cfg.protocol_table_bytes().max(8)),
             recv: (0..compute).map(|_| atomic_words(MAX_PAYLOAD)).collect(),
-            keyed: cfg
-                .discipline
-                .parallel()
-                .then(|| KeyedQueue::new(cfg.discipline, cfg.pdq_window).expect("validated with the configuration")),
-            servers: ServerLimit::new(cfg.max_servers),
+            keyed: cfg.run.dispatch.discipline.parallel().then(|| {
+                KeyedQueue::new(cfg.run.dispatch.discipline, cfg.pdq_window).expect("validated with the configuration")
+            }),
+            servers: ServerLimit::new(cfg.run.dispatch.max_servers),
         }
     }
 
@@ -173,8 +172,8 @@ impl<T: Transport> Cluster<T> {
             handlers: handlers.clone(),
             transport,
             nodes,
-            ppn: cfg.topology.procs_per_node,
-            notify: Scheme::of(cfg.policy, cfg.park_after_polls.is_some(), cfg.interrupts),
+            ppn: cfg.run.topology.procs_per_node,
+            notify: Scheme::of(cfg.run.policy, cfg.park_after_polls.is_some(), cfg.interrupts()),
             shutdown: AtomicBool::new(false),
             failure: Failure::default(),
             oversubscribed,

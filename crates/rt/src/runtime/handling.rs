@@ -124,6 +124,6 @@ impl<T: Transport> ThreadCtx<T> {
         }
         // Only Floating interrupts depend on the fence after the release
         // (it pairs with the senders' fence, see `notify::signal::target`).
-        serial::release(&self.bell().role, self.cluster.cfg.policy == Policy::Floating);
+        serial::release(&self.bell().role, self.cluster.cfg.run.policy == Policy::Floating);
     }
 }

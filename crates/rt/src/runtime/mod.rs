@@ -68,6 +68,9 @@ pub enum RtError {
     AppPanic { node: u32, thread: u32 },
     #[error("could not start the runtime: {0}")]
     Setup(String),
+    /// The workload's own set-up or answer check failed.
+    #[error(transparent)]
+    Workload(#[from] finegrain_core::WorkloadError),
 }
 
 /// Results per compute thread (node-major) and the run's statistics.
@@ -109,16 +112,16 @@ type Built<T> = (Arc<Cluster<T>>, Vec<<T as Transport>::Sender>);
 /// all) and builds the cluster around it.
 fn build<T: Transport>(cfg: &RtConfig, handlers: &HandlerTable) -> Result<Built<T>, String> {
     let layout = Layout {
-        nodes: cfg.topology.nodes,
-        threads_per_node: cfg.topology.procs_per_node,
+        nodes: cfg.run.topology.nodes,
+        threads_per_node: cfg.run.topology.procs_per_node,
         compute_threads_per_node: cfg.compute_threads_per_node(),
         ring_slots: cfg.ring_slots,
-        local: 0..cfg.topology.nodes,
+        local: 0..cfg.run.topology.nodes,
     };
     let (transport, endpoints) = T::open(&layout)?;
     let nodes: Box<[CachePadded<Node<T>>]> =
         endpoints.inboxes.into_iter().map(|inbox| CachePadded::new(Node::new(cfg, inbox))).collect();
-    let threads = cfg.topology.nodes as usize * cfg.topology.procs_per_node as usize;
+    let threads = cfg.run.topology.nodes as usize * cfg.run.topology.procs_per_node as usize;
     let cluster = Cluster::new(cfg, handlers, transport, nodes, threads > os::online_cores());
     Ok((Arc::new(cluster), endpoints.senders))
 }
@@ -134,24 +137,24 @@ where
     cfg.validate()?;
     crate::clock::calibrate();
     // Held until every thread of the run is joined.
-    let _handler = if cfg.policy == Policy::Floating && cfg.interrupts {
+    let _handler = if cfg.run.policy == Policy::Floating && cfg.interrupts() {
         Some(signal::install().map_err(RtError::Setup)?)
     } else {
         None
     };
     let (cluster, senders) = build::<InProc>(cfg, handlers).map_err(RtError::Setup)?;
-    let ppn = cfg.topology.procs_per_node;
+    let ppn = cfg.run.topology.procs_per_node;
     let compute = cfg.compute_threads_per_node();
     let cores = os::online_cores();
     let started = Stamp::now();
     let finished = AtomicU32::new(0);
-    let total_compute = cfg.topology.nodes * compute;
+    let total_compute = cfg.run.topology.nodes * compute;
     let mut senders = senders.into_iter();
     let mut setup_error = None;
     let outcomes: Vec<(u32, u32, Result<T, RtError>, ThreadTimes)> = std::thread::scope(|s| {
         let mut compute_handles = Vec::new();
         let mut pp_handles = Vec::new();
-        'start: for n in 0..cfg.topology.nodes {
+        'start: for n in 0..cfg.run.topology.nodes {
             for l in 0..ppn {
                 let out = senders.next().expect("one send side per thread");
                 let cluster = &cluster;
@@ -183,7 +186,7 @@ where
                             // Stay available as PP for the others once done.
                             cluster.node(n).running.fetch_sub(1, Ordering::AcqRel);
                             finished.fetch_add(1, Ordering::AcqRel);
-                            if cluster.cfg.policy.compute_procs_handle() {
+                            if cluster.cfg.run.policy.compute_procs_handle() {
                                 ctx.serve(|| all_done(cluster, n, finished, total_compute));
                             }
                             drop(registration);

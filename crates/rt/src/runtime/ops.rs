@@ -111,8 +111,8 @@ impl<T: Transport> ThreadCtx<T> {
         payload: &[u8],
     ) -> Result<(), AmError> {
         let cl = &self.cluster;
-        if dst.0 >= cl.cfg.topology.nodes {
-            return Err(AmError::NoSuchNode { node: dst.0, nodes: cl.cfg.topology.nodes });
+        if dst.0 >= cl.cfg.run.topology.nodes {
+            return Err(AmError::NoSuchNode { node: dst.0, nodes: cl.cfg.run.topology.nodes });
         }
         cl.handlers.info(handler)?;
         // The header has room for MAX_ARGS words' count; more would spill
@@ -131,7 +131,7 @@ impl<T: Transport> ThreadCtx<T> {
 
     /// Under a lock per key nothing can make a handler run alone.
     fn check_key(&self, key: SyncKey) -> Result<(), AmError> {
-        if key == SyncKey::Sequential && self.cluster.cfg.discipline == Discipline::SpinLock {
+        if key == SyncKey::Sequential && self.cluster.cfg.run.dispatch.discipline == Discipline::SpinLock {
             return Err(AmError::NotAllowed(
                 "a message with the sequential key under the spin-lock discipline, which cannot run a handler alone; \
                  send it with a numbered or nosync key, or use the pdq or serial discipline"
@@ -169,7 +169,7 @@ impl<T: Transport> ThreadCtx<T> {
                 self.exit();
                 return Err(run_aborted());
             }
-            if cl.cfg.policy.compute_procs_handle() {
+            if cl.cfg.run.policy.compute_procs_handle() {
                 self.poll_as_pp();
             }
             self.relax(&mut spins);
@@ -198,7 +198,7 @@ impl<T: Transport> ThreadCtx<T> {
     fn wait_for(&self, c: &Completion, token: u64) {
         let t0 = self.stats.stamp();
         let node = self.node();
-        let policy = self.cluster.cfg.policy;
+        let policy = self.cluster.cfg.run.policy;
         let mut spins = 0;
         // Floating counts its waiting threads: an acting PP whose reply is
         // in hands the role to one of them, and hand-off keeps it for one.
@@ -258,7 +258,7 @@ impl<T: Transport> ThreadCtx<T> {
                 // Hand-off keeps the role for a peer that may still come to
                 // wait; once every peer's application has returned, none
                 // will, and keeping it would spin here for ever.
-                let keep = self.cluster.cfg.relinquish == Relinquish::Handoff
+                let keep = self.cluster.cfg.run.relinquish == Relinquish::Handoff
                     && node.running.load(Ordering::Acquire) > 1
                     && node.waiting.load(Ordering::Relaxed) <= 1
                     && !self.cluster.shutdown.load(Ordering::Relaxed);
@@ -285,8 +285,8 @@ impl<T: Transport> ThreadCtx<T> {
         // Handling done inside (polls, interrupts) is not computation.
         let served_before = self.stats.handler_ns() + self.stats.interrupt_ns();
         let seg = &node.segments[self.local as usize];
-        let floating = cl.cfg.policy == Policy::Floating;
-        let single = cl.cfg.policy == Policy::Single;
+        let floating = cl.cfg.run.policy == Policy::Floating;
+        let single = cl.cfg.run.policy == Policy::Single;
         if floating {
             // A message that arrived before we counted ourselves as
             // computing is ours to handle (no sender interrupts for it).
@@ -361,8 +361,8 @@ impl<T: Transport> ThreadCtx<T> {
     pub(super) fn serve(&self, stop: impl Fn() -> bool) {
         let node = self.node();
         let park_after = self.cluster.cfg.park_after_polls;
-        let fixed = matches!(self.cluster.cfg.policy, Policy::Fixed { .. });
-        let floating = self.cluster.cfg.policy == Policy::Floating;
+        let fixed = matches!(self.cluster.cfg.run.policy, Policy::Fixed { .. });
+        let floating = self.cluster.cfg.run.policy == Policy::Floating;
         let mut empty = 0u32;
         let mut spins = 0;
         let mut holding = false;
@@ -431,7 +431,7 @@ impl<T: Transport> ThreadCtx<T> {
     /// policy lets compute threads handle, otherwise just let time pass.
     pub(super) fn idle(&self, cycles: u64) {
         let deadline = Stamp::now().plus_ns(cycles as f64 * self.cluster.cfg.ns_per_cycle);
-        if self.cluster.cfg.policy.compute_procs_handle() {
+        if self.cluster.cfg.run.policy.compute_procs_handle() {
             return self.serve(|| deadline.reached());
         }
         let t0 = self.stats.stamp();
@@ -444,7 +444,7 @@ impl<T: Transport> ThreadCtx<T> {
 
     /// A poll site: handle what waits if this thread may act as PP.
     pub(super) fn poll_site(&self) {
-        if self.cluster.cfg.policy.compute_procs_handle() && self.node().work_waiting() {
+        if self.cluster.cfg.run.policy.compute_procs_handle() && self.node().work_waiting() {
             self.enter();
             self.poll_as_pp();
             self.exit();

@@ -175,7 +175,7 @@ impl RtProc {
     /// Only where compute threads may handle messages (policies single and
     /// floating); under fixed they never do, so this fails at once.
     pub fn serve(&self, stop: impl Fn() -> bool) -> Result<(), AmError> {
-        let policy = self.ctx.cluster.cfg.policy;
+        let policy = self.ctx.cluster.cfg.run.policy;
         if !policy.compute_procs_handle() {
             return Err(AmError::NotAllowed(format!(
                 "RtProc::serve on a compute thread under policy {}, whose compute threads never handle messages: \
@@ -203,7 +203,7 @@ impl Proc for RtProc {
     }
 
     fn nodes(&self) -> u32 {
-        self.ctx.cluster.cfg.topology.nodes
+        self.ctx.cluster.cfg.run.topology.nodes
     }
 
     fn threads_per_node(&self) -> u32 {
@@ -211,7 +211,7 @@ impl Proc for RtProc {
     }
 
     fn seed(&self) -> u64 {
-        finegrain_core::mix_seed(self.ctx.cluster.cfg.seed, self.ctx.node as u64 + 1, self.ctx.local as u64 + 1)
+        finegrain_core::mix_seed(self.ctx.cluster.cfg.run.seed, self.ctx.node as u64 + 1, self.ctx.local as u64 + 1)
     }
 
     async fn work(&self, cycles: u64) {

@@ -58,7 +58,7 @@ impl<T: Transport> ThreadCtx<T> {
     /// The context of thread `local` of node `node`, sending through `out`.
     pub(super) fn new(cluster: &Arc<Cluster<T>>, out: T::Sender, node: u32, local: u32) -> ThreadCtx<T> {
         let global = (node * cluster.ppn + local) as usize;
-        let owns_role = cluster.cfg.policy == Policy::Single;
+        let owns_role = cluster.cfg.run.policy == Policy::Single;
         if owns_role {
             let taken = crate::dispatch::serial::try_take(&cluster.bell(node).role);
             debug_assert!(taken, "a Single node has one thread");
@@ -71,7 +71,7 @@ impl<T: Transport> ThreadCtx<T> {
             out: UnsafeCell::new(out),
             scratch: UnsafeCell::new(codec::scratch_message()),
             rng: UnsafeCell::new(ChaCha8Rng::seed_from_u64(mix_seed(
-                cluster.cfg.seed,
+                cluster.cfg.run.seed,
                 node as u64 + 101,
                 local as u64 + 7,
             ))),

@@ -133,12 +133,9 @@ pub fn build_native(a: &RunArgs) -> Result<NativeRun> {
             "invalid kind = embedded for platform native: allowed smp, mult (there is no network-interface processor)"
         );
     }
-    let c = &built.config;
-    let mut rt = finegrain_rt::RtConfig::new(c.run.topology, c.run.policy);
-    rt.discipline = built.point.discipline;
-    rt.seed = c.run.seed;
-    // Mult: at most K idle threads serve at once, as in the simulator.
-    rt.max_servers = c.run.dispatch.max_servers;
+    // The same run settings as the simulated point (Mult: at most K idle
+    // threads serve at once, as simulated), with the runtime's defaults.
+    let rt = finegrain_rt::RtConfig::of(built.config.run.clone());
     rt.validate()?;
     Ok(NativeRun { built, rt })
 }
@@ -157,7 +154,7 @@ pub fn native(a: &RunArgs, run: NativeRun) -> Result<()> {
             kind: point.kind,
             discipline: point.discipline,
             protocol_procs: point.protocol_procs,
-            seed: rt.seed,
+            seed: rt.run.seed,
             config: &rt,
             machine: &config.machine,
             workload: &workload,

@@ -128,10 +128,10 @@ pub fn native(a: &RunArgs) -> Result<()> {
     let protocol = Protocol::parse(a.protocol.as_deref().unwrap_or("null"))?;
     let mut rt = finegrain_rt::RtConfig::new(topology, policy);
     if let Some(r) = &a.relinquish {
-        rt.relinquish = Relinquish::parse(r)?;
+        rt.run.relinquish = Relinquish::parse(r)?;
         relinquish_needs_floating(r, &policy)?;
     }
-    rt.seed = a.seed.unwrap_or(1);
+    rt.run.seed = a.seed.unwrap_or(1);
     rt.segment_bytes = machine.segment_bytes() as usize;
     micro::two_nodes_at_least(topology.nodes)?;
     rt.validate()?;
@@ -149,8 +149,8 @@ pub fn native(a: &RunArgs) -> Result<()> {
             policy: policy.label(),
             nodes: topology.nodes,
             procs_per_node: topology.procs_per_node,
-            relinquish: rt.relinquish.label(),
-            seed: rt.seed,
+            relinquish: rt.run.relinquish.label(),
+            seed: rt.run.seed,
             preset,
             config: &rt,
             machine: &machine,
@@ -168,11 +168,11 @@ pub fn native(a: &RunArgs) -> Result<()> {
         machine.segment_bytes(),
         machine.protocol.block_bytes,
         policy.label(),
-        rt.relinquish.label(),
+        rt.run.relinquish.label(),
         topology.nodes,
         topology.procs_per_node,
         protocol,
-        rt.seed
+        rt.run.seed
     );
     say!("mean compute {} ns  requests per node {}", workload.mean_compute_cycles, workload.requests_per_node);
     if let (Some(l), Some(u)) = (lmin, a.u) {
