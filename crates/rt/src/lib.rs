@@ -45,11 +45,11 @@ mod runtime;
 pub mod stats;
 mod transport;
 
-/// Interrupts for the Floating policy: the signal handler's installation,
-/// raising the signal, and what a bare signal costs. (The scheme itself is
-/// in the runtime's notification layer.)
+/// Interrupts for the Floating policy: the signal handler's installation
+/// and what a bare signal costs. (Raising the signal, which must name a
+/// thread still running, stays inside the runtime's notification layer.)
 pub mod interrupt {
-    pub use crate::notify::signal::{bare_signal_cost, current_thread, install, raise, Installed};
+    pub use crate::notify::signal::{bare_signal_cost, current_thread, install, Installed};
 }
 
 pub use config::RtConfig;

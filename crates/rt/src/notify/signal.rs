@@ -132,7 +132,7 @@ impl Drop for Installed {
 }
 
 /// Sends the interrupt signal to a thread (0: not registered yet, ignored).
-pub fn raise(thread: u64) {
+pub(crate) fn raise(thread: u64) {
     if thread != 0 {
         // SAFETY: `thread` is the pthread id of a thread of this process
         // that is still running (threads are joined only after the run).
