@@ -1,14 +1,12 @@
 //! The `finegrain` command line, as a library: its arguments, what each
-//! command does, and the benchmarks. `main.rs` only parses arguments and
+//! command does. `main.rs` only parses arguments and
 //! calls in here; studies, sweeps, records and reruns live in
 //! `finegrain-study`.
 
 #![forbid(unsafe_code)]
 
 pub mod args;
-pub mod bench;
 pub mod commands;
-pub mod native_bench;
 pub mod usage;
 
 /// Writes one line to standard output, as `println!` does, but returns an

@@ -34,13 +34,14 @@
 //! use finegrain_rt::codec::push_message; // not public: 5 arguments lose the 5th
 //! ```
 
-pub mod bench;
 pub mod clock;
 pub mod config;
 mod dispatch;
 mod notify;
 mod os;
 mod platform;
+#[cfg(feature = "probe")]
+pub mod probe;
 mod runtime;
 pub mod stats;
 mod transport;
@@ -53,6 +54,7 @@ pub mod interrupt {
 }
 
 pub use config::RtConfig;
+pub use os::{online_cores, pin_to};
 pub use platform::Native;
 pub use runtime::{run, ReplyView, RtError, RtOutput, RtProc};
 pub use stats::{RtStats, ThreadTimes};

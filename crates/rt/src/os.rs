@@ -6,7 +6,7 @@
 
 /// Cores of the machine (not the calling thread's affinity mask, which a
 /// pinned caller would have narrowed).
-pub(crate) fn online_cores() -> usize {
+pub fn online_cores() -> usize {
     // SAFETY: sysconf has no preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     if n > 0 {
@@ -18,7 +18,7 @@ pub(crate) fn online_cores() -> usize {
 
 /// Pins the calling thread to `core`. Failures are ignored: pinning is an
 /// optimisation.
-pub(crate) fn pin_to(core: usize) {
+pub fn pin_to(core: usize) {
     // SAFETY: cpu_set_t is plain data, for which all zeroes is a valid
     // (empty) value; CPU_SET writes within it; the call affects only the
     // calling thread.

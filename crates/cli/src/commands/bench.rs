@@ -1,8 +1,9 @@
 //! `finegrain bench`: the benchmarks, each writing JSON if asked.
 
 use crate::args::{BenchArgs, BenchCommand};
-use crate::{bench, native_bench};
+use crate::say;
 use anyhow::Result;
+use finegrain_bench::{native as native_bench, sim as bench, Effort};
 use finegrain_study::output::{check_writable, write_json};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -13,40 +14,45 @@ pub fn bench(what: BenchCommand) -> Result<()> {
             check_writable(json.as_deref(), &[])?;
             let rows = native_bench::pingpong(effort(quick))?;
             write(json, &rows)?;
-            native_bench::print_pingpong(&rows)
+            say!("{}", native_bench::pingpong_table(&rows).trim_end());
+            Ok(())
         }
         BenchCommand::Rate(BenchArgs { quick, json }) => {
             check_writable(json.as_deref(), &[])?;
             let row = native_bench::rate(effort(quick))?;
             write(json, &row)?;
-            native_bench::print_rate(&row)
+            say!("{}", native_bench::rate_table(&row).trim_end());
+            Ok(())
         }
         BenchCommand::Interrupt(BenchArgs { quick, json }) => {
             check_writable(json.as_deref(), &[])?;
             let row = native_bench::interrupt(quick)?;
             write(json, &row)?;
-            native_bench::print_interrupt(&row)
+            say!("{}", native_bench::interrupt_table(&row).trim_end());
+            Ok(())
         }
         BenchCommand::Pdq(BenchArgs { quick, json }) => {
             check_writable(json.as_deref(), &[])?;
             let rows = native_bench::pdq(effort(quick))?;
             write(json, &rows)?;
-            native_bench::print_pdq(&rows)
+            say!("{}", native_bench::pdq_table(&rows).trim_end());
+            Ok(())
         }
         BenchCommand::Sim { rounds, requests_per_node, json } => {
             check_writable(json.as_deref(), &[])?;
             let rows = bench::sim(rounds, requests_per_node)?;
             write(json, &rows)?;
-            bench::print_sim(&rows)
+            say!("{}", bench::sim_table(&rows).trim_end());
+            Ok(())
         }
     }
 }
 
-fn effort(quick: bool) -> finegrain_rt::bench::Effort {
+fn effort(quick: bool) -> Effort {
     if quick {
-        finegrain_rt::bench::Effort::QUICK
+        Effort::QUICK
     } else {
-        finegrain_rt::bench::Effort::DEFAULT
+        Effort::DEFAULT
     }
 }
 

@@ -3,9 +3,11 @@
 //! dispatch disciplines against each other, measured side by side in one
 //! run. Peers that are not installed are reported as absent.
 
+use crate::measure;
 use anyhow::{Context, Result};
-use finegrain_rt::bench::{self, Effort};
+use finegrain_rt::probe::{self, Effort};
 use serde::Serialize;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
@@ -44,7 +46,7 @@ fn build_mpi_peer() -> Result<Option<(tempfile::TempDir, PathBuf)>> {
     let dir =
         tempfile::Builder::new().prefix("finegrain-mpi-peer-").tempdir().context("making a temporary directory")?;
     let src = dir.path().join("mpi_pingpong.c");
-    std::fs::write(&src, include_str!("../../../bench/peers/mpi_pingpong.c"))?;
+    std::fs::write(&src, include_str!("../peers/mpi_pingpong.c"))?;
     let bin = dir.path().join("mpi_pingpong");
     let out = Command::new("mpicc").args(["-O2", "-o"]).arg(&bin).arg(&src).output().context("running mpicc")?;
     if !out.status.success() {
@@ -78,7 +80,7 @@ fn mpi_pingpong(bin: &std::path::Path, size: usize, e: Effort) -> Result<f64> {
             String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or("")
         );
     }
-    Ok(bench::median(rounds))
+    Ok(probe::median(rounds))
 }
 
 /// `ucx_perftest -t ucp_am_lat` between two processes over loopback, pinned
@@ -128,8 +130,8 @@ exit $status";
 }
 
 pub fn pingpong(e: Effort) -> Result<Vec<PingPongRow>> {
-    let floor = bench::floor_pingpong(e);
-    let two_line = bench::two_line_floor_pingpong(e);
+    let floor = measure::floor_pingpong(e);
+    let two_line = measure::two_line_floor_pingpong(e);
     let mpi = match build_mpi_peer() {
         Ok(b) => b,
         Err(err) => {
@@ -140,8 +142,8 @@ pub fn pingpong(e: Effort) -> Result<Vec<PingPongRow>> {
     let ucx = have("ucx_perftest");
     let mut rows = Vec::new();
     for size in SIZES {
-        let finegrain = bench::finegrain_pingpong(size, e)?;
-        let crossbeam = bench::crossbeam_pingpong(size, e);
+        let finegrain = measure::finegrain_pingpong(size, e)?;
+        let crossbeam = measure::crossbeam_pingpong(size, e);
         let mpi_ns = mpi.as_ref().and_then(|(_dir, b)| {
             mpi_pingpong(b, size, e).map_err(|err| crate::note(format_args!("MPI ping-pong failed ({err})"))).ok()
         });
@@ -167,22 +169,17 @@ fn cell(v: Option<f64>) -> String {
     v.map(|x| format!("{x:.0}")).unwrap_or_else(|| "absent".into())
 }
 
-pub fn print_pingpong(rows: &[PingPongRow]) -> Result<()> {
-    crate::say!("one-way latency, median ns (two threads pinned to cores 0 and 1)");
-    crate::say!(
+pub fn pingpong_table(rows: &[PingPongRow]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "one-way latency, median ns (two threads pinned to cores 0 and 1)");
+    let _ = writeln!(
+        s,
         "{:>6} {:>10} {:>8} {:>10} {:>10} {:>8} {:>8} {:>10} {:>8}",
-        "bytes",
-        "finegrain",
-        "floor",
-        "2-line",
-        "crossbeam",
-        "mpi",
-        "ucx_am",
-        "fg/floor",
-        "fg/mpi"
+        "bytes", "finegrain", "floor", "2-line", "crossbeam", "mpi", "ucx_am", "fg/floor", "fg/mpi"
     );
     for r in rows {
-        crate::say!(
+        let _ = writeln!(
+            s,
             "{:>6} {:>10.0} {:>8.0} {:>10.0} {:>10.0} {:>8} {:>8} {:>10.2} {:>8}",
             r.size,
             r.finegrain_ns,
@@ -197,7 +194,8 @@ pub fn print_pingpong(rows: &[PingPongRow]) -> Result<()> {
     }
     if let Some(r) = rows.iter().find(|r| r.size == 8) {
         let floor_ok = r.finegrain_ns <= 2.0 * r.floor_ns;
-        crate::say!(
+        let _ = writeln!(
+            s,
             "target 8 B: <= 2.0 x floor: {} ({:.2}); <= 0.6 x Open MPI: {}",
             if floor_ok { "met" } else { "NOT met" },
             r.finegrain_ns / r.floor_ns,
@@ -208,7 +206,7 @@ pub fn print_pingpong(rows: &[PingPongRow]) -> Result<()> {
             }
         );
     }
-    Ok(())
+    s
 }
 
 #[derive(Debug, Serialize)]
@@ -219,18 +217,19 @@ pub struct RateRow {
 }
 
 pub fn rate(e: Effort) -> Result<RateRow> {
-    Ok(RateRow { payload_bytes: 8, messages_per_second: bench::stream_rate(e)?, rounds: e.rounds })
+    Ok(RateRow { payload_bytes: 8, messages_per_second: measure::stream_rate(e)?, rounds: e.rounds })
 }
 
-pub fn print_rate(r: &RateRow) -> Result<()> {
-    crate::say!(
+pub fn rate_table(r: &RateRow) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s,
         "one-way streaming of {}-byte active messages, core 0 -> core 1: {:.2} M messages/s (median of {}); target >= 10 M: {}",
         r.payload_bytes,
         r.messages_per_second / 1e6,
         r.rounds,
         if r.messages_per_second >= 10e6 { "met" } else { "NOT met" }
     );
-    Ok(())
+    s
 }
 
 #[derive(Debug, Serialize)]
@@ -244,7 +243,7 @@ pub struct InterruptRow {
 
 pub fn interrupt(quick: bool) -> Result<InterruptRow> {
     let (messages, ms) = if quick { (300, 60) } else { (2000, 300) };
-    let c = bench::interrupt_cost(messages, ms)?;
+    let c = measure::interrupt_cost(messages, ms)?;
     Ok(InterruptRow {
         delivery_ns: c.delivery_ns,
         signal_ns: c.signal_ns,
@@ -254,13 +253,15 @@ pub fn interrupt(quick: bool) -> Result<InterruptRow> {
     })
 }
 
-pub fn print_interrupt(r: &InterruptRow) -> Result<()> {
-    crate::say!("native interrupt (Floating: a signal to a computing thread), over {} interrupts", r.interrupts);
-    crate::say!("  {:<46} {:>8.0} ns", "send to handler start (median)", r.delivery_ns);
-    crate::say!("  {:<46} {:>8.0} ns", "bare signal, cost to the interrupted thread", r.signal_ns);
-    crate::say!("  {:<46} {:>8.0} ns", "runtime path (role, poll, handler, release)", r.runtime_path_ns);
-    crate::say!("  {:<46} {:>8.0} ns", "native Oint (signal + path)", r.oint_ns);
-    Ok(())
+pub fn interrupt_table(r: &InterruptRow) -> String {
+    let mut s = String::new();
+    let _ =
+        writeln!(s, "native interrupt (Floating: a signal to a computing thread), over {} interrupts", r.interrupts);
+    let _ = writeln!(s, "  {:<46} {:>8.0} ns", "send to handler start (median)", r.delivery_ns);
+    let _ = writeln!(s, "  {:<46} {:>8.0} ns", "bare signal, cost to the interrupted thread", r.signal_ns);
+    let _ = writeln!(s, "  {:<46} {:>8.0} ns", "runtime path (role, poll, handler, release)", r.runtime_path_ns);
+    let _ = writeln!(s, "  {:<46} {:>8.0} ns", "native Oint (signal + path)", r.oint_ns);
+    s
 }
 
 /// One row of `finegrain bench pdq` (handlers per second).
@@ -284,7 +285,7 @@ pub fn pdq(e: Effort) -> Result<Vec<PdqRow>> {
     let mut rows = Vec::new();
     for work in PDQ_WORK {
         for keys in PDQ_KEYS {
-            let r = bench::keyed_dispatch(keys, work, e).map_err(anyhow::Error::msg)?;
+            let r = probe::keyed_dispatch(keys, work, e).map_err(anyhow::Error::msg)?;
             rows.push(PdqRow {
                 keys,
                 work_iterations: work,
@@ -299,21 +300,18 @@ pub fn pdq(e: Effort) -> Result<Vec<PdqRow>> {
     Ok(rows)
 }
 
-pub fn print_pdq(rows: &[PdqRow]) -> Result<()> {
-    crate::say!("fetch&add handler throughput, M handlers/s, median of interleaved rounds");
-    crate::say!("(PDQ and mutex per key: two threads pinned to cores 0 and 1; single dispatcher: one thread)");
-    crate::say!(
+pub fn pdq_table(rows: &[PdqRow]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "fetch&add handler throughput, M handlers/s, median of interleaved rounds");
+    let _ = writeln!(s, "(PDQ and mutex per key: two threads pinned to cores 0 and 1; single dispatcher: one thread)");
+    let _ = writeln!(
+        s,
         "{:>6} {:>11} {:>8} {:>14} {:>8} {:>11} {:>11}",
-        "keys",
-        "handler ns",
-        "PDQ",
-        "mutex per key",
-        "single",
-        "PDQ/single",
-        "PDQ/mutex"
+        "keys", "handler ns", "PDQ", "mutex per key", "single", "PDQ/single", "PDQ/mutex"
     );
     for r in rows {
-        crate::say!(
+        let _ = writeln!(
+            s,
             "{:>6} {:>11.0} {:>8.2} {:>14.2} {:>8.2} {:>11.2} {:>11.2}",
             r.keys,
             r.single_ns_per_handler,
@@ -324,5 +322,5 @@ pub fn print_pdq(rows: &[PdqRow]) -> Result<()> {
             r.pdq_per_s / r.mutex_per_key_per_s
         );
     }
-    Ok(())
+    s
 }

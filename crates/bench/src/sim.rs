@@ -11,6 +11,7 @@ use finegrain_apps::micro::{self, MicroConfig, Protocol};
 use finegrain_core::{MachineConfig, Policy, Topology};
 use finegrain_sim::SimConfig;
 use serde::Serialize;
+use std::fmt::Write as _;
 use std::time::Instant;
 
 #[derive(Debug, Serialize)]
@@ -106,20 +107,16 @@ pub fn sim(rounds: u32, requests_per_node: u64) -> Result<Vec<SimBenchRow>> {
     Ok(rows)
 }
 
-pub fn print_sim(rows: &[SimBenchRow]) -> Result<()> {
-    crate::say!(
+pub fn sim_table(rows: &[SimBenchRow]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
         "{:<8} {:<9} {:>6} {:>10} {:>10} {:>12} {:>14} {:>14}",
-        "protocol",
-        "policy",
-        "nodes",
-        "procs/node",
-        "messages",
-        "median s",
-        "messages/s",
-        "events/s"
+        "protocol", "policy", "nodes", "procs/node", "messages", "median s", "messages/s", "events/s"
     );
     for r in rows {
-        crate::say!(
+        let _ = writeln!(
+            s,
             "{:<8} {:<9} {:>6} {:>10} {:>10} {:>12.4} {:>14.0} {:>14.0}",
             r.protocol.to_string(),
             r.policy,
@@ -131,5 +128,5 @@ pub fn print_sim(rows: &[SimBenchRow]) -> Result<()> {
             r.median_events_per_second
         );
     }
-    Ok(())
+    s
 }
