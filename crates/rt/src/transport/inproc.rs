@@ -175,6 +175,7 @@ impl RingInbox {
     ///
     /// # Safety
     /// As for [`Inbox::try_recv`].
+    #[cfg(feature = "probe")]
     pub(crate) unsafe fn pop(&self, lane: usize, into: &mut Message) -> bool {
         // SAFETY: the caller holds the receive right, so no other thread
         // uses this consumer.
