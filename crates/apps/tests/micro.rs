@@ -18,6 +18,12 @@ fn single_interrupts_per_request(return_percent: u32) -> f64 {
     let mut machine = MachineConfig::load("hpca97").unwrap();
     machine.interrupt.overhead_cycles = 2000;
     machine.interrupt.entry_percent = 100 - return_percent;
+    // The return path's window alone: the protocol thread's switch back is
+    // a window of its own, and requests through the protocol processor
+    // change the turnaround (tested with them below).
+    machine.protocol.protocol_thread = false;
+    machine.protocol.requests_via_pp = false;
+    machine.protocol.dispatch_cycles = 74;
     let sim = SimConfig::new(machine, Topology { nodes: 2, procs_per_node: 1 }, Policy::Single, 7);
     let work = MicroConfig {
         protocol: Protocol::Null,

@@ -28,6 +28,9 @@ pub enum EventKind {
     Recheck { proc: u32 },
     /// The releasing store of a node's role lock is done: the role is free.
     RoleFree { node: u32 },
+    /// A compute thread has stored a request for its node's protocol
+    /// processor to send.
+    Submitted { node: u32 },
 }
 
 #[derive(Clone, Copy, Debug)]

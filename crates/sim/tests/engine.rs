@@ -79,6 +79,9 @@ fn interrupted_work_is_delayed_not_lost() {
         let mut cfg = config(policy, ppn, 5);
         cfg.machine.interrupt.overhead_cycles = 1000;
         cfg.run.relinquish = Relinquish::Eager;
+        // Interrupts, not the protocol thread's switches, are under test:
+        // without them both of Floating's processors compute more often.
+        cfg.machine.protocol.protocol_thread = false;
         let n = 40;
         let out = simulate(&cfg, &table, |p| pinger(p, request, n, 2000)).unwrap();
         let threads = policy.compute_procs(ppn) as u64;
@@ -103,6 +106,9 @@ fn relinquish_rules_trade_interrupts_for_hand_offs() {
         let mut cfg = config(Policy::Floating, 2, 9);
         cfg.machine.interrupt.overhead_cycles = 3000;
         cfg.run.relinquish = rule;
+        // The rules alone, on threads that send their own requests.
+        cfg.machine.protocol.protocol_thread = false;
+        cfg.machine.protocol.requests_via_pp = false;
         simulate(&cfg, &table, |p| pinger(p, request, 60, 3000)).unwrap().stats
     };
     let eager = run(Relinquish::Eager);
@@ -166,6 +172,10 @@ fn a_poll_site_lets_a_computing_single_processor_handle_waiting_messages() {
     let (table, request) = echo_table();
     let mut cfg = config(Policy::Single, 1, 2);
     cfg.machine.interrupt.overhead_cycles = 50_000; // interrupts would be ruinous
+                                                    // Polls alone: switching back from the protocol thread after a reply is
+                                                    // a window in which the peer's request arrives, and unmasking then
+                                                    // takes it by interrupt at once.
+    cfg.machine.protocol.protocol_thread = false;
     let out = simulate(&cfg, &table, |p| async move {
         let peer = NodeId((p.node().0 + 1) % p.nodes());
         for i in 0..20 {
@@ -396,6 +406,9 @@ fn role_arbitration_decides_which_processors_serve() {
     let share_of_first_two = |arbitration| {
         let mut cfg = config(Policy::Floating, 8, 5);
         cfg.machine.protocol.role_arbitration = arbitration;
+        // The arbitration alone: the protocol thread's switches make a
+        // processor that just gave the role up slower to want it back.
+        cfg.machine.protocol.protocol_thread = false;
         let out = simulate(&cfg, &table, |p| pinger(p, request, 200, 100)).unwrap();
         let node = &out.stats.nodes[0];
         let all: u64 = node.procs.iter().map(|p| p.handlers).sum();
@@ -720,5 +733,86 @@ fn a_reply_naming_an_unknown_handler_is_refused_naming_the_replier() {
             .unwrap();
         let e = run_with(&t, request).unwrap_err().to_string();
         assert_eq!(e, "handler 'lost' failed: its reply names unknown handler id 77 (the table has 2 handlers)");
+    }
+}
+
+/// The scheduling paper's mechanisms (Section 5, Figure 2), each against
+/// the same run without it.
+mod paper_mechanisms {
+    use super::*;
+
+    fn run(cfg: &SimConfig) -> finegrain_sim::RunStats {
+        let (table, request) = echo_table();
+        simulate(cfg, &table, |p| pinger(p, request, 100, 2000)).unwrap().stats
+    }
+
+    /// A computing processor that takes the role switches to the protocol
+    /// thread and back: role switching costs more, and the protocol
+    /// thread's saved context moves between the processors' caches.
+    #[test]
+    fn taking_the_role_switches_to_the_protocol_thread() {
+        let with = config(Policy::Floating, 2, 3);
+        let mut without = with.clone();
+        without.machine.protocol.protocol_thread = false;
+        let (a, b) = (run(&with), run(&without));
+        let acquires =
+            |s: &finegrain_sim::RunStats| s.nodes.iter().flat_map(|n| &n.procs).map(|p| p.role_acquires).sum::<u64>();
+        let per_switch = |s: &finegrain_sim::RunStats| s.cycles.role as f64 / acquires(s) as f64;
+        // Two switches per stint, each at least the preset's instructions.
+        let extra = 2.0 * with.machine.protocol.context_switch_cycles as f64;
+        assert!(per_switch(&a) >= per_switch(&b) + extra, "{} vs {} cycles per stint", per_switch(&a), per_switch(&b));
+        assert!(a.misses.migration > b.misses.migration, "the protocol thread's context migrates");
+        // A dedicated protocol processor never switches.
+        let fixed = config(Policy::Fixed { protocol_procs: 1 }, 2, 3);
+        let mut fixed_without = fixed.clone();
+        fixed_without.machine.protocol.protocol_thread = false;
+        assert_eq!(run(&fixed).cycles.role, run(&fixed_without).cycles.role);
+    }
+
+    /// Under Fixed a compute processor hands its request to the protocol
+    /// processor, which sends it: the protocol processor's occupancy grows
+    /// by the sends, and each request waits for the hand-off.
+    #[test]
+    fn under_fixed_requests_go_through_the_protocol_processor() {
+        let via = config(Policy::Fixed { protocol_procs: 1 }, 2, 3);
+        let mut direct = via.clone();
+        direct.machine.protocol.requests_via_pp = false;
+        let (a, b) = (run(&via), run(&direct));
+        assert_eq!(a.requests, b.requests);
+        let pp_handler = |s: &finegrain_sim::RunStats| {
+            s.nodes.iter().flat_map(|n| &n.procs).filter(|p| p.role != "compute").map(|p| p.cycles.handler).sum::<u64>()
+        };
+        assert!(pp_handler(&a) > pp_handler(&b), "the protocol processors send them");
+        assert!(a.request_latency.mean_cycles > b.request_latency.mean_cycles, "the hand-off takes time");
+    }
+
+    /// Oint paid on the interrupt's return (the preset's reading of "delaying
+    /// a thread upon an interrupt") delays the interrupted thread, not the
+    /// handling of the message: the requester's round trip does not grow
+    /// with Oint; paid on delivery, it does.
+    #[test]
+    fn oint_on_return_delays_the_thread_not_the_handler() {
+        let latency = |entry_percent: u32| {
+            let mut cfg = config(Policy::Single, 1, 4);
+            cfg.machine.interrupt.overhead_cycles = 20_000;
+            cfg.machine.interrupt.entry_percent = entry_percent;
+            let (table, request) = echo_table();
+            // Node 1 computes while node 0's one request arrives.
+            let out = simulate(&cfg, &table, move |p| async move {
+                if p.node().0 == 0 {
+                    p.work(1000).await;
+                    p.request(NodeId(1), request, Args::new(&[1])?, Payload::none()).await?;
+                } else {
+                    p.work(100_000).await;
+                }
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(out.stats.interrupts, 1);
+            out.stats.request_latency.max_cycles
+        };
+        let (on_return, on_delivery) = (latency(0), latency(100));
+        assert!(on_return < 10_000, "the reply came after {on_return} cycles with Oint paid on return");
+        assert!(on_delivery > 20_000, "the reply came after {on_delivery} cycles with Oint paid on delivery");
     }
 }

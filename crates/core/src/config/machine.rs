@@ -134,6 +134,32 @@ pub struct ProtocolParams {
     /// ran under `lowest`.
     #[serde(default)]
     pub role_arbitration: RoleArbitration,
+    /// Protocol processing is a thread (the scheduling paper's Section 5,
+    /// Figure 2): a computing processor that takes the role switches from
+    /// its thread to the node's protocol thread, and back when it gives the
+    /// role up (a dedicated protocol processor runs the protocol thread
+    /// only). Off: taking the role costs only the role switch itself.
+    /// Absent in records made before it existed, which ran without it.
+    #[serde(default)]
+    pub protocol_thread: bool,
+    /// Instructions of one context switch (saving one register file and
+    /// restoring another).
+    #[serde(default)]
+    pub context_switch_cycles: u64,
+    /// Bytes of a thread's saved context: each switch writes the outgoing
+    /// thread's and reads the incoming thread's through the caches (the
+    /// protocol thread's follows the role from processor to processor).
+    #[serde(default)]
+    pub context_bytes: u32,
+    /// Requests go through the protocol processor (the scheduling paper's
+    /// Section 5, Figure 2): under Fixed a compute processor stores its
+    /// request in a cachable request line that the protocol processor
+    /// reads and sends; under Floating and Single the requester becomes
+    /// protocol processor and sends, or hands the request to the one
+    /// acting. Off: threads write their requests into the NI themselves.
+    /// Absent in records made before it existed, which ran without it.
+    #[serde(default)]
+    pub requests_via_pp: bool,
     /// Instructions to mark a request complete for its waiting thread.
     pub completion_cycles: u64,
     /// Bytes of protocol-table state per protocol block.
@@ -270,6 +296,14 @@ impl MachineConfig {
                 "protocol.block_bytes",
                 b,
                 "allowed a power of two between cache.line_bytes and cache.size_bytes",
+            ));
+        }
+        let pr = &self.protocol;
+        if pr.protocol_thread && pr.context_bytes == 0 {
+            return Err(ConfigError::invalid(
+                "protocol.context_bytes",
+                0,
+                "allowed a positive size with protocol_thread = true (a context switch saves and restores a register file)",
             ));
         }
         self.check_address_phase()?;

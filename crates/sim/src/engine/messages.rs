@@ -2,6 +2,7 @@
 //! handling (dispatch, key locks, the handler's timed accesses, its reply).
 //! [`SimHandlerCtx`] is the handler's view of the simulated machine.
 
+use super::Submitted;
 use super::*;
 
 impl<'a, 'h, T> Engine<'a, 'h, T> {
@@ -353,6 +354,76 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
 
     /// The waiting thread reads its completion flag (a cache-to-cache
     /// transfer when another processor ran the reply handler).
+    /// Whether threads' requests go through the protocol processor: the
+    /// preset's mechanism, where a node has a single acting protocol
+    /// processor (the serial discipline without a dispatch device).
+    pub(super) fn requests_via_pp(&self) -> bool {
+        self.cfg.machine.protocol.requests_via_pp && !self.parallel && !self.device_dispatch
+    }
+
+    /// Thread `t`'s request through the protocol processor. Under Floating
+    /// and Single its processor takes the role if it is free and sends as
+    /// protocol processor; otherwise the thread stores the request's words
+    /// into its request line and the acting (or dedicated) protocol
+    /// processor reads it from there and sends it.
+    pub(super) fn submit_request(&mut self, t: usize, msg: Message) {
+        let p = self.threads[t].proc;
+        let n = self.procs[p].node;
+        if self.cfg.run.policy.compute_procs_handle() && self.role_open(n) {
+            self.procs[p].send_first = Some(msg);
+            return self.start_acquire(p);
+        }
+        let words = (self.cfg.machine.ni.header_words as usize + msg.args.len()) as u64
+            + msg.payload.len().div_ceil(self.cfg.machine.ni.word_bytes as usize) as u64;
+        let line = self.nodes[n].mem.map().request_line(self.threads[t].local);
+        let local = self.procs[p].local;
+        // One store per word, the line claimed whole (it holds only this).
+        let (lat, _) = self.nodes[n].mem.access(self.now, self.now, local, line, Access::Overwrite);
+        let ready_at = self.now + lat + words;
+        self.nodes[n].outbox.push_back(Submitted { msg, line, ready_at });
+        self.start_busy(p, Cat::Send, ready_at - self.now, 0, After::Nothing);
+        // The protocol processor notices the request once it is stored.
+        self.queue.push(ready_at, EventKind::Submitted { node: n as u32 });
+    }
+
+    /// A submitted request is stored: the node's protocol processor (or a
+    /// processor that may take the role) is told.
+    pub(super) fn on_submitted(&mut self, n: usize) {
+        match self.nodes[n].role {
+            Some(h) => self.wake(h),
+            None => self.check_notify(n),
+        }
+    }
+
+    /// The acting protocol processor's next submitted request, if one is
+    /// stored.
+    pub(super) fn take_submitted(&mut self, n: usize) -> Option<Submitted> {
+        let ready = self.nodes[n].outbox.front().is_some_and(|s| s.ready_at <= self.now);
+        if ready {
+            self.nodes[n].outbox.pop_front()
+        } else {
+            None
+        }
+    }
+
+    /// The protocol processor sends a thread's request: it reads the
+    /// request line (from the submitting processor's cache), runs its
+    /// dispatch loop for it, and writes the message into the NI.
+    pub(super) fn start_forward(&mut self, p: usize, s: Submitted) {
+        let (n, local) = (self.procs[p].node, self.procs[p].local);
+        let (lat, _) = self.nodes[n].mem.access(self.now, self.now, local, s.line, Access::Read);
+        let t = self.now + lat + self.cfg.machine.protocol.dispatch_cycles;
+        let end = self.send_message(p, t, s.msg);
+        self.start_busy(p, Cat::Handler, end - self.now, 0, After::Nothing);
+    }
+
+    /// A processor that took the role to send its own thread's request
+    /// sends it now, as protocol processor.
+    pub(super) fn start_send_as_pp(&mut self, p: usize, msg: Message) {
+        let end = self.send_message(p, self.now, msg);
+        self.start_busy(p, Cat::Send, end - self.now, 0, After::Nothing);
+    }
+
     pub(super) fn start_resume(&mut self, p: usize, t: usize) {
         let n = self.procs[p].node;
         let flag = self.nodes[n].mem.map().flag_line(self.threads[t].local);

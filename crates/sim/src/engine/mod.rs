@@ -253,6 +253,9 @@ struct Processor {
     spin: u64,
     /// Completion a reply handler produces, applied when it finishes.
     completion: Option<(usize, Message)>,
+    /// Its thread's request, which it sends once it has taken the role
+    /// (requests through the protocol processor, Floating and Single).
+    send_first: Option<Message>,
     rng: ChaCha8Rng,
     stats: ProcStats,
 }
@@ -283,6 +286,19 @@ struct Node {
     stats: NodeStats,
     /// Verifies the synchronization-key rules on every handler started.
     key_check: KeyCheck,
+    /// Requests compute threads left for the protocol processor to send
+    /// (requests through the protocol processor), oldest first.
+    outbox: std::collections::VecDeque<Submitted>,
+}
+
+/// A request a compute thread left in its request line for the protocol
+/// processor to send.
+struct Submitted {
+    msg: Message,
+    /// Its request line.
+    line: u32,
+    /// When the thread's stores into the line are done.
+    ready_at: u64,
 }
 
 /// Code lines of the dispatch loop and of each handler (same on every node).
@@ -383,6 +399,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 arrival_gap_x16: None,
                 stats: NodeStats::default(),
                 key_check: KeyCheck::default(),
+                outbox: std::collections::VecDeque::new(),
             });
             for p in 0..ppn {
                 let thread = (p < compute).then(|| threads.len() + p);
@@ -411,6 +428,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     serving: None,
                     spin: 0,
                     completion: None,
+                    send_first: None,
                     rng: ChaCha8Rng::seed_from_u64(mix_seed(cfg.run.seed, n as u64 + 1, p as u64 + 0x1000)),
                     stats: ProcStats { role: if p < compute { "compute" } else { "protocol" }, ..ProcStats::default() },
                 });
@@ -518,6 +536,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 EventKind::IdleEnd { thread } => self.on_idle_end(thread as usize),
                 EventKind::Recheck { proc } => self.on_recheck(proc as usize),
                 EventKind::RoleFree { node } => self.on_role_free(node as usize),
+                EventKind::Submitted { node } => self.on_submitted(node as usize),
             }
             // Checked before taking: `take` would move the whole (large)
             // error out and back on every event.

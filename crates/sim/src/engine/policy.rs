@@ -76,6 +76,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
 
     /// Whether a message waits that a serving processor could take now.
     pub(super) fn work_waiting(&mut self, n: usize) -> bool {
+        if self.nodes[n].outbox.front().is_some_and(|s| s.ready_at <= self.now) {
+            return true;
+        }
         if self.parallel {
             self.nodes[n].rx.any_ready()
         } else {
@@ -86,6 +89,12 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// The acting PP handles the next message, gives the role up, or polls.
     pub(super) fn act_as_pp(&mut self, p: usize) {
         let n = self.procs[p].node;
+        if let Some(msg) = self.procs[p].send_first.take() {
+            return self.start_send_as_pp(p, msg);
+        }
+        if let Some(s) = self.take_submitted(n) {
+            return self.start_forward(p, s);
+        }
         let server = self.procs[p].server;
         let own_work = self.has_own_work(p);
         if own_work && self.leaves_for_own_work(p) {

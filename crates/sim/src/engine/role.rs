@@ -46,12 +46,53 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             RoleSwitch::LockFirst => {
                 t = self.role_lock_write(p, t);
                 t = self.role_mask_write(p, t);
+                // The role is already taken or given up: to the protocol
+                // thread when taken.
+                t = self.context_switch(p, t, self.procs[p].holds_role);
                 t + instructions - now
             }
             // The lock's store is issued when this part ends
             // ([`Engine::issue_lock_release`]).
-            RoleSwitch::LockLast => self.role_mask_write(p, t + instructions) - now,
+            RoleSwitch::LockLast => {
+                t = self.context_switch(p, t + instructions, false);
+                self.role_mask_write(p, t) - now
+            }
         }
+    }
+
+    /// With protocol processing as a thread (the preset's
+    /// `protocol.protocol_thread`), a computing processor taking the role
+    /// switches from its thread to the node's protocol thread
+    /// (`to_protocol`), and back when it gives the role up: the outgoing
+    /// thread's registers are stored whole into its save area and the
+    /// incoming thread's loaded from its own, through the caches (the
+    /// protocol thread's area follows the role from processor to
+    /// processor), besides the switch's instructions. A dedicated protocol
+    /// processor runs the protocol thread only, and a thread at a poll site
+    /// runs the handlers itself (the dispatch loop is called from the
+    /// poll). Returns when it is done.
+    fn context_switch(&mut self, p: usize, t: u64, to_protocol: bool) -> u64 {
+        let protocol = &self.cfg.machine.protocol;
+        let polling = self.procs[p].thread.is_some_and(|th| self.threads[th].state == ThreadState::PollDrain);
+        if !protocol.protocol_thread || self.procs[p].dedicated || polling {
+            return t;
+        }
+        let instructions = protocol.context_switch_cycles;
+        let (n, local) = (self.procs[p].node, self.procs[p].local);
+        let map = self.nodes[n].mem.map();
+        let protocol_area = map.protocol_context();
+        let own_area = self.procs[p].thread.map(|th| map.thread_context(self.threads[th].local));
+        let (out, incoming) =
+            if to_protocol { (own_area, Some(protocol_area)) } else { (Some(protocol_area), own_area) };
+        let mut t = t;
+        let mem = &mut self.nodes[n].mem;
+        if let Some((first, count)) = out {
+            t += mem.access_lines(self.now, t, local, first, count, Access::Overwrite).0;
+        }
+        if let Some((first, count)) = incoming {
+            t += mem.access_lines(self.now, t, local, first, count, Access::Read).0;
+        }
+        t + instructions
     }
 
     /// Whether node `n`'s role is a software lock. A dispatch device (the

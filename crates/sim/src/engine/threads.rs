@@ -103,11 +103,14 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     payload,
                     token: self.next_token,
                 };
-                let end = self.send_message(p, self.now, msg);
                 let th = &mut self.threads[t];
                 th.state = ThreadState::Waiting;
                 th.issued_at = self.now;
                 th.waiting_on = Some(handler);
+                if self.requests_via_pp() {
+                    return self.submit_request(t, msg);
+                }
+                let end = self.send_message(p, self.now, msg);
                 self.start_busy(p, Cat::Send, end - self.now, 0, After::Nothing);
             }
             Op::Access { region, offset, len, kind } => {

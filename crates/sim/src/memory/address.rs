@@ -49,6 +49,13 @@ pub struct AddressMap {
     table_lines_per_thread: u32,
     key_locks: u32,
     code_lines: u32,
+    /// Saved contexts: one per compute thread, then the node's protocol
+    /// thread's (empty without the protocol-thread mechanism).
+    contexts: u32,
+    context_lines: u32,
+    /// Each compute thread's request line, where it leaves a request for
+    /// the protocol processor to send.
+    requests: u32,
 }
 
 impl AddressMap {
@@ -78,7 +85,11 @@ impl AddressMap {
         let code = (base + 3 * s + s / 8).max(data_end);
         let table = (base + 4 * s + s / 4).max(code.saturating_add(code_lines));
         let key_locks = table.saturating_add(threads.saturating_mul(table_lines_per_thread)).saturating_add(s * 3 / 8);
-        let end = key_locks.saturating_add(KEY_LOCK_LINES as u64);
+        let context_lines =
+            if m.protocol.protocol_thread { (m.protocol.context_bytes as u64).div_ceil(line_bytes as u64) } else { 0 };
+        let contexts = key_locks.saturating_add(KEY_LOCK_LINES as u64).saturating_add(s / 16);
+        let requests = contexts.saturating_add((threads + 1).saturating_mul(context_lines)).saturating_add(s / 32);
+        let end = requests.saturating_add(threads);
         // Line numbers are u32; a set's tags run from 0 to TAG_MASK - 1.
         let advice = if end > 1 << 32 {
             Some("fewer, larger lines or smaller table entries")
@@ -116,6 +127,9 @@ impl AddressMap {
             table_lines_per_thread: table_lines_per_thread as u32,
             key_locks: key_locks as u32,
             code_lines: 0,
+            contexts: contexts as u32,
+            context_lines: context_lines as u32,
+            requests: requests as u32,
         })
     }
 
@@ -146,6 +160,22 @@ impl AddressMap {
         (self.state, self.state_lines)
     }
 
+    /// A compute thread's saved context: first line and line count.
+    pub fn thread_context(&self, thread: u32) -> (u32, u32) {
+        (self.contexts + thread * self.context_lines, self.context_lines)
+    }
+
+    /// The line a compute thread leaves its requests in for the protocol
+    /// processor.
+    pub fn request_line(&self, thread: u32) -> u32 {
+        self.requests + thread
+    }
+
+    /// The node's protocol thread's saved context: first line and count.
+    pub fn protocol_context(&self) -> (u32, u32) {
+        (self.contexts + MAX_THREADS * self.context_lines, self.context_lines)
+    }
+
     pub fn line_bytes(&self) -> u32 {
         self.line_bytes
     }
@@ -154,16 +184,24 @@ impl AddressMap {
         self.flags + thread
     }
 
-    /// The thread whose completion flag or receive buffer `line` is, if it
-    /// is one.
+    /// The thread whose completion flag, receive buffer or saved context
+    /// `line` is, if it is one.
     pub fn data_owner(&self, line: u32) -> Option<u32> {
         if (self.flags..self.flags + MAX_THREADS).contains(&line) {
             Some(line - self.flags)
         } else if (self.recv..self.data_end).contains(&line) {
             Some((line - self.recv) / RECV_LINES)
+        } else if self.is_thread_context(line) {
+            Some((line - self.contexts) / self.context_lines)
+        } else if (self.requests..self.requests + MAX_THREADS).contains(&line) {
+            Some(line - self.requests)
         } else {
             None
         }
+    }
+
+    fn is_thread_context(&self, line: u32) -> bool {
+        line >= self.contexts && line < self.contexts + MAX_THREADS * self.context_lines
     }
 
     /// Reserves `bytes` of code and returns its first line and line count.
@@ -220,6 +258,12 @@ impl AddressMap {
                 None => line / self.sets,
             })
         } else if line >= self.flags && line < self.data_end {
+            LineClass::Data
+        } else if self.is_thread_context(line) || (self.requests..self.requests + MAX_THREADS).contains(&line) {
+            // A thread's saved registers: written by the processor that
+            // switches away from it, read by the one that switches back to
+            // it, as message data is handed from producer to consumer; and
+            // its request line, handed to the protocol processor.
             LineClass::Data
         } else {
             LineClass::Protocol
