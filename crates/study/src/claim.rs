@@ -6,7 +6,10 @@
 /// can find it), and the test that judges it.
 #[derive(Clone, Copy, Debug)]
 pub struct ClaimSpec {
+    /// The claim's number among its study's claims of the same origin.
     pub number: u32,
+    /// The paper's finding, or finegrain's own hypothesis.
+    pub origin: Origin,
     /// A few words naming the claim (the report's heading).
     pub title: &'static str,
     /// What the paper found, in finegrain's words.
@@ -15,6 +18,33 @@ pub struct ClaimSpec {
     pub source: &'static str,
     /// How the data decide it: the numbers compared and the bounds used.
     pub test: &'static str,
+}
+
+/// Whose claim it is. A report keeps the two apart, so that no test of
+/// finegrain's own reads as a result of the paper.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// A finding the paper states.
+    Paper,
+    /// finegrain's own hypothesis: drawn from the paper's argument, but
+    /// not a result the paper reports (numbered H1, H2, ...).
+    Hypothesis,
+}
+
+impl ClaimSpec {
+    /// `claim 3` or `hypothesis H1`: how verdict lines name it.
+    pub fn name(&self) -> String {
+        match self.origin {
+            Origin::Paper => format!("claim {}", self.number),
+            Origin::Hypothesis => format!("hypothesis H{}", self.number),
+        }
+    }
+
+    /// `Claim 3` or `Hypothesis H1`: how report headings name it.
+    pub fn heading(&self) -> String {
+        let name = self.name();
+        name[..1].to_uppercase() + &name[1..]
+    }
 }
 
 /// A claim and the verdict the data give it.
@@ -28,6 +58,12 @@ impl Claim {
     /// The verdict on `spec` from `checks` (see [`Verdict::from_checks`]).
     pub fn judged(spec: ClaimSpec, checks: &[Check]) -> Claim {
         Claim { spec, verdict: Verdict::from_checks(spec.number, checks) }
+    }
+
+    /// `claim N: supported|not supported|not decided - <numbers>` (or
+    /// `hypothesis HN: ...`), the line a report and `reproduce` print.
+    pub fn line(&self) -> String {
+        format!("{}: {} - {}", self.spec.name(), self.verdict.status(), self.verdict.evidence)
     }
 }
 

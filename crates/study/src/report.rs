@@ -3,7 +3,7 @@
 //! source, its test and the numbers that decide it, the study's own
 //! sections, the figures, and what the simulator did.
 
-use crate::claim::Claim;
+use crate::claim::{Claim, Origin};
 use crate::experiment::{Header, Source};
 use crate::figures::Figure;
 use crate::record::RunRecord;
@@ -52,8 +52,19 @@ pub fn render<L>(p: &Parts<L>) -> String {
         let _ = writeln!(s, "{}\n", p.setup);
     }
     let _ = writeln!(s, "## Claims\n");
-    for c in p.claims {
+    for c in p.claims.iter().filter(|c| c.spec.origin == Origin::Paper) {
         s += &claim(c);
+    }
+    let hypotheses: Vec<&Claim> = p.claims.iter().filter(|c| c.spec.origin == Origin::Hypothesis).collect();
+    if !hypotheses.is_empty() {
+        let _ = writeln!(
+            s,
+            "## finegrain's hypotheses\n\nNot claims of the paper: tests finegrain adds, each drawn from an argument \
+             the paper makes but a result it does not report. Their verdicts say nothing about the paper.\n"
+        );
+        for c in hypotheses {
+            s += &claim(c);
+        }
     }
     for section in &p.sections {
         let _ = writeln!(s, "## {}\n\n{}", section.heading, section.body.trim_end());
@@ -67,13 +78,28 @@ pub fn render<L>(p: &Parts<L>) -> String {
     s
 }
 
-/// The verdicts at a glance: one row per claim.
+/// The verdicts at a glance: one row per claim, the paper's apart from
+/// finegrain's own hypotheses.
 fn summary(claims: &[Claim]) -> String {
-    let supported = claims.iter().filter(|c| c.verdict.decided && c.verdict.supported).count();
-    let mut s = format!("**{supported} of {} claims supported.**\n\n", claims.len());
+    let count = |origin| {
+        let of: Vec<&Claim> = claims.iter().filter(|c| c.spec.origin == origin).collect();
+        (of.iter().filter(|c| c.verdict.decided && c.verdict.supported).count(), of.len())
+    };
+    let (supported, paper) = count(Origin::Paper);
+    let mut s = format!("**{supported} of {paper} claims of the paper supported");
+    match count(Origin::Hypothesis) {
+        (_, 0) => s += ".**\n\n",
+        (h, n) => s += &format!("; {h} of {n} of finegrain's own hypotheses.**\n\n"),
+    }
     let rows: Vec<Vec<String>> = claims
         .iter()
-        .map(|c| vec![c.spec.number.to_string(), c.spec.title.to_string(), c.verdict.status().to_string()])
+        .map(|c| {
+            let id = match c.spec.origin {
+                Origin::Paper => c.spec.number.to_string(),
+                Origin::Hypothesis => format!("H{} (finegrain's)", c.spec.number),
+            };
+            vec![id, c.spec.title.to_string(), c.verdict.status().to_string()]
+        })
         .collect();
     s += &markdown_table(&["claim", "about", "verdict"], &rows);
     s.push('\n');
@@ -85,13 +111,13 @@ fn summary(claims: &[Claim]) -> String {
 fn claim(c: &Claim) -> String {
     let spec = &c.spec;
     format!(
-        "### Claim {}: {}\n\n{}\n\n- Source: {}\n- Test: {}\n\n{}\n\n",
-        spec.number,
+        "### {}: {}\n\n{}\n\n- Source: {}\n- Test: {}\n\n{}\n\n",
+        spec.heading(),
         spec.title,
         spec.statement,
         spec.source,
         spec.test,
-        c.verdict.line()
+        c.line()
     )
 }
 

@@ -103,7 +103,7 @@ pub fn reproduce<S: Study>(src: &Source, quick: bool, out: &Path) -> Result<Repr
     });
     let path = out.join("report.md");
     std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-    Ok(Reproduced { report: path, verdicts: claims.iter().map(|c| c.verdict.line()).collect() })
+    Ok(Reproduced { report: path, verdicts: claims.iter().map(Claim::line).collect() })
 }
 
 /// The most host memory a planned run's simulated caches may take.

@@ -191,6 +191,13 @@ pub struct PdqParams {
     pub embedded_dispatch_cycles: u64,
     /// Embedded PP: reading or writing one message word in device memory.
     pub embedded_word_cycles: u64,
+    /// Embedded PPs reach node memory through a data cache of their own
+    /// that snoops the memory bus like a node processor's (the preset's
+    /// cache), instead of word by word as cacheless bus agents. Message
+    /// words and the dispatch register stay on the device either way.
+    /// Records made before it ran cacheless.
+    #[serde(default)]
+    pub embedded_data_cache: bool,
     /// Spin-lock discipline: instructions to take and to release a key's
     /// lock (besides the lock line's own cache traffic).
     pub lock_cycles: u64,

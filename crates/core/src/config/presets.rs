@@ -46,13 +46,14 @@ impl MachineConfig {
 
 /// Fields that run records made before them may omit (they ran without
 /// them), but a preset must name: the table, the field, what it allows.
-const NAMED_IN_PRESETS: [(&str, &str, &str); 7] = [
+const NAMED_IN_PRESETS: [(&str, &str, &str); 8] = [
     ("bus", "address_phase_cycles", "the split bus's address phase, a positive number of cycles"),
     ("protocol", "role_arbitration", "lowest or round-robin"),
     ("protocol", "protocol_thread", "true or false"),
     ("protocol", "context_switch_cycles", "a number of cycles"),
     ("protocol", "context_bytes", "a number of bytes"),
     ("protocol", "requests_via_pp", "true or false"),
+    ("pdq", "embedded_data_cache", "true (embedded protocol processors have a data cache) or false (cacheless)"),
     ("pdq", "affinity_passes", "0 for the paper's device, or how often key affinity may pass an entry over"),
 ];
 

@@ -65,10 +65,14 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
     }
 
-    /// How processor `p` reaches node memory if it is an embedded
-    /// (cacheless) protocol processor: word transfers over the bus.
+    /// How processor `p` reaches node memory if it is a cacheless embedded
+    /// protocol processor: word transfers over the bus. None for a
+    /// processor with a data cache (SMP, or embedded with one).
     fn device_access(&self, p: usize) -> Option<DeviceAccess> {
         self.embedded_word_cycles(p)?;
+        if self.cfg.machine.pdq.as_ref().is_some_and(|d| d.embedded_data_cache) {
+            return None;
+        }
         let words = self.ni.device_words();
         Some(DeviceAccess {
             word_occupancy: words.occupancy,

@@ -44,8 +44,12 @@ pub struct Grid {
     /// Requester think time in the Mult sweep: a light load, so the home's
     /// processors are sometimes all computing.
     pub mult_think_cycles: f64,
+    /// Requester think time (mean cycles between a reply and the next
+    /// request) of the fixed-load sweep: SMP and embedded PDQ at one
+    /// offered load, compared by latency and queueing delay.
+    pub load_think_cycles: f64,
     pub sequential_fractions: Vec<f64>,
-    /// Effects switched off, one at a time, in extra runs of claim 5's SMP
+    /// Effects switched off, one at a time, in extra runs of hypothesis H2's SMP
     /// and embedded scaling points; the report gives the gains without each.
     #[serde(default)]
     pub sensitivity: Vec<EffectOff>,
@@ -83,7 +87,7 @@ impl Grid {
         check_distinct(&field("keys"), &self.keys, u64::to_string)?;
         if !self.keys.contains(&1) || !self.keys.iter().any(|&keys| keys > 4) {
             bail!(
-                "invalid {} = {:?}: must contain 1 and a count above 4 (claim 2 uses one key, claim 4 more keys than \
+                "invalid {} = {:?}: must contain 1 and a count above 4 (claim 2 uses one key, hypothesis H1 more keys than \
                  4 processors)",
                 field("keys"),
                 self.keys
@@ -92,7 +96,7 @@ impl Grid {
         check_distinct(&field("kinds"), &self.kinds, |k| k.label().to_string())?;
         if !(self.kinds.contains(&Kind::Embedded) && self.kinds.contains(&Kind::Smp)) {
             bail!(
-                "invalid {} = [{}]: must contain embedded and smp (claims 1, 4 and 5 measure them), mult is optional",
+                "invalid {} = [{}]: must contain embedded and smp (claim 1 and hypotheses H1 and H2 measure them), mult is optional",
                 field("kinds"),
                 self.kinds.iter().map(|k| k.label()).collect::<Vec<_>>().join(", ")
             );
@@ -120,7 +124,7 @@ impl Grid {
         check_distinct_decimals(&field("mult_home_u"), &self.mult_home_u, 2)?;
         if self.mult_home_u.len() < 2 {
             bail!(
-                "invalid {} = {:?}: allowed at least 2 values in 0..=1 (claim 5 follows Mult's interrupts as the \
+                "invalid {} = {:?}: allowed at least 2 values in 0..=1 (hypothesis H2 follows Mult's interrupts as the \
                  home's utilization falls)",
                 field("mult_home_u"),
                 self.mult_home_u
@@ -131,6 +135,17 @@ impl Grid {
                 "invalid {} = {}: allowed a number in 0..={MAX_CYCLES} cycles",
                 field("mult_think_cycles"),
                 shown(self.mult_think_cycles)
+            );
+        }
+        if !(self.load_think_cycles.is_finite()
+            && self.load_think_cycles > 0.0
+            && self.load_think_cycles <= MAX_CYCLES as f64)
+        {
+            bail!(
+                "invalid {} = {}: allowed a positive number up to {MAX_CYCLES} cycles (a fixed load needs requesters \
+                 that think between requests)",
+                field("load_think_cycles"),
+                shown(self.load_think_cycles)
             );
         }
         if self.mult_sweep_procs == 0 || self.mult_sweep_procs > compute_procs {
@@ -172,6 +187,9 @@ pub enum Sweep {
     Sensitivity,
     /// The dedicated kinds' PDQ points with the device's key affinity on.
     Affinity,
+    /// SMP and embedded PDQ at a fixed offered load (requesters think
+    /// between requests).
+    Load,
 }
 
 impl Sweep {
@@ -182,6 +200,7 @@ impl Sweep {
             Sweep::Main | Sweep::Sensitivity | Sweep::Affinity => None,
             Sweep::MultHomeU => Some("mult_home_u"),
             Sweep::Sequential => Some("sequential_fractions"),
+            Sweep::Load => Some("load_think_cycles"),
         }
     }
 }

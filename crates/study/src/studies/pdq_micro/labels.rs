@@ -56,6 +56,7 @@ impl Labels for RunLabels {
                 id += &format!("-{}", self.effect_off.map_or_else(|| "no-effect".into(), EffectOff::run_label))
             }
             Sweep::Affinity => id += "-affinity",
+            Sweep::Load => id += &format!("-think{:.0}", self.think_cycles),
         }
         id
     }

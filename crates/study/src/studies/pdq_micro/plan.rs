@@ -191,6 +191,14 @@ fn plan(exp: &Experiment, grid: &Grid) -> Vec<RunSpec> {
         s.sequential_fraction = f;
         specs.push(s);
     }
+    for kind in [Kind::Embedded, Kind::Smp] {
+        for &k in &grid.protocol_procs {
+            let mut s = main(kind, Discipline::Pdq, k, most, KeySkew::Uniform);
+            s.sweep = Sweep::Load;
+            s.think_cycles = grid.load_think_cycles;
+            specs.push(s);
+        }
+    }
     if grid.affinity_passes > 0 {
         // The main sweep's PDQ points on dedicated processors, again.
         let again: Vec<RunSpec> = specs

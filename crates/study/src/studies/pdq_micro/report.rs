@@ -3,6 +3,7 @@
 use super::claims::{self, f2, skewed, View, UNIFORM};
 use super::grid::{Experiment, Grid, Sweep};
 use super::runs::Run;
+use crate::claim::Claim;
 use crate::figures::{Chart, Figure, Series};
 use crate::report::{markdown_table, Section};
 use anyhow::Result;
@@ -111,7 +112,7 @@ fn throughput_table(grid: &Grid, records: &[Run]) -> String {
     markdown_table(&h, &rows)
 }
 
-/// Claim 5's SMP-scaling check on the sensitivity runs: one line per effect
+/// Hypothesis H2's SMP-scaling check on the sensitivity runs: one line per effect
 /// switched off.
 fn sensitivity_lines(grid: &Grid, records: &[Run]) -> Vec<String> {
     let keys = grid.most_keys();
@@ -152,7 +153,7 @@ fn sensitivity_lines(grid: &Grid, records: &[Run]) -> Vec<String> {
         .collect()
 }
 
-/// Claims 4 and 5 judged again with PDQ's points taken from the runs with
+/// Hypotheses H1 and H2 (at saturation) judged again with PDQ's points taken from the runs with
 /// the device's key affinity on, and what affinity changes at 4 processors.
 fn affinity_section(grid: &Grid, records: &[Run]) -> String {
     let mut s = String::new();
@@ -164,15 +165,19 @@ fn affinity_section(grid: &Grid, records: &[Run]) -> String {
          (`runs/*-affinity.json`) give the device key affinity: a processor asking for work gets the oldest \
          dispatchable entry of a key it served last, or that nobody has served yet, if the search window holds one \
          before any nosync or sequential entry, and otherwise the oldest dispatchable entry, as without affinity; \
-         the oldest dispatchable entry is passed over at most {} times. Claims 4 and 5 are judged again with these \
-         PDQ runs in place of the main ones (static partitioning, serial and Mult as above); the verdicts above \
-         stay the paper's device's.\n",
+         the oldest dispatchable entry is passed over at most {} times. Hypothesis H1, and H2 at saturation (the \
+         fixed-load runs have no affinity counterparts), are judged again with these PDQ runs in place of the main \
+         ones (static partitioning, serial and Mult as above); the verdicts above stay the paper's device's.\n",
         grid.affinity_passes
     );
     let v = View { records, pdq_sweep: Sweep::Affinity };
     let zipf = skewed(records);
-    for verdict in [claims::claim4(&v, grid, &zipf), claims::claim5(&v, grid)] {
-        let _ = writeln!(s, "- with affinity, {}", verdict.line());
+    let judged = [
+        (claims::CLAIMS[3], claims::static_partitioning(&v, grid, &zipf)),
+        (claims::CLAIMS[4], claims::smp_saturation_only(&v, grid)),
+    ];
+    for (spec, verdict) in judged {
+        let _ = writeln!(s, "- with affinity, {}", Claim { spec, verdict }.line());
     }
     let plain = View::main(records);
     // The grid always has 4 processors and both dedicated kinds (checked
@@ -283,7 +288,7 @@ pub(super) fn sections(grid: &Grid, records: &[Run]) -> Vec<Section> {
         for line in sensitivity {
             let _ = writeln!(s, "{line}");
         }
-        section("Sensitivity of claim 5's SMP scaling", s);
+        section("Sensitivity of hypothesis H2's SMP scaling", s);
     }
     if grid.affinity_passes > 0 {
         section("PDQ with key affinity (an extension)", affinity_section(grid, records));

@@ -3,7 +3,7 @@
 
 use super::grid::{Grid, Variant};
 use super::runs::Run;
-use crate::claim::{Check, Claim, ClaimSpec, Verdict};
+use crate::claim::{Check, Claim, ClaimSpec, Origin, Verdict};
 use crate::experiment::EffectOff;
 use finegrain_apps::micro::Protocol;
 use finegrain_core::config::{ProtocolParams, Relinquish, RoleArbitration};
@@ -15,6 +15,7 @@ use std::fmt::Write as _;
 pub(super) const CLAIMS: [ClaimSpec; 5] = [
     ClaimSpec {
         number: 1,
+        origin: Origin::Paper,
         title: "Single vs Fixed (null handler)",
         statement: "A dedicated protocol processor helps a uniprocessor node more the less the node computes, and \
                     with a high interrupt overhead even a few interrupts cost a lot; but once the node is \
@@ -30,6 +31,7 @@ pub(super) const CLAIMS: [ClaimSpec; 5] = [
     },
     ClaimSpec {
         number: 2,
+        origin: Origin::Paper,
         title: "Floating vs Fixed on two processors (null handler)",
         statement: "With a high interrupt overhead, Floating on two processors behaves like Fixed: the two \
                     processors take turns acting as protocol processor and so avoid interrupts, at a small cost \
@@ -46,6 +48,7 @@ pub(super) const CLAIMS: [ClaimSpec; 5] = [
     },
     ClaimSpec {
         number: 3,
+        origin: Origin::Paper,
         title: "Fetch-block: a dedicated protocol processor helps less",
         statement: "For the heavier fetch-block protocol a dedicated protocol processor helps less than for the \
                     null handler, and Fixed wins only when the interrupt overhead is much larger than the round \
@@ -63,6 +66,7 @@ pub(super) const CLAIMS: [ClaimSpec; 5] = [
     },
     ClaimSpec {
         number: 4,
+        origin: Origin::Paper,
         title: "More processors per node",
         statement: "As processors per node grow, protocol demand grows; Fixed, with its lower occupancy per \
                     request, sustains more compute processors and at low utilization overtakes Floating, until \
@@ -80,6 +84,7 @@ pub(super) const CLAIMS: [ClaimSpec; 5] = [
     },
     ClaimSpec {
         number: 5,
+        origin: Origin::Paper,
         title: "Cost-performance at low interrupt overhead",
         statement: "For the null handler, adding a dedicated protocol processor to a uniprocessor node is \
                     cost-effective at U = 0.3 and 0.7, using the second processor to compute is better still, \
