@@ -56,17 +56,18 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
         let svg = std::fs::read_to_string(d.join("figures").join(fig)).unwrap();
         assert!(svg.contains("<svg") && svg.contains("polyline"), "{fig}");
     }
-    // Claims 1, 3 and 4 emerge from the model. Claims 2 (at 100 us
-    // Floating is like Fixed and slightly slower, but takes more
-    // interrupts than "avoid" allows) and 5 (cost-performance: a dedicated
-    // PP does not quite pay for the null handler at U = 0.7) do not (see
-    // README, "Latest scheduling-micro verdicts").
-    check_claims(&d, "scheduling-micro", [0, 1, 0, 0, 1]);
-    // Claim 5 compares the best Fixed and Floating systems seed by seed, so
-    // a verdict decided by a hair shows as such.
+    // With the paper's Section 5 mechanisms (protocol processing as a
+    // thread, requests through the protocol processor) only claim 1 emerges
+    // from the quick grid: the protocol thread's context moving with the
+    // role costs Floating ~20 migration misses a request (see README,
+    // "Latest scheduling-micro verdicts", and docs/scheduling-micro.md).
+    check_claims(&d, "scheduling-micro", &[0, 2, 2, 6, 4], &[]);
+    // Claim 5 names a best system only when every seed puts it ahead, and
+    // says how the seeds decided at each of its four points.
     let report = std::fs::read_to_string(d.join("report.md")).unwrap();
     let claim5 = report.lines().find(|l| l.starts_with("claim 5:")).expect("a claim 5 line");
-    assert_eq!(claim5.matches(" of 3 seeds").count(), 4, "{claim5}");
+    let decided = claim5.matches(" best in all 3 seeds").count() + claim5.matches("no winner, seeds disagree").count();
+    assert_eq!(decided, 4, "{claim5}");
     check_rerun(&d, "fetch-fixed-p2-u0.05-oint200-r0.json", "scheduling microbenchmark on preset hpca97");
     check_sensitivity(
         &d,
@@ -74,20 +75,21 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
         &["migration", "data_placement", "cache_interference"],
         ("no-migration-fetch-floating-p2-u0.30-oint200-r0.json", "migration"),
     );
-    // Claim 1 again with part of Oint paid on return: the record says so,
-    // ran so, and reruns; a label the configuration contradicts is refused.
-    let returning = "return25-null-single-p1-u0.05-oint2000-r0.json";
+    // Claim 1 again with Oint paid on delivery (the preset pays it on
+    // return): the record says so, ran so, and reruns; a label the
+    // configuration contradicts is refused.
+    let returning = "return0-null-single-p1-u0.05-oint2000-r0.json";
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("runs").join(returning)).unwrap()).unwrap();
-    assert_eq!(json["labels"]["interrupt_return_percent"], 25);
-    assert_eq!(json["config"]["machine"]["interrupt"]["entry_percent"], 75, "{returning} ran with another split");
+    assert_eq!(json["labels"]["interrupt_return_percent"], 0);
+    assert_eq!(json["config"]["machine"]["interrupt"]["entry_percent"], 100, "{returning} ran with another split");
     check_rerun(&d, returning, "identical");
-    check_mislabelled(&d, returning, "interrupt_return_percent", serde_json::json!(10), "pays 25% of Oint on return");
+    check_mislabelled(&d, returning, "interrupt_return_percent", serde_json::json!(10), "pays 0% of Oint on return");
     // Its CSV row says so too, so it is never taken for a baseline run.
     let row = csv.lines().find(|l| l.contains(&format!("runs/{returning},"))).expect("a row for the rerun");
-    assert!(header.ends_with(",interrupt_return_percent") && row.ends_with(",25"), "{row}");
+    assert!(header.ends_with(",interrupt_return_percent") && row.ends_with(",0"), "{row}");
     let report = std::fs::read_to_string(d.join("report.md")).unwrap();
-    assert!(report.contains("## Sensitivity of claim 1") && report.contains("- 25% on return: "), "{report}");
+    assert!(report.contains("## Sensitivity of claim 1") && report.contains("- 0% on return: "), "{report}");
     // Claim 2 again under the relinquish rules the study does not use.
     let record = "relinquish-adaptive-null-floating-p2-u0.90-oint20000-r0.json";
     check_rule_rerun(
@@ -183,9 +185,9 @@ fn a_rerun_under_the_studys_own_rule_is_refused() {
             "invalid full.relinquish_sensitivity = [eager]: eager is the study's own rule",
         ),
         (
-            "return_sensitivity = [25]",
             "return_sensitivity = [0]",
-            "invalid full.return_sensitivity = [0]: 0 is the preset's own share of Oint paid on return",
+            "return_sensitivity = [100]",
+            "invalid full.return_sensitivity = [100]: 100 is the preset's own share of Oint paid on return",
         ),
         (
             "arbitration_sensitivity = [\"lowest\"]",
@@ -229,15 +231,15 @@ p99_queue_delay_cycles,pp_busy_wait_fraction,seed";
         let svg = std::fs::read_to_string(d.join("figures").join(fig)).unwrap();
         assert!(svg.contains("<svg") && svg.contains("polyline"), "{fig}");
     }
-    // Claims 1 to 3 emerge from the model. Claim 4 holds for embedded
-    // processors but not for SMP ones, under uniform or skewed keys (static
-    // partitioning keeps each key's word in one cache), and claim 5's "SMP
-    // processors gain at least as much from 1 to 4" does not hold (see
-    // README).
-    check_claims(&d, "pdq-micro", [0, 0, 0, 2, 1]);
+    // Claims 2 and 3 emerge from the model; claim 1's near-linear scaling
+    // does not: key state migrates between the embedded processors' data
+    // caches (the sensitivity run without migration scales 4.00x).
+    // Hypothesis H1 fails where PDQ moves keys between caches and static
+    // partitioning does not; H2 holds (see README).
+    check_claims(&d, "pdq-micro", &[2, 0, 0], &[3, 0]);
     let report = std::fs::read_to_string(d.join("report.md")).unwrap();
-    let claim4 = report.lines().find(|l| l.starts_with("claim 4:")).expect("a claim 4 line");
-    assert!(claim4.contains("embedded uniform") && claim4.contains("smp zipf:1"), "claim 4 per kind: {claim4}");
+    let h1 = report.lines().find(|l| l.starts_with("hypothesis H1:")).expect("a hypothesis H1 line");
+    assert!(h1.contains("embedded uniform") && h1.contains("smp zipf:1"), "H1 per kind: {h1}");
     check_rerun(&d, "smp-pdq-k4-keys64-zipf1.json", "fetch&add on preset hpca99");
     // A record's id and sweep must be the ones its configuration makes.
     let record = "embedded-pdq-k4-keys4096-uniform-seq0.010.json";
@@ -255,10 +257,11 @@ p99_queue_delay_cycles,pp_busy_wait_fraction,seed";
     ] {
         check_mislabelled(&d, record, field, value, says);
     }
-    // The extension: claims 4 and 5 judged again on PDQ with the device's
-    // key affinity, whose runs say so in their configuration and rerun.
-    for n in [4, 5] {
-        assert!(report.contains(&format!("- with affinity, claim {n}: ")), "no affinity line for claim {n}");
+    // The extension: hypotheses H1 and H2 judged again on PDQ with the
+    // device's key affinity, whose runs say so in their configuration and
+    // rerun.
+    for n in [1, 2] {
+        assert!(report.contains(&format!("- with affinity, hypothesis H{n}: ")), "no affinity line for H{n}");
     }
     let with_affinity = "smp-pdq-k4-keys4096-zipf1-affinity.json";
     let json: serde_json::Value =
@@ -278,7 +281,7 @@ p99_queue_delay_cycles,pp_busy_wait_fraction,seed";
     check_rerun(&d, "before-affinity.json", "identical");
     check_sensitivity(
         &d,
-        "## Sensitivity of claim 5's SMP scaling",
+        "## Sensitivity of hypothesis H2's SMP scaling",
         &["migration", "cache_interference", "split_bus"],
         ("smp-pdq-k4-keys4096-uniform-no-migration.json", "migration"),
     );
@@ -294,23 +297,26 @@ p99_queue_delay_cycles,pp_busy_wait_fraction,seed";
     check_mislabelled(&d, split, "effect_off", serde_json::json!("split_bus"), "with split_bus on");
 }
 
-/// A study's report has one decided verdict, with its numbers, per claim,
-/// and claim n fails exactly `failing[n - 1]` of its checks (0: it is
-/// supported). The verdicts are pinned both ways, so a model change that
-/// moves one, for better or worse, fails here until this list (and the
-/// README's verdicts) are updated on purpose.
-fn check_claims(d: &Path, study: &str, failing: [usize; 5]) {
+/// A study's report has one decided verdict, with its numbers, per claim of
+/// the paper and per hypothesis of finegrain's own, and claim n fails
+/// exactly `claims[n - 1]` of its checks, hypothesis Hn `hypotheses[n - 1]`
+/// (0: it is supported). The verdicts are pinned both ways, so a model
+/// change that moves one, for better or worse, fails here until these lists
+/// (and the README's verdicts) are updated on purpose.
+fn check_claims(d: &Path, study: &str, claims: &[usize], hypotheses: &[usize]) {
     let report = std::fs::read_to_string(d.join("report.md")).unwrap();
-    let claims: Vec<&str> = report.lines().filter(|l| l.starts_with("claim ")).collect();
-    assert_eq!(claims.len(), 5, "one verdict per claim of {study}: {report}");
-    for (i, line) in claims.iter().enumerate() {
-        let n = i + 1;
-        let verdict = if failing[i] == 0 { "supported" } else { "not supported" };
-        assert!(
-            line.starts_with(&format!("claim {n}: {verdict} - ")) && line.len() > 40,
-            "{study}, pinned {verdict}: {line}"
-        );
-        assert_eq!(line.matches("FAILS: ").count(), failing[i], "{study}, checks failing in claim {n}: {line}");
+    for (prefix, pins) in [("claim ", claims), ("hypothesis H", hypotheses)] {
+        let lines: Vec<&str> = report.lines().filter(|l| l.starts_with(prefix)).collect();
+        assert_eq!(lines.len(), pins.len(), "one verdict per {prefix}of {study}: {report}");
+        for (i, line) in lines.iter().enumerate() {
+            let name = format!("{prefix}{}", i + 1);
+            let verdict = if pins[i] == 0 { "supported" } else { "not supported" };
+            assert!(
+                line.starts_with(&format!("{name}: {verdict} - ")) && line.len() > 40,
+                "{study}, pinned {verdict}: {line}"
+            );
+            assert_eq!(line.matches("FAILS: ").count(), pins[i], "{study}, checks failing in {name}: {line}");
+        }
     }
 }
 
