@@ -3,7 +3,8 @@
 //! 4) as a simulated machine's policy and dispatch.
 //!
 //! - embedded: K protocol processors on the network-interface device
-//!   (Hurricane), cacheless, added to the node's compute processors;
+//!   (Hurricane), each with a data cache when the preset says so (hpca99
+//!   does), added to the node's compute processors;
 //! - smp: K dedicated SMP processors (Hurricane-1), added likewise;
 //! - mult: the node's idle compute processors, at most K at once
 //!   (Hurricane-1 Mult), interrupted only when every one computes.

@@ -76,6 +76,7 @@ mult_home_u = [0.9, 0.1]
 mult_sweep_procs = 4
 mult_think_cycles = 2000
 sequential_fractions = [0.0]
+load_think_cycles = 2000
 "#;
 
 /// Writes a shipped experiment with the smallest `[quick]` grid and `edits`
@@ -217,6 +218,8 @@ fn huge_cycle_and_request_counts_are_rejected() {
         ("handler_cycles", "9223372036854775807", &["handler_cycles = 9223372036854775807", "0..=1000000000"][..]),
         ("home_burst_cycles", "1e300", &["home_burst_cycles = 1e300", "1..=1000000000"][..]),
         ("quick.mult_think_cycles", "1e300", &["quick.mult_think_cycles = 1e300", "0..=1000000000"][..]),
+        ("quick.load_think_cycles", "0", &["quick.load_think_cycles = 0", "a positive number up to"][..]),
+        ("quick.load_think_cycles", "1e300", &["quick.load_think_cycles = 1e300", "a positive number up to"][..]),
         ("quick.requests_per_thread", "1000000001", &["quick.requests_per_thread = 1000000001", "1..=1000000000"][..]),
         ("requester_nodes", "100000", &["requester_nodes = 100000", "allowed 1..=4095"][..]),
         // The skew's exponent names run records: no 300-digit file names.
@@ -304,10 +307,13 @@ fn a_reused_output_directory_holds_only_the_last_studys_records() {
         let o = finegrain(&d, &["reproduce", file.to_str().unwrap(), "--quick", "--out", out.to_str().unwrap()]);
         assert_eq!(o.code, Some(0), "{study}: {}", o.stderr);
         assert_eq!(records(&out), csv_records(&out), "{study}: runs/ holds exactly the records of results.csv");
-        // Every accepted experiment decides each claim.
-        let claims: Vec<&str> = o.stdout.lines().filter(|l| l.starts_with("claim ")).collect();
-        assert_eq!(claims.len(), 5, "{study}: {}", o.stdout);
-        for line in claims {
+        // Every accepted experiment decides each claim of the paper (five
+        // of the scheduling paper, three of the PDQ paper) and each
+        // hypothesis of finegrain's own (two for PDQ).
+        let verdicts: Vec<&str> =
+            o.stdout.lines().filter(|l| l.starts_with("claim ") || l.starts_with("hypothesis H")).collect();
+        assert_eq!(verdicts.len(), 5, "{study}: {}", o.stdout);
+        for line in verdicts {
             assert!(line.contains(": supported - ") || line.contains(": not supported - "), "{study}: {line}");
         }
     }

@@ -145,7 +145,11 @@ fn an_arrival_interrupts_a_thread_in_the_middle_of_its_own_access() {
     // Single: node 1's only thread reads half its segment (16384 lines,
     // about 16000 cycles even when they hit) as node 0's request arrives.
     // The access is the thread's computation, so the request interrupts it
-    // (Oint 200) instead of waiting for it to end.
+    // (Oint 200) instead of waiting for it to end. The round trip is
+    // longer than an idle one since hpca97's protocol processing is a
+    // thread: the interrupted processor switches to the protocol thread and
+    // back, and both 512-byte save areas miss in a cache the segment read
+    // has just swept (about 5400 cycles in all, against ~16000 waiting).
     let mut m = MachineConfig::load("hpca97").unwrap();
     m.interrupt.overhead_cycles = 200;
     let cfg = SimConfig::new(m, Topology { nodes: 2, procs_per_node: 1 }, Policy::Single, 1);
@@ -155,7 +159,7 @@ fn an_arrival_interrupts_a_thread_in_the_middle_of_its_own_access() {
     });
     let node = &stats.nodes[1];
     assert_eq!(node.procs[0].interrupts, 1);
-    assert!(stats.request_latency.max_cycles < 3000, "the request took {} cycles", stats.request_latency.max_cycles);
+    assert!(stats.request_latency.max_cycles < 8000, "the request took {} cycles", stats.request_latency.max_cycles);
     assert!(stats.sim_cycles > 16_000, "the access took only {} cycles", stats.sim_cycles);
 }
 
