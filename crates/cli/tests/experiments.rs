@@ -332,9 +332,15 @@ fn a_reused_output_directory_holds_only_the_last_studys_records() {
 /// hpca99 with one setting changed, written as `name` into `d`: the path,
 /// quoted as an experiment file's `preset` value.
 fn hpca99_with(d: &Path, name: &str, from: &str, to: &str) -> String {
-    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets/hpca99.toml");
-    let text = std::fs::read_to_string(shipped).unwrap();
-    assert!(text.contains(from), "hpca99 has no {from}");
+    preset_with(d, "hpca99", name, from, to)
+}
+
+/// A shipped preset with one setting changed, written as `name` into `d`:
+/// the path, quoted as an experiment file's `preset` value.
+fn preset_with(d: &Path, shipped: &str, name: &str, from: &str, to: &str) -> String {
+    let shipped_path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../presets/{shipped}.toml"));
+    let text = std::fs::read_to_string(shipped_path).unwrap();
+    assert!(text.contains(from), "{shipped} has no {from}");
     let preset = d.join(name);
     std::fs::write(&preset, text.replace(from, to)).unwrap();
     format!("{:?}", preset.display().to_string())
@@ -353,6 +359,28 @@ fn a_sensitivity_run_of_a_mechanism_the_preset_has_off_is_rejected() {
             "quick.sensitivity = [migration]: migration is already off in preset ",
             "hpca99-no-migration.toml; allowed the mechanisms it has on (cache_interference, data_placement, split_bus)",
         ],
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The scheduling study's reruns without a mechanism of the paper's
+/// Section 5 need the preset to have it on; a mechanism named twice would
+/// give two runs one id.
+#[test]
+fn a_mechanism_rerun_the_preset_cannot_make_is_rejected() {
+    let d = temp_dir("no-thread-preset");
+    let preset =
+        preset_with(&d, "hpca97", "hpca97-no-thread.toml", "protocol_thread = true", "protocol_thread = false");
+    assert_rejected(
+        "scheduling-micro",
+        &[("preset", &preset)],
+        &["invalid full.mechanism_sensitivity = [protocol_thread]: protocol_thread is already off in the preset; \
+             allowed the mechanisms it has on (requests_via_pp)"],
+    );
+    assert_rejected(
+        "scheduling-micro",
+        &[("quick.mechanism_sensitivity", r#"["requests_via_pp", "requests_via_pp"]"#)],
+        &["quick.mechanism_sensitivity", "requests_via_pp"],
     );
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -75,6 +75,26 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
         &["migration", "data_placement", "cache_interference"],
         ("no-migration-fetch-floating-p2-u0.30-oint200-r0.json", "migration"),
     );
+    // Every claim again without protocol processing as a thread: the
+    // record says so, ran so, and reruns; a run with it on that names it
+    // is refused. The failing claims are summed up against every rerun.
+    let without = "without-protocol-thread-null-floating-p2-u0.50-oint200-r0.json";
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("runs").join(without)).unwrap()).unwrap();
+    assert_eq!(json["labels"]["mechanism_off"], "protocol_thread");
+    assert_eq!(json["config"]["machine"]["protocol"]["protocol_thread"], false, "{without} ran with the thread");
+    check_rerun(&d, without, "identical");
+    check_mislabelled(
+        &d,
+        "null-floating-p2-u0.50-oint200-r0.json",
+        "mechanism_off",
+        serde_json::json!("protocol_thread"),
+        "it names mechanism_off = protocol_thread but its configuration runs with protocol_thread on",
+    );
+    let mechanisms = report.split("## Claims without the paper's Section 5 mechanisms").nth(1).expect("a section");
+    assert!(mechanisms.contains("- without protocol_thread: ") && mechanisms.contains("  - claim 5: "), "{mechanisms}");
+    let failing = report.split("## What the reruns say about the failing claims").nth(1).expect("a section");
+    assert!(failing.contains("- claim 3 (2 checks fail): without protocol_thread: supported"), "{failing}");
     // Claim 1 again with Oint paid on delivery (the preset pays it on
     // return): the record says so, ran so, and reruns; a label the
     // configuration contradicts is refused.
@@ -87,7 +107,9 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
     check_mislabelled(&d, returning, "interrupt_return_percent", serde_json::json!(10), "pays 0% of Oint on return");
     // Its CSV row says so too, so it is never taken for a baseline run.
     let row = csv.lines().find(|l| l.contains(&format!("runs/{returning},"))).expect("a row for the rerun");
-    assert!(header.ends_with(",interrupt_return_percent") && row.ends_with(",0"), "{row}");
+    assert!(header.ends_with(",interrupt_return_percent,mechanism_off") && row.ends_with(",0,"), "{row}");
+    let row = csv.lines().find(|l| l.contains(&format!("runs/{without},"))).expect("a row for the rerun");
+    assert!(row.ends_with(",protocol_thread"), "{row}");
     let report = std::fs::read_to_string(d.join("report.md")).unwrap();
     assert!(report.contains("## Sensitivity of claim 1") && report.contains("- 0% on return: "), "{report}");
     // Claim 2 again under the relinquish rules the study does not use.
@@ -257,12 +279,17 @@ p99_queue_delay_cycles,pp_busy_wait_fraction,seed";
     ] {
         check_mislabelled(&d, record, field, value, says);
     }
-    // The extension: hypotheses H1 and H2 judged again on PDQ with the
-    // device's key affinity, whose runs say so in their configuration and
-    // rerun.
-    for n in [1, 2] {
-        assert!(report.contains(&format!("- with affinity, hypothesis H{n}: ")), "no affinity line for H{n}");
+    // The extension: claim 1 and hypotheses H1 and H2 judged again on PDQ
+    // with the device's key affinity, whose runs say so in their
+    // configuration and rerun.
+    for name in ["claim 1", "hypothesis H1", "hypothesis H2"] {
+        assert!(report.contains(&format!("- with affinity, {name}: ")), "no affinity line for {name}");
     }
+    // The failing claims, against what the reruns give for them: claim 1
+    // comes back without migration, H1 with key affinity.
+    let failing = report.split("## What the reruns say about the failing claims").nth(1).expect("a section");
+    assert!(failing.contains("- claim 1: without migration embedded PDQ gains 4.00x from 1 to 4"), "{failing}");
+    assert!(failing.contains("- hypothesis H1: with key affinity it is supported"), "{failing}");
     let with_affinity = "smp-pdq-k4-keys4096-zipf1-affinity.json";
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("runs").join(with_affinity)).unwrap()).unwrap();

@@ -77,6 +77,8 @@ pub struct Verdict {
     pub supported: bool,
     /// The numbers that decide it (or, undecided, what is missing).
     pub evidence: String,
+    /// How many of its checks fail (0 when supported or not decided).
+    pub failed_checks: usize,
 }
 
 impl Verdict {
@@ -84,11 +86,17 @@ impl Verdict {
     /// decided when one lacks its data (or there is nothing to check).
     pub fn from_checks(claim: u32, checks: &[Check]) -> Verdict {
         if checks.is_empty() {
-            return Verdict { claim, decided: false, supported: false, evidence: "nothing to check".into() };
+            return Verdict {
+                claim,
+                decided: false,
+                supported: false,
+                evidence: "nothing to check".into(),
+                failed_checks: 0,
+            };
         }
         let missing: Vec<&str> = checks.iter().filter(|c| c.missing).map(|c| c.text.as_str()).collect();
         if !missing.is_empty() {
-            return Verdict { claim, decided: false, supported: false, evidence: missing.join("; ") };
+            return Verdict { claim, decided: false, supported: false, evidence: missing.join("; "), failed_checks: 0 };
         }
         let supported = checks.iter().all(|c| c.holds);
         let evidence = checks
@@ -96,7 +104,8 @@ impl Verdict {
             .map(|c| format!("{}{}", if c.holds { "" } else { "FAILS: " }, c.text))
             .collect::<Vec<_>>()
             .join("; ");
-        Verdict { claim, decided: true, supported, evidence }
+        let failed_checks = checks.iter().filter(|c| !c.holds).count();
+        Verdict { claim, decided: true, supported, evidence, failed_checks }
     }
 
     /// `supported`, `not supported` or `not decided`.
@@ -148,8 +157,10 @@ mod tests {
     fn verdict_needs_every_check() {
         let v = Verdict::from_checks(3, &[Check::new(true, "a=1"), Check::new(false, "b=2")]);
         assert_eq!(v.line(), "claim 3: not supported - a=1; FAILS: b=2");
+        assert_eq!(v.failed_checks, 1);
         let v = Verdict::from_checks(1, &[Check::new(true, "a=1")]);
         assert_eq!(v.line(), "claim 1: supported - a=1");
+        assert_eq!(v.failed_checks, 0);
         let v = Verdict::from_checks(2, &[]);
         assert!(!v.supported && !v.decided);
         assert_eq!(v.line(), "claim 2: not decided - nothing to check");

@@ -164,7 +164,7 @@ pub fn evaluate(grid: &Grid, records: &[Run]) -> Vec<Claim> {
 
 /// Many distinct keys: PDQ on embedded processors scales nearly linearly,
 /// at least 3.5x from 1 to 4.
-fn claim1(v: &View, grid: &Grid) -> Verdict {
+pub(super) fn claim1(v: &View, grid: &Grid) -> Verdict {
     let keys = grid.most_keys();
     let t = |k| v.tput(Kind::Embedded, Discipline::Pdq, k, keys, UNIFORM);
     let (Some(t1), Some(t4)) = (t(1), t(4)) else {

@@ -104,7 +104,7 @@ impl Study for PdqMicro {
         report::setup(&self.exp, self.grid())
     }
 
-    fn sections(&self, runs: &[Run], _claims: &[Claim]) -> Vec<Section> {
-        report::sections(self.grid(), runs)
+    fn sections(&self, runs: &[Run], claims: &[Claim]) -> Vec<Section> {
+        report::sections(self.grid(), runs, claims)
     }
 }

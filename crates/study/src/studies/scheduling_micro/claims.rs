@@ -1,7 +1,7 @@
 //! The paper's five findings as claims, their verdicts computed from the
 //! study's runs, and the figures they quote.
 
-use super::grid::{Grid, Variant};
+use super::grid::{Grid, Mechanism, Variant};
 use super::runs::Run;
 use crate::claim::{Check, Claim, ClaimSpec, Origin, Verdict};
 use crate::experiment::EffectOff;
@@ -226,6 +226,8 @@ pub(super) struct Sensitivity {
     pub(super) claim5: Vec<(EffectOff, Verdict)>,
     pub(super) claim2: Vec<(Relinquish, Verdict)>,
     pub(super) claim4: Vec<(RoleArbitration, Verdict)>,
+    /// Every claim (1 to 5) without each mechanism of Section 5.
+    pub(super) mechanisms: Vec<(Mechanism, Vec<Verdict>)>,
     /// The rules the study's own runs follow: the run's relinquish rule
     /// and the preset's role arbitration.
     pub(super) own_relinquish: Relinquish,
@@ -266,26 +268,46 @@ pub(super) fn sensitivity(
             |a| Variant { arbitration: Some(a), ..Variant::BASELINE },
             |v| claim4(v, grid, &us, lo),
         ),
+        mechanisms: grid
+            .mechanism_sensitivity
+            .iter()
+            .map(|&m| {
+                let v = View {
+                    variant: Variant { mechanism_off: Some(m), ..Variant::BASELINE },
+                    ..View::baseline(records)
+                };
+                (m, judge_all(&v, grid).to_vec())
+            })
+            .collect(),
         own_relinquish,
         own_arbitration: preset.role_arbitration,
     }
 }
 
-/// Computes the verdict on each claim from the measured runs.
-pub fn evaluate(grid: &Grid, records: &[Run]) -> Vec<Claim> {
+/// The five claims judged on the runs `v` shows.
+fn judge_all(v: &View, grid: &Grid) -> [Verdict; 5] {
     let us = sorted_u(grid);
     let oints = sorted_oints(grid);
     let (lo, hi) = oint_range(grid);
-    let first_four =
-        |v: &View| [claim1(v, &us, &oints), claim2(v, &us, lo, hi), claim3(v, &us, &oints), claim4(v, grid, &us, lo)];
+    [
+        claim1(v, &us, &oints),
+        claim2(v, &us, lo, hi),
+        claim3(v, &us, &oints),
+        claim4(v, grid, &us, lo),
+        claim5(v, grid, lo),
+    ]
+}
+
+/// Computes the verdict on each claim from the measured runs.
+pub fn evaluate(grid: &Grid, records: &[Run]) -> Vec<Claim> {
     let v = View::baseline(records);
-    let mut verdicts: Vec<Verdict> = first_four(&v).into();
-    verdicts.push(claim5(&v, grid, lo));
+    let mut verdicts: Vec<Verdict> = judge_all(&v, grid).into();
     if grid.replicates > 1 {
         // The verdicts use means over the seeds; say how many seeds agree
         // on their own (claim 5 compares seed by seed already).
-        let by_seed: Vec<[Verdict; 4]> =
-            (0..grid.replicates).map(|i| first_four(&View { replicate: Some(i), ..View::baseline(records) })).collect();
+        let by_seed: Vec<[Verdict; 5]> = (0..grid.replicates)
+            .map(|i| judge_all(&View { replicate: Some(i), ..View::baseline(records) }, grid))
+            .collect();
         for (n, verdict) in verdicts.iter_mut().take(4).enumerate() {
             let agree = by_seed.iter().filter(|v| v[n].decided && v[n].supported == verdict.supported).count();
             verdict.evidence += &format!("; seed by seed, {agree} of {} seeds give the same verdict", grid.replicates);
@@ -881,6 +903,7 @@ mod tests {
             sensitivity: Vec::new(),
             relinquish_sensitivity: Vec::new(),
             arbitration_sensitivity: Vec::new(),
+            mechanism_sensitivity: Vec::new(),
             return_sensitivity: Vec::new(),
         }
     }

@@ -5,6 +5,7 @@ use crate::experiment::{check_distinct, check_distinct_decimals, shown, EffectOf
 use anyhow::{bail, Result};
 use finegrain_apps::micro::Protocol;
 use finegrain_core::config::{InterruptParams, ProtocolParams, Relinquish, RoleArbitration};
+use finegrain_core::MachineConfig;
 use finegrain_sim::SimConfig;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
@@ -59,6 +60,11 @@ pub struct Grid {
     /// report gives the claim's verdict under each.
     #[serde(default)]
     pub return_sensitivity: Vec<u32>,
+    /// Mechanisms of the paper's Section 5 the preset has on, each switched
+    /// off in a rerun of every point of the grid with the same compute
+    /// times; the report judges every claim again without each.
+    #[serde(default)]
+    pub mechanism_sensitivity: Vec<Mechanism>,
 }
 
 impl Grid {
@@ -134,6 +140,7 @@ impl Grid {
         check_distinct(&field("sensitivity"), &self.sensitivity, EffectOff::to_string)?;
         check_distinct(&field("relinquish_sensitivity"), &self.relinquish_sensitivity, |r| r.label().to_string())?;
         check_distinct(&field("arbitration_sensitivity"), &self.arbitration_sensitivity, |a| a.label().to_string())?;
+        check_distinct(&field("mechanism_sensitivity"), &self.mechanism_sensitivity, |m| m.name().to_string())?;
         if let Some(r) = self.return_sensitivity.iter().find(|&&r| r > 100) {
             bail!("invalid {} = {r}: allowed percentages 0..=100 of Oint", field("return_sensitivity"));
         }
@@ -167,6 +174,16 @@ impl Grid {
                 self.return_sensitivity
             );
         }
+        if let Some(off) = self.mechanism_sensitivity.iter().find(|m| !m.is_on(preset)) {
+            let on: Vec<&str> = Mechanism::ALL.iter().filter(|m| m.is_on(preset)).map(|m| m.name()).collect();
+            bail!(
+                "invalid {table}.mechanism_sensitivity = [{}]: {} is already off in the preset; allowed the \
+                 mechanisms it has on ({})",
+                self.mechanism_sensitivity.iter().map(|m| m.name()).collect::<Vec<_>>().join(", "),
+                off.name(),
+                if on.is_empty() { "none".to_string() } else { on.join(", ") }
+            );
+        }
         if self.arbitration_sensitivity.contains(&preset.role_arbitration) {
             bail!(
                 "invalid {table}.arbitration_sensitivity = [{}]: {} is the preset's own arbitration; allowed the \
@@ -194,12 +211,15 @@ pub struct Variant {
     pub arbitration: Option<RoleArbitration>,
     /// Another share of Oint (percent) paid on return (claim 1's reruns).
     pub return_percent: Option<u32>,
+    /// A mechanism of the paper's Section 5 switched off (every claim's
+    /// reruns).
+    pub mechanism_off: Option<Mechanism>,
 }
 
 impl Variant {
     /// The study's own runs.
     pub(crate) const BASELINE: Variant =
-        Variant { effect_off: None, relinquish: None, arbitration: None, return_percent: None };
+        Variant { effect_off: None, relinquish: None, arbitration: None, return_percent: None, mechanism_off: None };
 
     /// The start of a run id that names what the run changes.
     pub(super) fn id_prefix(&self) -> String {
@@ -212,6 +232,9 @@ impl Variant {
         }
         if let Some(r) = self.return_percent {
             let _ = write!(s, "return{r}-");
+        }
+        if let Some(m) = self.mechanism_off {
+            let _ = write!(s, "without-{}-", m.name().replace('_', "-"));
         }
         s
     }
@@ -230,6 +253,9 @@ impl Variant {
         if let Some(r) = self.return_percent {
             m.interrupt.entry_percent = 100 - r;
         }
+        if let Some(mechanism) = self.mechanism_off {
+            mechanism.apply(m);
+        }
     }
 
     /// The variant whose runs stand for `policy` under this one. Fixed's
@@ -238,11 +264,60 @@ impl Variant {
     /// interrupts it; a single processor never races anyone for the role,
     /// and with no peer to take it over it gives the role up under every
     /// rule. Their reruns pair with the study's own runs of those policies.
+    /// A mechanism switched off changes every policy (Fixed's requests
+    /// pass through its protocol processor, Single's processor switches to
+    /// the protocol thread), so its runs pair with each other.
     pub(super) fn seen_by(self, policy: &str) -> Variant {
         match policy {
             "fixed" => Variant { relinquish: None, arbitration: None, return_percent: None, ..self },
             "single" => Variant { relinquish: None, arbitration: None, ..self },
             _ => self,
         }
+    }
+}
+
+/// A mechanism of the paper's Section 5 (HPCA 1997, Figure 2) that a preset
+/// can have on: the study's `mechanism_sensitivity` reruns the whole grid
+/// without it, to measure what it does to each claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mechanism {
+    /// `protocol.protocol_thread`: taking and giving up the acting-PP role
+    /// switches to and from the node's protocol thread.
+    ProtocolThread,
+    /// `protocol.requests_via_pp`: requests are handed to the protocol
+    /// processor, which sends them.
+    RequestsViaPp,
+}
+
+impl Mechanism {
+    pub const ALL: [Mechanism; 2] = [Mechanism::ProtocolThread, Mechanism::RequestsViaPp];
+
+    /// The preset's `[protocol]` field.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mechanism::ProtocolThread => "protocol_thread",
+            Mechanism::RequestsViaPp => "requests_via_pp",
+        }
+    }
+
+    pub fn is_on(self, protocol: &ProtocolParams) -> bool {
+        match self {
+            Mechanism::ProtocolThread => protocol.protocol_thread,
+            Mechanism::RequestsViaPp => protocol.requests_via_pp,
+        }
+    }
+
+    pub fn apply(self, machine: &mut MachineConfig) {
+        match self {
+            Mechanism::ProtocolThread => machine.protocol.protocol_thread = false,
+            Mechanism::RequestsViaPp => machine.protocol.requests_via_pp = false,
+        }
+    }
+}
+
+impl std::fmt::Display for Mechanism {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }

@@ -1,7 +1,7 @@
 //! What one run of the scheduling study is: its labels, the id they make,
 //! and the check that they describe the run's configuration (`rerun`).
 
-use super::grid::Variant;
+use super::grid::{Mechanism, Variant};
 use crate::experiment::EffectOff;
 use crate::record::{describe_value, Labels};
 use finegrain_apps::micro::{self, Protocol};
@@ -41,6 +41,10 @@ pub struct RunLabels {
     /// Another share of Oint (percent) paid on return (claim 1's reruns).
     #[serde(default, rename = "interrupt_return_percent", skip_serializing_if = "Option::is_none")]
     pub return_percent: Option<u32>,
+    /// A mechanism of the paper's Section 5 switched off (every claim's
+    /// reruns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mechanism_off: Option<Mechanism>,
 }
 
 impl RunLabels {
@@ -71,6 +75,7 @@ impl RunLabels {
             relinquish: variant.relinquish,
             arbitration: variant.arbitration,
             return_percent: variant.return_percent,
+            mechanism_off: variant.mechanism_off,
         }
     }
 
@@ -81,6 +86,7 @@ impl RunLabels {
             relinquish: self.relinquish,
             arbitration: self.arbitration,
             return_percent: self.return_percent,
+            mechanism_off: self.mechanism_off,
         }
     }
 }
@@ -128,6 +134,9 @@ impl Labels for RunLabels {
             return Err(format!("it names effect_off = {} but its configuration runs with {0} on", e.name()));
         }
         let protocol = &c.machine.protocol;
+        if let Some(m) = self.mechanism_off.filter(|m| m.is_on(protocol)) {
+            return Err(format!("it names mechanism_off = {m} but its configuration runs with {m} on"));
+        }
         named_rule("relinquish_rule", self.relinquish, c.run.relinquish, Relinquish::label)?;
         named_rule("arbitration_rule", self.arbitration, protocol.role_arbitration, RoleArbitration::label)?;
         if let Some(r) = self.return_percent {

@@ -121,8 +121,8 @@ impl Study for SchedulingMicro {
         report::setup(&self.exp, self.grid())
     }
 
-    fn sections(&self, runs: &[Run], _claims: &[Claim]) -> Vec<Section> {
+    fn sections(&self, runs: &[Run], claims: &[Claim]) -> Vec<Section> {
         let sensitivity = claims::sensitivity(self.grid(), runs, OWN_RELINQUISH, &self.machine.protocol);
-        report::sections(self.grid(), &self.machine, &self.lmin, runs, &sensitivity)
+        report::sections(self.grid(), &self.machine, &self.lmin, runs, &sensitivity, claims)
     }
 }

@@ -122,6 +122,16 @@ pub(super) fn plan(
                     point(target_u, oint, &grid.procs_per_node, Variant::BASELINE);
                 }
             }
+            // Every point again without each mechanism, at the same compute
+            // times, so each claim can be judged without it.
+            for &mechanism in &grid.mechanism_sensitivity {
+                for &oint in &grid.oint_cycles {
+                    for &target_u in &grid.target_u {
+                        let variant = Variant { mechanism_off: Some(mechanism), ..Variant::BASELINE };
+                        point(target_u, oint, &grid.procs_per_node, variant);
+                    }
+                }
+            }
             for &effect in &grid.sensitivity {
                 for &target_u in &grid.cost_performance_u {
                     point(

@@ -3,6 +3,7 @@
 use super::claims::{arbitration_body, f2, high_u, oint_range, sorted_oints, sorted_u, Sensitivity, View};
 use super::grid::{Experiment, Grid};
 use super::runs::Run;
+use crate::claim::{Claim, Verdict};
 use crate::figures::{Chart, Figure, Series};
 use crate::report::{markdown_table, Section};
 use anyhow::Result;
@@ -134,6 +135,7 @@ pub(super) fn sections(
     lmin: &BTreeMap<Protocol, f64>,
     records: &[Run],
     sensitivity: &Sensitivity,
+    claims: &[Claim],
 ) -> Vec<Section> {
     let mut out = Vec::new();
     let mut section = |heading: &str, body: String| out.push(Section { heading: heading.to_string(), body });
@@ -178,9 +180,78 @@ pub(super) fn sections(
         }
         section("Sensitivity of claim 5", s);
     }
+    if !sensitivity.mechanisms.is_empty() {
+        section("Claims without the paper's Section 5 mechanisms", mechanisms_body(sensitivity));
+    }
+    if let Some(body) = failing_claims_body(claims, sensitivity) {
+        section("What the reruns say about the failing claims", body);
+    }
     section("Calibration", calibration(machine, lmin));
     section("Time normalized to Fixed (2 processors)", normalized_table(grid, records));
     out
+}
+
+/// Every claim judged again without each mechanism of Section 5.
+fn mechanisms_body(sensitivity: &Sensitivity) -> String {
+    let mut s = String::from(
+        "Every point of the grid run again with one mechanism of the paper's Section 5 (Figure 2) switched off in \
+         the preset, at the same compute times and seeds: `protocol_thread` (a computing processor taking or giving \
+         up the acting-PP role switches to or from the node's protocol thread) or `requests_via_pp` (requests are \
+         handed to the protocol processor, which sends them). These runs are in `runs/without-<mechanism>-*.json` \
+         (its name with dashes) and are not used for the verdicts above.\n\n",
+    );
+    for (m, verdicts) in &sensitivity.mechanisms {
+        let supported = verdicts.iter().filter(|v| v.supported).count();
+        let _ = writeln!(s, "- without {m}: {supported} of {} claims supported", verdicts.len());
+        for v in verdicts {
+            let _ = writeln!(s, "  - claim {}: {} - {}", v.claim, v.status(), v.evidence);
+        }
+    }
+    s
+}
+
+/// For each claim the study's own runs do not support, how many of its
+/// checks fail in each rerun that judged it again: a rerun under which it
+/// holds points at the mechanism that fails it. None when every claim holds.
+fn failing_claims_body(claims: &[Claim], sensitivity: &Sensitivity) -> Option<String> {
+    let mut lines = Vec::new();
+    for claim in claims.iter().filter(|c| c.verdict.decided && !c.verdict.supported) {
+        let n = claim.spec.number;
+        let mut reruns: Vec<(String, &Verdict)> = Vec::new();
+        match n {
+            1 => reruns.extend(sensitivity.claim1.iter().map(|(r, v)| (format!("{r}% of Oint on return"), v))),
+            2 => reruns.extend(sensitivity.claim2.iter().map(|(r, v)| (format!("relinquish {}", r.label()), v))),
+            4 => reruns.extend(sensitivity.claim4.iter().map(|(a, v)| (format!("arbitration {}", a.label()), v))),
+            5 => reruns.extend(sensitivity.claim5.iter().map(|(e, v)| (format!("without {e}"), v))),
+            _ => {}
+        }
+        for (m, verdicts) in &sensitivity.mechanisms {
+            reruns.extend(verdicts.iter().filter(|v| v.claim == n).map(|v| (format!("without {m}"), v)));
+        }
+        let judged: Vec<String> =
+            reruns.iter().map(|(setting, v)| format!("{setting}: {}", checks_failing(v))).collect();
+        let judged = if judged.is_empty() { "no rerun judges it".to_string() } else { judged.join("; ") };
+        lines.push(format!("- claim {n} ({}): {judged}", checks_failing(&claim.verdict)));
+    }
+    if lines.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "Each claim the study's own runs do not support, with the number of its checks that fail there and in each \
+         rerun that judged it again (the sections above give their numbers). A rerun in which the claim holds names \
+         a mechanism that decides it.\n\n{}\n",
+        lines.join("\n")
+    ))
+}
+
+/// "supported", "not decided" or how many checks fail.
+fn checks_failing(v: &Verdict) -> String {
+    match (v.decided, v.supported, v.failed_checks) {
+        (false, ..) => "not decided".into(),
+        (true, true, _) => "supported".into(),
+        (true, false, 1) => "1 check fails".into(),
+        (true, false, k) => format!("{k} checks fail"),
+    }
 }
 
 /// Lmin as measured, against the preset's targets.
