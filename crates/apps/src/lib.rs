@@ -12,6 +12,8 @@ pub mod fetch_add;
 pub mod micro;
 pub mod serving;
 
+use finegrain_core::{Platform, Ran, Workload};
+use finegrain_rt::{Native, NodeEnv, RtConfig, RtError, RtStats, ShmPlatform};
 use finegrain_sim::{RunStats, SimConfig, SimError};
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +26,49 @@ pub enum WorkloadSpec {
     Micro(micro::MicroConfig),
     /// The PDQ paper's fetch&add microbenchmark.
     FetchAdd(fetch_add::FetchAddConfig),
+}
+
+/// Where a run on the native runtime goes: threads of this process, or
+/// this process's node of a cluster of processes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RtPlatform {
+    /// Every node a group of threads of this process.
+    Native,
+    /// This process is one node of a shared-memory run (`finegrain
+    /// launch` told it which).
+    Shm(NodeEnv),
+}
+
+impl RtPlatform {
+    pub fn name(self) -> &'static str {
+        match self {
+            RtPlatform::Native => "native",
+            RtPlatform::Shm(_) => "shm",
+        }
+    }
+
+    /// Whether this process has the whole run's results (the others
+    /// leave theirs to node 0's process).
+    pub fn has_results(self) -> bool {
+        match self {
+            RtPlatform::Native => true,
+            RtPlatform::Shm(env) => env.node == 0,
+        }
+    }
+
+    /// Runs `w` there and checks its answer (in the process that has the
+    /// results).
+    pub fn run<W: Workload>(self, rt: &RtConfig, w: &W) -> Result<Ran<W::Output, RtStats>, RtError> {
+        match self {
+            RtPlatform::Native => Native { config: rt }.run(w),
+            RtPlatform::Shm(env) => ShmPlatform { config: rt, env }.run(w),
+        }
+    }
+
+    /// Whether the workload runs in separate processes here.
+    pub fn across_processes(self) -> bool {
+        self != RtPlatform::Native
+    }
 }
 
 /// What a simulated workload run gives: the statistics, and the
