@@ -119,13 +119,20 @@ fn wait_all(children: &mut [Option<Child>]) -> Launched {
             stop_all(children);
             return Launched::Interrupted { signal: sig };
         }
+        let mut ended = Vec::new();
         for (k, slot) in children.iter_mut().enumerate() {
             let Some(child) = slot else { continue };
             let Ok(Some(status)) = child.try_wait() else { continue };
             *slot = None;
-            if !status.success() && matches!(outcome, Launched::Done) {
+            ended.push((k as u32, status));
+        }
+        // Of the failures seen together, a killed node is the likely cause
+        // of the others.
+        ended.sort_by_key(|(_, s)| s.signal().is_none());
+        if let Some((node, status)) = ended.into_iter().find(|(_, s)| !s.success()) {
+            if matches!(outcome, Launched::Done) {
                 let code = status.code().unwrap_or(128 + status.signal().unwrap_or(0));
-                outcome = Launched::Failed { node: k as u32, how: describe(status), code };
+                outcome = Launched::Failed { node, how: describe(status), code };
                 failed_at = Some(Instant::now());
             }
         }

@@ -93,19 +93,19 @@ pub(crate) struct ShmNode {
 impl ShmNode {
     /// What went wrong elsewhere, if anything: a node that announced a
     /// failure, or one whose process ended without reporting.
+    /// A death comes first: the nodes that stopped because of it have
+    /// failed too, but it is the cause.
     pub(crate) fn trouble(&self) -> Option<Trouble> {
+        let state = |p: &Peer| self.map.area(p.node).state.load(Ordering::Acquire);
+        if let Some(p) = self.peers.iter().find(|p| state(p) == STATE_RUNNING && p.ended()) {
+            return Some(Trouble::Died { node: p.node, pid: p.pid });
+        }
         if let Some((node, _)) = self.map.failure() {
             if node != self.node {
                 return Some(Trouble::Failed { node });
             }
         }
-        self.peers
-            .iter()
-            .find(|p| p.ended() && self.map.area(p.node).state.load(Ordering::Acquire) != STATE_REPORTED)
-            .map(|p| match self.map.area(p.node).state.load(Ordering::Acquire) {
-                STATE_FAILED => Trouble::Failed { node: p.node },
-                _ => Trouble::Died { node: p.node, pid: p.pid },
-            })
+        self.peers.iter().find(|p| state(p) == STATE_FAILED).map(|p| Trouble::Failed { node: p.node })
     }
 }
 
@@ -202,7 +202,11 @@ fn failed(node: &ShmNode, e: RtError) -> RtError {
                 std::thread::sleep(Duration::from_millis(2));
             }
         }
-        RtError::PeerDied { .. } => e,
+        RtError::PeerDied { .. } => {
+            // Failed, not died: the others must look for the cause.
+            node.map.area(node.node).state.store(STATE_FAILED, Ordering::Release);
+            e
+        }
         e => {
             node.map.announce_failure(node.node, &e.to_string());
             node.map.area(node.node).state.store(STATE_FAILED, Ordering::Release);

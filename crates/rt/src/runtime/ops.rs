@@ -28,17 +28,22 @@ fn reply_on_loan() -> AmError {
 pub(super) struct Deadline {
     at: Stamp,
     checks: u32,
+    /// Once passed, passed for every later check too.
+    passed: bool,
 }
 
 impl Deadline {
     pub(super) fn new(ms: u64) -> Deadline {
-        Deadline { at: Stamp::now().plus_ns(ms as f64 * 1e6), checks: 0 }
+        Deadline { at: Stamp::now().plus_ns(ms as f64 * 1e6), checks: 0, passed: false }
     }
 
     #[inline]
     pub(super) fn passed(&mut self) -> bool {
         self.checks = self.checks.wrapping_add(1);
-        self.checks.is_multiple_of(256) && self.at.reached()
+        if !self.passed && self.checks.is_multiple_of(256) {
+            self.passed = self.at.reached();
+        }
+        self.passed
     }
 }
 
