@@ -591,7 +591,7 @@ pub fn run_rt(
     rt: &finegrain_rt::RtConfig,
     machine: &MachineConfig,
     cfg: &FetchAddConfig,
-    on: crate::RtPlatform,
+    on: crate::RtPlatform<'_>,
 ) -> Result<Ran<ThreadOutcome, finegrain_rt::RtStats>, finegrain_rt::RtError> {
     if !on.across_processes() {
         return run_native(rt, machine, cfg);

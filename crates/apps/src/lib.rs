@@ -30,20 +30,30 @@ pub enum WorkloadSpec {
 
 /// Where a run on the native runtime goes: threads of this process, or
 /// this process's node of a cluster of processes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RtPlatform {
+#[derive(Clone, Copy)]
+pub enum RtPlatform<'a> {
     /// Every node a group of threads of this process.
     Native,
     /// This process is one node of a shared-memory run (`finegrain
     /// launch` told it which).
     Shm(NodeEnv),
+    /// This process is one MPI rank, one node of the run.
+    #[cfg(feature = "mpi")]
+    Mpi(&'a finegrain_rt::MpiEnv),
+    #[doc(hidden)]
+    #[cfg(not(feature = "mpi"))]
+    _Lifetime(std::marker::PhantomData<&'a ()>),
 }
 
-impl RtPlatform {
+impl RtPlatform<'_> {
     pub fn name(self) -> &'static str {
         match self {
             RtPlatform::Native => "native",
             RtPlatform::Shm(_) => "shm",
+            #[cfg(feature = "mpi")]
+            RtPlatform::Mpi(_) => "mpi",
+            #[cfg(not(feature = "mpi"))]
+            RtPlatform::_Lifetime(_) => "native",
         }
     }
 
@@ -51,8 +61,10 @@ impl RtPlatform {
     /// leave theirs to node 0's process).
     pub fn has_results(self) -> bool {
         match self {
-            RtPlatform::Native => true,
             RtPlatform::Shm(env) => env.node == 0,
+            #[cfg(feature = "mpi")]
+            RtPlatform::Mpi(env) => env.rank == 0,
+            _ => true,
         }
     }
 
@@ -60,14 +72,16 @@ impl RtPlatform {
     /// results).
     pub fn run<W: Workload>(self, rt: &RtConfig, w: &W) -> Result<Ran<W::Output, RtStats>, RtError> {
         match self {
-            RtPlatform::Native => Native { config: rt }.run(w),
             RtPlatform::Shm(env) => ShmPlatform { config: rt, env }.run(w),
+            #[cfg(feature = "mpi")]
+            RtPlatform::Mpi(env) => finegrain_rt::MpiPlatform { config: rt, env }.run(w),
+            _ => Native { config: rt }.run(w),
         }
     }
 
     /// Whether the workload runs in separate processes here.
     pub fn across_processes(self) -> bool {
-        self != RtPlatform::Native
+        !matches!(self, RtPlatform::Native)
     }
 }
 

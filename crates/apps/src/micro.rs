@@ -372,7 +372,7 @@ pub fn run_rt(
     rt: &finegrain_rt::RtConfig,
     machine: &MachineConfig,
     cfg: &MicroConfig,
-    on: crate::RtPlatform,
+    on: crate::RtPlatform<'_>,
 ) -> Result<Ran<u64, finegrain_rt::RtStats>, finegrain_rt::RtError> {
     machine.validate()?;
     rt.validate()?;

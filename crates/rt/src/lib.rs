@@ -43,6 +43,8 @@ mod platform;
 #[cfg(feature = "probe")]
 pub mod probe;
 pub mod processes;
+#[cfg(feature = "mpi")]
+pub mod ranks;
 mod runtime;
 pub mod stats;
 mod transport;
@@ -60,6 +62,8 @@ pub use config::RtConfig;
 pub use os::{online_cores, pin_to};
 pub use platform::Native;
 pub use processes::{NodeEnv, ShmPlatform};
+#[cfg(feature = "mpi")]
+pub use ranks::{MpiEnv, MpiPlatform};
 pub use runtime::{run, ReplyView, RtError, RtOutput, RtProc, STUCK_EXIT};
 pub use stats::{RtStats, ThreadTimes};
 pub use transport::codec::MAX_PAYLOAD;

@@ -258,7 +258,7 @@ fn wait_reported(node: &ShmNode, n: u32) -> Result<(), RtError> {
 }
 
 /// Sums two processes' statistics (wall time: the longer).
-fn merge(a: RtStats, b: RtStats) -> RtStats {
+pub(crate) fn merge(a: RtStats, b: RtStats) -> RtStats {
     let mut threads = a.threads;
     threads.extend(b.threads);
     RtStats {
@@ -273,14 +273,14 @@ fn merge(a: RtStats, b: RtStats) -> RtStats {
 }
 
 /// What a node process leaves for node 0.
-struct Report {
-    outputs: Vec<serde_json::Value>,
-    tally: Vec<u64>,
-    stats: RtStats,
+pub(crate) struct Report {
+    pub(crate) outputs: Vec<serde_json::Value>,
+    pub(crate) tally: Vec<u64>,
+    pub(crate) stats: RtStats,
 }
 
 impl Report {
-    fn of<W: Workload>(workload: &W, out: &RtOutput<W::Output>) -> Result<Vec<u8>, String> {
+    pub(crate) fn of<W: Workload>(workload: &W, out: &RtOutput<W::Output>) -> Result<Vec<u8>, String> {
         let outputs =
             out.results.iter().map(serde_json::to_value).collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())?;
         let s = &out.stats;
@@ -289,7 +289,7 @@ impl Report {
         serde_json::to_vec(&(outputs, workload.tally(), totals, threads)).map_err(|e| e.to_string())
     }
 
-    fn read(bytes: &[u8]) -> Result<Report, String> {
+    pub(crate) fn read(bytes: &[u8]) -> Result<Report, String> {
         type Wire = (Vec<serde_json::Value>, Vec<u64>, [u64; 6], Vec<Vec<u64>>);
         let (outputs, tally, t, threads): Wire =
             serde_json::from_slice(bytes).map_err(|e| format!("a node's report is malformed: {e}"))?;

@@ -64,6 +64,8 @@
 
 pub(crate) mod codec;
 pub(crate) mod inproc;
+#[cfg(feature = "mpi")]
+pub(crate) mod mpi;
 pub(crate) mod ring;
 pub(crate) mod shm;
 pub(crate) mod spill;
@@ -214,6 +216,11 @@ pub(crate) trait Sender: Send {
 /// keyed queue's ingest lock (see [`crate::dispatch`]). Its acquire and
 /// release order one holder's calls before the next's.
 pub(crate) trait Inbox: Send + Sync {
+    /// Whether messages reach the lanes only through [`Inbox::progress`]
+    /// (so [`Inbox::ready`] is stale until someone progresses, and a
+    /// serving thread must progress rather than wait for it).
+    const PROGRESSES: bool = false;
+
     /// Lanes to visit.
     fn lanes(&self) -> usize;
 

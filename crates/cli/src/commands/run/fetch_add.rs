@@ -142,7 +142,7 @@ pub fn build_native(a: &RunArgs) -> Result<NativeRun> {
 }
 
 /// Runs the point on real threads; every word is checked afterwards.
-pub fn native(a: &RunArgs, run: NativeRun, on: RtPlatform) -> Result<()> {
+pub fn native(a: &RunArgs, run: NativeRun, on: RtPlatform<'_>) -> Result<()> {
     let NativeRun { built: Built { point, config, workload }, rt } = run;
     let out = fetch_add::run_rt(&rt, &config.machine, &workload, on)?;
     if !on.has_results() {

@@ -127,12 +127,11 @@ pub struct NativeSetup {
 }
 
 /// Checks what a run on real threads runs with, and builds it.
-pub fn native_setup(a: &RunArgs, on: RtPlatform) -> Result<NativeSetup> {
-    if on.across_processes() && a.u.is_some() {
+pub fn native_setup(a: &RunArgs, platform: &str) -> Result<NativeSetup> {
+    if platform != "native" && a.u.is_some() {
         bail!(
-            "invalid u with platform {}: each node process would measure its own Lmin and compute for a different \
-             time; allowed --compute-cycles there",
-            on.name()
+            "invalid u with platform {platform}: each node process would measure its own Lmin and compute for a \
+             different time; allowed --compute-cycles there"
         );
     }
     if a.oint.is_some() {
@@ -158,8 +157,8 @@ pub fn native_setup(a: &RunArgs, on: RtPlatform) -> Result<NativeSetup> {
 }
 
 /// The microbenchmark on real threads.
-pub fn native(a: &RunArgs, on: RtPlatform) -> Result<()> {
-    let NativeSetup { rt, machine, protocol, policy, topology, preset } = native_setup(a, on)?;
+pub fn native(a: &RunArgs, on: RtPlatform<'_>) -> Result<()> {
+    let NativeSetup { rt, machine, protocol, policy, topology, preset } = native_setup(a, on.name())?;
     let preset = preset.as_str();
     let (workload, lmin) = workload(a, protocol, "ns", || Ok(micro::measure_lmin_native(&rt, &machine, protocol)?))?;
     let out = micro::run_rt(&rt, &machine, &workload, on)?;

@@ -59,6 +59,8 @@ pub fn run(args: RunArgs, alias: Option<Workload>) -> Result<()> {
     let a = merged(args)?;
     let workload = chosen(&a, alias)?;
     let platform = a.platform.as_deref().unwrap_or("sim");
+    #[cfg(feature = "mpi")]
+    let mpi_env;
     let on = match platform {
         "sim" => None,
         "native" => Some(RtPlatform::Native),
@@ -66,7 +68,18 @@ pub fn run(args: RunArgs, alias: Option<Workload>) -> Result<()> {
             Some(env) => Some(RtPlatform::Shm(env)),
             None => return launch_self(&a, workload),
         },
-        other => bail!("invalid platform = {other}: allowed sim, native, shm"),
+        #[cfg(feature = "mpi")]
+        "mpi" => {
+            if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_none() {
+                return launch_mpi(&a, workload);
+            }
+            mpi_env = finegrain_rt::MpiEnv::init().map_err(anyhow::Error::msg)?;
+            Some(RtPlatform::Mpi(&mpi_env))
+        }
+        other => bail!(
+            "invalid platform = {other}: allowed sim, native, shm{}",
+            if cfg!(feature = "mpi") { ", mpi" } else { " (mpi: not built in; build with the mpi feature)" }
+        ),
     };
     let inputs = run_inputs(config_file.as_deref(), a.preset.as_deref());
     let Some(on) = on else {
@@ -117,15 +130,47 @@ pub fn apply_runtime_fields(a: &RunArgs, rt: &mut finegrain_rt::RtConfig) {
     }
 }
 
+/// The nodes of the run `a` asks for, its configuration checked here, once,
+/// rather than by every node process.
+fn checked_nodes(a: &RunArgs, workload: Workload, platform: &str) -> Result<u32> {
+    Ok(match workload {
+        Workload::Micro => micro::native_setup(a, platform).map(|_| a.nodes.unwrap_or(2))?,
+        Workload::FetchAdd => fetch_add::build_native(a).map(|_| a.requester_nodes.unwrap_or(4).saturating_add(1))?,
+    })
+}
+
+/// `run --platform mpi` outside mpirun: this same command under `mpirun
+/// -np NODES` (oversubscribed if need be; as root, allowed to run).
+#[cfg(feature = "mpi")]
+fn launch_mpi(a: &RunArgs, workload: Workload) -> Result<()> {
+    let nodes = checked_nodes(a, workload, "mpi")?;
+    let program = std::env::current_exe().map_err(|e| anyhow::anyhow!("finding this program to launch it: {e}"))?;
+    let mut cmd = std::process::Command::new("mpirun");
+    cmd.args(["-np", &nodes.to_string(), "--oversubscribe"])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    cmd.arg(program).args(std::env::args_os().skip(1)).stdin(std::process::Stdio::null());
+    let status = match cmd.status() {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
+            "mpirun not found on PATH: platform mpi runs its ranks under Open MPI's mpirun (Debian: apt-get install \
+             openmpi-bin), or start them yourself with mpirun -np {nodes} finegrain run --platform mpi ..."
+        ),
+        Err(e) => bail!("cannot start mpirun: {e}"),
+    };
+    if !status.success() {
+        bail!(
+            "mpirun {}",
+            status.code().map_or("was killed by a signal".to_string(), |c| format!("exited with status {c}"))
+        );
+    }
+    Ok(())
+}
+
 /// `run --platform shm` with no launcher around it: launch this same
 /// command once per node of the run.
 fn launch_self(a: &RunArgs, workload: Workload) -> Result<()> {
-    // Refused here, once, rather than by every node process.
-    let probe = RtPlatform::Shm(NodeEnv { fd: -1, node: 0, nodes: 0 });
-    let nodes = match workload {
-        Workload::Micro => micro::native_setup(a, probe).map(|_| a.nodes.unwrap_or(2))?,
-        Workload::FetchAdd => fetch_add::build_native(a).map(|_| a.requester_nodes.unwrap_or(4).saturating_add(1))?,
-    };
+    let nodes = checked_nodes(a, workload, "shm")?;
     let program = std::env::current_exe().map_err(|e| anyhow::anyhow!("finding this program to launch it: {e}"))?;
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     crate::commands::launch::launch(nodes, program.into_os_string(), args)
