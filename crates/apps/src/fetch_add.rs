@@ -254,7 +254,11 @@ impl Words {
 #[derive(Clone, Debug)]
 pub struct FetchAddHandlers {
     pub request: HandlerId,
+    pub reply: HandlerId,
     pub block_bytes: u32,
+    /// Across processes: the request a requester sends the home once it
+    /// is done (the home's threads count requesters down by it).
+    pub done: Option<HandlerId>,
 }
 
 /// Registers the fetch&add handlers; they update `words`.
@@ -285,11 +289,11 @@ pub fn handlers(
         word.store(old.wrapping_add(add), Ordering::Relaxed);
         ctx.reply(Reply { handler: reply, args: Args::new(&[old])?, payload: Payload::none() })
     })?;
-    Ok((table, FetchAddHandlers { request, block_bytes }))
+    Ok((table, FetchAddHandlers { request, reply, block_bytes, done: None }))
 }
 
 /// What each thread did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ThreadOutcome {
     pub requests: u64,
 }
@@ -325,7 +329,15 @@ pub async fn thread<P: Proc>(
     // every requester is done, and a failed requester must not keep them
     // (and so the run) going forever.
     let sent = requests(p, cfg, h, shared, zipf.as_ref(), &mut rng).await;
-    shared.requesters_left.fetch_sub(1, Ordering::AcqRel);
+    match h.done {
+        // The home is in another process: tell it by a message.
+        Some(done) => {
+            p.request_keyed(NodeId(0), done, SyncKey::Sequential, Args::default(), Payload::none()).await?;
+        }
+        None => {
+            shared.requesters_left.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
     sent?;
     Ok(ThreadOutcome { requests: cfg.requests_per_thread })
 }
@@ -388,7 +400,7 @@ pub struct FetchAdd {
     cfg: FetchAddConfig,
     table: HandlerTable,
     h: FetchAddHandlers,
-    shared: Shared,
+    shared: Arc<Shared>,
 }
 
 impl FetchAdd {
@@ -406,8 +418,32 @@ impl FetchAdd {
         let words = Arc::new(Words::new(cfg.keys));
         let (table, h) = handlers(cfg, machine, words.clone())?;
         let requesters = (nodes as u64 - 1) * threads_per_node as u64;
-        let shared = Shared { words, requesters_left: AtomicU64::new(requesters) };
+        let shared = Arc::new(Shared { words, requesters_left: AtomicU64::new(requesters) });
         Ok(FetchAdd { cfg: cfg.clone(), table, h, shared })
+    }
+
+    /// [`FetchAdd::new`] for nodes in separate processes: a requester that
+    /// is done tells the home with one more request (handler
+    /// `requester_done`), since the home cannot see a count other
+    /// processes keep. The simulator and the in-process runtime use
+    /// [`FetchAdd::new`], whose handler table (and so simulated code
+    /// layout) stays as the studies were calibrated with.
+    pub fn for_processes(
+        cfg: &FetchAddConfig,
+        machine: &MachineConfig,
+        nodes: u32,
+        threads_per_node: u32,
+    ) -> Result<FetchAdd, WorkloadError> {
+        let mut w = FetchAdd::new(cfg, machine, nodes, threads_per_node)?;
+        let shared = w.shared.clone();
+        let reply = w.h.reply;
+        let info = HandlerInfo { name: "requester_done".into(), body_cycles: 4, code_bytes: HANDLER_CODE_BYTES };
+        let done = w.table.register(info, move |ctx, _| {
+            shared.requesters_left.fetch_sub(1, Ordering::AcqRel);
+            ctx.reply(Reply { handler: reply, args: Args::default(), payload: Payload::none() })
+        })?;
+        w.h.done = Some(done);
+        Ok(w)
     }
 }
 
@@ -429,6 +465,41 @@ impl Workload for FetchAdd {
     /// Every word equals the requests sent for it.
     fn check(&self, _outputs: &[ThreadOutcome]) -> Result<(), WorkloadError> {
         self.shared.words.check()
+    }
+
+    /// Every word's value, then the requests sent for each.
+    fn tally(&self) -> Vec<u64> {
+        let w = &self.shared.words;
+        w.values.iter().chain(&w.sent).map(|v| v.load(Ordering::Relaxed)).collect()
+    }
+
+    fn absorb(&self, tally: &[u64]) -> Result<(), WorkloadError> {
+        let w = &self.shared.words;
+        if tally.len() != w.values.len() * 2 {
+            return Err(WorkloadError::WrongAnswer {
+                workload: "fetch&add",
+                what: format!("another process's tally has {} counters, not {}", tally.len(), w.values.len() * 2),
+            });
+        }
+        for (word, add) in w.values.iter().chain(&w.sent).zip(tally) {
+            word.fetch_add(*add, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// The home's threads count requesters down: across processes only
+    /// a workload built with [`FetchAdd::for_processes`] can (or one whose
+    /// home does not compute, and so never waits for them).
+    fn across_processes(&self) -> Result<(), WorkloadError> {
+        if self.h.done.is_none() && self.cfg.home_u > 0.0 {
+            return Err(WorkloadError::Config(ConfigError::invalid(
+                "home_u",
+                self.cfg.home_u,
+                "a home that computes waits for the requesters, which in separate processes takes \
+                 FetchAdd::for_processes; allowed 0 with FetchAdd::new",
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -511,6 +582,34 @@ pub fn run_native(
     let threads = rt.compute_threads_per_node();
     // The native table's room first: the simulated machine's (what the
     // workload checks) is larger, and would name the wrong range.
+    check_native_keys(rt, machine, cfg)?;
+    Native { config: rt }.run(&FetchAdd::new(cfg, machine, rt.run.topology.nodes, threads)?)
+}
+
+/// [`run_native`] on any of the runtime's platforms.
+pub fn run_rt(
+    rt: &finegrain_rt::RtConfig,
+    machine: &MachineConfig,
+    cfg: &FetchAddConfig,
+    on: crate::RtPlatform<'_>,
+) -> Result<Ran<ThreadOutcome, finegrain_rt::RtStats>, finegrain_rt::RtError> {
+    if !on.across_processes() {
+        return run_native(rt, machine, cfg);
+    }
+    machine.validate()?;
+    rt.validate()?;
+    let threads = rt.compute_threads_per_node();
+    check_native_keys(rt, machine, cfg)?;
+    on.run(rt, &FetchAdd::for_processes(cfg, machine, rt.run.topology.nodes, threads)?)
+}
+
+/// The native home's protocol table holds fewer words than the simulated
+/// one (which the workload checks): refuse more with the native range.
+fn check_native_keys(
+    rt: &finegrain_rt::RtConfig,
+    machine: &MachineConfig,
+    cfg: &FetchAddConfig,
+) -> Result<(), finegrain_rt::RtError> {
     let capacity = rt.protocol_table_bytes() as u64 / machine.protocol.block_bytes as u64;
     if cfg.keys == 0 || cfg.keys > capacity {
         let allowed = format!(
@@ -519,5 +618,5 @@ pub fn run_native(
         );
         return Err(finegrain_rt::RtError::Config(ConfigError::invalid("keys", cfg.keys, allowed)));
     }
-    Native { config: rt }.run(&FetchAdd::new(cfg, machine, rt.run.topology.nodes, threads)?)
+    Ok(())
 }

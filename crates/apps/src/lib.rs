@@ -12,6 +12,8 @@ pub mod fetch_add;
 pub mod micro;
 pub mod serving;
 
+use finegrain_core::{Platform, Ran, Workload};
+use finegrain_rt::{Native, NodeEnv, RtConfig, RtError, RtStats, ShmPlatform};
 use finegrain_sim::{RunStats, SimConfig, SimError};
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +26,63 @@ pub enum WorkloadSpec {
     Micro(micro::MicroConfig),
     /// The PDQ paper's fetch&add microbenchmark.
     FetchAdd(fetch_add::FetchAddConfig),
+}
+
+/// Where a run on the native runtime goes: threads of this process, or
+/// this process's node of a cluster of processes.
+#[derive(Clone, Copy)]
+pub enum RtPlatform<'a> {
+    /// Every node a group of threads of this process.
+    Native,
+    /// This process is one node of a shared-memory run (`finegrain
+    /// launch` told it which).
+    Shm(NodeEnv),
+    /// This process is one MPI rank, one node of the run.
+    #[cfg(feature = "mpi")]
+    Mpi(&'a finegrain_rt::MpiEnv),
+    #[doc(hidden)]
+    #[cfg(not(feature = "mpi"))]
+    _Lifetime(std::marker::PhantomData<&'a ()>),
+}
+
+impl RtPlatform<'_> {
+    pub fn name(self) -> &'static str {
+        match self {
+            RtPlatform::Native => "native",
+            RtPlatform::Shm(_) => "shm",
+            #[cfg(feature = "mpi")]
+            RtPlatform::Mpi(_) => "mpi",
+            #[cfg(not(feature = "mpi"))]
+            RtPlatform::_Lifetime(_) => "native",
+        }
+    }
+
+    /// Whether this process has the whole run's results (the others
+    /// leave theirs to node 0's process).
+    pub fn has_results(self) -> bool {
+        match self {
+            RtPlatform::Shm(env) => env.node == 0,
+            #[cfg(feature = "mpi")]
+            RtPlatform::Mpi(env) => env.rank == 0,
+            _ => true,
+        }
+    }
+
+    /// Runs `w` there and checks its answer (in the process that has the
+    /// results).
+    pub fn run<W: Workload>(self, rt: &RtConfig, w: &W) -> Result<Ran<W::Output, RtStats>, RtError> {
+        match self {
+            RtPlatform::Shm(env) => ShmPlatform { config: rt, env }.run(w),
+            #[cfg(feature = "mpi")]
+            RtPlatform::Mpi(env) => finegrain_rt::MpiPlatform { config: rt, env }.run(w),
+            _ => Native { config: rt }.run(w),
+        }
+    }
+
+    /// Whether the workload runs in separate processes here.
+    pub fn across_processes(self) -> bool {
+        !matches!(self, RtPlatform::Native)
+    }
 }
 
 /// What a simulated workload run gives: the statistics, and the

@@ -294,6 +294,21 @@ impl Workload for Micro {
         Ok(done)
     }
 
+    fn tally(&self) -> Vec<u64> {
+        vec![self.completed.load(Ordering::Relaxed)]
+    }
+
+    fn absorb(&self, tally: &[u64]) -> Result<(), WorkloadError> {
+        let [completed] = tally else {
+            return Err(WorkloadError::WrongAnswer {
+                workload: "micro",
+                what: format!("another process's tally has {} counters, not 1", tally.len()),
+            });
+        };
+        self.completed.fetch_add(*completed, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Every node completed its requests (the single requester all of
     /// node 0's), each answered once.
     fn check(&self, outputs: &[u64]) -> Result<(), WorkloadError> {
@@ -350,6 +365,20 @@ pub fn run_native(
     rt.validate()?;
     segment_fits(rt, machine)?;
     Native { config: rt }.run(&Micro::new(cfg, machine)?)
+}
+
+/// [`run_native`] on any of the runtime's platforms.
+pub fn run_rt(
+    rt: &finegrain_rt::RtConfig,
+    machine: &MachineConfig,
+    cfg: &MicroConfig,
+    on: crate::RtPlatform<'_>,
+) -> Result<Ran<u64, finegrain_rt::RtStats>, finegrain_rt::RtError> {
+    machine.validate()?;
+    rt.validate()?;
+    segment_fits(rt, machine)?;
+    two_nodes_at_least(rt.run.topology.nodes)?;
+    on.run(rt, &Micro::new(cfg, machine)?)
 }
 
 /// Lmin natively: the round trip of one request on an otherwise idle

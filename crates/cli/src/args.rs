@@ -60,6 +60,16 @@ pub enum Command {
         #[arg(default_value = "hpca97")]
         preset: String,
     },
+    /// Start a run's node processes on this host: `finegrain launch -n 4 --
+    /// finegrain run --platform shm ...` (each a node, sharing memory).
+    Launch {
+        /// Node processes to start, 1..=256 (as many as the run has nodes).
+        #[arg(short = 'n', long = "nodes")]
+        nodes: u32,
+        /// The command each node process runs.
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<std::ffi::OsString>,
+    },
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -119,10 +129,23 @@ pub struct RunArgs {
     /// microbenchmark) [default: micro].
     #[arg(long)]
     pub workload: Option<String>,
-    /// sim (the simulated machine of the preset) or native (real threads)
-    /// [default: sim].
+    /// sim (the simulated machine of the preset), native (real threads,
+    /// one process) or shm (each node an OS process, sharing memory;
+    /// under `finegrain launch`, or launching itself) [default: sim].
     #[arg(long)]
     pub platform: Option<String>,
+    /// Real threads: a handler running longer than this many
+    /// milliseconds ends the run with an error, 1..=3600000 [default: 1000].
+    #[arg(long)]
+    pub handler_limit_ms: Option<u64>,
+    /// Real threads: a request unanswered after this many milliseconds
+    /// ends the run with an error, 1..=3600000 [default: 10000].
+    #[arg(long)]
+    pub progress_timeout_ms: Option<u64>,
+    /// Real threads, policy floating: interrupt with signal SIGRTMIN+N
+    /// [default: 4].
+    #[arg(long)]
+    pub interrupt_signal: Option<u32>,
     /// Machine preset name or path [default: hpca97 for micro, hpca99 for
     /// fetch-add].
     #[arg(long)]

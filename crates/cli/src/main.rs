@@ -32,6 +32,7 @@ fn main_inner() -> Result<()> {
         }
         Command::Rerun { record, json } => commands::rerun::rerun(&record, json),
         Command::Calibrate { preset } => commands::calibrate::calibrate(&preset),
+        Command::Launch { nodes, command } => commands::launch::launch_command(nodes, command),
         Command::Bench { what } => commands::bench::bench(what),
     }
 }

@@ -32,8 +32,9 @@ pub enum WorkloadError {
 /// A program written once against [`Proc`], SPMD: every compute thread of
 /// every node runs [`Workload::thread`].
 pub trait Workload: Sync {
-    /// What one compute thread's program returns.
-    type Output: Send;
+    /// What one compute thread's program returns (serializable: platforms
+    /// whose nodes run in separate processes gather the outputs in one).
+    type Output: Send + serde::Serialize + serde::de::DeserializeOwned;
 
     /// The workload's name, for messages.
     fn name(&self) -> &'static str;
@@ -48,6 +49,37 @@ pub trait Workload: Sync {
     /// Checks what the run computed, from the threads' outputs (node-major)
     /// and whatever the handlers left in the workload's shared state.
     fn check(&self, outputs: &[Self::Output]) -> Result<(), WorkloadError>;
+
+    /// This process's share of the state [`Workload::check`] reads, as
+    /// counters that add up across processes. A platform whose nodes run
+    /// in separate processes (`shm`, `mpi`) has each process's handlers
+    /// and threads update their own copy of the workload; it gathers every
+    /// process's tally into one process ([`Workload::absorb`]) and checks
+    /// there. Workloads whose check reads only the outputs tally nothing.
+    fn tally(&self) -> Vec<u64> {
+        Vec::new()
+    }
+
+    /// Adds another process's [`Workload::tally`] into this one's state.
+    fn absorb(&self, tally: &[u64]) -> Result<(), WorkloadError> {
+        if tally.is_empty() {
+            return Ok(());
+        }
+        Err(WorkloadError::WrongAnswer {
+            workload: self.name(),
+            what: format!("another process sent a tally of {} counters; this workload keeps none", tally.len()),
+        })
+    }
+
+    /// Whether this workload can run with its nodes in separate processes
+    /// (a platform such as `shm` or `mpi` asks before it starts): its
+    /// threads on different nodes must share state only through messages.
+    /// One whose threads read memory other nodes' threads write (a count
+    /// of requesters still running, say) refuses, naming what to use
+    /// instead.
+    fn across_processes(&self) -> Result<(), WorkloadError> {
+        Ok(())
+    }
 }
 
 /// What a platform's run of a workload gives back: every compute thread's

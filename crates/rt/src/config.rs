@@ -39,7 +39,26 @@ pub struct RtConfig {
     /// dispatch search window), 1..=65536. Checked under serial too, which
     /// decodes one message at a time and does not use it.
     pub pdq_window: usize,
+    /// Floating's interrupt signal is `SIGRTMIN + interrupt_signal`
+    /// (installed before any thread of the run starts, put back after).
+    pub interrupt_signal: u32,
+    /// A handler running longer than this many milliseconds ends the run
+    /// with an error naming its node and handler (handlers are short and
+    /// never block: one that does would stall its node for ever).
+    pub handler_limit_ms: u64,
+    /// A request whose reply has not come after this many milliseconds
+    /// ends the run with an error naming the requester, the destination
+    /// and the handler (the destination makes no progress: a hung
+    /// handler, or threads that never poll).
+    pub progress_timeout_ms: u64,
 }
+
+/// Most milliseconds a handler limit or progress timeout may be (an hour).
+pub const MAX_LIMIT_MS: u64 = 3_600_000;
+/// The handler time limit unless told otherwise.
+pub const DEFAULT_HANDLER_LIMIT_MS: u64 = 1_000;
+/// The request progress timeout unless told otherwise.
+pub const DEFAULT_PROGRESS_TIMEOUT_MS: u64 = 10_000;
 
 /// Slowest `work` cycle, in wall-clock nanoseconds: a 1 kHz processor,
 /// far slower than any machine worth emulating (the default is 1 ns, and
@@ -71,6 +90,9 @@ impl RtConfig {
             park_after_polls: None,
             time_split: true,
             pdq_window: DEFAULT_PDQ_WINDOW,
+            interrupt_signal: crate::notify::signal::DEFAULT_INTERRUPT_SIGNAL,
+            handler_limit_ms: DEFAULT_HANDLER_LIMIT_MS,
+            progress_timeout_ms: DEFAULT_PROGRESS_TIMEOUT_MS,
         }
     }
 
@@ -115,6 +137,7 @@ impl RtConfig {
             return Err(ConfigError::invalid("segment_bytes", self.segment_bytes, "allowed a multiple of 8 from 4096"));
         }
         self.check_size()?;
+        self.check_limits()?;
         // Under serial the window is unused (messages are decoded one at a
         // time), but a window no discipline could use is still wrong.
         crate::dispatch::keyed::check_window(self.pdq_window)?;
@@ -150,6 +173,26 @@ impl RtConfig {
                     self.run.dispatch.discipline.label()
                 ),
             ));
+        }
+        Ok(())
+    }
+
+    /// The interrupt signal must exist, and the time limits be real.
+    fn check_limits(&self) -> Result<(), ConfigError> {
+        let most = crate::notify::signal::max_interrupt_signal();
+        if self.interrupt_signal > most {
+            return Err(ConfigError::invalid(
+                "interrupt_signal",
+                self.interrupt_signal,
+                format!("allowed 0..={most} (the interrupt signal is SIGRTMIN + this)"),
+            ));
+        }
+        for (field, v) in
+            [("handler_limit_ms", self.handler_limit_ms), ("progress_timeout_ms", self.progress_timeout_ms)]
+        {
+            if !(1..=MAX_LIMIT_MS).contains(&v) {
+                return Err(ConfigError::invalid(field, v, format!("allowed 1..={MAX_LIMIT_MS} milliseconds")));
+            }
         }
         Ok(())
     }

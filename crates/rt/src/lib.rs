@@ -42,6 +42,9 @@ mod os;
 mod platform;
 #[cfg(feature = "probe")]
 pub mod probe;
+pub mod processes;
+#[cfg(feature = "mpi")]
+pub mod ranks;
 mod runtime;
 pub mod stats;
 mod transport;
@@ -50,12 +53,17 @@ mod transport;
 /// and what a bare signal costs. (Raising the signal, which must name a
 /// thread still running, stays inside the runtime's notification layer.)
 pub mod interrupt {
-    pub use crate::notify::signal::{bare_signal_cost, current_thread, install, Installed};
+    pub use crate::notify::signal::{
+        bare_signal_cost, current_thread, install, max_interrupt_signal, Installed, DEFAULT_INTERRUPT_SIGNAL,
+    };
 }
 
 pub use config::RtConfig;
 pub use os::{online_cores, pin_to};
 pub use platform::Native;
-pub use runtime::{run, ReplyView, RtError, RtOutput, RtProc};
+pub use processes::{NodeEnv, ShmPlatform};
+#[cfg(feature = "mpi")]
+pub use ranks::{MpiEnv, MpiPlatform};
+pub use runtime::{run, ReplyView, RtError, RtOutput, RtProc, STUCK_EXIT};
 pub use stats::{RtStats, ThreadTimes};
 pub use transport::codec::MAX_PAYLOAD;

@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod calibrate;
+pub mod launch;
 pub mod reproduce;
 pub mod rerun;
 pub mod run;

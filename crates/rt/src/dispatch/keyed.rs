@@ -464,7 +464,7 @@ impl KeyedQueue {
         let mut handled = 0;
         let mut wanted = false;
         for pass in 0.. {
-            let worth = || pass < 2 && idle.get().worth_retrying(self, || inbox.ready());
+            let worth = || pass < 2 && idle.get().worth_retrying(self, || I::PROGRESSES || inbox.ready());
             if failed() || !(wanted || worth()) {
                 break;
             }

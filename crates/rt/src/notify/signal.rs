@@ -47,7 +47,7 @@ use super::Doorbell;
 use crate::os;
 use std::cell::Cell;
 use std::marker::PhantomData;
-use std::sync::atomic::{compiler_fence, fence, AtomicBool, Ordering};
+use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicI32, Ordering};
 use std::sync::Mutex;
 
 pub use crate::os::current_thread;
@@ -76,8 +76,23 @@ unsafe fn call_interrupt<C: Interruptible>(p: *const ()) {
     unsafe { (*p.cast::<C>()).interrupt() }
 }
 
-fn signal_number() -> libc::c_int {
-    libc::SIGRTMIN() + 4
+/// The interrupt signal the runtime uses unless told otherwise:
+/// `SIGRTMIN + 4` (`RtConfig::interrupt_signal`), clear of the first
+/// real-time signals, which threading libraries and profilers tend to use.
+pub const DEFAULT_INTERRUPT_SIGNAL: u32 = 4;
+
+/// The offset from `SIGRTMIN` of the signal installed now.
+static OFFSET: AtomicI32 = AtomicI32::new(DEFAULT_INTERRUPT_SIGNAL as i32);
+
+/// Real-time signals above `SIGRTMIN` this system has (the offsets
+/// `RtConfig::interrupt_signal` may take are 0 up to this).
+pub fn max_interrupt_signal() -> u32 {
+    (libc::SIGRTMAX() - libc::SIGRTMIN()) as u32
+}
+
+/// The interrupt signal's number now.
+pub(crate) fn signal_number() -> libc::c_int {
+    libc::SIGRTMIN() + OFFSET.load(Ordering::Relaxed)
 }
 
 extern "C" fn on_signal(_sig: libc::c_int) {
@@ -107,11 +122,25 @@ static INSTALLS: Mutex<(usize, Option<libc::sigaction>)> = Mutex::new((0, None))
 #[must_use = "the handler is uninstalled when the guard is dropped"]
 pub struct Installed(());
 
-/// Installs the signal handler for the life of the returned guard.
-pub fn install() -> Result<Installed, String> {
+/// Installs the signal handler on `SIGRTMIN + offset` for the life of
+/// the returned guard. Runs alive at once share one signal.
+pub fn install(offset: u32) -> Result<Installed, String> {
+    if offset > max_interrupt_signal() {
+        return Err(format!(
+            "invalid interrupt_signal = {offset}: allowed 0..={} (the signal is SIGRTMIN + this)",
+            max_interrupt_signal()
+        ));
+    }
     let mut state = INSTALLS.lock().unwrap_or_else(|p| p.into_inner());
     if state.0 == 0 {
+        OFFSET.store(offset as i32, Ordering::Relaxed);
         state.1 = Some(os::install_handler(signal_number(), on_signal)?);
+    } else if OFFSET.load(Ordering::Relaxed) != offset as i32 {
+        return Err(format!(
+            "interrupt signal SIGRTMIN+{offset} asked for while another run of this process interrupts with \
+             SIGRTMIN+{}: allowed the same signal for runs alive at once",
+            OFFSET.load(Ordering::Relaxed)
+        ));
     }
     state.0 += 1;
     Ok(Installed(()))
@@ -284,7 +313,7 @@ pub fn bare_signal_cost(signals: u64) -> Result<f64, String> {
     use std::sync::Arc;
     // Held to the end: with no handler the signal's default action would
     // end the process.
-    let _installed = install()?;
+    let _installed = install(DEFAULT_INTERRUPT_SIGNAL)?;
     let work = |iters: u64| {
         let t0 = crate::clock::Stamp::now();
         let mut x = 0u64;

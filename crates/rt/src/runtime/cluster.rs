@@ -25,8 +25,18 @@ pub(super) struct Failure {
     kind: AtomicU8,
     handler: AtomicU32,
     error: Mutex<Option<AmError>>,
-    /// Node and thread (high and low 32 bits) of a FAIL_APP or FAIL_THREAD.
+    /// Node and thread (high and low 32 bits) of a FAIL_APP or FAIL_THREAD;
+    /// node and milliseconds of a FAIL_HUNG; node and process id of a
+    /// FAIL_PEER (process id 0: it failed, rather than died).
     app: AtomicU64,
+}
+
+/// Which handler a thread is running and since when (0: none), for the
+/// handler time limit.
+#[derive(Default)]
+pub(super) struct HandlerClock {
+    pub(super) since: AtomicU64,
+    pub(super) handler: AtomicU32,
 }
 
 pub(super) const FAIL_PANIC: u8 = 1;
@@ -38,8 +48,13 @@ const FAIL_APP: u8 = 5;
 /// A thread of the run could not be started.
 pub(super) const FAIL_SETUP: u8 = 6;
 /// An application thread's operation failed in a way it cannot be told
-/// (`Proc::access` returns nothing); the failure carries its error.
+/// (`Proc::access` returns nothing, a request's reply never came); the
+/// failure carries its error.
 const FAIL_THREAD: u8 = 7;
+/// A handler ran over the handler time limit.
+const FAIL_HUNG: u8 = 8;
+/// Another process's node failed or died.
+const FAIL_PEER: u8 = 9;
 
 /// What a request or send still in progress returns once the run failed.
 pub(super) fn run_aborted() -> AmError {
@@ -149,6 +164,10 @@ pub(crate) struct Cluster<T: Transport> {
     /// The nodes this process runs, by node id. Padded so one node's hot
     /// fields never share a line with another's.
     pub(super) nodes: Box<[CachePadded<Node<T>>]>,
+    /// The first node this process runs (`nodes[0]`).
+    pub(super) first: u32,
+    /// Per local thread (node-major): the handler it runs now.
+    pub(super) clocks: Box<[CachePadded<HandlerClock>]>,
     pub(super) ppn: u32,
     /// How nodes notice messages (from the configuration).
     pub(super) notify: Scheme,
@@ -165,13 +184,17 @@ impl<T: Transport> Cluster<T> {
         handlers: &HandlerTable,
         transport: T,
         nodes: Box<[CachePadded<Node<T>>]>,
+        first: u32,
         oversubscribed: bool,
     ) -> Cluster<T> {
+        let threads = nodes.len() * cfg.run.topology.procs_per_node as usize;
         Cluster {
             cfg: cfg.clone(),
             handlers: handlers.clone(),
             transport,
             nodes,
+            first,
+            clocks: (0..threads).map(|_| CachePadded::new(HandlerClock::default())).collect(),
             ppn: cfg.run.topology.procs_per_node,
             notify: Scheme::of(cfg.run.policy, cfg.park_after_polls.is_some(), cfg.interrupts()),
             shutdown: AtomicBool::new(false),
@@ -182,7 +205,13 @@ impl<T: Transport> Cluster<T> {
 
     #[inline]
     pub(super) fn node(&self, n: u32) -> &Node<T> {
-        &self.nodes[n as usize]
+        &self.nodes[(n - self.first) as usize]
+    }
+
+    /// The handler clock of thread `local` of local node `n`.
+    #[inline]
+    pub(super) fn clock(&self, n: u32, local: u32) -> &HandlerClock {
+        &self.clocks[((n - self.first) * self.ppn + local) as usize]
     }
 
     /// A local node's doorbell.
@@ -233,6 +262,25 @@ impl<T: Transport> Cluster<T> {
         }
     }
 
+    /// A handler of node `node` ran over the time limit (`ms`).
+    pub(super) fn fail_hung(&self, node: u32, handler: HandlerId, ms: u64) {
+        if self.fail_first(FAIL_HUNG, handler, None) {
+            self.failure.app.store((node as u64) << 32 | ms, Ordering::Release);
+        }
+    }
+
+    /// Node `node` of another process failed (`pid` 0) or died.
+    pub(super) fn fail_peer(&self, node: u32, pid: u32) {
+        if self.fail_first(FAIL_PEER, HandlerId(0), None) {
+            self.failure.app.store((node as u64) << 32 | pid as u64, Ordering::Release);
+        }
+    }
+
+    /// Whether the run stopped for another process's node.
+    pub(super) fn failed_for_peer(&self) -> bool {
+        self.failure.kind.load(Ordering::Acquire) == FAIL_PEER
+    }
+
     /// The application whose failure stopped the run, if one did.
     pub(super) fn failed_app(&self) -> Option<(u32, u32)> {
         if self.failure.kind.load(Ordering::Acquire) != FAIL_APP {
@@ -254,6 +302,15 @@ impl<T: Transport> Cluster<T> {
         }
         let id = HandlerId(self.failure.handler.load(Ordering::Relaxed) as u16);
         let name = self.handlers.info(id).map(|i| i.name.clone()).unwrap_or_else(|_| format!("#{}", id.0));
+        if kind == FAIL_HUNG || kind == FAIL_PEER {
+            let v = self.failure.app.load(Ordering::Acquire);
+            let node = (v >> 32) as u32;
+            return Some(match kind {
+                FAIL_HUNG => RtError::HandlerHung { node, handler: name, limit_ms: v as u32 as u64 },
+                _ if v as u32 == 0 => RtError::PeerFailed { node, error: String::new() },
+                _ => RtError::PeerDied { node, pid: v as u32 },
+            });
+        }
         let e = match kind {
             FAIL_PANIC => AmError::HandlerFailed { handler: name, reason: "panicked".into() },
             FAIL_NO_REPLY => AmError::HandlerFailed {

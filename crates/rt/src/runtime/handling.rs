@@ -5,6 +5,7 @@
 use super::cluster::{FAIL_ERROR, FAIL_NO_REPLY, FAIL_PANIC, FAIL_UNKNOWN};
 use super::proc::RtHandlerCtx;
 use super::thread::ThreadCtx;
+use crate::clock::Stamp;
 use crate::dispatch::keyed::KeyedQueue;
 use crate::dispatch::serial;
 use crate::transport::Transport;
@@ -54,7 +55,12 @@ impl<T: Transport> ThreadCtx<T> {
         };
         let mut ctx = RtHandlerCtx { thread: self, msg: m, guard: ReplyGuard::new(m.kind, &info.name) };
         let t0 = self.stats.stamp();
+        let clock = self.cluster.clock(self.node, self.local);
+        clock.handler.store(m.handler.0 as u32, Ordering::Relaxed);
+        // Never 0, which means "no handler".
+        clock.since.store(Stamp::now().ticks() | 1, Ordering::Release);
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut ctx, m)));
+        clock.since.store(0, Ordering::Release);
         self.stats.add_handler(self.stats.since(t0));
         match outcome {
             Err(_) => return self.cluster.fail(FAIL_PANIC, m.handler, None),

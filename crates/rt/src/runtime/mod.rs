@@ -35,8 +35,10 @@ mod ops;
 mod proc;
 mod sending;
 mod thread;
+mod watch;
 
 pub use proc::{ReplyView, RtProc};
+pub use watch::STUCK_EXIT;
 
 use crate::clock::Stamp;
 use crate::config::RtConfig;
@@ -48,8 +50,9 @@ use cluster::{Cluster, Node, FAIL_SETUP};
 use crossbeam_utils::CachePadded;
 use finegrain_core::{AmError, HandlerId, HandlerTable, Policy};
 use std::future::Future;
+use std::ops::Range;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use thiserror::Error;
@@ -68,6 +71,12 @@ pub enum RtError {
     AppPanic { node: u32, thread: u32 },
     #[error("could not start the runtime: {0}")]
     Setup(String),
+    #[error("node {node}: handler {handler} ran longer than the handler time limit of {limit_ms} ms (handlers must be short and never block)")]
+    HandlerHung { node: u32, handler: String, limit_ms: u64 },
+    #[error("node {node} failed{}", if error.is_empty() { String::new() } else { format!(": {error}") })]
+    PeerFailed { node: u32, error: String },
+    #[error("node {node} (process {pid}) died before the run ended")]
+    PeerDied { node: u32, pid: u32 },
     /// The workload's own set-up or answer check failed.
     #[error(transparent)]
     Workload(#[from] finegrain_core::WorkloadError),
@@ -94,36 +103,46 @@ fn block_on<F: Future>(f: F) -> F::Output {
 }
 
 /// Whether a serving thread of node `n` may stop: the run failed, or every
-/// application has returned and nothing waits at the node. Once every
-/// application has returned, each request has its reply, so only one-way
-/// messages can still be on their way, and their handlers send nothing: a
-/// node whose rings and queue are empty stays empty. (`finished` is read
-/// first: its acquire makes every message sent before the last application
-/// returned visible to the check that follows.)
-fn all_done<T: Transport>(cluster: &Cluster<T>, n: u32, finished: &AtomicU32, total_compute: u32) -> bool {
+/// application of the cluster has returned and nothing waits at the node.
+/// Once every application has returned, each request has its reply, so
+/// only one-way messages can still be on their way, and their handlers
+/// send nothing: a node whose rings and queue are empty stays empty. (The
+/// count is read first: its acquire makes every message sent before the
+/// last application returned visible to the check that follows.)
+fn all_done<T: Transport>(cluster: &Cluster<T>, n: u32, total_compute: u32) -> bool {
     cluster.shutdown.load(Ordering::Acquire)
-        || (finished.load(Ordering::Acquire) == total_compute && !cluster.node(n).work_waiting())
+        || (cluster.transport.apps_finished() == total_compute && !cluster.node(n).work_waiting())
 }
 
-/// A cluster, and the send side of each of its threads (node-major).
+/// A cluster, and the send side of each of its local threads (node-major).
 type Built<T> = (Arc<Cluster<T>>, Vec<<T as Transport>::Sender>);
 
-/// Opens the transport for every node of the run (this process hosts them
-/// all) and builds the cluster around it.
-fn build<T: Transport>(cfg: &RtConfig, handlers: &HandlerTable) -> Result<Built<T>, String> {
-    let layout = Layout {
+/// Opens the transport for the nodes `local` of the run (this process
+/// hosts them) and builds the cluster around it.
+fn build<T: Transport>(
+    cfg: &RtConfig,
+    handlers: &HandlerTable,
+    place: &T::Place,
+    local: Range<u32>,
+) -> Result<Built<T>, String> {
+    let layout = layout_of(cfg, local.clone());
+    let (transport, endpoints) = T::open(&layout, place)?;
+    let nodes: Box<[CachePadded<Node<T>>]> =
+        endpoints.inboxes.into_iter().map(|inbox| CachePadded::new(Node::new(cfg, inbox))).collect();
+    let threads = cfg.run.topology.nodes as usize * cfg.run.topology.procs_per_node as usize;
+    let cluster = Cluster::new(cfg, handlers, transport, nodes, local.start, threads > os::online_cores());
+    Ok((Arc::new(cluster), endpoints.senders))
+}
+
+/// The transport layout of a run whose process hosts `local`.
+pub(crate) fn layout_of(cfg: &RtConfig, local: Range<u32>) -> Layout {
+    Layout {
         nodes: cfg.run.topology.nodes,
         threads_per_node: cfg.run.topology.procs_per_node,
         compute_threads_per_node: cfg.compute_threads_per_node(),
         ring_slots: cfg.ring_slots,
-        local: 0..cfg.run.topology.nodes,
-    };
-    let (transport, endpoints) = T::open(&layout)?;
-    let nodes: Box<[CachePadded<Node<T>>]> =
-        endpoints.inboxes.into_iter().map(|inbox| CachePadded::new(Node::new(cfg, inbox))).collect();
-    let threads = cfg.run.topology.nodes as usize * cfg.run.topology.procs_per_node as usize;
-    let cluster = Cluster::new(cfg, handlers, transport, nodes, threads > os::online_cores());
-    Ok((Arc::new(cluster), endpoints.senders))
+        local,
+    }
 }
 
 /// Runs `spawn`'s future once per compute thread on a native cluster and
@@ -134,100 +153,69 @@ where
     F: Fn(RtProc) -> Fut + Sync,
     Fut: Future<Output = Result<T, AmError>>,
 {
+    run_nodes::<T, InProc, F, Fut>(cfg, handlers, &(), 0..cfg.run.topology.nodes, spawn)
+}
+
+/// What a thread of the run gives back: its node and thread (`u32::MAX`
+/// for a protocol thread), its application's outcome, its times.
+type Outcome<T> = (u32, u32, Result<T, RtError>, ThreadTimes);
+
+/// Runs the nodes `local` of a cluster in this process over transport
+/// `Tr` (the others run elsewhere, over the same transport): each local
+/// compute thread runs `spawn`'s future; returns their results (node-major)
+/// and this process's statistics.
+pub(crate) fn run_nodes<T, Tr, F, Fut>(
+    cfg: &RtConfig,
+    handlers: &HandlerTable,
+    place: &Tr::Place,
+    local: Range<u32>,
+    spawn: F,
+) -> Result<RtOutput<T>, RtError>
+where
+    T: Send,
+    Tr: Transport,
+    F: Fn(RtProc) -> Fut + Sync,
+    Fut: Future<Output = Result<T, AmError>>,
+{
     cfg.validate()?;
     crate::clock::calibrate();
-    // Held until every thread of the run is joined.
+    // Installed before any thread of the run starts, held until every one
+    // is joined.
     let _handler = if cfg.run.policy == Policy::Floating && cfg.interrupts() {
-        Some(signal::install().map_err(RtError::Setup)?)
+        Some(signal::install(cfg.interrupt_signal).map_err(RtError::Setup)?)
     } else {
         None
     };
-    let (cluster, senders) = build::<InProc>(cfg, handlers).map_err(RtError::Setup)?;
-    let ppn = cfg.run.topology.procs_per_node;
-    let compute = cfg.compute_threads_per_node();
-    let cores = os::online_cores();
+    let (cluster, senders) = build::<Tr>(cfg, handlers, place, local.clone()).map_err(RtError::Setup)?;
     let started = Stamp::now();
-    let finished = AtomicU32::new(0);
-    let total_compute = cfg.run.topology.nodes * compute;
-    let mut senders = senders.into_iter();
+    let over = AtomicBool::new(false);
     let mut setup_error = None;
-    let outcomes: Vec<(u32, u32, Result<T, RtError>, ThreadTimes)> = std::thread::scope(|s| {
-        let mut compute_handles = Vec::new();
-        let mut pp_handles = Vec::new();
-        'start: for n in 0..cfg.run.topology.nodes {
-            for l in 0..ppn {
-                let out = senders.next().expect("one send side per thread");
-                let cluster = &cluster;
-                let finished = &finished;
-                let spawn = &spawn;
-                let core = (n * ppn + l) as usize % cores;
-                let builder = std::thread::Builder::new().name(format!("fg-n{n}-t{l}"));
-                let spawned = if l < compute {
-                    builder
-                        .spawn_scoped(s, move || {
-                            if cluster.cfg.pin {
-                                os::pin_to(core);
-                            }
-                            let ctx = Rc::new(ThreadCtx::new(cluster, out, n, l));
-                            cluster.transport.register_thread(n, l, ThreadKind::Compute);
-                            let registration = Registration::new(&*ctx);
-                            let proc = RtProc { ctx: ctx.clone() };
-                            let outcome =
-                                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| block_on(spawn(proc))));
-                            let result = match outcome {
-                                Ok(Ok(v)) => Ok(v),
-                                Ok(Err(e)) => Err(RtError::App { node: n, thread: l, error: e }),
-                                Err(_) => Err(RtError::AppPanic { node: n, thread: l }),
-                            };
-                            if result.is_err() {
-                                // Others may wait for replies that will never come.
-                                cluster.fail_app(n, l);
-                            }
-                            // Stay available as PP for the others once done.
-                            cluster.node(n).running.fetch_sub(1, Ordering::AcqRel);
-                            finished.fetch_add(1, Ordering::AcqRel);
-                            if cluster.cfg.run.policy.compute_procs_handle() {
-                                ctx.serve(|| all_done(cluster, n, finished, total_compute));
-                            }
-                            drop(registration);
-                            let times = ctx.stats.times(n, l, true);
-                            (n, l, result, times)
-                        })
-                        .map(|h| compute_handles.push(h))
-                } else {
-                    builder
-                        .spawn_scoped(s, move || {
-                            if cluster.cfg.pin {
-                                os::pin_to(core);
-                            }
-                            cluster.transport.register_thread(n, l, ThreadKind::Protocol);
-                            let ctx = ThreadCtx::new(cluster, out, n, l);
-                            ctx.serve(|| all_done(cluster, n, finished, total_compute));
-                            ctx.stats.times(n, l, false)
-                        })
-                        .map(|h| pp_handles.push(h))
-                };
-                if let Err(e) = spawned {
-                    // The threads already running would wait for this one
-                    // for ever: stop them.
-                    setup_error = Some(format!("cannot start thread {l} of node {n}: {e}"));
-                    cluster.fail(FAIL_SETUP, HandlerId(0), None);
-                    break 'start;
-                }
+    let outcomes: Vec<Outcome<T>> = std::thread::scope(|s| {
+        let watching = watch::start(s, &cluster, &over, local.start);
+        let handles = start_threads(s, &cluster, senders, local.clone(), &spawn);
+        let out = match handles {
+            Ok(handles) => join(handles),
+            Err((e, handles)) => {
+                setup_error = Some(e);
+                join(handles)
             }
-        }
-        // Protocol threads stop by themselves once every application has
-        // returned and their node is drained (see `all_done`).
-        let mut out: Vec<_> = compute_handles.into_iter().map(|h| h.join().expect("compute thread joins")).collect();
-        for h in pp_handles {
-            let times = h.join().expect("protocol thread joins");
-            out.push((u32::MAX, 0, Err(RtError::Setup(String::new())), times));
+        };
+        over.store(true, Ordering::Release);
+        match watching {
+            Ok(h) => h.thread().unpark(),
+            Err(e) => {
+                setup_error.get_or_insert(e);
+            }
         }
         out
     });
     let wall_ns = started.elapsed_ns();
     if let Some(e) = setup_error {
         return Err(RtError::Setup(e));
+    }
+    if cluster.failed_for_peer() {
+        // Whatever the local threads said, they stopped for the peer.
+        return Err(cluster.failure_error().unwrap_or_else(|| RtError::Setup("a peer failed".into())));
     }
     if let Some(e) = cluster.failure_error() {
         return Err(e);
@@ -263,4 +251,121 @@ where
         threads,
     };
     Ok(RtOutput { results, stats })
+}
+
+/// The threads started so far, compute and protocol.
+struct Handles<'s, T> {
+    compute: Vec<std::thread::ScopedJoinHandle<'s, Outcome<T>>>,
+    protocol: Vec<std::thread::ScopedJoinHandle<'s, ThreadTimes>>,
+}
+
+/// Starts every thread of the local nodes; on a failure to start one, stops
+/// those already running and returns why, with their handles.
+#[allow(clippy::type_complexity)]
+fn start_threads<'s, 'e, T, Tr, F, Fut>(
+    s: &'s std::thread::Scope<'s, 'e>,
+    cluster: &'e Arc<Cluster<Tr>>,
+    senders: Vec<Tr::Sender>,
+    local: Range<u32>,
+    spawn: &'e F,
+) -> Result<Handles<'s, T>, (String, Handles<'s, T>)>
+where
+    T: Send + 's,
+    Tr: Transport,
+    F: Fn(RtProc) -> Fut + Sync,
+    Fut: Future<Output = Result<T, AmError>>,
+{
+    let ppn = cluster.cfg.run.topology.procs_per_node;
+    let compute = cluster.cfg.compute_threads_per_node();
+    let cores = os::online_cores();
+    let total_compute = cluster.cfg.run.topology.nodes * compute;
+    let mut senders = senders.into_iter();
+    let mut handles = Handles { compute: Vec::new(), protocol: Vec::new() };
+    for n in local {
+        for l in 0..ppn {
+            let out = senders.next().expect("one send side per thread");
+            let core = (n * ppn + l) as usize % cores;
+            let builder = std::thread::Builder::new().name(format!("fg-n{n}-t{l}"));
+            let spawned = if l < compute {
+                builder
+                    .spawn_scoped(s, move || compute_thread(cluster, out, n, l, core, total_compute, spawn))
+                    .map(|h| handles.compute.push(h))
+            } else {
+                builder
+                    .spawn_scoped(s, move || {
+                        if cluster.cfg.pin {
+                            os::pin_to(core);
+                        }
+                        cluster.transport.register_thread(n, l, ThreadKind::Protocol);
+                        let ctx = ThreadCtx::new(cluster, out, n, l);
+                        ctx.serve(|| all_done(cluster, n, total_compute));
+                        ctx.stats.times(n, l, false)
+                    })
+                    .map(|h| handles.protocol.push(h))
+            };
+            if let Err(e) = spawned {
+                // The threads already running would wait for this one
+                // for ever: stop them.
+                cluster.fail(FAIL_SETUP, HandlerId(0), None);
+                return Err((format!("cannot start thread {l} of node {n}: {e}"), handles));
+            }
+        }
+    }
+    Ok(handles)
+}
+
+/// One compute thread: its application, then (if the policy lets compute
+/// threads handle) serving its node until the whole run is done.
+fn compute_thread<T, Tr, F, Fut>(
+    cluster: &Arc<Cluster<Tr>>,
+    out: Tr::Sender,
+    n: u32,
+    l: u32,
+    core: usize,
+    total_compute: u32,
+    spawn: &F,
+) -> Outcome<T>
+where
+    Tr: Transport,
+    F: Fn(RtProc) -> Fut + Sync,
+    Fut: Future<Output = Result<T, AmError>>,
+{
+    if cluster.cfg.pin {
+        os::pin_to(core);
+    }
+    let ctx = Rc::new(ThreadCtx::new(cluster, out, n, l));
+    cluster.transport.register_thread(n, l, ThreadKind::Compute);
+    let registration = Registration::new(&*ctx);
+    let proc = RtProc::new(ctx.clone());
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| block_on(spawn(proc))));
+    let result = match outcome {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(RtError::App { node: n, thread: l, error: e }),
+        Err(_) => Err(RtError::AppPanic { node: n, thread: l }),
+    };
+    if result.is_err() {
+        // Others may wait for replies that will never come.
+        cluster.fail_app(n, l);
+    }
+    // Stay available as PP for the others once done.
+    cluster.node(n).running.fetch_sub(1, Ordering::AcqRel);
+    cluster.transport.app_finished();
+    if cluster.cfg.run.policy.compute_procs_handle() {
+        ctx.serve(|| all_done(cluster, n, total_compute));
+    }
+    drop(registration);
+    let times = ctx.stats.times(n, l, true);
+    (n, l, result, times)
+}
+
+/// Joins every thread; protocol threads' outcomes carry only their times.
+fn join<T>(handles: Handles<'_, T>) -> Vec<Outcome<T>> {
+    // Protocol threads stop by themselves once every application has
+    // returned and their node is drained (see `all_done`).
+    let mut out: Vec<_> = handles.compute.into_iter().map(|h| h.join().expect("compute thread joins")).collect();
+    for h in handles.protocol {
+        let times = h.join().expect("protocol thread joins");
+        out.push((u32::MAX, 0, Err(RtError::Setup(String::new())), times));
+    }
+    out
 }

@@ -23,6 +23,30 @@ fn reply_on_loan() -> AmError {
     )
 }
 
+/// When a wait has lasted too long; the clock is read only every so many
+/// checks, so waiting stays a tight loop.
+pub(super) struct Deadline {
+    at: Stamp,
+    checks: u32,
+    /// Once passed, passed for every later check too.
+    passed: bool,
+}
+
+impl Deadline {
+    pub(super) fn new(ms: u64) -> Deadline {
+        Deadline { at: Stamp::now().plus_ns(ms as f64 * 1e6), checks: 0, passed: false }
+    }
+
+    #[inline]
+    pub(super) fn passed(&mut self) -> bool {
+        self.checks = self.checks.wrapping_add(1);
+        if !self.passed && self.checks.is_multiple_of(256) {
+            self.passed = self.at.reached();
+        }
+        self.passed
+    }
+}
+
 /// Marks the reply lent while alive; the mark goes even if the closure
 /// panics (the thread may still serve afterwards).
 struct LentReply<'a>(&'a Cell<bool>);
@@ -70,7 +94,7 @@ impl<T: Transport> ThreadCtx<T> {
         self.stats.count_request();
         self.send(dst.0, &self.request_from_here(handler, token, key, args, payload));
         let c = &self.node().completions[self.local as usize];
-        self.wait_for(c, token);
+        self.wait_for(c, token, dst.0, handler);
         self.exit();
         if cl.failed() {
             return Err(run_aborted());
@@ -194,9 +218,12 @@ impl<T: Transport> ThreadCtx<T> {
         }
     }
 
-    /// Waits for the token, handling messages as the policy allows.
-    fn wait_for(&self, c: &Completion, token: u64) {
+    /// Waits for the token, handling messages as the policy allows, until
+    /// the progress timeout (then the run fails, naming `dst` and
+    /// `handler`).
+    fn wait_for(&self, c: &Completion, token: u64, dst: u32, handler: HandlerId) {
         let t0 = self.stats.stamp();
+        let mut deadline = Deadline::new(self.cluster.cfg.progress_timeout_ms);
         let node = self.node();
         let policy = self.cluster.cfg.run.policy;
         let mut spins = 0;
@@ -210,6 +237,10 @@ impl<T: Transport> ThreadCtx<T> {
             if c.token.load(Ordering::Acquire) == token || self.cluster.failed() {
                 break;
             }
+            if deadline.passed() {
+                self.no_progress(dst, handler);
+                break;
+            }
             let spilled = !self.flush_spill();
             match policy {
                 Policy::Fixed { .. } => self.relax(&mut spins),
@@ -220,7 +251,7 @@ impl<T: Transport> ThreadCtx<T> {
                 }
                 Policy::Single | Policy::Floating => {
                     if self.take_role() {
-                        self.act_until_done(c, token);
+                        self.act_until_done(c, token, &mut deadline);
                     } else if !spilled {
                         self.relax(&mut spins);
                     }
@@ -235,13 +266,14 @@ impl<T: Transport> ThreadCtx<T> {
 
     /// Acts as PP until this thread's reply is in, then relinquishes
     /// (eagerly, or under hand-off only to a waiting peer).
-    fn act_until_done(&self, c: &Completion, token: u64) {
+    fn act_until_done(&self, c: &Completion, token: u64, deadline: &mut Deadline) {
         let node = self.node();
         let mut spins = 0;
         loop {
             let handled = self.drain();
             let done = c.token.load(Ordering::Acquire) == token;
-            if self.cluster.failed() {
+            // The waiting loop reports the timeout once the role is back.
+            if self.cluster.failed() || (!done && deadline.passed()) {
                 break;
             }
             // A thread that owns the role for good (Single) returns to its
@@ -274,6 +306,19 @@ impl<T: Transport> ThreadCtx<T> {
         if node.any_ready() {
             self.poll_as_pp();
         }
+    }
+
+    /// This thread's request to `dst` went unanswered for the progress
+    /// timeout: the run fails, naming both nodes and the handler.
+    fn no_progress(&self, dst: u32, handler: HandlerId) {
+        let cl = &self.cluster;
+        let name = cl.handlers.info(handler).map(|i| i.name.clone()).unwrap_or_else(|_| format!("#{}", handler.0));
+        let why = format!(
+            "no reply from node {dst} to its request {name} within the progress timeout of {} ms: node {dst} makes \
+             no progress (a handler that never returns, or threads that never poll)",
+            cl.cfg.progress_timeout_ms
+        );
+        cl.fail_thread(self.node, self.local, AmError::Aborted(why));
     }
 
     /// `cycles` of computation with random accesses to the private segment.
@@ -313,7 +358,8 @@ impl<T: Transport> ThreadCtx<T> {
                     seg[i].store(acc, Ordering::Relaxed);
                 }
             }
-            if deadline.reached() {
+            // A failed run ends long work too: its process must stop soon.
+            if deadline.reached() || cl.shutdown.load(Ordering::Relaxed) {
                 break;
             }
             if single && node.any_ready() {

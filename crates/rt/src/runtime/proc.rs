@@ -4,8 +4,9 @@
 
 use super::cluster::{Completion, FAIL_ERROR};
 use super::thread::ThreadCtx;
+use crate::config::RtConfig;
 use crate::stats::ThreadTimes;
-use crate::transport::{InProc, Outgoing, Transport, MAX_PAYLOAD};
+use crate::transport::{Outgoing, Transport, MAX_PAYLOAD};
 use finegrain_core::{
     Access, AmError, Args, HandlerCtx, HandlerId, Message, MsgKind, NodeId, Payload, Proc, Region, Reply, ReplyGuard,
     SyncKey, ThreadId, MAX_ARGS,
@@ -79,7 +80,120 @@ impl<T: Transport> HandlerCtx for RtHandlerCtx<'_, T> {
 /// [`Proc`].
 #[derive(Clone)]
 pub struct RtProc {
-    pub(super) ctx: Rc<ThreadCtx<InProc>>,
+    ctx: Rc<dyn ThreadOps>,
+}
+
+/// What [`RtProc`] asks of its thread, whatever the transport under it
+/// (one indirect call per operation, against the hundreds of nanoseconds
+/// a request takes).
+pub(super) trait ThreadOps {
+    fn node(&self) -> u32;
+    fn local(&self) -> u32;
+    fn cfg(&self) -> &RtConfig;
+    fn request_dyn(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: &[u64],
+        payload: &[u8],
+        f: &mut dyn FnMut(&Completion),
+    ) -> Result<(), AmError>;
+    fn send_oneway(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<(), AmError>;
+    fn serve(&self, stop: &dyn Fn() -> bool);
+    fn times(&self) -> ThreadTimes;
+    fn work(&self, cycles: u64);
+    fn touch(&self, region: Region, offset: u64, len: u32, kind: Access) -> Result<(), String>;
+    fn fail_thread(&self, error: AmError);
+    fn poll_site(&self);
+    fn idle(&self, cycles: u64);
+}
+
+impl<T: Transport> ThreadOps for ThreadCtx<T> {
+    fn node(&self) -> u32 {
+        self.node
+    }
+    fn local(&self) -> u32 {
+        self.local
+    }
+    fn cfg(&self) -> &RtConfig {
+        &self.cluster.cfg
+    }
+    fn request_dyn(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: &[u64],
+        payload: &[u8],
+        f: &mut dyn FnMut(&Completion),
+    ) -> Result<(), AmError> {
+        self.request_with(dst, handler, key, args, payload, f)
+    }
+    fn send_oneway(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: &[u64],
+        payload: &[u8],
+    ) -> Result<(), AmError> {
+        ThreadCtx::send_oneway(self, dst, handler, key, args, payload)
+    }
+    fn serve(&self, stop: &dyn Fn() -> bool) {
+        ThreadCtx::serve(self, stop)
+    }
+    fn times(&self) -> ThreadTimes {
+        self.stats.times(self.node, self.local, true)
+    }
+    fn work(&self, cycles: u64) {
+        ThreadCtx::work(self, cycles)
+    }
+    fn touch(&self, region: Region, offset: u64, len: u32, kind: Access) -> Result<(), String> {
+        ThreadCtx::touch(self, region, offset, len, kind)
+    }
+    fn fail_thread(&self, error: AmError) {
+        self.cluster.fail_thread(self.node, self.local, error)
+    }
+    fn poll_site(&self) {
+        ThreadCtx::poll_site(self)
+    }
+    fn idle(&self, cycles: u64) {
+        ThreadCtx::idle(self, cycles)
+    }
+}
+
+impl RtProc {
+    pub(super) fn new<T: Transport>(ctx: Rc<ThreadCtx<T>>) -> RtProc {
+        RtProc { ctx }
+    }
+
+    /// A request whose reply `f` reads in place.
+    fn request_in_place<R>(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: &[u64],
+        payload: &[u8],
+        f: impl FnOnce(&Completion) -> R,
+    ) -> Result<R, AmError> {
+        let mut f = Some(f);
+        let mut out = None;
+        self.ctx.request_dyn(dst, handler, key, args, payload, &mut |c| {
+            if let Some(f) = f.take() {
+                out = Some(f(c));
+            }
+        })?;
+        out.ok_or_else(super::cluster::run_aborted)
+    }
 }
 
 /// A reply, borrowed in place from the thread's mailbox.
@@ -119,7 +233,7 @@ impl RtProc {
         payload: &[u8],
         f: impl FnOnce(ReplyView) -> R,
     ) -> Result<R, AmError> {
-        self.ctx.request_with(dst, handler, SyncKey::Sequential, args, payload, |c| f(ReplyView { c }))
+        self.request_in_place(dst, handler, SyncKey::Sequential, args, payload, |c| f(ReplyView { c }))
     }
 
     /// [`RtProc::request_with`] with a synchronization key.
@@ -132,7 +246,7 @@ impl RtProc {
         payload: &[u8],
         f: impl FnOnce(ReplyView) -> R,
     ) -> Result<R, AmError> {
-        self.ctx.request_with(dst, handler, key, args, payload, |c| f(ReplyView { c }))
+        self.request_in_place(dst, handler, key, args, payload, |c| f(ReplyView { c }))
     }
 
     /// The reply as an owned message.
@@ -141,8 +255,8 @@ impl RtProc {
         Message {
             kind: MsgKind::Reply,
             src_node: NodeId(c.src_node.load(Ordering::Relaxed)),
-            src_thread: ThreadId(self.ctx.local),
-            dst_node: NodeId(self.ctx.node),
+            src_thread: ThreadId(self.ctx.local()),
+            dst_node: NodeId(self.ctx.node()),
             handler: HandlerId(c.handler.load(Ordering::Relaxed) as u16),
             key: SyncKey::NoSync,
             args: view.args(),
@@ -175,7 +289,7 @@ impl RtProc {
     /// Only where compute threads may handle messages (policies single and
     /// floating); under fixed they never do, so this fails at once.
     pub fn serve(&self, stop: impl Fn() -> bool) -> Result<(), AmError> {
-        let policy = self.ctx.cluster.cfg.run.policy;
+        let policy = self.ctx.cfg().run.policy;
         if !policy.compute_procs_handle() {
             return Err(AmError::NotAllowed(format!(
                 "RtProc::serve on a compute thread under policy {}, whose compute threads never handle messages: \
@@ -183,35 +297,35 @@ impl RtProc {
                 policy.label()
             )));
         }
-        self.ctx.serve(stop);
+        self.ctx.serve(&stop);
         Ok(())
     }
 
     /// This thread's time split so far.
     pub fn times(&self) -> ThreadTimes {
-        self.ctx.stats.times(self.ctx.node, self.ctx.local, true)
+        self.ctx.times()
     }
 }
 
 impl Proc for RtProc {
     fn node(&self) -> NodeId {
-        NodeId(self.ctx.node)
+        NodeId(self.ctx.node())
     }
 
     fn thread(&self) -> ThreadId {
-        ThreadId(self.ctx.local)
+        ThreadId(self.ctx.local())
     }
 
     fn nodes(&self) -> u32 {
-        self.ctx.cluster.cfg.run.topology.nodes
+        self.ctx.cfg().run.topology.nodes
     }
 
     fn threads_per_node(&self) -> u32 {
-        self.ctx.cluster.cfg.compute_threads_per_node()
+        self.ctx.cfg().compute_threads_per_node()
     }
 
     fn seed(&self) -> u64 {
-        finegrain_core::mix_seed(self.ctx.cluster.cfg.run.seed, self.ctx.node as u64 + 1, self.ctx.local as u64 + 1)
+        finegrain_core::mix_seed(self.ctx.cfg().run.seed, self.ctx.node() as u64 + 1, self.ctx.local() as u64 + 1)
     }
 
     async fn work(&self, cycles: u64) {
@@ -228,14 +342,14 @@ impl Proc for RtProc {
         args: Args,
         payload: Payload,
     ) -> Result<Message, AmError> {
-        self.ctx.request_with(dst, handler, key, args.as_slice(), payload.as_slice(), |c| self.reply_message(c))
+        self.request_in_place(dst, handler, key, args.as_slice(), payload.as_slice(), |c| self.reply_message(c))
     }
 
     async fn access(&self, region: Region, offset: u64, len: u32, kind: Access) {
         if let Err(reason) = self.ctx.touch(region, offset, len, kind) {
             // The same words as the simulator's.
             let error = AmError::Aborted(format!("thread access rejected: {reason}"));
-            self.ctx.cluster.fail_thread(self.ctx.node, self.ctx.local, error);
+            self.ctx.fail_thread(error);
         }
     }
 

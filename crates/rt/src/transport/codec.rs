@@ -128,31 +128,37 @@ fn le_word(chunk: &[u8]) -> u64 {
 /// Decodes a record into `m`, reusing its payload buffer (no allocation
 /// while the payload fits the buffer's capacity).
 pub fn decode(r: &Record, dst: NodeId, m: &mut Message) {
-    let meta = r.meta();
+    decode_words(r.meta(), |i| r.word(i), dst, m)
+}
+
+/// Decodes a record given as its metadata and a source of its data words
+/// (a ring's slots, or a buffer a message arrived in).
+#[inline]
+pub fn decode_words(meta: u64, word: impl Fn(usize) -> u64, dst: NodeId, m: &mut Message) {
     let nargs = ((meta >> NARGS_SHIFT) & 0x7) as usize;
     let len = (meta & 0xffff) as usize;
     m.kind = if meta & KIND_BIT != 0 { MsgKind::Reply } else { MsgKind::Request };
     m.handler = HandlerId(((meta >> HANDLER_SHIFT) & 0xffff) as u16);
-    m.token = r.word(0);
-    let src = r.word(1);
+    m.token = word(0);
+    let src = word(1);
     m.src_node = NodeId((src >> 32) as u32);
     m.src_thread = ThreadId(src as u32);
     m.dst_node = dst;
     let (key, lead) = match (meta >> KEY_SHIFT) & 0x3 {
         KEY_NOSYNC => (SyncKey::NoSync, 2),
-        KEY_NUMBERED => (SyncKey::Key(r.word(2)), 3),
+        KEY_NUMBERED => (SyncKey::Key(word(2)), 3),
         _ => (SyncKey::Sequential, 2),
     };
     m.key = key;
     let mut args = [0u64; MAX_ARGS];
     for (i, a) in args.iter_mut().enumerate().take(nargs.min(MAX_ARGS)) {
-        *a = r.word(lead + i);
+        *a = word(lead + i);
     }
     m.args = Args::from_array(args, nargs.min(MAX_ARGS));
     let first = lead + nargs;
     let out = m.payload.fill_with(len, |bytes| {
         for (k, chunk) in bytes.chunks_mut(8).enumerate() {
-            let b = r.word(first + k).to_le_bytes();
+            let b = word(first + k).to_le_bytes();
             if let Ok(whole) = <&mut [u8; 8]>::try_from(&mut *chunk) {
                 *whole = b;
             } else {

@@ -11,7 +11,7 @@ use crate::notify::{signal, Doorbell};
 use crossbeam_utils::CachePadded;
 use finegrain_core::{Message, NodeId};
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -21,6 +21,7 @@ pub(crate) struct InProc {
     /// Padded so one node's words never share a line with another's.
     bells: Box<[CachePadded<Doorbell>]>,
     threads: Box<[NodeThreads]>,
+    finished: CachePadded<AtomicU32>,
 }
 
 /// How to reach a node's threads.
@@ -35,8 +36,9 @@ struct NodeThreads {
 impl Transport for InProc {
     type Sender = RingSender;
     type Inbox = RingInbox;
+    type Place = ();
 
-    fn open(layout: &Layout) -> Result<(InProc, Endpoints<InProc>), String> {
+    fn open(layout: &Layout, _: &()) -> Result<(InProc, Endpoints<InProc>), String> {
         // One process holds everything: the layout's `local` is every node.
         debug_assert_eq!(layout.local, 0..layout.nodes);
         let nodes = layout.nodes as usize;
@@ -59,6 +61,7 @@ impl Transport for InProc {
                     protocol: Mutex::new(Vec::new()),
                 })
                 .collect(),
+            finished: CachePadded::new(AtomicU32::new(0)),
         };
         let endpoints = Endpoints {
             senders: producers.into_iter().map(RingSender::new).collect(),
@@ -97,6 +100,15 @@ impl Transport for InProc {
     fn interrupt(&self, node: u32, thread: u32) {
         signal::raise(self.threads[node as usize].compute[thread as usize].load(Ordering::Relaxed));
     }
+
+    fn app_finished(&self) {
+        self.finished.fetch_add(1, Ordering::AcqRel);
+    }
+
+    #[inline]
+    fn apps_finished(&self) -> u32 {
+        self.finished.load(Ordering::Acquire)
+    }
 }
 
 /// A thread's rings to every node, and its spill.
@@ -106,7 +118,7 @@ pub(crate) struct RingSender {
 }
 
 impl RingSender {
-    fn new(producers: Vec<Producer>) -> RingSender {
+    pub(crate) fn new(producers: Vec<Producer>) -> RingSender {
         let spill = Spill::new(producers.len());
         RingSender { producers, spill }
     }
@@ -245,7 +257,7 @@ mod tests {
 
     #[test]
     fn one_lane_per_sending_thread_and_a_doorbell_per_node() {
-        let (t, mut e) = InProc::open(&layout(3, 2, 4)).unwrap();
+        let (t, mut e) = InProc::open(&layout(3, 2, 4), &()).unwrap();
         assert_eq!((e.senders.len(), e.inboxes.len()), (6, 3));
         assert!(e.inboxes.iter().all(|i| i.lanes() == 6));
         assert!(t.doorbell(2).is_some_and(|b| b.compute_threads == 2) && t.doorbell(3).is_none());
@@ -265,7 +277,7 @@ mod tests {
     /// out in order, each message reported as it leaves.
     #[test]
     fn a_full_ring_spills_in_order_and_nothing_overtakes_the_spill() {
-        let (_t, mut e) = InProc::open(&layout(2, 1, 2)).unwrap();
+        let (_t, mut e) = InProc::open(&layout(2, 1, 2), &()).unwrap();
         let tx = &mut e.senders[0];
         assert_eq!(tx.send(1, &request(1)), Sent::Now);
         assert_eq!(tx.send(1, &request(2)), Sent::Now);

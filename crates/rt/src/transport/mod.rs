@@ -64,7 +64,10 @@
 
 pub(crate) mod codec;
 pub(crate) mod inproc;
+#[cfg(feature = "mpi")]
+pub(crate) mod mpi;
 pub(crate) mod ring;
+pub(crate) mod shm;
 pub(crate) mod spill;
 
 pub(crate) use codec::{Outgoing, MAX_PAYLOAD};
@@ -110,6 +113,15 @@ pub(crate) enum Sent {
     Spilled,
 }
 
+/// What went wrong at a node of another process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Trouble {
+    /// Its run failed (it says why through the transport).
+    Failed { node: u32 },
+    /// Its process ended before the run did.
+    Died { node: u32, pid: u32 },
+}
+
 /// Which of a node's threads is registering (see
 /// [`Transport::register_thread`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,10 +141,30 @@ pub(crate) trait Transport: Sized + Send + Sync + 'static {
     /// A node's receive side. Shared by the node's threads; only the holder
     /// of the node's receive right (see [`Inbox`]) takes messages out.
     type Inbox: Inbox;
+    /// Where the transport's memory or connection comes from (nothing
+    /// in-process; the shared mapping between processes).
+    type Place;
 
     /// Opens the transport for a run: the transport (shared by the
     /// process's threads) and the endpoints of [`Layout::local`].
-    fn open(layout: &Layout) -> Result<(Self, Endpoints<Self>), String>;
+    fn open(layout: &Layout, place: &Self::Place) -> Result<(Self, Endpoints<Self>), String>;
+
+    /// An application of a local node has returned (counted cluster-wide:
+    /// serving threads stop once every application has).
+    fn app_finished(&self);
+
+    /// Applications of the whole cluster that have returned.
+    fn apps_finished(&self) -> u32;
+
+    /// A node of another process that failed or died, if one has (polled
+    /// by the run's watcher every few milliseconds).
+    fn peer_trouble(&self) -> Option<Trouble> {
+        None
+    }
+
+    /// Tells the other processes that this process's node `node` failed;
+    /// `text` (empty at first, when only the fact is known) says why.
+    fn announce_failure(&self, _node: u32, _text: &str) {}
 
     /// Node `node`'s doorbell, if this process can reach it (always for a
     /// local node).
@@ -184,6 +216,11 @@ pub(crate) trait Sender: Send {
 /// keyed queue's ingest lock (see [`crate::dispatch`]). Its acquire and
 /// release order one holder's calls before the next's.
 pub(crate) trait Inbox: Send + Sync {
+    /// Whether messages reach the lanes only through [`Inbox::progress`]
+    /// (so [`Inbox::ready`] is stale until someone progresses, and a
+    /// serving thread must progress rather than wait for it).
+    const PROGRESSES: bool = false;
+
     /// Lanes to visit.
     fn lanes(&self) -> usize;
 

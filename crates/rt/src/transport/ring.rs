@@ -53,12 +53,113 @@ impl Slot {
     }
 }
 
+/// The ring's memory as both sides see it: its slots and the consumer's
+/// published position, on this process's heap or in a mapping shared
+/// between processes (see [`MappedRing`]).
 struct Shared {
-    slots: Box<[Slot]>,
+    slots: *const Slot,
+    len: usize,
     mask: u64,
     /// The consumer's position, published after every record it consumes;
-    /// padded so the producer's own fields never share its line.
-    head: CachePadded<AtomicU64>,
+    /// on a line of its own so the producer's slots never share it.
+    head: *const AtomicU64,
+    /// Keeps the memory above alive for as long as either side holds it.
+    _owner: Owner,
+}
+
+enum Owner {
+    Heap {
+        _slots: Box<[Slot]>,
+        _head: Box<CachePadded<AtomicU64>>,
+    },
+    #[cfg(not(loom))]
+    Mapped {
+        _map: Arc<dyn Send + Sync>,
+    },
+}
+
+// SAFETY: the pointers lead to atomics owned by `_owner` (heap memory or
+// a shared mapping kept mapped by it), valid for the life of `Shared`;
+// every access to them is an atomic operation.
+unsafe impl Send for Shared {}
+// SAFETY: as for Send: only atomics are reached through the pointers.
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    #[inline(always)]
+    fn slot(&self, pos: u64) -> &Slot {
+        // SAFETY: `pos & mask` is below `len`, the number of slots at
+        // `slots`, which `_owner` keeps alive as long as `self`.
+        unsafe { &*self.slots.add((pos & self.mask) as usize) }
+    }
+
+    #[inline(always)]
+    fn head(&self) -> &AtomicU64 {
+        // SAFETY: `head` points to an atomic `_owner` keeps alive.
+        unsafe { &*self.head }
+    }
+}
+
+/// Where a ring lives in memory mapped by several processes: `slots`
+/// slots of 64 bytes from `slots_at`, and the consumer's position (a
+/// line of its own) at `head_at`. Both zeroed when the mapping was made
+/// (an empty ring).
+#[cfg(not(loom))]
+pub(crate) struct MappedRing {
+    pub(crate) slots_at: *const u8,
+    pub(crate) slots: usize,
+    pub(crate) head_at: *const u8,
+}
+
+/// Bytes a mapped ring of `slots` slots takes (its slots, then its head
+/// line padded to 128 bytes against adjacent-line prefetch).
+#[cfg(not(loom))]
+pub(crate) fn mapped_bytes(slots: usize) -> usize {
+    slots * std::mem::size_of::<Slot>() + 128
+}
+
+/// The two ends of a ring in a shared mapping kept alive by `owner`.
+///
+/// # Safety
+/// `at` must describe zeroed (or previously used by a ring of the same
+/// size) memory, 64-byte aligned, inside a mapping `owner` keeps mapped,
+/// used by no other ring; `slots` a power of two, at least 2. At most one
+/// producer and one consumer may exist for it across all processes.
+#[cfg(not(loom))]
+pub(crate) unsafe fn mapped(at: &MappedRing, owner: Arc<dyn Send + Sync>) -> (Producer, Consumer) {
+    debug_assert!(at.slots.is_power_of_two() && at.slots >= 2);
+    debug_assert!((at.slots_at as usize).is_multiple_of(64) && (at.head_at as usize).is_multiple_of(64));
+    let shared = Arc::new(Shared {
+        slots: at.slots_at.cast(),
+        len: at.slots,
+        mask: at.slots as u64 - 1,
+        head: at.head_at.cast(),
+        _owner: Owner::Mapped { _map: owner },
+    });
+    let log2 = at.slots.trailing_zeros();
+    (Producer { shared: shared.clone(), tail: 0, cached_head: 0, log2 }, Consumer { shared, head: 0, log2 })
+}
+
+/// The producer end alone of a mapped ring (the consumer is in another
+/// process), starting where `head` says the consumer is.
+///
+/// # Safety
+/// As for [`mapped`]; the ring's consumer is in another process.
+#[cfg(not(loom))]
+pub(crate) unsafe fn mapped_producer(at: &MappedRing, owner: Arc<dyn Send + Sync>) -> Producer {
+    // SAFETY: forwarded from the caller.
+    unsafe { mapped(at, owner) }.0
+}
+
+/// The consumer end alone of a mapped ring (the producer is in another
+/// process).
+///
+/// # Safety
+/// As for [`mapped`]; the ring's producer is in another process.
+#[cfg(not(loom))]
+pub(crate) unsafe fn mapped_consumer(at: &MappedRing, owner: Arc<dyn Send + Sync>) -> Consumer {
+    // SAFETY: forwarded from the caller.
+    unsafe { mapped(at, owner) }.1
 }
 
 /// The ring has no room for the record now; nothing was written.
@@ -93,10 +194,14 @@ fn prefetch(_slot: &Slot) {}
 /// Creates a ring of `capacity` slots (a power of two, at least 2).
 pub fn ring(capacity: usize) -> (Producer, Consumer) {
     assert!(capacity.is_power_of_two() && capacity >= 2, "ring capacity must be a power of two >= 2");
+    let slots: Box<[Slot]> = (0..capacity).map(|_| Slot::new()).collect();
+    let head = Box::new(CachePadded::new(AtomicU64::new(0)));
     let shared = Arc::new(Shared {
-        slots: (0..capacity).map(|_| Slot::new()).collect(),
+        slots: slots.as_ptr(),
+        len: capacity,
         mask: capacity as u64 - 1,
-        head: CachePadded::new(AtomicU64::new(0)),
+        head: &**head as *const AtomicU64,
+        _owner: Owner::Heap { _slots: slots, _head: head },
     });
     let log2 = capacity.trailing_zeros();
     (Producer { shared: shared.clone(), tail: 0, cached_head: 0, log2 }, Consumer { shared, head: 0, log2 })
@@ -119,7 +224,7 @@ pub struct Consumer {
 
 impl Producer {
     pub fn capacity(&self) -> usize {
-        self.shared.slots.len()
+        self.shared.len
     }
 
     /// Appends a record of `meta` (56 bits) and `words`; fails with `Full`
@@ -133,13 +238,13 @@ impl Producer {
     #[inline]
     pub fn try_push_one(&mut self, meta: u64, words: &[u64]) -> Result<(), Full> {
         debug_assert!(words.len() <= SLOT_DATA_WORDS && meta <= META_MASK);
-        if self.tail + 1 - self.cached_head > self.shared.slots.len() as u64 {
-            self.cached_head = self.shared.head.load(Ordering::Acquire);
-            if self.tail + 1 - self.cached_head > self.shared.slots.len() as u64 {
+        if self.tail + 1 - self.cached_head > self.shared.len as u64 {
+            self.cached_head = self.shared.head().load(Ordering::Acquire);
+            if self.tail + 1 - self.cached_head > self.shared.len as u64 {
                 return Err(Full);
             }
         }
-        let slot = &self.shared.slots[(self.tail & self.shared.mask) as usize];
+        let slot = self.shared.slot(self.tail);
         for (d, w) in slot.data.iter().zip(words) {
             d.store(*w, Ordering::Relaxed);
         }
@@ -159,17 +264,16 @@ impl Producer {
         let cap = self.capacity() as u64;
         if self.tail + n as u64 - self.cached_head > cap {
             // Lazy pointer: look at the consumer's position only now.
-            self.cached_head = self.shared.head.load(Ordering::Acquire);
+            self.cached_head = self.shared.head().load(Ordering::Acquire);
             if self.tail + n as u64 - self.cached_head > cap {
                 return Err(Full);
             }
         }
-        let mask = self.shared.mask;
-        let first = &self.shared.slots[(self.tail & mask) as usize];
+        let first = self.shared.slot(self.tail);
         let mut i = 0;
         for k in 0..n {
             let pos = self.tail + k as u64;
-            let slot = if k == 0 { first } else { &self.shared.slots[(pos & mask) as usize] };
+            let slot = if k == 0 { first } else { self.shared.slot(pos) };
             let end = (i + SLOT_DATA_WORDS).min(len);
             for d in &slot.data[..end - i] {
                 d.store(word(i), Ordering::Relaxed);
@@ -212,7 +316,7 @@ impl Record<'_> {
 
     /// The i-th data word.
     pub fn word(&self, i: usize) -> u64 {
-        let slot = &self.shared.slots[((self.start + (i / SLOT_DATA_WORDS) as u64) & self.shared.mask) as usize];
+        let slot = self.shared.slot(self.start + (i / SLOT_DATA_WORDS) as u64);
         slot.data[i % SLOT_DATA_WORDS].load(Ordering::Relaxed)
     }
 }
@@ -228,8 +332,8 @@ pub struct Peeker {
 
 impl Peeker {
     pub fn ready(&self) -> bool {
-        let head = self.shared.head.load(Ordering::Acquire);
-        let h = self.shared.slots[(head & self.shared.mask) as usize].header.load(Ordering::Acquire);
+        let head = self.shared.head().load(Ordering::Acquire);
+        let h = self.shared.slot(head).header.load(Ordering::Acquire);
         h & SENSE == full_sense(head, self.log2)
     }
 }
@@ -241,14 +345,14 @@ impl Consumer {
 
     /// Whether a record is waiting (one load of the next slot's header).
     pub fn ready(&self) -> bool {
-        let h = self.shared.slots[(self.head & self.shared.mask) as usize].header.load(Ordering::Acquire);
+        let h = self.shared.slot(self.head).header.load(Ordering::Acquire);
         h & SENSE == full_sense(self.head, self.log2)
     }
 
     /// Hands the next record to `f`, then frees its slots. `None` if the
     /// ring is empty.
     pub fn try_pop<R>(&mut self, f: impl FnOnce(&Record) -> R) -> Option<R> {
-        let slot = &self.shared.slots[(self.head & self.shared.mask) as usize];
+        let slot = self.shared.slot(self.head);
         let h = slot.header.load(Ordering::Acquire);
         if h & SENSE != full_sense(self.head, self.log2) {
             return None;
@@ -262,13 +366,13 @@ impl Consumer {
         // Ask for every line of a long record at once: the misses then
         // overlap instead of being paid one after another.
         for k in 1..record.slots {
-            prefetch(&self.shared.slots[((self.head + k as u64) & self.shared.mask) as usize]);
+            prefetch(self.shared.slot(self.head + k as u64));
         }
         let out = f(&record);
         self.head += record.slots as u64;
         // Releases the slots: the producer's acquire of this value orders
         // our reads above before its next writes to them.
-        self.shared.head.store(self.head, Ordering::Release);
+        self.shared.head().store(self.head, Ordering::Release);
         Some(out)
     }
 }

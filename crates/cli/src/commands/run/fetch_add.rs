@@ -9,7 +9,7 @@ use crate::say;
 use anyhow::{bail, Result};
 use finegrain_apps::fetch_add::{self, FetchAddConfig, KeySkew};
 use finegrain_apps::serving::{Kind, Point};
-use finegrain_apps::WorkloadSpec;
+use finegrain_apps::{RtPlatform, WorkloadSpec};
 use finegrain_core::{Discipline, MachineConfig};
 use finegrain_sim::{RunStats, SimConfig};
 use finegrain_study::experiment::preset_shown;
@@ -135,20 +135,24 @@ pub fn build_native(a: &RunArgs) -> Result<NativeRun> {
     }
     // The same run settings as the simulated point (Mult: at most K idle
     // threads serve at once, as simulated), with the runtime's defaults.
-    let rt = finegrain_rt::RtConfig::of(built.config.run.clone());
+    let mut rt = finegrain_rt::RtConfig::of(built.config.run.clone());
+    super::apply_runtime_fields(a, &mut rt);
     rt.validate()?;
     Ok(NativeRun { built, rt })
 }
 
 /// Runs the point on real threads; every word is checked afterwards.
-pub fn native(a: &RunArgs, run: NativeRun) -> Result<()> {
+pub fn native(a: &RunArgs, run: NativeRun, on: RtPlatform<'_>) -> Result<()> {
     let NativeRun { built: Built { point, config, workload }, rt } = run;
-    let out = fetch_add::run_native(&rt, &config.machine, &workload)?;
+    let out = fetch_add::run_rt(&rt, &config.machine, &workload, on)?;
+    if !on.has_results() {
+        return Ok(());
+    }
     let s = &out.stats;
     // The record first: output closed early must not lose it.
     if let Some(path) = &a.json {
         let rec = NativeRecord {
-            platform: "native",
+            platform: on.name(),
             workload_name: "fetch-add",
             preset: a.preset.as_deref().unwrap_or(&config.machine.name),
             kind: point.kind,
@@ -164,16 +168,20 @@ pub fn native(a: &RunArgs, run: NativeRun) -> Result<()> {
     }
     let wall_us = s.wall_ns.max(1) as f64 / 1e3;
     say!(
-        "native  preset {}  {}",
+        "{}  preset {}  {}",
+        on.name(),
         preset_shown(&config.machine.name, a.preset.as_deref()),
         describe(&point, &config, &workload)
     );
     say!("workload          {}", describe_workload(&workload, true));
+    // The workload's own requests: across processes each requester also
+    // tells the home it is done, with one more request of its own.
+    let requests: u64 = out.outputs.iter().map(|o| o.requests).sum();
+    let notices = s.requests - requests;
+    let notices = if notices > 0 { format!(" (and {notices} requester-done notices)") } else { String::new() };
     say!(
-        "requests          {} in {:.0} us ({:.3} per us); every word checked",
-        s.requests,
-        wall_us,
-        s.requests as f64 / wall_us
+        "requests          {requests} in {wall_us:.0} us ({:.3} per us); every word checked{notices}",
+        requests as f64 / wall_us
     );
     say!("handlers          {}   interrupts {}", s.handlers, s.interrupts);
     if std::thread::available_parallelism().map_or(1, |n| n.get())

@@ -6,7 +6,7 @@ use crate::args::RunArgs;
 use crate::say;
 use anyhow::{bail, Result};
 use finegrain_apps::micro::{self, MicroConfig, Protocol};
-use finegrain_apps::WorkloadSpec;
+use finegrain_apps::{RtPlatform, WorkloadSpec};
 use finegrain_core::{MachineConfig, Policy, Relinquish, Topology};
 use finegrain_sim::{RunStats, SimConfig};
 use finegrain_study::experiment::preset_shown;
@@ -116,8 +116,24 @@ struct NativeRecord<'a> {
     stats: &'a finegrain_rt::RtStats,
 }
 
-/// The microbenchmark on real threads.
-pub fn native(a: &RunArgs) -> Result<()> {
+/// What a run on real threads runs with, checked.
+pub struct NativeSetup {
+    rt: finegrain_rt::RtConfig,
+    machine: MachineConfig,
+    protocol: Protocol,
+    policy: Policy,
+    topology: Topology,
+    preset: String,
+}
+
+/// Checks what a run on real threads runs with, and builds it.
+pub fn native_setup(a: &RunArgs, platform: &str) -> Result<NativeSetup> {
+    if platform != "native" && a.u.is_some() {
+        bail!(
+            "invalid u with platform {platform}: each node process would measure its own Lmin and compute for a \
+             different time; allowed --compute-cycles there"
+        );
+    }
     if a.oint.is_some() {
         bail!("invalid oint for platform native: the native interrupt cost is what the machine gives (see finegrain bench interrupt)");
     }
@@ -133,10 +149,22 @@ pub fn native(a: &RunArgs) -> Result<()> {
     }
     rt.run.seed = a.seed.unwrap_or(1);
     rt.segment_bytes = machine.segment_bytes() as usize;
+    super::apply_runtime_fields(a, &mut rt);
     micro::two_nodes_at_least(topology.nodes)?;
     rt.validate()?;
+    micro::segment_fits(&rt, &machine)?;
+    Ok(NativeSetup { rt, machine, protocol, policy, topology, preset: preset.to_string() })
+}
+
+/// The microbenchmark on real threads.
+pub fn native(a: &RunArgs, on: RtPlatform<'_>) -> Result<()> {
+    let NativeSetup { rt, machine, protocol, policy, topology, preset } = native_setup(a, on.name())?;
+    let preset = preset.as_str();
     let (workload, lmin) = workload(a, protocol, "ns", || Ok(micro::measure_lmin_native(&rt, &machine, protocol)?))?;
-    let out = micro::run_native(&rt, &machine, &workload)?;
+    let out = micro::run_rt(&rt, &machine, &workload, on)?;
+    if !on.has_results() {
+        return Ok(());
+    }
     let s = &out.stats;
     let compute: Vec<&finegrain_rt::ThreadTimes> = s.threads.iter().filter(|t| t.role == "compute").collect();
     let measured_u = compute.iter().map(|t| t.compute_ns as f64 / t.wall_ns.max(1) as f64).sum::<f64>()
@@ -144,7 +172,7 @@ pub fn native(a: &RunArgs) -> Result<()> {
     // The record first: output closed early must not lose it.
     if let Some(path) = &a.json {
         let rec = NativeRecord {
-            platform: "native",
+            platform: on.name(),
             workload_name: "micro",
             policy: policy.label(),
             nodes: topology.nodes,
@@ -162,8 +190,9 @@ pub fn native(a: &RunArgs) -> Result<()> {
         write_json(path, &rec)?;
     }
     say!(
-        "platform native  preset {} (segment {} bytes, block {} bytes)  policy {} (relinquish {})  {} nodes x {} \
+        "platform {}  preset {} (segment {} bytes, block {} bytes)  policy {} (relinquish {})  {} nodes x {} \
          threads  protocol {}  seed {}",
+        on.name(),
         preset_shown(&machine.name, a.preset.as_deref()),
         machine.segment_bytes(),
         machine.protocol.block_bytes,

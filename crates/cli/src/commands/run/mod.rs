@@ -8,8 +8,9 @@ mod micro;
 
 use crate::args::RunArgs;
 use anyhow::{bail, Result};
-use finegrain_apps::WorkloadSpec;
+use finegrain_apps::{RtPlatform, WorkloadSpec};
 use finegrain_core::config::parse_toml;
+use finegrain_rt::NodeEnv;
 use finegrain_sim::SimConfig;
 use finegrain_study::experiment::{preset_beside, read_input};
 use finegrain_study::output::{check_writable, run_inputs, write_json};
@@ -58,32 +59,121 @@ pub fn run(args: RunArgs, alias: Option<Workload>) -> Result<()> {
     let a = merged(args)?;
     let workload = chosen(&a, alias)?;
     let platform = a.platform.as_deref().unwrap_or("sim");
-    if !["sim", "native"].contains(&platform) {
-        bail!("invalid platform = {platform}: allowed sim, native");
-    }
-    let native = platform == "native";
+    #[cfg(feature = "mpi")]
+    let mpi_env;
+    let on = match platform {
+        "sim" => None,
+        "native" => Some(RtPlatform::Native),
+        "shm" => match NodeEnv::from_env().map_err(anyhow::Error::msg)? {
+            Some(env) => Some(RtPlatform::Shm(env)),
+            None => return launch_self(&a, workload),
+        },
+        #[cfg(feature = "mpi")]
+        "mpi" => {
+            if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_none() {
+                return launch_mpi(&a, workload);
+            }
+            mpi_env = finegrain_rt::MpiEnv::init().map_err(anyhow::Error::msg)?;
+            Some(RtPlatform::Mpi(&mpi_env))
+        }
+        other => bail!(
+            "invalid platform = {other}: allowed sim, native, shm{}",
+            if cfg!(feature = "mpi") { ", mpi" } else { " (mpi: not built in; build with the mpi feature)" }
+        ),
+    };
     let inputs = run_inputs(config_file.as_deref(), a.preset.as_deref());
-    match (workload, native) {
-        (Workload::Micro, false) => {
-            let run = micro::build(&a)?;
+    let Some(on) = on else {
+        refuse_runtime_fields(&a)?;
+        let run = match workload {
+            Workload::Micro => micro::build(&a)?,
+            Workload::FetchAdd => fetch_add::build(&a)?,
+        };
+        check_writable(a.json.as_deref(), &inputs)?;
+        return simulate(&a, run);
+    };
+    match workload {
+        Workload::Micro => {
             check_writable(a.json.as_deref(), &inputs)?;
-            simulate(&a, run)
+            micro::native(&a, on)
         }
-        (Workload::Micro, true) => {
-            check_writable(a.json.as_deref(), &inputs)?;
-            micro::native(&a)
-        }
-        (Workload::FetchAdd, false) => {
-            let run = fetch_add::build(&a)?;
-            check_writable(a.json.as_deref(), &inputs)?;
-            simulate(&a, run)
-        }
-        (Workload::FetchAdd, true) => {
+        Workload::FetchAdd => {
             let run = fetch_add::build_native(&a)?;
             check_writable(a.json.as_deref(), &inputs)?;
-            fetch_add::native(&a, run)
+            fetch_add::native(&a, run, on)
         }
     }
+}
+
+/// The runtime's own fields mean nothing to the simulator.
+fn refuse_runtime_fields(a: &RunArgs) -> Result<()> {
+    let given = [
+        ("handler_limit_ms", a.handler_limit_ms.is_some()),
+        ("progress_timeout_ms", a.progress_timeout_ms.is_some()),
+        ("interrupt_signal", a.interrupt_signal.is_some()),
+    ];
+    if let Some((field, _)) = given.iter().find(|(_, g)| *g) {
+        bail!("invalid {field} with platform sim: it sets the native runtime; allowed with platform native or shm");
+    }
+    Ok(())
+}
+
+/// The runtime's own fields, from the flags (defaults otherwise).
+pub fn apply_runtime_fields(a: &RunArgs, rt: &mut finegrain_rt::RtConfig) {
+    if let Some(v) = a.handler_limit_ms {
+        rt.handler_limit_ms = v;
+    }
+    if let Some(v) = a.progress_timeout_ms {
+        rt.progress_timeout_ms = v;
+    }
+    if let Some(v) = a.interrupt_signal {
+        rt.interrupt_signal = v;
+    }
+}
+
+/// The nodes of the run `a` asks for, its configuration checked here, once,
+/// rather than by every node process.
+fn checked_nodes(a: &RunArgs, workload: Workload, platform: &str) -> Result<u32> {
+    Ok(match workload {
+        Workload::Micro => micro::native_setup(a, platform).map(|_| a.nodes.unwrap_or(2))?,
+        Workload::FetchAdd => fetch_add::build_native(a).map(|_| a.requester_nodes.unwrap_or(4).saturating_add(1))?,
+    })
+}
+
+/// `run --platform mpi` outside mpirun: this same command under `mpirun
+/// -np NODES` (oversubscribed if need be; as root, allowed to run).
+#[cfg(feature = "mpi")]
+fn launch_mpi(a: &RunArgs, workload: Workload) -> Result<()> {
+    let nodes = checked_nodes(a, workload, "mpi")?;
+    let program = std::env::current_exe().map_err(|e| anyhow::anyhow!("finding this program to launch it: {e}"))?;
+    let mut cmd = std::process::Command::new("mpirun");
+    cmd.args(["-np", &nodes.to_string(), "--oversubscribe"])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    cmd.arg(program).args(std::env::args_os().skip(1)).stdin(std::process::Stdio::null());
+    let status = match cmd.status() {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
+            "mpirun not found on PATH: platform mpi runs its ranks under Open MPI's mpirun (Debian: apt-get install \
+             openmpi-bin), or start them yourself with mpirun -np {nodes} finegrain run --platform mpi ..."
+        ),
+        Err(e) => bail!("cannot start mpirun: {e}"),
+    };
+    if !status.success() {
+        bail!(
+            "mpirun {}",
+            status.code().map_or("was killed by a signal".to_string(), |c| format!("exited with status {c}"))
+        );
+    }
+    Ok(())
+}
+
+/// `run --platform shm` with no launcher around it: launch this same
+/// command once per node of the run.
+fn launch_self(a: &RunArgs, workload: Workload) -> Result<()> {
+    let nodes = checked_nodes(a, workload, "shm")?;
+    let program = std::env::current_exe().map_err(|e| anyhow::anyhow!("finding this program to launch it: {e}"))?;
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    crate::commands::launch::launch(nodes, program.into_os_string(), args)
 }
 
 /// Runs `run` on the simulated machine, writes its record (if asked) and
@@ -126,6 +216,9 @@ fn merged(flags: RunArgs) -> Result<RunArgs> {
         config: None,
         workload: flags.workload.or(file.workload),
         platform: flags.platform.or(file.platform),
+        handler_limit_ms: flags.handler_limit_ms.or(file.handler_limit_ms),
+        progress_timeout_ms: flags.progress_timeout_ms.or(file.progress_timeout_ms),
+        interrupt_signal: flags.interrupt_signal.or(file.interrupt_signal),
         preset: flags.preset.or(file.preset),
         seed: flags.seed.or(file.seed),
         json: flags.json,

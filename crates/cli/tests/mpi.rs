@@ -1,0 +1,155 @@
+//! Nodes as MPI ranks (`--platform mpi`, under Open MPI's mpirun): the
+//! same programs give the same answers as on threads of one process, with
+//! 2 and 4 ranks (more ranks than this machine's cores is fine: these
+//! check answers, not speed).
+
+mod common;
+
+use common::*;
+
+/// The line of `text` starting with `prefix`.
+fn line<'a>(text: &'a str, prefix: &str) -> &'a str {
+    text.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no '{prefix}' line in:\n{text}"))
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = finegrain(args);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{args:?}: {text}{}", String::from_utf8_lossy(&out.stderr));
+    text
+}
+
+/// The microbenchmark's counts (requests, messages, handlers) under each
+/// policy, on threads and on processes, launched both ways.
+#[test]
+fn microbenchmark_counts_match_native_with_2_and_4_ranks() {
+    for nodes in ["2", "4"] {
+        for (policy, ppn) in [("single", "1"), ("fixed", "2"), ("floating", "2")] {
+            let args = |platform: &'static str| {
+                vec![
+                    "run",
+                    "--platform",
+                    platform,
+                    "--policy",
+                    policy,
+                    "--procs-per-node",
+                    ppn,
+                    "--nodes",
+                    nodes,
+                    "--protocol",
+                    "fetch",
+                    "--compute-cycles",
+                    "300",
+                    "--requests-per-node",
+                    "400",
+                ]
+            };
+            let native = ok(&args("native"));
+            let shm = ok(&args("mpi"));
+            let counts = |t: &str| line(t, "requests").split("interrupts").next().unwrap().to_string();
+            assert_eq!(counts(&native), counts(&shm), "{nodes} nodes, {policy}");
+            let expected = 400 * nodes.parse::<u64>().unwrap();
+            assert!(counts(&shm).contains(&format!("requests         {expected}  messages {}", 2 * expected)), "{shm}");
+            // One line per thread of every node process.
+            let threads = shm.lines().filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit())).count();
+            assert_eq!(threads, nodes.parse::<usize>().unwrap() * ppn.parse::<usize>().unwrap(), "{shm}");
+        }
+    }
+}
+
+/// fetch&add words checked at rank 0 against the requests every rank
+/// sent; PDQ keyed dispatch serves the home.
+#[test]
+fn fetch_add_answers_match_native_with_2_and_4_ranks() {
+    for (requesters, kind) in [("1", "smp"), ("3", "smp"), ("3", "mult")] {
+        let args = |platform: &'static str| {
+            vec![
+                "fetch-add",
+                "--platform",
+                platform,
+                "--kind",
+                kind,
+                "--discipline",
+                "pdq",
+                "--requester-nodes",
+                requesters,
+                "--compute-procs",
+                "2",
+                "--keys",
+                "8",
+                "--requests-per-thread",
+                "300",
+            ]
+        };
+        let native = ok(&args("native"));
+        let shm = ok(&args("mpi"));
+        let requests = |t: &str| line(t, "requests").split(" in ").next().unwrap().to_string();
+        assert_eq!(requests(&native), requests(&shm), "{requesters} requesters, {kind}");
+        assert!(line(&shm, "requests").contains("every word checked"), "{shm}");
+    }
+}
+
+/// Under mpirun directly, as on a cluster.
+#[test]
+fn mpirun_runs_one_rank_per_node() {
+    let out = mpirun(&[
+        "-np",
+        "4",
+        "--oversubscribe",
+        env!("CARGO_BIN_EXE_finegrain"),
+        "run",
+        "--platform",
+        "mpi",
+        "--nodes",
+        "4",
+        "--requests-per-node",
+        "500",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(line(&text, "requests").starts_with("requests         2000  messages 4000"), "{text}");
+}
+
+fn mpirun(args: &[&str]) -> std::process::Output {
+    std::process::Command::new("mpirun")
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .expect("mpirun runs (Open MPI is installed)")
+}
+
+#[test]
+fn a_wrong_rank_count_or_no_mpirun_is_one_line() {
+    let out = mpirun(&[
+        "-np",
+        "3",
+        "--oversubscribe",
+        env!("CARGO_BIN_EXE_finegrain"),
+        "run",
+        "--platform",
+        "mpi",
+        "--nodes",
+        "2",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    let want = "error: could not start the runtime: MPI started 3 ranks but the configuration has 2 nodes: run with mpirun -np 2";
+    // Ranks' lines may interleave, and mpirun stops the others once one
+    // has failed: at least one says it whole.
+    assert!(err.lines().any(|l| l.ends_with(&want[7..])), "{err}");
+    // Without mpirun on the PATH.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_finegrain"))
+        .args(["run", "--platform", "mpi", "--nodes", "2"])
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.starts_with("error: mpirun not found on PATH"), "{err}");
+    assert_one_line_error(
+        &["run", "--platform", "mpi", "--nodes", "2", "--u", "0.5"],
+        &["invalid u with platform mpi"],
+    );
+}

@@ -1,0 +1,138 @@
+//! Nodes as MPI ranks (platform `mpi`): each rank runs its node's threads
+//! over the MPI transport, then sends its results to rank 0, which
+//! gathers and checks them.
+//!
+//! MPI thread level: `MPI_THREAD_MULTIPLE`, asked for and checked at
+//! start-up, since any thread of a rank may send while another progresses
+//! the receives.
+
+use crate::config::RtConfig;
+use crate::processes::{merge, Report};
+use crate::runtime::{run_nodes, RtError, RtOutput};
+use crate::stats::RtStats;
+use crate::transport::mpi::{self as mpi_transport, Mpi, MpiPlace, TAG_REPORT};
+use finegrain_core::{Platform, Ran, Workload};
+use mpi::ffi;
+use mpi::topology::Communicator;
+use mpi::Threading;
+
+/// This process's MPI rank, initialised with the thread level the
+/// transport needs. MPI is finalised when it is dropped.
+pub struct MpiEnv {
+    _universe: mpi::environment::Universe,
+    pub rank: u32,
+    pub ranks: u32,
+}
+
+impl MpiEnv {
+    /// Initialises MPI asking for `MPI_THREAD_MULTIPLE`; refuses a library
+    /// that provides less.
+    pub fn init() -> Result<MpiEnv, String> {
+        let (universe, level) =
+            mpi::initialize_with_threading(Threading::Multiple).ok_or("MPI was already initialised in this process")?;
+        if level != Threading::Multiple {
+            return Err(format!(
+                "the MPI library provides thread level {level:?}; finegrain's MPI transport needs MPI_THREAD_MULTIPLE \
+                 (any thread of a rank sends while another receives): use an MPI built with thread support"
+            ));
+        }
+        let world = universe.world();
+        Ok(MpiEnv { rank: world.rank() as u32, ranks: world.size() as u32, _universe: universe })
+    }
+}
+
+/// Runs workloads with each node an MPI rank. Every rank runs the same
+/// program; rank 0's [`Platform::run`] returns every node's outputs and
+/// the whole run's statistics, the others their own.
+pub struct MpiPlatform<'c> {
+    pub config: &'c RtConfig,
+    pub env: &'c MpiEnv,
+}
+
+impl Platform for MpiPlatform<'_> {
+    type Stats = RtStats;
+    type Error = RtError;
+
+    fn name(&self) -> &'static str {
+        "mpi"
+    }
+
+    fn run<W: Workload>(&self, workload: &W) -> Result<Ran<W::Output, RtStats>, RtError> {
+        workload.across_processes()?;
+        self.config.validate()?;
+        let (rank, ranks) = (self.env.rank, self.env.ranks);
+        let nodes = self.config.run.topology.nodes;
+        if ranks != nodes {
+            return Err(RtError::Setup(format!(
+                "MPI started {ranks} ranks but the configuration has {nodes} nodes: run with mpirun -np {nodes}"
+            )));
+        }
+        let place = MpiPlace { rank, ranks };
+        let ran =
+            run_nodes::<_, Mpi, _, _>(self.config, workload.handlers(), &place, rank..rank + 1, |p| workload.thread(p));
+        let out = match ran {
+            Ok(out) => out,
+            Err(e) => {
+                if !matches!(e, RtError::PeerFailed { .. } | RtError::PeerDied { .. }) {
+                    mpi_transport::announce(ranks, rank, rank, &e.to_string());
+                }
+                return Err(e);
+            }
+        };
+        let report = Report::of(workload, &out).map_err(RtError::Setup)?;
+        if rank != 0 {
+            mpi_transport::send_now(&[report.len() as u64], 0, TAG_REPORT);
+            send_bytes(&report, 0);
+            return Ok(Ran { outputs: out.results, stats: out.stats });
+        }
+        gather(workload, out, ranks)
+    }
+}
+
+fn send_bytes(b: &[u8], to: u32) {
+    // SAFETY: the buffer is live for the whole blocking call.
+    unsafe {
+        ffi::MPI_Send(
+            b.as_ptr().cast(),
+            b.len() as i32,
+            ffi::RSMPI_UINT8_T,
+            to as i32,
+            TAG_REPORT,
+            ffi::RSMPI_COMM_WORLD,
+        )
+    };
+}
+
+fn recv_bytes(from: u32, len: usize) -> Vec<u8> {
+    let mut b = vec![0u8; len];
+    // SAFETY: the buffer holds `len` bytes for the whole blocking call.
+    unsafe {
+        ffi::MPI_Recv(
+            b.as_mut_ptr().cast(),
+            len as i32,
+            ffi::RSMPI_UINT8_T,
+            from as i32,
+            TAG_REPORT,
+            ffi::RSMPI_COMM_WORLD,
+            ffi::RSMPI_STATUS_IGNORE,
+        )
+    };
+    b
+}
+
+/// Rank 0: every other rank's report, then the whole run checked.
+fn gather<W: Workload>(workload: &W, own: RtOutput<W::Output>, ranks: u32) -> Result<Ran<W::Output, RtStats>, RtError> {
+    let mut outputs = own.results;
+    let mut stats = own.stats;
+    for r in 1..ranks {
+        let len = u64::from_le_bytes(recv_bytes(r, 8).try_into().unwrap_or([0; 8])) as usize;
+        let report = Report::read(&recv_bytes(r, len)).map_err(RtError::Setup)?;
+        workload.absorb(&report.tally)?;
+        for v in report.outputs {
+            outputs.push(serde_json::from_value(v).map_err(|e| RtError::Setup(format!("rank {r}'s outputs: {e}")))?);
+        }
+        stats = merge(stats, report.stats);
+    }
+    workload.check(&outputs)?;
+    Ok(Ran { outputs, stats })
+}
