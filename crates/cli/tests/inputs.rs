@@ -358,3 +358,12 @@ fn calibrate_measures_lmin_back() {
         assert!(line.ends_with("yes"), "{line}");
     }
 }
+
+#[test]
+fn calibrate_measures_the_bare_dma_flag_back_for_ipps96() {
+    let out = finegrain(&["calibrate", "ipps96"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let line = text.lines().find(|l| l.starts_with("dma-flag")).expect("the bare DMA row");
+    assert!(line.contains("9.500") && line.ends_with("yes"), "{line}");
+}
