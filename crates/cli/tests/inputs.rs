@@ -200,7 +200,7 @@ fn any_input_is_refused_in_one_line() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.len() < 1200, "{} bytes of error", err.len());
     assert!(err.starts_with("error: invalid") && err.contains("characters left out"), "{err}");
-    assert!(err.trim_end().ends_with("fixed:K (K >= 1), floating"), "{err}");
+    assert!(err.trim_end().ends_with("coprocessor:coproc-am, coprocessor:optimized"), "{err}");
     // A device that never ends is not read until memory runs out.
     assert_one_line_error(&["run", "--config", "/dev/zero"], &["cannot read /dev/zero", "larger than 16 MiB"]);
     // A number that does not parse says what the flag takes and allows.
@@ -357,4 +357,13 @@ fn calibrate_measures_lmin_back() {
         let line = text.lines().find(|l| l.starts_with(p)).expect("a row per protocol");
         assert!(line.ends_with("yes"), "{line}");
     }
+}
+
+#[test]
+fn calibrate_measures_the_bare_dma_flag_back_for_ipps96() {
+    let out = finegrain(&["calibrate", "ipps96"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let line = text.lines().find(|l| l.starts_with("dma-flag")).expect("the bare DMA row");
+    assert!(line.contains("9.500") && line.ends_with("yes"), "{line}");
 }

@@ -20,8 +20,8 @@ pub mod proc_api;
 pub mod workload;
 
 pub use config::{
-    mix_seed, ConfigError, Discipline, Dispatch, Effects, MachineConfig, Notification, PdqParams, Policy, PpKind,
-    Relinquish, RoleArbitration, RunConfig, Topology,
+    mix_seed, ConfigError, CoprocLibrary, CoprocessorParams, Discipline, Dispatch, DmaCalibration, Effects,
+    MachineConfig, Notification, PdqParams, Policy, PpKind, Relinquish, RoleArbitration, RunConfig, Topology,
 };
 pub use error::AmError;
 pub use handler::{HandlerCtx, HandlerFn, HandlerInfo, HandlerTable, ReplyGuard};

@@ -104,6 +104,13 @@ impl RtConfig {
 
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.run.validate()?;
+        if let Policy::Coprocessor { .. } = self.run.policy {
+            return Err(ConfigError::invalid(
+                "policy",
+                self.run.policy.label(),
+                "not supported on this platform (the co-processor runs in the simulator); allowed single, fixed, fixed:K, floating",
+            ));
+        }
         if self.run.dispatch.pp_kind == PpKind::Embedded {
             return Err(ConfigError::invalid(
                 "pp_kind",

@@ -87,6 +87,16 @@ impl SimConfig {
                 ),
             ));
         }
+        if let Policy::Coprocessor { library } = self.run.policy {
+            // The co-processor's mechanisms and libraries run as scripts
+            // (`crate::coproc`) until the engine runs its nodes.
+            return Err(ConfigError::invalid(
+                "policy",
+                format!("coprocessor:{}", library.label()),
+                "the simulator's engine does not run Proc programs on a co-processor yet (its mechanisms are timed \
+                 by finegrain calibrate ipps96); allowed single, fixed, fixed:K, floating",
+            ));
+        }
         if self.run.notification != Notification::Interrupt {
             return Err(ConfigError::invalid(
                 "notification",

@@ -34,6 +34,7 @@
 
 mod bus;
 mod config;
+pub mod coproc;
 mod dispatch;
 mod engine;
 mod event;

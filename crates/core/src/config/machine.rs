@@ -2,7 +2,7 @@
 //! caches, bus, network interface, network, interrupts, protocol handlers,
 //! parallel dispatch hardware), validated.
 
-use super::{ConfigError, RoleArbitration, MAX_CYCLES};
+use super::{ConfigError, CoprocessorParams, DmaCalibration, RoleArbitration, MAX_CYCLES};
 use serde::{Deserialize, Serialize};
 
 /// Switches for the overheads the scheduling study separates, so each can be
@@ -243,6 +243,14 @@ pub struct MachineConfig {
     /// by embedded protocol processors.
     pub pdq: Option<PdqParams>,
     pub calibration: Option<Calibration>,
+    /// A communication co-processor per node (the Meiko CS-2's Elan);
+    /// needed by policy coprocessor. Absent from the presets and records
+    /// of machines without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coprocessor: Option<CoprocessorParams>,
+    /// The bare-DMA target a co-processor preset was calibrated to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dma_calibration: Option<DmaCalibration>,
 }
 
 impl MachineConfig {
@@ -319,6 +327,12 @@ impl MachineConfig {
             if p.search_window == 0 {
                 return Err(ConfigError::invalid("pdq.search_window", 0, "allowed a positive integer"));
             }
+        }
+        if let Some(c) = &self.coprocessor {
+            c.validate()?;
+        }
+        if let Some(cal) = &self.dma_calibration {
+            cal.validate()?;
         }
         if let Some(cal) = &self.calibration {
             if !(cal.tolerance > 0.0 && cal.tolerance < 1.0) {
@@ -484,7 +498,7 @@ impl MachineConfig {
 
 /// Bounds of the preset's integers that are neither costs nor protocol
 /// sizes; None where `validate` has a finer rule of its own.
-const COUNT_BOUNDS: [(&str, Option<i64>); 9] = [
+const COUNT_BOUNDS: [(&str, Option<i64>); 19] = [
     ("processor.mhz", Some(1_000_000)),
     ("cache.size_bytes", None),
     ("cache.line_bytes", None),
@@ -494,6 +508,16 @@ const COUNT_BOUNDS: [(&str, Option<i64>); 9] = [
     ("compute.write_percent", None),
     ("pdq.search_window", Some(1 << 20)),
     ("pdq.affinity_passes", Some(1 << 20)),
+    ("coprocessor.mips", None),
+    ("coprocessor.icache_words", None),
+    ("coprocessor.word_bytes", None),
+    ("coprocessor.dma_descriptor_words", None),
+    ("coprocessor.dma_link_mb_per_s", None),
+    ("coprocessor.dma_packet_bytes", None),
+    ("coprocessor.dispatch_instructions", None),
+    ("coprocessor.send_thread_instructions", None),
+    ("coprocessor.completion_instructions", None),
+    ("coprocessor.handler_instructions", None),
 ];
 
 /// The integer leaves of `v` with their dotted names.

@@ -7,6 +7,7 @@
 //! code: the files are embedded at build time so the binary works from any
 //! directory, and a path to another TOML file works too.
 
+mod coprocessor;
 mod error;
 mod input;
 mod limits;
@@ -16,6 +17,7 @@ mod run;
 #[cfg(test)]
 mod tests;
 
+pub use coprocessor::{CoprocessorParams, DmaCalibration};
 pub use error::{plain_type_names, ConfigError};
 pub use input::{parse_toml, read_input};
 pub use limits::{INPUT_FILE_LIMIT, MAX_CYCLES, MAX_NODES, MAX_REQUESTS};
@@ -25,6 +27,6 @@ pub use machine::{
 };
 pub use presets::PRESETS;
 pub use run::{
-    check_max_servers, mix_seed, Discipline, Dispatch, Notification, Policy, PpKind, Relinquish, RoleArbitration,
-    RunConfig, Topology,
+    check_max_servers, mix_seed, CoprocLibrary, Discipline, Dispatch, Notification, Policy, PpKind, Relinquish,
+    RoleArbitration, RunConfig, Topology,
 };

@@ -8,6 +8,7 @@ use super::{parse_toml, read_input, ConfigError, MachineConfig};
 pub const PRESETS: &[(&str, &str)] = &[
     ("hpca97", include_str!("../../../../presets/hpca97.toml")),
     ("hpca99", include_str!("../../../../presets/hpca99.toml")),
+    ("ipps96", include_str!("../../../../presets/ipps96.toml")),
 ];
 
 impl MachineConfig {

@@ -25,11 +25,58 @@ pub enum Policy {
     /// Every processor computes; an idle one acts as protocol processor;
     /// when all compute, an arriving message interrupts one.
     Floating,
+    /// One main processor per node computes; the node's communication
+    /// co-processor (the machine's `[coprocessor]`) moves messages, and
+    /// runs handlers under the libraries that put them there.
+    Coprocessor { library: CoprocLibrary },
 }
+
+/// The three communication libraries of the co-processor paper (IPPS 1996,
+/// Sections 5.1 and 5.2), selectable per run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CoprocLibrary {
+    /// Handlers run on the main processor, which finds messages when it
+    /// polls; the co-processor only moves them (a remote queue of depth
+    /// one per destination).
+    MainAm,
+    /// Generic Active Messages on the co-processor: an arrival's event
+    /// wakes the dispatch thread for its source, which runs the handler;
+    /// a sender waits for the acknowledgement before its next message to
+    /// the same destination.
+    CoprocAm,
+    /// Split-C specialised for the co-processor: put by DMA, get by a DMA
+    /// descriptor triggered at the owner, store as data plus a remote
+    /// atomic add; completions wake a thread that updates the counter.
+    Optimized,
+}
+
+impl CoprocLibrary {
+    pub const ALL: [CoprocLibrary; 3] = [CoprocLibrary::MainAm, CoprocLibrary::CoprocAm, CoprocLibrary::Optimized];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            CoprocLibrary::MainAm => "main-am",
+            CoprocLibrary::CoprocAm => "coproc-am",
+            CoprocLibrary::Optimized => "optimized",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<CoprocLibrary, ConfigError> {
+        CoprocLibrary::ALL
+            .into_iter()
+            .find(|l| l.label() == s)
+            .ok_or_else(|| ConfigError::invalid("library", s, "allowed main-am, coproc-am, optimized"))
+    }
+}
+
+/// What `Policy::parse` accepts, for its errors.
+const POLICY_SPELLINGS: &str =
+    "allowed single, fixed, fixed:K (K >= 1), floating, coprocessor:main-am, coprocessor:coproc-am, coprocessor:optimized";
 
 impl Policy {
     /// Parses the command-line spelling: `single`, `fixed`, `fixed:K`,
-    /// `floating`.
+    /// `floating`, `coprocessor:LIBRARY`.
     pub fn parse(s: &str) -> Result<Policy, ConfigError> {
         // Names are lower case, as every other name on the command line.
         match s {
@@ -38,12 +85,15 @@ impl Policy {
             "fixed" => Ok(Policy::Fixed { protocol_procs: 1 }),
             other => {
                 if let Some(k) = other.strip_prefix("fixed:") {
-                    let protocol_procs = k.parse::<u32>().map_err(|_| {
-                        ConfigError::invalid("policy", s, "allowed single, fixed, fixed:K (K >= 1), floating")
-                    })?;
+                    let protocol_procs =
+                        k.parse::<u32>().map_err(|_| ConfigError::invalid("policy", s, POLICY_SPELLINGS))?;
                     Ok(Policy::Fixed { protocol_procs })
+                } else if let Some(l) = other.strip_prefix("coprocessor:") {
+                    let library =
+                        CoprocLibrary::parse(l).map_err(|_| ConfigError::invalid("policy", s, POLICY_SPELLINGS))?;
+                    Ok(Policy::Coprocessor { library })
                 } else {
-                    Err(ConfigError::invalid("policy", s, "allowed single, fixed, fixed:K (K >= 1), floating"))
+                    Err(ConfigError::invalid("policy", s, POLICY_SPELLINGS))
                 }
             }
         }
@@ -56,13 +106,15 @@ impl Policy {
             Policy::Fixed { protocol_procs: 1 } => "fixed".into(),
             Policy::Fixed { protocol_procs } => format!("fixed:{protocol_procs}"),
             Policy::Floating => "floating".into(),
+            Policy::Coprocessor { library } => format!("coprocessor:{}", library.label()),
         }
     }
 
     /// Processors per node that run application threads.
     pub fn compute_procs(&self, procs_per_node: u32) -> u32 {
         match self {
-            Policy::Single | Policy::Floating => procs_per_node,
+            // The co-processor is a part of the node besides its processors.
+            Policy::Single | Policy::Floating | Policy::Coprocessor { .. } => procs_per_node,
             Policy::Fixed { protocol_procs } => procs_per_node.saturating_sub(*protocol_procs),
         }
     }
@@ -70,7 +122,11 @@ impl Policy {
     /// Whether a processor that has nothing to compute may take the acting
     /// protocol-processor role (and computing processors may be interrupted).
     pub fn compute_procs_handle(&self) -> bool {
-        !matches!(self, Policy::Fixed { .. })
+        match self {
+            Policy::Fixed { .. } => false,
+            Policy::Coprocessor { library } => *library == CoprocLibrary::MainAm,
+            Policy::Single | Policy::Floating => true,
+        }
     }
 }
 
@@ -96,6 +152,11 @@ impl Topology {
                 "procs_per_node",
                 self.procs_per_node,
                 "policy single runs exactly 1 processor per node (use fixed or floating for more)",
+            )),
+            Policy::Coprocessor { .. } if self.procs_per_node != 1 => Err(ConfigError::invalid(
+                "procs_per_node",
+                self.procs_per_node,
+                "policy coprocessor models one main processor per node beside its co-processor (as the Meiko CS-2)",
             )),
             Policy::Fixed { protocol_procs } if protocol_procs == 0 => Err(ConfigError::invalid(
                 "protocol_procs",

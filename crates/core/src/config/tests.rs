@@ -139,11 +139,53 @@ fn policy_spellings() {
     assert_eq!(Policy::parse("fixed").unwrap(), Policy::Fixed { protocol_procs: 1 });
     // Names are lower case, like every other name.
     let e = Policy::parse("Fixed").unwrap_err().to_string();
-    assert_eq!(e, "invalid policy = Fixed: allowed single, fixed, fixed:K (K >= 1), floating");
+    assert_eq!(
+        e,
+        "invalid policy = Fixed: allowed single, fixed, fixed:K (K >= 1), floating, coprocessor:main-am, \
+         coprocessor:coproc-am, coprocessor:optimized"
+    );
     assert_eq!(Policy::parse("fixed:3").unwrap(), Policy::Fixed { protocol_procs: 3 });
     assert_eq!(Policy::parse("floating").unwrap(), Policy::Floating);
     let e = Policy::parse("round-robin").unwrap_err().to_string();
     assert!(e.contains("allowed single, fixed, fixed:K"), "{e}");
     assert_eq!(Policy::Fixed { protocol_procs: 2 }.label(), "fixed:2");
     assert_eq!(Policy::Fixed { protocol_procs: 2 }.compute_procs(5), 3);
+    // The co-processor's three libraries, each by its label.
+    for library in CoprocLibrary::ALL {
+        let p = Policy::Coprocessor { library };
+        assert_eq!(Policy::parse(&p.label()).unwrap(), p);
+        assert_eq!(p.compute_procs(1), 1, "the co-processor is besides the node's processors");
+    }
+    let e = Policy::parse("coprocessor:fast").unwrap_err().to_string();
+    assert!(e.starts_with("invalid policy = coprocessor:fast: allowed") && e.contains("coprocessor:optimized"), "{e}");
+    let e = Topology { nodes: 16, procs_per_node: 2 }
+        .validate(&Policy::Coprocessor { library: CoprocLibrary::Optimized })
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("one main processor per node"), "{e}");
+}
+
+#[test]
+fn the_ipps96_preset_has_a_coprocessor_and_the_others_none() {
+    let m = MachineConfig::load("ipps96").unwrap();
+    let c = m.coprocessor.as_ref().unwrap();
+    assert_eq!((m.processor.mhz, c.mips, c.icache_words), (40, 3, 8), "the paper's Section 4 and 5.1 figures");
+    assert_eq!(m.dma_calibration.as_ref().unwrap().flag_one_way_us, 9.5);
+    for name in ["hpca97", "hpca99"] {
+        let m = MachineConfig::load(name).unwrap();
+        assert!(m.coprocessor.is_none() && m.dma_calibration.is_none());
+        // Records of machines without one hold no trace of the section.
+        let json = toml::to_string(&m).unwrap();
+        assert!(!json.contains("coprocessor") && !json.contains("dma_calibration"), "{name}");
+    }
+}
+
+#[test]
+fn a_coprocessor_section_with_a_zero_rate_is_refused_in_one_line() {
+    let text = include_str!("../../../../presets/ipps96.toml").replace("mips = 3", "mips = 0");
+    let e = MachineConfig::from_toml("test", &text).unwrap_err().to_string();
+    assert_eq!(e, "invalid coprocessor.mips = 0: allowed 1..=1000000");
+    let text = include_str!("../../../../presets/ipps96.toml").replace("tolerance = 0.10", "tolerance = 2.0");
+    let e = MachineConfig::from_toml("test", &text).unwrap_err().to_string();
+    assert!(e.starts_with("invalid dma_calibration.tolerance = 2"), "{e}");
 }

@@ -243,7 +243,8 @@ impl<T: Transport> ThreadCtx<T> {
             }
             let spilled = !self.flush_spill();
             match policy {
-                Policy::Fixed { .. } => self.relax(&mut spins),
+                // Coprocessor never runs here: RtConfig::validate refuses it.
+                Policy::Fixed { .. } | Policy::Coprocessor { .. } => self.relax(&mut spins),
                 Policy::Single | Policy::Floating if node.keyed.is_some() => {
                     if self.poll_as_pp() == 0 && !spilled {
                         self.relax(&mut spins);

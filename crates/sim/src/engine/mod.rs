@@ -374,7 +374,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let mut threads = Vec::new();
         let discipline = cfg.run.dispatch.discipline;
         let max_servers = match cfg.run.policy {
-            Policy::Single => 1,
+            // A co-processor node is refused by `SimConfig::validate`.
+            Policy::Single | Policy::Coprocessor { .. } => 1,
             Policy::Fixed { protocol_procs } => protocol_procs,
             Policy::Floating => cfg.run.dispatch.max_servers.unwrap_or(ppn as u32),
         };
