@@ -5,7 +5,10 @@
 //! `notification`, `seed`), so a field's path is the same whatever platform
 //! runs it.
 
-use finegrain_core::{ConfigError, Dispatch, MachineConfig, Notification, Policy, Relinquish, RunConfig, Topology};
+use finegrain_core::{
+    ConfigError, CoprocLibrary, Discipline, Dispatch, MachineConfig, Notification, Policy, Relinquish, RunConfig,
+    Topology,
+};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -88,14 +91,7 @@ impl SimConfig {
             ));
         }
         if let Policy::Coprocessor { library } = self.run.policy {
-            // The co-processor's mechanisms and libraries run as scripts
-            // (`crate::coproc`) until the engine runs its nodes.
-            return Err(ConfigError::invalid(
-                "policy",
-                format!("coprocessor:{}", library.label()),
-                "the simulator's engine does not run Proc programs on a co-processor yet (its mechanisms are timed \
-                 by finegrain calibrate ipps96); allowed single, fixed, fixed:K, floating",
-            ));
+            self.validate_coprocessor(library)?;
         }
         if self.run.notification != Notification::Interrupt {
             return Err(ConfigError::invalid(
@@ -118,4 +114,38 @@ impl SimConfig {
     /// Host memory one run, or the runs of a sweep together, may spend on
     /// simulated caches.
     pub const HOST_BYTES_LIMIT: u64 = crate::memory::HOST_CACHE_BYTES_LIMIT;
+}
+
+impl SimConfig {
+    /// Policy coprocessor: the engine runs the two Active-Message
+    /// libraries `Proc` can express, on a machine with a co-processor,
+    /// under the serial discipline (one main processor per node, which
+    /// `Topology::validate` checks).
+    fn validate_coprocessor(&self, library: CoprocLibrary) -> Result<(), ConfigError> {
+        if library == CoprocLibrary::Optimized {
+            // Its put, get and store are Split-C operations `Proc` lacks;
+            // they run as scripts (`crate::coproc`).
+            return Err(ConfigError::invalid(
+                "policy",
+                "coprocessor:optimized",
+                "the optimized library's Split-C operations are not in Proc yet (finegrain calibrate ipps96 times \
+                 them as scripts); allowed coprocessor:main-am, coprocessor:coproc-am, single, fixed, fixed:K, floating",
+            ));
+        }
+        if self.machine.coprocessor.is_none() {
+            return Err(ConfigError::invalid(
+                "policy",
+                format!("coprocessor:{}", library.label()),
+                format!("preset {} has no [coprocessor] section; preset ipps96 has one", self.machine.name),
+            ));
+        }
+        if self.run.dispatch.discipline != Discipline::Serial {
+            return Err(ConfigError::invalid(
+                "dispatch",
+                self.run.dispatch.discipline.label(),
+                "policy coprocessor runs one handler at a time per node; allowed serial",
+            ));
+        }
+        Ok(())
+    }
 }

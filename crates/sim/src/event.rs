@@ -31,6 +31,18 @@ pub enum EventKind {
     /// A compute thread has stored a request for its node's protocol
     /// processor to send.
     Submitted { node: u32 },
+    /// Policy coprocessor: a sending co-processor thread takes a message
+    /// (its trigger or flag seen, or the event it waited on set).
+    CoprocSend { msg: u32 },
+    /// Policy coprocessor: a message's DMA has written it into its
+    /// destination's memory.
+    CoprocDeliver { msg: u32 },
+    /// Policy coprocessor (coproc-am): a thread's main processor sees the
+    /// completion word its co-processor wrote after the reply handler.
+    CoprocSeen { thread: u32 },
+    /// Policy coprocessor (main-am): the sender's co-processor learns its
+    /// receive buffer at `dst` is empty again.
+    CoprocBufferFree { src: u32, dst: u32 },
 }
 
 #[derive(Clone, Copy, Debug)]

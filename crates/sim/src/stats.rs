@@ -168,6 +168,21 @@ pub struct NodeStats {
     pub queue_delay: DelayStats,
     /// When the last handler on this node finished.
     pub last_handler_end: u64,
+    /// Policy coprocessor only (absent, and not serialized, otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coproc: Option<CoprocStats>,
+}
+
+/// What a node's communication co-processor did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CoprocStats {
+    /// Handlers its thread engine ran (coproc-am).
+    pub handlers: u64,
+    /// Messages its DMA engine moved out of the node.
+    pub messages_sent: u64,
+    /// Its transactions on the node's memory bus: code fetches, data words
+    /// (it has no data cache), DMA descriptors.
+    pub bus_words: u64,
 }
 
 /// A distribution of waiting times, in cycles.

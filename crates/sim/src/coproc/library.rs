@@ -13,7 +13,7 @@ use finegrain_core::{ConfigError, CoprocLibrary, MachineConfig};
 /// The main processor's code runs at one instruction a cycle: the
 /// SuperSPARC issues up to three, but message code (loads, stores,
 /// branches on what was just loaded) seldom pairs.
-fn main_instructions(n: u64) -> u64 {
+pub(crate) fn main_instructions(n: u64) -> u64 {
     n
 }
 
@@ -174,12 +174,12 @@ mod tests {
     }
 
     #[test]
-    fn the_engine_refuses_a_coprocessor_run_in_one_line() {
+    fn the_engine_refuses_the_optimized_library_in_one_line() {
         let policy = finegrain_core::Policy::Coprocessor { library: CoprocLibrary::Optimized };
         let topology = finegrain_core::Topology { nodes: 16, procs_per_node: 1 };
         let cfg = crate::SimConfig::new(ipps96(), topology, policy, 1);
         let e = cfg.validate().unwrap_err().to_string();
-        assert!(e.starts_with("invalid policy = coprocessor:optimized: the simulator's engine"), "{e}");
+        assert!(e.starts_with("invalid policy = coprocessor:optimized: the optimized library's Split-C"), "{e}");
         assert!(!e.contains('\n'));
     }
 

@@ -8,11 +8,33 @@
 use crate::bus::{Calendar, MemoryBus, Phases};
 use finegrain_core::{ConfigError, CoprocessorParams, MachineConfig};
 
-/// One node's parts that the co-processor's operations hold.
+/// Where the co-processor's memory transactions go: each node's memory
+/// bus, shared with its main processor. The scripts own buses of their
+/// own; the engine lends its nodes' buses, so the co-processor's words
+/// queue behind (and delay) the main processor's misses.
+pub(crate) trait Buses {
+    /// The simulation clock: nothing is requested before it (the buses
+    /// forget older reservations). Scripts, which run ahead of no clock,
+    /// say 0.
+    fn now(&self) -> u64;
+    fn bus(&mut self, node: usize) -> &mut MemoryBus;
+}
+
+impl Buses for Vec<MemoryBus> {
+    fn now(&self) -> u64 {
+        0
+    }
+    fn bus(&mut self, node: usize) -> &mut MemoryBus {
+        &mut self[node]
+    }
+}
+
+/// One node's co-processor parts besides the bus.
 struct NodeParts {
-    bus: MemoryBus,
-    /// The thread engine runs one thread at a time.
-    thread: Calendar,
+    /// The thread engine runs one thread at a time, to completion or until
+    /// it waits on an event, in the order threads are woken: when it is
+    /// free again.
+    thread_free: u64,
     /// The DMA engine runs one transfer at a time, in the order they are
     /// triggered: when it is free again.
     dma_free: u64,
@@ -90,27 +112,23 @@ pub(crate) struct DmaDone {
     pub acknowledged: u64,
 }
 
-/// The co-processors and memory buses of a cluster, and the network.
-pub(crate) struct CoprocMachine {
+/// The co-processors of a cluster and the network between them; their
+/// memory transactions go on the [`Buses`] each operation is given.
+pub(crate) struct Coproc {
     pub costs: Costs,
     nodes: Vec<NodeParts>,
-    /// Transactions on each node's bus by the co-processor, for tests.
+    /// Transactions on each node's bus by the co-processor (code fetches,
+    /// data words, DMA reads and writes).
     pub coproc_bus_words: Vec<u64>,
 }
 
-impl CoprocMachine {
-    pub fn new(m: &MachineConfig, nodes: usize) -> Result<CoprocMachine, ConfigError> {
+impl Coproc {
+    pub fn new(m: &MachineConfig, nodes: usize) -> Result<Coproc, ConfigError> {
         let costs = Costs::new(m)?;
         let parts = (0..nodes)
-            .map(|_| NodeParts {
-                bus: MemoryBus::new(&m.bus),
-                thread: Calendar::default(),
-                dma_free: 0,
-                out: Calendar::default(),
-                inp: Calendar::default(),
-            })
+            .map(|_| NodeParts { thread_free: 0, dma_free: 0, out: Calendar::default(), inp: Calendar::default() })
             .collect();
-        Ok(CoprocMachine { costs, nodes: parts, coproc_bus_words: vec![0; nodes] })
+        Ok(Coproc { costs, nodes: parts, coproc_bus_words: vec![0; nodes] })
     }
 
     // ----- the main processor -------------------------------------------
@@ -123,17 +141,19 @@ impl CoprocMachine {
 
     /// The main processor's uncached store to a co-processor register (a
     /// DMA's or an event's trigger), posted on its bus.
-    pub fn main_trigger(&mut self, n: usize, t: u64) -> u64 {
+    pub fn main_trigger(&mut self, b: &mut impl Buses, n: usize, t: u64) -> u64 {
         let (occ, lat) = self.costs.uncached_write;
-        self.nodes[n].bus.transact(0, t, Phases::Write, occ, lat).done
+        let now = b.now();
+        b.bus(n).transact(now, t, Phases::Write, occ, lat).done
     }
 
     /// The main processor, spinning on a word in its cache that a DMA or
     /// the co-processor wrote at `written` (invalidating its copy), misses
     /// on it and reads it from memory.
-    pub fn main_sees_write(&mut self, n: usize, written: u64) -> u64 {
+    pub fn main_sees_write(&mut self, b: &mut impl Buses, n: usize, written: u64) -> u64 {
         let (occ, lat) = self.costs.memory;
-        self.nodes[n].bus.transact(0, written, Phases::Read, occ, lat).done
+        let now = b.now();
+        b.bus(n).transact(now, written, Phases::Read, occ, lat).done
     }
 
     // ----- the co-processor's thread engine -------------------------------
@@ -143,33 +163,42 @@ impl CoprocMachine {
     /// worth at a time when it is longer than the instruction cache), on the
     /// thread engine when it is free. Returns when it is done; its data
     /// accesses are the caller's, from then (`coproc_read`, `coproc_write`).
-    pub fn thread(&mut self, n: usize, t: u64, instructions: u64) -> u64 {
+    pub fn thread(&mut self, b: &mut impl Buses, n: usize, t: u64, instructions: u64) -> u64 {
         let c = &self.costs;
         let fills = if instructions > c.icache_words { instructions.div_ceil(c.icache_words) } else { 0 };
         let run = c.instructions(instructions);
         let (occ, lat) = c.memory;
-        let woken = t + c.event_wake;
-        let part = &mut self.nodes[n];
-        // The engine is held for the code and its fetches: reserve what an
-        // unqueued run takes, then time the fetches from where it starts.
-        let start = part.thread.reserve(0, woken, run + fills * lat);
+        let start = (t + c.event_wake).max(self.nodes[n].thread_free);
         self.coproc_bus_words[n] += fills;
-        part.bus.train(0, start, fills, Phases::Read, occ, lat) + run
+        let now = b.now();
+        let done = b.bus(n).train(now, start, fills, Phases::Read, occ, lat) + run;
+        self.nodes[n].thread_free = done;
+        done
+    }
+
+    /// The running thread goes on until `until` (its data accesses and a
+    /// handler's body, timed by the caller after [`Coproc::thread`]): the
+    /// engine stays its until then.
+    pub fn hold_thread(&mut self, n: usize, until: u64) {
+        let free = &mut self.nodes[n].thread_free;
+        *free = (*free).max(until);
     }
 
     /// The co-processor reads `words` from memory: no data cache, so each
     /// is a bus transaction, one after another.
-    pub fn coproc_read(&mut self, n: usize, t: u64, words: u64) -> u64 {
+    pub fn coproc_read(&mut self, b: &mut impl Buses, n: usize, t: u64, words: u64) -> u64 {
         let (occ, lat) = self.costs.memory;
         self.coproc_bus_words[n] += words;
-        self.nodes[n].bus.train(0, t, words, Phases::Read, occ, lat)
+        let now = b.now();
+        b.bus(n).train(now, t, words, Phases::Read, occ, lat)
     }
 
     /// The co-processor writes `words` to memory, each a posted write.
-    pub fn coproc_write(&mut self, n: usize, t: u64, words: u64) -> u64 {
+    pub fn coproc_write(&mut self, b: &mut impl Buses, n: usize, t: u64, words: u64) -> u64 {
         let (occ, _) = self.costs.memory;
         self.coproc_bus_words[n] += words;
-        self.nodes[n].bus.train(0, t, words, Phases::Write, occ, occ)
+        let now = b.now();
+        b.bus(n).train(now, t, words, Phases::Write, occ, occ)
     }
 
     // ----- the DMA engine and the network -------------------------------
@@ -182,11 +211,12 @@ impl CoprocMachine {
     /// network adds its latency and the destination writes each packet's
     /// lines into memory. The acknowledgement of the last packet returns
     /// over the network to complete the DMA at the source.
-    pub fn dma(&mut self, src: usize, dst: usize, t: u64, bytes: u64) -> DmaDone {
+    pub fn dma(&mut self, b: &mut impl Buses, src: usize, dst: usize, t: u64, bytes: u64) -> DmaDone {
         let c = self.costs.clone();
+        let now = b.now();
         let start = t.max(self.nodes[src].dma_free);
         let (c2c_occ, c2c_lat) = c.cache_to_cache;
-        let mut read_done = self.nodes[src].bus.train(0, start, c.descriptor_words, Phases::Read, c2c_occ, c2c_lat);
+        let mut read_done = b.bus(src).train(now, start, c.descriptor_words, Phases::Read, c2c_occ, c2c_lat);
         self.coproc_bus_words[src] += c.descriptor_words;
         let (mem_occ, mem_lat) = c.memory;
         let mut left = bytes.max(1);
@@ -196,12 +226,12 @@ impl CoprocMachine {
             let packet = left.min(c.packet_bytes);
             left -= packet;
             let lines = packet.div_ceil(c.line_bytes);
-            read_done = self.nodes[src].bus.train(0, read_done, lines, Phases::Read, mem_occ, mem_lat);
+            read_done = b.bus(src).train(now, read_done, lines, Phases::Read, mem_occ, mem_lat);
             let link = c.link_cycles(packet);
-            let sent = self.nodes[src].out.reserve(0, read_done, link);
+            let sent = self.nodes[src].out.reserve(now, read_done, link);
             out_done = sent + link;
-            let arrive = self.nodes[dst].inp.reserve(0, sent + c.network_latency, link) + link;
-            delivered = self.nodes[dst].bus.train(0, arrive, lines, Phases::Write, mem_occ, mem_occ);
+            let arrive = self.nodes[dst].inp.reserve(now, sent + c.network_latency, link) + link;
+            delivered = b.bus(dst).train(now, arrive, lines, Phases::Write, mem_occ, mem_occ);
         }
         // The engine is busy until its last packet is out.
         self.nodes[src].dma_free = out_done;
@@ -212,13 +242,67 @@ impl CoprocMachine {
     /// one-word network transaction; the destination's input engine reads
     /// the word and writes the sum back, running no thread. Returns when
     /// the sum is in memory.
-    pub fn remote_add(&mut self, src: usize, dst: usize, t: u64) -> u64 {
+    pub fn remote_add(&mut self, b: &mut impl Buses, src: usize, dst: usize, t: u64) -> u64 {
         let link = self.costs.link_cycles(self.costs.word_bytes);
-        let sent = self.nodes[src].out.reserve(0, t, link);
+        let now = b.now();
+        let sent = self.nodes[src].out.reserve(now, t, link);
         let latency = self.costs.network_latency;
-        let arrive = self.nodes[dst].inp.reserve(0, sent + latency, link) + link;
-        let read = self.coproc_read(dst, arrive, 1);
-        self.coproc_write(dst, read, 1)
+        let arrive = self.nodes[dst].inp.reserve(now, sent + latency, link) + link;
+        let read = self.coproc_read(b, dst, arrive, 1);
+        self.coproc_write(b, dst, read, 1)
+    }
+}
+
+/// The co-processors with memory buses of their own, for the scripted
+/// microbenchmarks (`super::library`) and the mechanisms' tests: the same
+/// operations, each on this cluster's buses.
+pub(crate) struct CoprocMachine {
+    parts: Coproc,
+    buses: Vec<MemoryBus>,
+}
+
+impl std::ops::Deref for CoprocMachine {
+    type Target = Coproc;
+    fn deref(&self) -> &Coproc {
+        &self.parts
+    }
+}
+
+impl CoprocMachine {
+    pub fn new(m: &MachineConfig, nodes: usize) -> Result<CoprocMachine, ConfigError> {
+        Ok(CoprocMachine { parts: Coproc::new(m, nodes)?, buses: (0..nodes).map(|_| MemoryBus::new(&m.bus)).collect() })
+    }
+
+    pub fn main_cached_stores(&self, t: u64, words: u64) -> u64 {
+        self.parts.main_cached_stores(t, words)
+    }
+
+    pub fn main_trigger(&mut self, n: usize, t: u64) -> u64 {
+        self.parts.main_trigger(&mut self.buses, n, t)
+    }
+
+    pub fn main_sees_write(&mut self, n: usize, written: u64) -> u64 {
+        self.parts.main_sees_write(&mut self.buses, n, written)
+    }
+
+    pub fn thread(&mut self, n: usize, t: u64, instructions: u64) -> u64 {
+        self.parts.thread(&mut self.buses, n, t, instructions)
+    }
+
+    pub fn coproc_read(&mut self, n: usize, t: u64, words: u64) -> u64 {
+        self.parts.coproc_read(&mut self.buses, n, t, words)
+    }
+
+    pub fn coproc_write(&mut self, n: usize, t: u64, words: u64) -> u64 {
+        self.parts.coproc_write(&mut self.buses, n, t, words)
+    }
+
+    pub fn dma(&mut self, src: usize, dst: usize, t: u64, bytes: u64) -> DmaDone {
+        self.parts.dma(&mut self.buses, src, dst, t, bytes)
+    }
+
+    pub fn remote_add(&mut self, src: usize, dst: usize, t: u64) -> u64 {
+        self.parts.remote_add(&mut self.buses, src, dst, t)
     }
 }
 

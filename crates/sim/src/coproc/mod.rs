@@ -13,11 +13,15 @@
 //! Messages under each library, and the optimized library's put, get and
 //! store.
 //!
-//! These run as scripts of mechanisms, not yet as `Proc` programs on the
-//! engine: `Proc` has no Split-C operations, and the engine does not yet
-//! run a policy-coprocessor node (docs/coprocessor.md lists what remains).
+//! The engine runs `Proc` programs on these mechanisms under the
+//! main-am and coproc-am libraries (`crate::engine`'s `coproc` module,
+//! lending it each node's memory bus through [`Buses`]); the optimized
+//! library's Split-C operations run only as scripts, as `Proc` has none
+//! (docs/coprocessor.md lists what remains).
 
 mod library;
 mod machine;
 
+pub(crate) use library::main_instructions;
 pub use library::{am_one_way, dma_flag_one_way, optimized_latency, SplitOp};
+pub(crate) use machine::{Buses, Coproc};

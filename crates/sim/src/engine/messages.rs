@@ -37,11 +37,21 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// [`NiModel::send`]); the message reaches its destination's queue at
     /// its `Arrive` event. Returns the cycle the processor is done.
     pub(super) fn send_message(&mut self, p: usize, t: u64, msg: Message) -> u64 {
+        if self.coproc.is_some() {
+            return self.coproc_send_from_main(p, t, msg);
+        }
         let n = self.procs[p].node;
         let by = self.mover(p);
         let sent = self.ni.send(&mut self.nodes[n].mem, self.now, t, n, by, &msg);
         self.nodes[n].stats.messages_sent += 1;
-        let slot = match self.free_messages.pop() {
+        let slot = self.store_message(msg);
+        self.queue.push(sent.arrive, EventKind::Arrive { msg: slot });
+        sent.done
+    }
+
+    /// Puts a message in flight into the slab; returns its slot.
+    pub(super) fn store_message(&mut self, msg: Message) -> u32 {
+        match self.free_messages.pop() {
             Some(s) => {
                 self.messages[s as usize] = Some(msg);
                 s
@@ -51,9 +61,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 self.arrived_at.push(0);
                 (self.messages.len() - 1) as u32
             }
-        };
-        self.queue.push(sent.arrive, EventKind::Arrive { msg: slot });
-        sent.done
+        }
     }
 
     /// How processor `p` moves message words to and from the NI.
@@ -217,6 +225,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// Noticing a message and dispatching it, up to the handler's first
     /// instruction; returns the cycle the handler starts.
     fn receive(&mut self, p: usize, msg: &Message) -> u64 {
+        if self.coproc.is_some() {
+            return self.coproc_receive(p, msg);
+        }
         let n = self.procs[p].node;
         let local = self.procs[p].local;
         let m = &self.cfg.machine;
@@ -338,7 +349,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     }
 
     /// Threads are numbered node-major, like processors.
-    fn thread_index(&self, n: usize, local_thread: u32) -> usize {
+    pub(super) fn thread_index(&self, n: usize, local_thread: u32) -> usize {
         let per_node = self.nodes[n].threads as usize;
         n * per_node + local_thread as usize
     }

@@ -23,6 +23,7 @@
 //! spin-lock, static partitioning) up to a limit of processors serve at
 //! once, each taking entries the node's [`NodeQueue`] lets it run.
 
+mod coproc;
 mod messages;
 mod notice;
 mod policy;
@@ -345,6 +346,8 @@ pub(crate) struct Engine<'a, 'h, T> {
     progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
     /// Whose code is running, for a panic's error.
     running: Running,
+    /// Policy coprocessor: the nodes' co-processors and their library.
+    coproc: Option<coproc::CoprocNodes>,
 }
 
 /// Events between two publications of progress (a few milliseconds).
@@ -465,6 +468,12 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             }
         }
         let results = threads.iter().map(|_| None).collect();
+        let coproc = match cfg.run.policy {
+            Policy::Coprocessor { library } => {
+                Some(coproc::CoprocNodes::new(m, library, cfg.run.topology.nodes as usize)?)
+            }
+            _ => None,
+        };
         Ok(Engine {
             cfg,
             handlers,
@@ -493,6 +502,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             replies: 0,
             progress: crate::progress::observer(),
             running: Running::Engine,
+            coproc,
         })
     }
 
@@ -538,6 +548,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 EventKind::Recheck { proc } => self.on_recheck(proc as usize),
                 EventKind::RoleFree { node } => self.on_role_free(node as usize),
                 EventKind::Submitted { node } => self.on_submitted(node as usize),
+                EventKind::CoprocSend { msg } => self.on_coproc_send(msg),
+                EventKind::CoprocDeliver { msg } => self.on_coproc_deliver(msg),
+                EventKind::CoprocSeen { thread } => self.on_coproc_seen(thread as usize),
+                EventKind::CoprocBufferFree { src, dst } => self.on_coproc_buffer_free(src as usize, dst as usize),
             }
             // Checked before taking: `take` would move the whole (large)
             // error out and back on every event.
@@ -827,8 +841,11 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let mut compute_share = 0.0;
         let mut compute_procs = 0;
         let mut occupancy = 0.0;
-        for node in &mut self.nodes {
+        for n in 0..self.nodes.len() {
+            let coproc = self.coproc_stats(n);
+            let node = &mut self.nodes[n];
             let mut ns = std::mem::take(&mut node.stats);
+            ns.coproc = coproc;
             let mut handler_cycles = 0;
             for local in 0..node.procs {
                 let pr = &self.procs[node.first_proc + local];

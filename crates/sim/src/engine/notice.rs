@@ -14,7 +14,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// notification missed its target): wake an idle processor that may
     /// serve, or let the notification scheme act.
     pub(super) fn check_notify(&mut self, n: usize) {
-        if !self.work_waiting(n) {
+        // A co-processor node's main processor is never interrupted: under
+        // main-am it finds messages when it polls, woken by a deposit only
+        // if it polls already (`Engine::deposit`).
+        if self.coproc.is_some() || !self.work_waiting(n) {
             return;
         }
         let node = &self.nodes[n];

@@ -6,6 +6,10 @@ use super::*;
 
 impl<'a, 'h, T> Engine<'a, 'h, T> {
     pub(super) fn decide(&mut self, p: usize) {
+        if self.coproc.is_some() {
+            // No role, no interrupt: the co-processor's library decides.
+            return self.decide_coproc(p);
+        }
         let n = self.procs[p].node;
         if self.procs[p].in_interrupt {
             return self.decide_in_interrupt(p);

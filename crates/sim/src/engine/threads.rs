@@ -107,7 +107,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 th.state = ThreadState::Waiting;
                 th.issued_at = self.now;
                 th.waiting_on = Some(handler);
-                if self.requests_via_pp() {
+                if self.requests_via_pp() && self.coproc.is_none() {
                     return self.submit_request(t, msg);
                 }
                 let end = self.send_message(p, self.now, msg);
@@ -146,6 +146,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 self.queue.push(end, EventKind::IdleEnd { thread: t as u32 });
                 self.decide(p);
             }
+            Op::Poll if self.coproc.is_some() => self.coproc_poll(t),
             Op::Poll => {
                 let site = self.notify.poll_site(p, self.now);
                 let can_handle = site.polls
