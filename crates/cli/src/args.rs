@@ -88,11 +88,34 @@ pub struct BenchArgs {
     pub json: Option<PathBuf>,
 }
 
+/// `bench pingpong`'s options.
+#[derive(Args)]
+pub struct PingpongArgs {
+    /// native (threads of one process), shm (two processes sharing
+    /// memory) or mpi (two MPI ranks) [default: native].
+    #[arg(long, default_value = "native")]
+    pub platform: String,
+    #[command(flatten)]
+    pub common: BenchArgs,
+}
+
 #[derive(Subcommand)]
 pub enum BenchCommand {
-    /// Native active-message ping-pong vs the cache-line floor, crossbeam,
-    /// Open MPI and UCX (8, 64, 256 bytes).
-    Pingpong(BenchArgs),
+    /// Active-message ping-pong vs the cache-line floor, crossbeam, Open
+    /// MPI and UCX (8, 64, 256 bytes); with --platform shm or mpi, its two
+    /// nodes in two processes beside the in-process figure and raw MPI.
+    Pingpong(PingpongArgs),
+    /// One node process of `bench pingpong --platform shm|mpi` (started by
+    /// the benchmark itself).
+    #[command(hide = true)]
+    PingpongNode {
+        #[arg(long)]
+        platform: String,
+        #[arg(long)]
+        size: usize,
+        #[arg(long)]
+        quick: bool,
+    },
     /// Native one-way streaming rate of 8-byte active messages.
     Rate(BenchArgs),
     /// What a native interrupt (a signal to a computing thread) costs.
