@@ -147,20 +147,7 @@ fn across_processes(platform: &str, size: usize, quick: bool) -> Result<f64> {
     if quick {
         node_args.push("--quick".into());
     }
-    let mut cmd = match platform {
-        "shm" => {
-            let mut c = Command::new(&program);
-            c.args(["launch", "-n", "2", "--"]);
-            c
-        }
-        _ => {
-            let mut c = Command::new("mpirun");
-            c.args(["-np", "2", "--bind-to", "core"])
-                .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-                .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-            c
-        }
-    };
+    let mut cmd = launcher(platform, &program);
     let out =
         cmd.args(&node_args).stdin(Stdio::null()).output().with_context(|| format!("starting the {platform} nodes"))?;
     let text = String::from_utf8_lossy(&out.stdout);
@@ -255,4 +242,141 @@ pub fn pingpong_table(rows: &[PlatformRow]) -> String {
         let _ = writeln!(s, "{line}");
     }
     s
+}
+
+/// The streaming-rate program: node 0 sends one-way 8-byte messages to
+/// node 1 in rounds, each closed by a request (`flush`) whose reply says
+/// node 1 has handled everything sent before it (one sender's messages
+/// are handled in order); its output is each round's messages per second.
+pub struct Stream {
+    pub table: HandlerTable,
+    sink: HandlerId,
+    flush: HandlerId,
+    stop: HandlerId,
+    stopped: Arc<AtomicBool>,
+    effort: Effort,
+}
+
+impl Stream {
+    pub fn new(effort: Effort) -> Result<Stream, AmError> {
+        let mut table = HandlerTable::new();
+        let done = table.register(info("done"), |_, _| Ok(()))?;
+        let sink = table.register(info("sink"), |_, _| Ok(()))?;
+        let flush = table.register(info("flush"), move |ctx, _| ctx.reply_bytes(done, Args::default(), &[]))?;
+        let stopped = Arc::new(AtomicBool::new(false));
+        let flag = stopped.clone();
+        let stop = table.register(info("stop"), move |ctx, _| {
+            flag.store(true, Ordering::Release);
+            ctx.reply_bytes(done, Args::default(), &[])
+        })?;
+        Ok(Stream { table, sink, flush, stop, stopped, effort })
+    }
+
+    /// Sends `n` messages and waits until node 1 has handled them.
+    fn burst(&self, p: &finegrain_rt::RtProc, n: u64) -> Result<(), AmError> {
+        let word = 0x1122_3344_5566_7788u64.to_le_bytes();
+        for _ in 0..n {
+            p.send(NodeId(1), self.sink, &[], &word)?;
+        }
+        p.request_with(NodeId(1), self.flush, &[], &[], |_| ())
+    }
+
+    /// One node's part.
+    pub async fn node(&self, p: finegrain_rt::RtProc) -> Result<Vec<f64>, AmError> {
+        if p.node().0 != 0 {
+            while !self.stopped.load(Ordering::Acquire) {
+                p.idle(50_000).await;
+            }
+            return Ok(Vec::new());
+        }
+        let e = self.effort;
+        self.burst(&p, e.warmup * 5)?;
+        let mut rates = Vec::with_capacity(e.rounds);
+        for _ in 0..e.rounds {
+            let t0 = Stamp::now();
+            self.burst(&p, e.per_round * 10)?;
+            rates.push((e.per_round * 10) as f64 * 1e9 / t0.elapsed_ns().max(1) as f64);
+        }
+        p.request_with(NodeId(1), self.stop, &[], &[], |_| ())?;
+        Ok(rates)
+    }
+}
+
+/// `bench rate --platform shm|mpi` (messages per second).
+#[derive(Debug, Serialize)]
+pub struct PlatformRateRow {
+    pub platform: &'static str,
+    pub payload_bytes: usize,
+    /// The stream with its two nodes in two processes.
+    pub finegrain_per_s: f64,
+    /// The same program on two threads of one process.
+    pub in_process_per_s: f64,
+    pub rounds: usize,
+}
+
+/// Runs the node processes of the streaming rate; node 0 prints
+/// `per_s X`.
+fn rate_across_processes(platform: &str, quick: bool) -> Result<f64> {
+    let program = std::env::current_exe().context("finding this program")?;
+    let mut node_args: Vec<String> =
+        vec![program.display().to_string(), "bench".into(), "rate-node".into(), "--platform".into(), platform.into()];
+    if quick {
+        node_args.push("--quick".into());
+    }
+    let mut cmd = launcher(platform, &program);
+    let out =
+        cmd.args(&node_args).stdin(Stdio::null()).output().with_context(|| format!("starting the {platform} nodes"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let Some(v) = text.lines().find_map(|l| l.strip_prefix("per_s ")).and_then(|v| v.trim().parse().ok()) else {
+        bail!(
+            "the {platform} stream printed no result: {}",
+            String::from_utf8_lossy(&out.stderr).lines().find(|l| l.starts_with("error")).unwrap_or("")
+        );
+    };
+    Ok(v)
+}
+
+/// The command that starts two node processes of `platform`.
+fn launcher(platform: &str, program: &std::path::Path) -> Command {
+    match platform {
+        "shm" => {
+            let mut c = Command::new(program);
+            c.args(["launch", "-n", "2", "--"]);
+            c
+        }
+        _ => {
+            let mut c = Command::new("mpirun");
+            c.args(["-np", "2", "--bind-to", "core"])
+                .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+            c
+        }
+    }
+}
+
+/// `bench rate --platform shm|mpi`.
+pub fn rate(platform: &'static str, e: Effort, quick: bool) -> Result<PlatformRateRow> {
+    if platform == "mpi" && !crate::native::have("mpirun") {
+        bail!(
+            "mpirun not found on PATH: platform mpi runs under Open MPI's mpirun (Debian: apt-get install openmpi-bin)"
+        );
+    }
+    let s = Stream::new(e).map_err(|err| anyhow::anyhow!("{err}"))?;
+    let in_process =
+        median(finegrain_rt::run(&config(), &s.table, |p| s.node(p))?.results.into_iter().flatten().collect());
+    let finegrain_per_s = rate_across_processes(platform, quick)?;
+    Ok(PlatformRateRow { platform, payload_bytes: 8, finegrain_per_s, in_process_per_s: in_process, rounds: e.rounds })
+}
+
+pub fn rate_table(r: &PlatformRateRow) -> String {
+    format!(
+        "one-way streaming of {}-byte active messages, node 0 -> node 1 (cores 0 and 1), M messages/s, median of {}:\n  \
+         finegrain {}: {:.2}   in-process rings: {:.2}   ratio {:.2}\n",
+        r.payload_bytes,
+        r.rounds,
+        r.platform,
+        r.finegrain_per_s / 1e6,
+        r.in_process_per_s / 1e6,
+        r.finegrain_per_s / r.in_process_per_s
+    )
 }

@@ -88,7 +88,7 @@ pub struct BenchArgs {
     pub json: Option<PathBuf>,
 }
 
-/// `bench pingpong`'s options.
+/// `bench pingpong`'s and `bench rate`'s options.
 #[derive(Args)]
 pub struct PingpongArgs {
     /// native (threads of one process), shm (two processes sharing
@@ -116,8 +116,17 @@ pub enum BenchCommand {
         #[arg(long)]
         quick: bool,
     },
-    /// Native one-way streaming rate of 8-byte active messages.
-    Rate(BenchArgs),
+    /// One-way streaming rate of 8-byte active messages; with --platform
+    /// shm or mpi, between two processes beside the in-process rings.
+    Rate(PingpongArgs),
+    /// One node process of `bench rate --platform shm|mpi`.
+    #[command(hide = true)]
+    RateNode {
+        #[arg(long)]
+        platform: String,
+        #[arg(long)]
+        quick: bool,
+    },
     /// What a native interrupt (a signal to a computing thread) costs.
     Interrupt(BenchArgs),
     /// Native handler throughput on two threads: PDQ vs a mutex per key vs

@@ -162,3 +162,9 @@ fn bench_pingpong_on_mpi_prints_its_comparison() {
     assert!(text.contains("fg mpi  in-process"), "{text}");
     assert!(line(&text, "target 8 B: finegrain over MPI <= 1.15 x raw MPI: ").contains('('), "{text}");
 }
+
+#[test]
+fn bench_rate_on_mpi_prints_its_comparison() {
+    let text = ok(&["bench", "rate", "--platform", "mpi", "--quick"]);
+    assert!(line(&text, "  finegrain mpi: ").contains("in-process rings: "), "{text}");
+}

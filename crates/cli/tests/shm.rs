@@ -131,3 +131,10 @@ fn bench_pingpong_on_shm_prints_its_comparison() {
     assert_eq!(text.lines().filter(|l| l.trim_start().starts_with(['8', '6', '2'])).count(), 3, "{text}");
     assert!(line(&text, "target 8 B: shm <= 1.2 x in-process rings: ").len() > 40, "{text}");
 }
+
+#[test]
+fn bench_rate_on_shm_prints_its_comparison() {
+    let text = ok(&["bench", "rate", "--platform", "shm", "--quick"]);
+    assert!(line(&text, "  finegrain shm: ").contains("in-process rings: "), "{text}");
+    assert_one_line_error(&["bench", "rate", "--platform", "tcp"], &["invalid platform = tcp", "native, shm"]);
+}

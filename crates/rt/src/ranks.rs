@@ -49,6 +49,34 @@ pub struct MpiPlatform<'c> {
     pub env: &'c MpiEnv,
 }
 
+impl MpiPlatform<'_> {
+    /// Runs `spawn`'s future on each compute thread of this rank's node and
+    /// returns this rank's results only: for programs outside the
+    /// [`Workload`] interface, such as the runtime's own benchmarks.
+    pub fn run_node<T, F, Fut>(&self, handlers: &finegrain_core::HandlerTable, spawn: F) -> Result<RtOutput<T>, RtError>
+    where
+        T: Send,
+        F: Fn(crate::RtProc) -> Fut + Sync,
+        Fut: std::future::Future<Output = Result<T, finegrain_core::AmError>>,
+    {
+        self.config.validate()?;
+        self.check_ranks()?;
+        let (rank, ranks) = (self.env.rank, self.env.ranks);
+        run_nodes::<_, Mpi, _, _>(self.config, handlers, &MpiPlace { rank, ranks }, rank..rank + 1, spawn)
+    }
+
+    /// One rank per node of the configuration.
+    fn check_ranks(&self) -> Result<(), RtError> {
+        let (ranks, nodes) = (self.env.ranks, self.config.run.topology.nodes);
+        if ranks != nodes {
+            return Err(RtError::Setup(format!(
+                "MPI started {ranks} ranks but the configuration has {nodes} nodes: run with mpirun -np {nodes}"
+            )));
+        }
+        Ok(())
+    }
+}
+
 impl Platform for MpiPlatform<'_> {
     type Stats = RtStats;
     type Error = RtError;
@@ -60,13 +88,8 @@ impl Platform for MpiPlatform<'_> {
     fn run<W: Workload>(&self, workload: &W) -> Result<Ran<W::Output, RtStats>, RtError> {
         workload.across_processes()?;
         self.config.validate()?;
+        self.check_ranks()?;
         let (rank, ranks) = (self.env.rank, self.env.ranks);
-        let nodes = self.config.run.topology.nodes;
-        if ranks != nodes {
-            return Err(RtError::Setup(format!(
-                "MPI started {ranks} ranks but the configuration has {nodes} nodes: run with mpirun -np {nodes}"
-            )));
-        }
         let place = MpiPlace { rank, ranks };
         let ran =
             run_nodes::<_, Mpi, _, _>(self.config, workload.handlers(), &place, rank..rank + 1, |p| workload.thread(p));
