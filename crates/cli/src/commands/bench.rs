@@ -86,7 +86,10 @@ fn node_platform<'a>(
             None => bail!("this benchmark node runs under finegrain bench --platform shm (finegrain launch)"),
         },
         #[cfg(feature = "mpi")]
-        "mpi" => Ok(RtPlatform::Mpi(mpi_env.insert(finegrain_rt::MpiEnv::init().map_err(anyhow::Error::msg)?))),
+        "mpi" => {
+            let threads = platforms::config().threads_per_node();
+            Ok(RtPlatform::Mpi(mpi_env.insert(finegrain_rt::MpiEnv::init(threads).map_err(anyhow::Error::msg)?)))
+        }
         other => bail!("invalid platform = {other}: allowed shm, mpi"),
     }
 }
