@@ -9,6 +9,8 @@
 //!   print, with the Open MPI and UCX peers (`peers/mpi_pingpong.c`) run
 //!   side by side; the runtime's internals are measured through its
 //!   `probe` feature;
+//! - [`platforms`]: the ping-pong with its nodes in two processes (shared
+//!   memory, MPI ranks) beside the in-process figure and raw MPI;
 //! - [`sim`]: simulated messages and events per wall second.
 //!
 //! Each figure is a median over rounds; targets are stated as ratios
@@ -18,6 +20,7 @@
 
 pub mod measure;
 pub mod native;
+pub mod platforms;
 pub mod sim;
 
 pub use finegrain_rt::probe::Effort;

@@ -16,7 +16,7 @@ fn info(name: &str) -> HandlerInfo {
     HandlerInfo { name: name.into(), body_cycles: 0, code_bytes: 0 }
 }
 
-fn two_pinned_threads(policy: Policy) -> RtConfig {
+pub fn two_pinned_threads(policy: Policy) -> RtConfig {
     let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 1 }, policy);
     cfg.segment_bytes = 4096;
     cfg.time_split = false;

@@ -26,7 +26,7 @@ pub struct PingPongRow {
 
 pub const SIZES: [usize; 3] = [8, 64, 256];
 
-fn have(tool: &str) -> bool {
+pub(crate) fn have(tool: &str) -> bool {
     Command::new("sh")
         .arg("-c")
         .arg(format!("command -v {tool}"))
@@ -129,24 +129,32 @@ exit $status";
     Ok(us * 1000.0)
 }
 
-pub fn pingpong(e: Effort) -> Result<Vec<PingPongRow>> {
-    let floor = measure::floor_pingpong(e);
-    let two_line = measure::two_line_floor_pingpong(e);
-    let mpi = match build_mpi_peer() {
+/// The raw MPI ping-pong peer, built (None, with a note, if it cannot be).
+pub(crate) fn mpi_peer() -> Option<(tempfile::TempDir, PathBuf)> {
+    match build_mpi_peer() {
         Ok(b) => b,
         Err(err) => {
             crate::note(format_args!("Open MPI peer unavailable ({err})"));
             None
         }
-    };
+    }
+}
+
+/// The raw MPI ping-pong's one-way median (None, with a note, on failure).
+pub(crate) fn mpi_pingpong_ns(bin: &std::path::Path, size: usize, e: Effort) -> Option<f64> {
+    mpi_pingpong(bin, size, e).map_err(|err| crate::note(format_args!("MPI ping-pong failed ({err})"))).ok()
+}
+
+pub fn pingpong(e: Effort) -> Result<Vec<PingPongRow>> {
+    let floor = measure::floor_pingpong(e);
+    let two_line = measure::two_line_floor_pingpong(e);
+    let mpi = mpi_peer();
     let ucx = have("ucx_perftest");
     let mut rows = Vec::new();
     for size in SIZES {
         let finegrain = measure::finegrain_pingpong(size, e)?;
         let crossbeam = measure::crossbeam_pingpong(size, e);
-        let mpi_ns = mpi.as_ref().and_then(|(_dir, b)| {
-            mpi_pingpong(b, size, e).map_err(|err| crate::note(format_args!("MPI ping-pong failed ({err})"))).ok()
-        });
+        let mpi_ns = mpi.as_ref().and_then(|(_dir, b)| mpi_pingpong_ns(b, size, e));
         let ucx_am_ns = if ucx {
             ucx_am_latency(size, e).map_err(|err| crate::note(format_args!("UCX ping-pong failed ({err})"))).ok()
         } else {

@@ -88,13 +88,45 @@ pub struct BenchArgs {
     pub json: Option<PathBuf>,
 }
 
+/// `bench pingpong`'s and `bench rate`'s options.
+#[derive(Args)]
+pub struct PingpongArgs {
+    /// native (threads of one process), shm (two processes sharing
+    /// memory) or mpi (two MPI ranks) [default: native].
+    #[arg(long, default_value = "native")]
+    pub platform: String,
+    #[command(flatten)]
+    pub common: BenchArgs,
+}
+
 #[derive(Subcommand)]
 pub enum BenchCommand {
-    /// Native active-message ping-pong vs the cache-line floor, crossbeam,
-    /// Open MPI and UCX (8, 64, 256 bytes).
-    Pingpong(BenchArgs),
-    /// Native one-way streaming rate of 8-byte active messages.
-    Rate(BenchArgs),
+    /// Active-message ping-pong vs the cache-line floor, crossbeam, Open
+    /// MPI and UCX (8, 64, 256 bytes); with --platform shm or mpi, its two
+    /// nodes in two processes beside the in-process figure and raw MPI.
+    Pingpong(PingpongArgs),
+    /// One node process of `bench pingpong --platform shm|mpi` (started by
+    /// the benchmark itself).
+    #[command(hide = true)]
+    PingpongNode {
+        #[arg(long)]
+        platform: String,
+        #[arg(long)]
+        size: usize,
+        #[arg(long)]
+        quick: bool,
+    },
+    /// One-way streaming rate of 8-byte active messages; with --platform
+    /// shm or mpi, between two processes beside the in-process rings.
+    Rate(PingpongArgs),
+    /// One node process of `bench rate --platform shm|mpi`.
+    #[command(hide = true)]
+    RateNode {
+        #[arg(long)]
+        platform: String,
+        #[arg(long)]
+        quick: bool,
+    },
     /// What a native interrupt (a signal to a computing thread) costs.
     Interrupt(BenchArgs),
     /// Native handler throughput on two threads: PDQ vs a mutex per key vs

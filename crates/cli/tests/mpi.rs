@@ -153,3 +153,18 @@ fn a_wrong_rank_count_or_no_mpirun_is_one_line() {
         &["invalid u with platform mpi"],
     );
 }
+
+/// The benchmark prints the comparison with raw MPI (whatever the figures:
+/// speed is judged from its table, not by a test).
+#[test]
+fn bench_pingpong_on_mpi_prints_its_comparison() {
+    let text = ok(&["bench", "pingpong", "--platform", "mpi", "--quick"]);
+    assert!(text.contains("fg mpi  in-process"), "{text}");
+    assert!(line(&text, "target 8 B: finegrain over MPI <= 1.15 x raw MPI: ").contains('('), "{text}");
+}
+
+#[test]
+fn bench_rate_on_mpi_prints_its_comparison() {
+    let text = ok(&["bench", "rate", "--platform", "mpi", "--quick"]);
+    assert!(line(&text, "  finegrain mpi: ").contains("in-process rings: "), "{text}");
+}

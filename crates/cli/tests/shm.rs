@@ -121,3 +121,20 @@ fn shm_refuses_what_cannot_cross_processes() {
     );
     assert_one_line_error(&["run", "--platform", "mars"], &["invalid platform = mars", "sim, native, shm"]);
 }
+
+/// The benchmark prints the comparison (whatever the figures: speed is
+/// judged from its table, not by a test).
+#[test]
+fn bench_pingpong_on_shm_prints_its_comparison() {
+    let text = ok(&["bench", "pingpong", "--platform", "shm", "--quick"]);
+    assert!(text.contains("fg shm  in-process"), "{text}");
+    assert_eq!(text.lines().filter(|l| l.trim_start().starts_with(['8', '6', '2'])).count(), 3, "{text}");
+    assert!(line(&text, "target 8 B: shm <= 1.2 x in-process rings: ").len() > 40, "{text}");
+}
+
+#[test]
+fn bench_rate_on_shm_prints_its_comparison() {
+    let text = ok(&["bench", "rate", "--platform", "shm", "--quick"]);
+    assert!(line(&text, "  finegrain shm: ").contains("in-process rings: "), "{text}");
+    assert_one_line_error(&["bench", "rate", "--platform", "tcp"], &["invalid platform = tcp", "native, shm"]);
+}

@@ -2,8 +2,8 @@
 //! once against [`Proc`]: its handlers, the program every compute thread
 //! runs, and the check of what they computed. A [`Platform`] runs any
 //! workload: the simulator on its model of a machine, the native runtime
-//! on real threads, and the next platforms (processes on one host, MPI
-//! ranks) the same way.
+//! on real threads, and the same runtime with its nodes as processes of
+//! one host or as MPI ranks.
 
 use crate::config::ConfigError;
 use crate::error::AmError;

@@ -8,13 +8,16 @@
 //!
 //! The runtime is built in layers, after UCX's:
 //! - `transport/`: moving messages between threads and nodes behind the
-//!   `Transport` trait (today the in-process rings, their message codec and
-//!   the ordered spill; shared memory between processes and MPI come next);
+//!   `Transport` trait: the in-process rings, their message codec and the
+//!   ordered spill; the same rings in memory shared between processes; MPI;
 //! - `dispatch/`: who handles which message: the serial drain by the acting
 //!   protocol processor, and the keyed (PDQ) queue with its spin lock;
 //! - `notify/`: how a node notices a message: polling, parking, signal
 //!   interrupts ([`interrupt`] is its public part);
 //! - `runtime/`: the threads, which compose the three, and [`run`];
+//! - [`processes`]: nodes as OS processes of one host (the launcher, the
+//!   [`ShmPlatform`]); `ranks`: nodes as MPI ranks (`MpiPlatform`, feature
+//!   `mpi`);
 //! - `os`: the operating-system helpers they share.
 //!
 //! The rings and the message codec are internal: they trust their callers

@@ -2,9 +2,10 @@
 //! over the MPI transport, then sends its results to rank 0, which
 //! gathers and checks them.
 //!
-//! MPI thread level: `MPI_THREAD_MULTIPLE`, asked for and checked at
-//! start-up, since any thread of a rank may send while another progresses
-//! the receives.
+//! MPI thread level: `MPI_THREAD_MULTIPLE` for nodes of several threads,
+//! since any thread of a rank may send while another progresses the
+//! receives; `MPI_THREAD_SERIALIZED` for nodes of one thread. Asked for and
+//! checked at start-up ([`MpiEnv::init`]).
 
 use crate::config::RtConfig;
 use crate::processes::{merge, Report};
@@ -22,22 +23,48 @@ pub struct MpiEnv {
     _universe: mpi::environment::Universe,
     pub rank: u32,
     pub ranks: u32,
+    /// MPI_THREAD_MULTIPLE was asked for (and provided).
+    pub multiple: bool,
 }
 
 impl MpiEnv {
-    /// Initialises MPI asking for `MPI_THREAD_MULTIPLE`; refuses a library
-    /// that provides less.
-    pub fn init() -> Result<MpiEnv, String> {
+    /// Initialises MPI for nodes of `threads_per_node` threads: with one
+    /// thread per node only that thread calls MPI while the run goes on
+    /// (the process's other threads before and after it), so
+    /// `MPI_THREAD_SERIALIZED` will do, and spares every call the library's
+    /// locks; with more, any thread may send while another receives, which
+    /// takes `MPI_THREAD_MULTIPLE`. A library that provides less than asked
+    /// is refused.
+    pub fn init(threads_per_node: u32) -> Result<MpiEnv, String> {
+        let want = if threads_per_node == 1 { Threading::Serialized } else { Threading::Multiple };
         let (universe, level) =
-            mpi::initialize_with_threading(Threading::Multiple).ok_or("MPI was already initialised in this process")?;
-        if level != Threading::Multiple {
+            mpi::initialize_with_threading(want).ok_or("MPI was already initialised in this process")?;
+        if level < want {
             return Err(format!(
-                "the MPI library provides thread level {level:?}; finegrain's MPI transport needs MPI_THREAD_MULTIPLE \
-                 (any thread of a rank sends while another receives): use an MPI built with thread support"
+                "the MPI library provides thread level {level:?}; finegrain's MPI transport needs {} for nodes of \
+                 {threads_per_node} threads (any thread of a rank sends while another receives): use an MPI built \
+                 with thread support",
+                if want == Threading::Multiple { "MPI_THREAD_MULTIPLE" } else { "MPI_THREAD_SERIALIZED" }
             ));
         }
         let world = universe.world();
-        Ok(MpiEnv { rank: world.rank() as u32, ranks: world.size() as u32, _universe: universe })
+        Ok(MpiEnv {
+            rank: world.rank() as u32,
+            ranks: world.size() as u32,
+            multiple: want == Threading::Multiple,
+            _universe: universe,
+        })
+    }
+
+    /// Refuses a run whose nodes have more threads than MPI was set up for.
+    fn check_level(&self, threads_per_node: u32) -> Result<(), RtError> {
+        if threads_per_node > 1 && !self.multiple {
+            return Err(RtError::Setup(format!(
+                "MPI was initialised for one thread per node, and this run has {threads_per_node}: initialise with \
+                 MpiEnv::init({threads_per_node}) (MPI_THREAD_MULTIPLE)"
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -47,6 +74,35 @@ impl MpiEnv {
 pub struct MpiPlatform<'c> {
     pub config: &'c RtConfig,
     pub env: &'c MpiEnv,
+}
+
+impl MpiPlatform<'_> {
+    /// Runs `spawn`'s future on each compute thread of this rank's node and
+    /// returns this rank's results only: for programs outside the
+    /// [`Workload`] interface, such as the runtime's own benchmarks.
+    pub fn run_node<T, F, Fut>(&self, handlers: &finegrain_core::HandlerTable, spawn: F) -> Result<RtOutput<T>, RtError>
+    where
+        T: Send,
+        F: Fn(crate::RtProc) -> Fut + Sync,
+        Fut: std::future::Future<Output = Result<T, finegrain_core::AmError>>,
+    {
+        self.config.validate()?;
+        self.check_ranks()?;
+        self.env.check_level(self.config.threads_per_node())?;
+        let (rank, ranks, multiple) = (self.env.rank, self.env.ranks, self.env.multiple);
+        run_nodes::<_, Mpi, _, _>(self.config, handlers, &MpiPlace { rank, ranks, multiple }, rank..rank + 1, spawn)
+    }
+
+    /// One rank per node of the configuration.
+    fn check_ranks(&self) -> Result<(), RtError> {
+        let (ranks, nodes) = (self.env.ranks, self.config.run.topology.nodes);
+        if ranks != nodes {
+            return Err(RtError::Setup(format!(
+                "MPI started {ranks} ranks but the configuration has {nodes} nodes: run with mpirun -np {nodes}"
+            )));
+        }
+        Ok(())
+    }
 }
 
 impl Platform for MpiPlatform<'_> {
@@ -60,14 +116,10 @@ impl Platform for MpiPlatform<'_> {
     fn run<W: Workload>(&self, workload: &W) -> Result<Ran<W::Output, RtStats>, RtError> {
         workload.across_processes()?;
         self.config.validate()?;
-        let (rank, ranks) = (self.env.rank, self.env.ranks);
-        let nodes = self.config.run.topology.nodes;
-        if ranks != nodes {
-            return Err(RtError::Setup(format!(
-                "MPI started {ranks} ranks but the configuration has {nodes} nodes: run with mpirun -np {nodes}"
-            )));
-        }
-        let place = MpiPlace { rank, ranks };
+        self.check_ranks()?;
+        self.env.check_level(self.config.threads_per_node())?;
+        let (rank, ranks, multiple) = (self.env.rank, self.env.ranks, self.env.multiple);
+        let place = MpiPlace { rank, ranks, multiple };
         let ran =
             run_nodes::<_, Mpi, _, _>(self.config, workload.handlers(), &place, rank..rank + 1, |p| workload.thread(p));
         let out = match ran {

@@ -1,29 +1,44 @@
 //! `finegrain bench`: the benchmarks, each writing JSON if asked.
 
-use crate::args::{BenchArgs, BenchCommand};
+use crate::args::{BenchArgs, BenchCommand, PingpongArgs};
 use crate::say;
-use anyhow::Result;
-use finegrain_bench::{native as native_bench, sim as bench, Effort};
+use anyhow::{bail, Result};
+use finegrain_apps::RtPlatform;
+use finegrain_bench::{native as native_bench, platforms, sim as bench, Effort};
 use finegrain_study::output::{check_writable, write_json};
 use serde::Serialize;
 use std::path::PathBuf;
 
 pub fn bench(what: BenchCommand) -> Result<()> {
     match what {
-        BenchCommand::Pingpong(BenchArgs { quick, json }) => {
+        BenchCommand::Pingpong(PingpongArgs { platform, common: BenchArgs { quick, json } }) => {
             check_writable(json.as_deref(), &[])?;
-            let rows = native_bench::pingpong(effort(quick))?;
+            let Some(platform) = across(&platform)? else {
+                let rows = native_bench::pingpong(effort(quick))?;
+                write(json, &rows)?;
+                say!("{}", native_bench::pingpong_table(&rows).trim_end());
+                return Ok(());
+            };
+            let rows = platforms::pingpong(platform, effort(quick), quick)?;
             write(json, &rows)?;
-            say!("{}", native_bench::pingpong_table(&rows).trim_end());
+            say!("{}", platforms::pingpong_table(&rows).trim_end());
             Ok(())
         }
-        BenchCommand::Rate(BenchArgs { quick, json }) => {
+        BenchCommand::PingpongNode { platform, size, quick } => pingpong_node(&platform, size, quick),
+        BenchCommand::Rate(PingpongArgs { platform, common: BenchArgs { quick, json } }) => {
             check_writable(json.as_deref(), &[])?;
-            let row = native_bench::rate(effort(quick))?;
+            let Some(platform) = across(&platform)? else {
+                let row = native_bench::rate(effort(quick))?;
+                write(json, &row)?;
+                say!("{}", native_bench::rate_table(&row).trim_end());
+                return Ok(());
+            };
+            let row = platforms::rate(platform, effort(quick), quick)?;
             write(json, &row)?;
-            say!("{}", native_bench::rate_table(&row).trim_end());
+            say!("{}", platforms::rate_table(&row).trim_end());
             Ok(())
         }
+        BenchCommand::RateNode { platform, quick } => rate_node(&platform, quick),
         BenchCommand::Interrupt(BenchArgs { quick, json }) => {
             check_writable(json.as_deref(), &[])?;
             let row = native_bench::interrupt(quick)?;
@@ -46,6 +61,80 @@ pub fn bench(what: BenchCommand) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// The platform a benchmark runs across processes on (None: native).
+fn across(platform: &str) -> Result<Option<&'static str>> {
+    match platform {
+        "native" => Ok(None),
+        "shm" => Ok(Some("shm")),
+        "mpi" if cfg!(feature = "mpi") => Ok(Some("mpi")),
+        other => {
+            bail!("invalid platform = {other}: allowed native, shm{}", if cfg!(feature = "mpi") { ", mpi" } else { "" })
+        }
+    }
+}
+
+/// This process's node of a benchmark across processes.
+fn node_platform<'a>(
+    platform: &str,
+    #[cfg(feature = "mpi")] mpi_env: &'a mut Option<finegrain_rt::MpiEnv>,
+) -> Result<RtPlatform<'a>> {
+    match platform {
+        "shm" => match finegrain_rt::NodeEnv::from_env().map_err(anyhow::Error::msg)? {
+            Some(env) => Ok(RtPlatform::Shm(env)),
+            None => bail!("this benchmark node runs under finegrain bench --platform shm (finegrain launch)"),
+        },
+        #[cfg(feature = "mpi")]
+        "mpi" => {
+            let threads = platforms::config().threads_per_node();
+            Ok(RtPlatform::Mpi(mpi_env.insert(finegrain_rt::MpiEnv::init(threads).map_err(anyhow::Error::msg)?)))
+        }
+        other => bail!("invalid platform = {other}: allowed shm, mpi"),
+    }
+}
+
+/// One node process of the streaming rate across processes; node 0
+/// prints its median.
+fn rate_node(platform: &str, quick: bool) -> Result<()> {
+    let s = platforms::Stream::new(effort(quick))?;
+    let cfg = platforms::config();
+    #[cfg(feature = "mpi")]
+    let mut mpi_env = None;
+    let on = node_platform(
+        platform,
+        #[cfg(feature = "mpi")]
+        &mut mpi_env,
+    )?;
+    let out = match on {
+        RtPlatform::Shm(env) => finegrain_rt::ShmPlatform { config: &cfg, env }.run_node(&s.table, |p| s.node(p))?,
+        #[cfg(feature = "mpi")]
+        RtPlatform::Mpi(env) => finegrain_rt::MpiPlatform { config: &cfg, env }.run_node(&s.table, |p| s.node(p))?,
+        _ => bail!("invalid platform = {platform}: allowed shm, mpi"),
+    };
+    if on.has_results() {
+        say!("per_s {}", finegrain_rt::probe::median(out.results.into_iter().flatten().collect()));
+    }
+    Ok(())
+}
+
+/// One node process of the ping-pong across processes; node 0 prints its
+/// median for the benchmark that started it.
+fn pingpong_node(platform: &str, size: usize, quick: bool) -> Result<()> {
+    let w = platforms::PingPong::new(size, effort(quick))?;
+    let cfg = platforms::config();
+    #[cfg(feature = "mpi")]
+    let mut mpi_env = None;
+    let on = node_platform(
+        platform,
+        #[cfg(feature = "mpi")]
+        &mut mpi_env,
+    )?;
+    let ran = on.run(&cfg, &w)?;
+    if on.has_results() {
+        say!("one_way_ns {}", platforms::one_way(ran.outputs));
+    }
+    Ok(())
 }
 
 fn effort(quick: bool) -> Effort {

@@ -159,6 +159,27 @@ pub struct ShmPlatform<'c> {
     pub env: NodeEnv,
 }
 
+impl ShmPlatform<'_> {
+    /// Runs `spawn`'s future on each compute thread of this process's node
+    /// (as [`crate::run`] does for a whole cluster in one process) and
+    /// returns this node's results only: for programs outside the
+    /// [`Workload`] interface, such as the runtime's own benchmarks.
+    pub fn run_node<T, F, Fut>(&self, handlers: &finegrain_core::HandlerTable, spawn: F) -> Result<RtOutput<T>, RtError>
+    where
+        T: Send,
+        F: Fn(crate::RtProc) -> Fut + Sync,
+        Fut: std::future::Future<Output = Result<T, finegrain_core::AmError>>,
+    {
+        self.config.validate()?;
+        let node = Arc::new(attach(self.config, self.env)?);
+        let local = self.env.node..self.env.node + 1;
+        let out =
+            run_nodes::<_, Shm, _, _>(self.config, handlers, &node, local, spawn).map_err(|e| failed(&node, e))?;
+        node.map.write_report(node.node, &[]).map_err(RtError::Setup)?;
+        Ok(out)
+    }
+}
+
 impl Platform for ShmPlatform<'_> {
     type Stats = RtStats;
     type Error = RtError;

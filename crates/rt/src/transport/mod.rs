@@ -9,10 +9,12 @@
 //! - [`crate::dispatch`] takes what arrived for a node from its [`Inbox`],
 //!   lane by lane, decoding each message into a buffer it provides.
 //!
-//! The first (and so far only) implementation is [`InProc`]: nodes as
-//! groups of threads in one process, with one [`ring`] of cache-line slots
-//! per (sending thread, node) pair, messages laid out by [`codec`], and an
-//! ordered [`spill`] for messages that find a ring full.
+//! Three implementations: [`InProc`], nodes as groups of threads in one
+//! process, with one [`ring`] of cache-line slots per (sending thread,
+//! node) pair, messages laid out by [`codec`], and an ordered [`spill`] for
+//! messages that find a ring full; [`shm`], the same rings in a mapping
+//! shared by node processes of one host; and `mpi` (the `mpi` feature),
+//! each rank a node, messages as MPI messages.
 //!
 //! # What a new transport implements
 //!
@@ -26,7 +28,7 @@
 //! rules for *who handles what* live in [`crate::dispatch`]; neither
 //! changes with the transport.
 //!
-//! What differs between the in-process rings and the next two
+//! What differs between the in-process rings and the other two
 //! transports, and where it goes:
 //!
 //! | | in-process ([`InProc`]) | shared memory between processes | MPI across hosts |
@@ -52,11 +54,11 @@
 //!
 //! For shared memory, [`ring`]'s layout and its producer and consumer code
 //! stay as they are; only the slots and the consumer's position move from
-//! the heap into the mapping (a constructor over mapped memory instead of
-//! an `Arc`). Outside this module, a transport between processes also
-//! needs a launcher: [`crate::run`] starts every node's threads in this
-//! process, and its end-of-run count of finished applications is
-//! process-wide.
+//! the heap into the mapping ([`ring::mapped`]). A transport between
+//! processes also counts finished applications cluster-wide
+//! ([`Transport::apps_finished`]) and reports trouble at other nodes
+//! ([`Transport::peer_trouble`]); its launcher and the gathering of results
+//! are in `crate::processes` and `crate::ranks`.
 //!
 //! The transport is a type parameter of the runtime's thread and node
 //! contexts, so every operation on the message path is a direct (mostly

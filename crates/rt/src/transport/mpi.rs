@@ -20,8 +20,9 @@
 //!   flight is lost when the runtime stops.
 //!
 //! Threads of a rank call MPI concurrently (any thread sends; the receive
-//! right moves between threads), so the transport needs
-//! `MPI_THREAD_MULTIPLE`, checked at start-up.
+//! right moves between threads), so nodes of several threads need
+//! `MPI_THREAD_MULTIPLE`; a node of one thread needs only
+//! `MPI_THREAD_SERIALIZED` (see `crate::ranks::MpiEnv`).
 //!
 //! A remote node's doorbell is out of reach (`doorbell` gives `None`):
 //! senders do not wake or interrupt other ranks' threads. A rank's own
@@ -57,6 +58,8 @@ const CONTROL_WORDS: usize = 64;
 const CONTROL_FINISHED: u64 = 1;
 const CONTROL_SENT: u64 = 2;
 const CONTROL_FAILED: u64 = 3;
+/// Progress steps between tests of the control receive.
+const CONTROL_EVERY: u32 = 64;
 
 /// An MPI request handle, moved between threads only with the buffer it
 /// belongs to.
@@ -167,12 +170,16 @@ pub(crate) struct Mpi {
     bell: CachePadded<Doorbell>,
     control: Arc<Control>,
     total_compute: u32,
+    multiple: bool,
 }
 
 /// A rank's MPI environment as the transport needs it.
 pub(crate) struct MpiPlace {
     pub(crate) rank: u32,
     pub(crate) ranks: u32,
+    /// MPI_THREAD_MULTIPLE: any thread may call MPI at any time (otherwise
+    /// only the node's one thread does while the run goes on).
+    pub(crate) multiple: bool,
 }
 
 impl Transport for Mpi {
@@ -201,6 +208,7 @@ impl Transport for Mpi {
             bell: CachePadded::new(Doorbell::new(layout.compute_threads_per_node)),
             control,
             total_compute: layout.nodes * layout.compute_threads_per_node,
+            multiple: place.multiple,
         };
         Ok((transport, Endpoints { senders, inboxes: vec![inbox] }))
     }
@@ -258,8 +266,13 @@ impl Transport for Mpi {
         (node != self.control.me).then_some(Trouble::Failed { node })
     }
 
+    /// Called by the run's watcher thread: only where MPI lets any thread
+    /// call it (otherwise the platform announces once the run's threads
+    /// have stopped).
     fn announce_failure(&self, node: u32, text: &str) {
-        announce(self.control.ranks, self.control.me, node, text);
+        if self.multiple {
+            announce(self.control.ranks, self.control.me, node, text);
+        }
     }
 }
 
@@ -398,6 +411,8 @@ struct Posted {
     waiting: usize,
     control_buf: Box<[u64]>,
     control_req: Request,
+    /// Progress steps since the control receive was last tested.
+    since_control: u32,
 }
 
 /// A rank's receive side: one lane, over the preposted receives.
@@ -428,6 +443,7 @@ impl MpiInbox {
             waiting: 0,
             control_buf: vec![0u64; CONTROL_WORDS].into_boxed_slice(),
             control_req: null_request(),
+            since_control: 0,
         };
         for i in 0..RECV_SLOTS {
             post_recv(&mut posted.bufs[i], TAG_AM, &mut posted.reqs[i]);
@@ -491,7 +507,14 @@ impl Inbox for MpiInbox {
     unsafe fn progress(&self) {
         // SAFETY: the caller holds the receive right.
         let p = unsafe { &mut *self.posted.get() };
-        self.progress_control(p);
+        // Control messages matter only at the end of a run or on a failure:
+        // testing their receive on every step would double the library
+        // calls on the message path.
+        p.since_control += 1;
+        if p.since_control >= CONTROL_EVERY {
+            p.since_control = 0;
+            self.progress_control(p);
+        }
         while p.waiting < RECV_SLOTS {
             let i = p.tested;
             // SAFETY: a zeroed status is valid plain data for MPI to fill.

@@ -68,14 +68,8 @@ struct Shared {
 }
 
 enum Owner {
-    Heap {
-        _slots: Box<[Slot]>,
-        _head: Box<CachePadded<AtomicU64>>,
-    },
-    #[cfg(not(loom))]
-    Mapped {
-        _map: Arc<dyn Send + Sync>,
-    },
+    Heap { _slots: Box<[Slot]>, _head: Box<CachePadded<AtomicU64>> },
+    Mapped { _map: std::sync::Arc<dyn Send + Sync> },
 }
 
 // SAFETY: the pointers lead to atomics owned by `_owner` (heap memory or
@@ -100,11 +94,13 @@ impl Shared {
     }
 }
 
+/// (The loom models exercise heap rings only: loom's atomics are not the
+/// ones other processes see.)
+///
 /// Where a ring lives in memory mapped by several processes: `slots`
 /// slots of 64 bytes from `slots_at`, and the consumer's position (a
 /// line of its own) at `head_at`. Both zeroed when the mapping was made
 /// (an empty ring).
-#[cfg(not(loom))]
 pub(crate) struct MappedRing {
     pub(crate) slots_at: *const u8,
     pub(crate) slots: usize,
@@ -113,7 +109,6 @@ pub(crate) struct MappedRing {
 
 /// Bytes a mapped ring of `slots` slots takes (its slots, then its head
 /// line padded to 128 bytes against adjacent-line prefetch).
-#[cfg(not(loom))]
 pub(crate) fn mapped_bytes(slots: usize) -> usize {
     slots * std::mem::size_of::<Slot>() + 128
 }
@@ -125,8 +120,7 @@ pub(crate) fn mapped_bytes(slots: usize) -> usize {
 /// size) memory, 64-byte aligned, inside a mapping `owner` keeps mapped,
 /// used by no other ring; `slots` a power of two, at least 2. At most one
 /// producer and one consumer may exist for it across all processes.
-#[cfg(not(loom))]
-pub(crate) unsafe fn mapped(at: &MappedRing, owner: Arc<dyn Send + Sync>) -> (Producer, Consumer) {
+pub(crate) unsafe fn mapped(at: &MappedRing, owner: std::sync::Arc<dyn Send + Sync>) -> (Producer, Consumer) {
     debug_assert!(at.slots.is_power_of_two() && at.slots >= 2);
     debug_assert!((at.slots_at as usize).is_multiple_of(64) && (at.head_at as usize).is_multiple_of(64));
     let shared = Arc::new(Shared {
@@ -145,8 +139,7 @@ pub(crate) unsafe fn mapped(at: &MappedRing, owner: Arc<dyn Send + Sync>) -> (Pr
 ///
 /// # Safety
 /// As for [`mapped`]; the ring's consumer is in another process.
-#[cfg(not(loom))]
-pub(crate) unsafe fn mapped_producer(at: &MappedRing, owner: Arc<dyn Send + Sync>) -> Producer {
+pub(crate) unsafe fn mapped_producer(at: &MappedRing, owner: std::sync::Arc<dyn Send + Sync>) -> Producer {
     // SAFETY: forwarded from the caller.
     unsafe { mapped(at, owner) }.0
 }
@@ -156,8 +149,7 @@ pub(crate) unsafe fn mapped_producer(at: &MappedRing, owner: Arc<dyn Send + Sync
 ///
 /// # Safety
 /// As for [`mapped`]; the ring's producer is in another process.
-#[cfg(not(loom))]
-pub(crate) unsafe fn mapped_consumer(at: &MappedRing, owner: Arc<dyn Send + Sync>) -> Consumer {
+pub(crate) unsafe fn mapped_consumer(at: &MappedRing, owner: std::sync::Arc<dyn Send + Sync>) -> Consumer {
     // SAFETY: forwarded from the caller.
     unsafe { mapped(at, owner) }.1
 }

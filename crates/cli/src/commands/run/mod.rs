@@ -73,7 +73,12 @@ pub fn run(args: RunArgs, alias: Option<Workload>) -> Result<()> {
             if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_none() {
                 return launch_mpi(&a, workload);
             }
-            mpi_env = finegrain_rt::MpiEnv::init().map_err(anyhow::Error::msg)?;
+            // Nodes of one thread take a cheaper thread level.
+            let threads = match workload {
+                Workload::Micro => a.procs_per_node.unwrap_or(2),
+                Workload::FetchAdd => 2,
+            };
+            mpi_env = finegrain_rt::MpiEnv::init(threads).map_err(anyhow::Error::msg)?;
             Some(RtPlatform::Mpi(&mpi_env))
         }
         other => bail!(
