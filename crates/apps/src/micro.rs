@@ -250,8 +250,12 @@ pub fn mean_compute(u: f64, lmin: f64) -> f64 {
     u / (1.0 - u) * lmin
 }
 
-/// Requests a run makes in all (each is answered once).
+/// Requests a run makes in all (each is answered once): one requester's
+/// alone when only it issues.
 pub fn total_requests(sim: &SimConfig, cfg: &MicroConfig) -> u64 {
+    if cfg.single_requester {
+        return cfg.requests_per_node;
+    }
     cfg.requests_per_node.saturating_mul(sim.run.topology.nodes as u64)
 }
 

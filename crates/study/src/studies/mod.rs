@@ -3,6 +3,7 @@
 //! [`Study`](crate::study::Study), its experiment file in `experiments/`,
 //! and one line in [`STUDIES`].
 
+pub mod coprocessor_micro;
 pub mod pdq_micro;
 pub mod scheduling_micro;
 
@@ -11,8 +12,11 @@ use crate::study::{AnyStudy, Registered};
 use anyhow::{bail, Result};
 
 /// Every study `finegrain reproduce` and `finegrain rerun` know.
-pub static STUDIES: &[&dyn AnyStudy] =
-    &[&Registered::<scheduling_micro::SchedulingMicro>::STUDY, &Registered::<pdq_micro::PdqMicro>::STUDY];
+pub static STUDIES: &[&dyn AnyStudy] = &[
+    &Registered::<scheduling_micro::SchedulingMicro>::STUDY,
+    &Registered::<pdq_micro::PdqMicro>::STUDY,
+    &Registered::<coprocessor_micro::CoprocessorMicro>::STUDY,
+];
 
 /// The study named `name`.
 pub fn find(name: &str) -> Option<&'static dyn AnyStudy> {
