@@ -4,89 +4,21 @@
 //! check answers, not speed).
 
 mod common;
+mod same_answers;
 
 use common::*;
+use same_answers::*;
 
-/// The line of `text` starting with `prefix`.
-fn line<'a>(text: &'a str, prefix: &str) -> &'a str {
-    text.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no '{prefix}' line in:\n{text}"))
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = finegrain(args);
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{args:?}: {text}{}", String::from_utf8_lossy(&out.stderr));
-    text
-}
-
-/// The microbenchmark's counts (requests, messages, handlers) under each
-/// policy, on threads and on processes, launched both ways.
+/// The microbenchmark's counts under each policy, as on threads.
 #[test]
 fn microbenchmark_counts_match_native_with_2_and_4_ranks() {
-    for nodes in ["2", "4"] {
-        for (policy, ppn) in [("single", "1"), ("fixed", "2"), ("floating", "2")] {
-            let args = |platform: &'static str| {
-                vec![
-                    "run",
-                    "--platform",
-                    platform,
-                    "--policy",
-                    policy,
-                    "--procs-per-node",
-                    ppn,
-                    "--nodes",
-                    nodes,
-                    "--protocol",
-                    "fetch",
-                    "--compute-cycles",
-                    "300",
-                    "--requests-per-node",
-                    "400",
-                ]
-            };
-            let native = ok(&args("native"));
-            let shm = ok(&args("mpi"));
-            let counts = |t: &str| line(t, "requests").split("interrupts").next().unwrap().to_string();
-            assert_eq!(counts(&native), counts(&shm), "{nodes} nodes, {policy}");
-            let expected = 400 * nodes.parse::<u64>().unwrap();
-            assert!(counts(&shm).contains(&format!("requests         {expected}  messages {}", 2 * expected)), "{shm}");
-            // One line per thread of every node process.
-            let threads = shm.lines().filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit())).count();
-            assert_eq!(threads, nodes.parse::<usize>().unwrap() * ppn.parse::<usize>().unwrap(), "{shm}");
-        }
-    }
+    microbenchmark_counts_match_native("mpi");
 }
 
-/// fetch&add words checked at rank 0 against the requests every rank
-/// sent; PDQ keyed dispatch serves the home.
+/// fetch&add answers (PDQ serving the home), as on threads.
 #[test]
 fn fetch_add_answers_match_native_with_2_and_4_ranks() {
-    for (requesters, kind) in [("1", "smp"), ("3", "smp"), ("3", "mult")] {
-        let args = |platform: &'static str| {
-            vec![
-                "fetch-add",
-                "--platform",
-                platform,
-                "--kind",
-                kind,
-                "--discipline",
-                "pdq",
-                "--requester-nodes",
-                requesters,
-                "--compute-procs",
-                "2",
-                "--keys",
-                "8",
-                "--requests-per-thread",
-                "300",
-            ]
-        };
-        let native = ok(&args("native"));
-        let shm = ok(&args("mpi"));
-        let requests = |t: &str| line(t, "requests").split(" in ").next().unwrap().to_string();
-        assert_eq!(requests(&native), requests(&shm), "{requesters} requesters, {kind}");
-        assert!(line(&shm, "requests").contains("every word checked"), "{shm}");
-    }
+    fetch_add_answers_match_native("mpi");
 }
 
 /// Under mpirun directly, as on a cluster.
