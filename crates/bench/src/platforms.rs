@@ -134,30 +134,8 @@ pub struct PlatformRow {
 /// pingpong-node --platform P --size S` under the platform's launcher;
 /// node 0 prints `one_way_ns X`.
 fn across_processes(platform: &str, size: usize, quick: bool) -> Result<f64> {
-    let program = std::env::current_exe().context("finding this program")?;
-    let mut node_args: Vec<String> = vec![
-        program.display().to_string(),
-        "bench".into(),
-        "pingpong-node".into(),
-        "--platform".into(),
-        platform.into(),
-        "--size".into(),
-        size.to_string(),
-    ];
-    if quick {
-        node_args.push("--quick".into());
-    }
-    let mut cmd = launcher(platform, &program);
-    let out =
-        cmd.args(&node_args).stdin(Stdio::null()).output().with_context(|| format!("starting the {platform} nodes"))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let Some(v) = text.lines().find_map(|l| l.strip_prefix("one_way_ns ")).and_then(|v| v.trim().parse().ok()) else {
-        bail!(
-            "the {platform} ping-pong printed no result: {}",
-            String::from_utf8_lossy(&out.stderr).lines().find(|l| l.starts_with("error")).unwrap_or("")
-        );
-    };
-    Ok(v)
+    let size = size.to_string();
+    run_nodes(platform, &["pingpong-node", "--platform", platform, "--size", &size], quick, "one_way_ns ", "ping-pong")
 }
 
 /// `bench pingpong --platform shm|mpi`.
@@ -317,9 +295,17 @@ pub struct PlatformRateRow {
 /// Runs the node processes of the streaming rate; node 0 prints
 /// `per_s X`.
 fn rate_across_processes(platform: &str, quick: bool) -> Result<f64> {
+    run_nodes(platform, &["rate-node", "--platform", platform], quick, "per_s ", "stream")
+}
+
+/// Runs `program bench ARGS [--quick]` as the platform's node processes
+/// under its launcher and returns the number node 0 prints after `label`;
+/// without one, the first error line any node printed (`what` names the
+/// measurement).
+fn run_nodes(platform: &str, args: &[&str], quick: bool, label: &str, what: &str) -> Result<f64> {
     let program = std::env::current_exe().context("finding this program")?;
-    let mut node_args: Vec<String> =
-        vec![program.display().to_string(), "bench".into(), "rate-node".into(), "--platform".into(), platform.into()];
+    let mut node_args: Vec<String> = vec![program.display().to_string(), "bench".into()];
+    node_args.extend(args.iter().map(|a| a.to_string()));
     if quick {
         node_args.push("--quick".into());
     }
@@ -327,9 +313,9 @@ fn rate_across_processes(platform: &str, quick: bool) -> Result<f64> {
     let out =
         cmd.args(&node_args).stdin(Stdio::null()).output().with_context(|| format!("starting the {platform} nodes"))?;
     let text = String::from_utf8_lossy(&out.stdout);
-    let Some(v) = text.lines().find_map(|l| l.strip_prefix("per_s ")).and_then(|v| v.trim().parse().ok()) else {
+    let Some(v) = text.lines().find_map(|l| l.strip_prefix(label)).and_then(|v| v.trim().parse().ok()) else {
         bail!(
-            "the {platform} stream printed no result: {}",
+            "the {platform} {what} printed no result: {}",
             String::from_utf8_lossy(&out.stderr).lines().find(|l| l.starts_with("error")).unwrap_or("")
         );
     };
