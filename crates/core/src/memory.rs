@@ -14,6 +14,10 @@ pub enum Region {
     ProtocolTable,
     /// Where a reply handler deposits data for a thread of this node.
     RecvBuffer(ThreadId),
+    /// The node's global segment: the memory global pointers and spread
+    /// arrays name (Split-C), which handlers for other nodes read and
+    /// write, as large as the platform's model of it allows.
+    Global,
 }
 
 /// Whether a memory access reads or writes.

@@ -53,6 +53,29 @@ pub trait Proc {
         args: Args,
         payload: Payload,
     ) -> impl Future<Output = Result<Message, AmError>>;
+    /// Sends a one-way active message to `dst`: returns once the message
+    /// is on its way, without waiting for anything. Its request handler
+    /// may reply (at most once) or not; a reply runs its reply handler at
+    /// this node, where no thread waits for it, so the reply handler
+    /// itself records what arrived (Split-C's get and put counters work
+    /// this way). Wait for what handlers record with
+    /// [`Proc::wait_until`].
+    fn send_keyed(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: Args,
+        payload: Payload,
+    ) -> impl Future<Output = Result<(), AmError>>;
+    /// Waits until `done` holds, handling messages meanwhile as the
+    /// platform's policy lets this thread (so a condition that only a
+    /// handler at this node can make true comes true). `done` must read
+    /// state that handlers at this node change; the platform checks it
+    /// again after each handler that ran here. A wait that cannot end (the
+    /// run has nothing left to do, or nothing arrives within the runtime's
+    /// progress timeout) fails the run with an error naming it.
+    fn wait_until(&self, done: impl Fn() -> bool) -> impl Future<Output = Result<(), AmError>>;
     /// Touches memory of this node (for example data a reply handler left in
     /// this thread's receive buffer).
     fn access(&self, region: Region, offset: u64, len: u32, kind: Access) -> impl Future<Output = ()>;

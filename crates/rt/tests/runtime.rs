@@ -555,19 +555,65 @@ fn more_arguments_than_a_message_carries_are_refused() {
     assert!(finished, "the run did not finish within 60 s");
 }
 
+/// Split-phase use of one-way messages: every thread sends requests
+/// without waiting, their handlers reply, the replies' handler counts them
+/// at the sender's node, and `wait_until` returns once all are in.
 #[test]
-fn a_reply_to_a_one_way_message_is_an_error() {
-    let (table, request) = echo_table();
-    let cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 1 }, Policy::Single);
-    let e = run(&cfg, &table, |p| async move {
-        if p.node().0 == 0 {
-            p.send(NodeId(1), request, &[1], &[])?;
-        }
-        Ok(())
-    })
-    .unwrap_err()
-    .to_string();
-    assert!(e.contains("handler 'echo' replied to a one-way message"), "{e}");
+fn replies_to_one_way_messages_run_at_the_sender_and_end_its_wait() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    const SENT: u64 = 300;
+    for (policy, ppn) in [(Policy::Single, 1), (Policy::Fixed { protocol_procs: 1 }, 3), (Policy::Floating, 2)] {
+        let threads = ppn.min(2) as usize;
+        let arrived: Arc<Vec<AtomicU64>> = Arc::new((0..3 * threads).map(|_| AtomicU64::new(0)).collect());
+        let mut t = HandlerTable::new();
+        let counts = arrived.clone();
+        let reply = t
+            .register(info("counted"), move |ctx, m: &Message| {
+                counts[ctx.node().index() * threads + m.src_thread.index()].fetch_add(m.args.get(0), Ordering::Relaxed);
+                Ok(())
+            })
+            .unwrap();
+        let request = t.register(info("answer"), move |ctx, m: &Message| ctx.reply_bytes(reply, m.args, &[])).unwrap();
+        let cfg = RtConfig::new(Topology { nodes: 3, procs_per_node: ppn }, policy);
+        let arrived_in = arrived.clone();
+        let out = run(&cfg, &t, move |p| {
+            let arrived = arrived_in.clone();
+            async move {
+                let me = p.node().index() * p.threads_per_node() as usize + p.thread().index();
+                for i in 0..SENT {
+                    let peer = NodeId((p.node().0 + 1 + i as u32 % 2) % p.nodes());
+                    Proc::send_keyed(
+                        &p,
+                        peer,
+                        request,
+                        finegrain_core::SyncKey::NoSync,
+                        Args::new(&[1])?,
+                        Payload::none(),
+                    )
+                    .await?;
+                }
+                p.wait_until(|| arrived[me].load(Ordering::Relaxed) == SENT).await?;
+                Ok(arrived[me].load(Ordering::Relaxed))
+            }
+        });
+        let out = out.unwrap_or_else(|e| panic!("{policy:?}: {e}"));
+        assert!(out.results.iter().all(|&n| n == SENT), "{policy:?}: {:?}", out.results);
+    }
+}
+
+/// A wait no handler can end fails the run within its progress timeout
+/// instead of hanging.
+#[test]
+fn a_wait_nothing_ends_is_an_error_not_a_hang() {
+    let finished = finishes_within(60, || {
+        let (table, _) = echo_table();
+        let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 1 }, Policy::Single);
+        cfg.progress_timeout_ms = 300;
+        let e = run(&cfg, &table, |p| async move { p.wait_until(|| false).await }).unwrap_err().to_string();
+        assert!(e.contains("waited for a condition (Proc::wait_until)"), "{e}");
+    });
+    assert!(finished, "the run did not finish within 60 s");
 }
 
 #[test]

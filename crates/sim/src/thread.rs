@@ -191,6 +191,21 @@ impl Proc for SimProc {
         }
     }
 
+    async fn send_keyed(
+        &self,
+        _dst: NodeId,
+        _handler: HandlerId,
+        _key: SyncKey,
+        _args: Args,
+        _payload: Payload,
+    ) -> Result<(), AmError> {
+        Err(AmError::NotAllowed("one-way sends are not simulated yet; allowed: request".into()))
+    }
+
+    async fn wait_until(&self, _done: impl Fn() -> bool) -> Result<(), AmError> {
+        Err(AmError::NotAllowed("wait_until is not simulated yet".into()))
+    }
+
     async fn access(&self, region: Region, offset: u64, len: u32, kind: Access) {
         self.submit(Op::Access { region, offset, len, kind }).await;
     }

@@ -73,6 +73,9 @@ impl<T: Transport> ThreadCtx<T> {
                 self.cluster.fail(FAIL_NO_REPLY, m.handler, None)
             }
             MsgKind::Request => {}
+            // A reply to a one-way message: its handler recorded what it
+            // brought, and no thread waits on a completion slot.
+            MsgKind::Reply if m.token == 0 => {}
             MsgKind::Reply => self.complete(m),
         }
     }

@@ -222,6 +222,28 @@ impl<T: Transport> ThreadCtx<T> {
     /// the progress timeout (then the run fails, naming `dst` and
     /// `handler`).
     fn wait_for(&self, c: &Completion, token: u64, dst: u32, handler: HandlerId) {
+        let done = || c.token.load(Ordering::Acquire) == token;
+        self.wait_while_handling(&done, || self.no_progress(dst, handler));
+    }
+
+    /// `Proc::wait_until`: waits for a condition handlers at this node make
+    /// true, handling messages as the policy allows.
+    pub(super) fn wait_until(&self, done: &dyn Fn() -> bool) -> Result<(), AmError> {
+        if done() {
+            return Ok(());
+        }
+        self.enter();
+        self.wait_while_handling(done, || self.no_progress_waiting());
+        self.exit();
+        if self.cluster.failed() {
+            return Err(run_aborted());
+        }
+        Ok(())
+    }
+
+    /// Waits until `done`, handling messages as the policy allows; past the
+    /// progress timeout calls `timed_out` (which fails the run).
+    fn wait_while_handling(&self, done: &dyn Fn() -> bool, timed_out: impl Fn()) {
         let t0 = self.stats.stamp();
         let mut deadline = Deadline::new(self.cluster.cfg.progress_timeout_ms);
         let node = self.node();
@@ -234,11 +256,11 @@ impl<T: Transport> ThreadCtx<T> {
             node.waiting.fetch_add(1, Ordering::Relaxed);
         }
         loop {
-            if c.token.load(Ordering::Acquire) == token || self.cluster.failed() {
+            if done() || self.cluster.failed() {
                 break;
             }
             if deadline.passed() {
-                self.no_progress(dst, handler);
+                timed_out();
                 break;
             }
             let spilled = !self.flush_spill();
@@ -252,7 +274,7 @@ impl<T: Transport> ThreadCtx<T> {
                 }
                 Policy::Single | Policy::Floating => {
                     if self.take_role() {
-                        self.act_until_done(c, token, &mut deadline);
+                        self.act_until_done(done, &mut deadline);
                     } else if !spilled {
                         self.relax(&mut spins);
                     }
@@ -267,12 +289,12 @@ impl<T: Transport> ThreadCtx<T> {
 
     /// Acts as PP until this thread's reply is in, then relinquishes
     /// (eagerly, or under hand-off only to a waiting peer).
-    fn act_until_done(&self, c: &Completion, token: u64, deadline: &mut Deadline) {
+    fn act_until_done(&self, done: &dyn Fn() -> bool, deadline: &mut Deadline) {
         let node = self.node();
         let mut spins = 0;
         loop {
             let handled = self.drain();
-            let done = c.token.load(Ordering::Acquire) == token;
+            let done = done();
             // The waiting loop reports the timeout once the role is back.
             if self.cluster.failed() || (!done && deadline.passed()) {
                 break;
@@ -318,6 +340,18 @@ impl<T: Transport> ThreadCtx<T> {
             "no reply from node {dst} to its request {name} within the progress timeout of {} ms: node {dst} makes \
              no progress (a handler that never returns, or threads that never poll)",
             cl.cfg.progress_timeout_ms
+        );
+        cl.fail_thread(self.node, self.local, AmError::Aborted(why));
+    }
+
+    /// This thread's `wait_until` saw its condition stay false for the
+    /// progress timeout: the run fails, naming the thread.
+    fn no_progress_waiting(&self) {
+        let cl = &self.cluster;
+        let why = format!(
+            "node {} thread {} waited for a condition (Proc::wait_until) that no handler made true within the \
+             progress timeout of {} ms: an operation it waits for was lost, or a peer makes no progress",
+            self.node, self.local, cl.cfg.progress_timeout_ms
         );
         cl.fail_thread(self.node, self.local, AmError::Aborted(why));
     }
@@ -504,11 +538,17 @@ impl<T: Transport> ThreadCtx<T> {
             Region::Segment(t) => node.segments.get(t.index()).map(|s| &s[..]),
             Region::ProtocolTable => Some(&node.table[..]),
             Region::RecvBuffer(t) => node.recv.get(t.index()).map(|s| &s[..]),
+            // Its real words belong to the library that names it (Split-C's
+            // segments), which reads and writes them itself.
+            Region::Global => None,
         }
     }
 
     /// Touches real memory (reads, or writes) of a region of this node.
     pub(super) fn touch(&self, region: Region, offset: u64, len: u32, kind: Access) -> Result<(), String> {
+        if region == Region::Global {
+            return Ok(());
+        }
         let words = self.region(region).ok_or_else(|| format!("{region:?} does not exist on this node"))?;
         let first = (offset / 8) as usize;
         let end = offset.saturating_add(len as u64);

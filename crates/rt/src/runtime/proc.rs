@@ -33,12 +33,8 @@ impl<T: Transport> HandlerCtx for RtHandlerCtx<'_, T> {
 
     fn reply_bytes(&mut self, handler: HandlerId, args: Args, data: &[u8]) -> Result<(), AmError> {
         let m = self.msg;
-        // Token 0 marks a one-way message: no thread waits for a reply, so
-        // completing one would write a completion slot its owner may be
-        // reading.
-        if m.token == 0 {
-            return Err(AmError::ReplyToOneWay { handler: self.guard.handler().to_string() });
-        }
+        // A reply to a one-way message keeps its token 0: its handler runs
+        // at the sender's node and completes no thread (see `handle`).
         if data.len() > MAX_PAYLOAD {
             return Err(AmError::PayloadTooLarge {
                 what: format!("handler '{}''s reply payload", self.guard.handler()),
@@ -108,6 +104,7 @@ pub(super) trait ThreadOps {
         payload: &[u8],
     ) -> Result<(), AmError>;
     fn serve(&self, stop: &dyn Fn() -> bool);
+    fn wait_until(&self, done: &dyn Fn() -> bool) -> Result<(), AmError>;
     fn times(&self) -> ThreadTimes;
     fn work(&self, cycles: u64);
     fn touch(&self, region: Region, offset: u64, len: u32, kind: Access) -> Result<(), String>;
@@ -149,6 +146,9 @@ impl<T: Transport> ThreadOps for ThreadCtx<T> {
     }
     fn serve(&self, stop: &dyn Fn() -> bool) {
         ThreadCtx::serve(self, stop)
+    }
+    fn wait_until(&self, done: &dyn Fn() -> bool) -> Result<(), AmError> {
+        ThreadCtx::wait_until(self, done)
     }
     fn times(&self) -> ThreadTimes {
         self.stats.times(self.node, self.local, true)
@@ -265,7 +265,7 @@ impl RtProc {
         }
     }
 
-    /// Sends a one-way active message: its request handler must not reply.
+    /// Sends a one-way active message (see [`Proc::send_keyed`]).
     /// It carries the `Sequential` key (see [`Proc::request`]).
     pub fn send(&self, dst: NodeId, handler: HandlerId, args: &[u64], payload: &[u8]) -> Result<(), AmError> {
         self.ctx.send_oneway(dst, handler, SyncKey::Sequential, args, payload)
@@ -343,6 +343,21 @@ impl Proc for RtProc {
         payload: Payload,
     ) -> Result<Message, AmError> {
         self.request_in_place(dst, handler, key, args.as_slice(), payload.as_slice(), |c| self.reply_message(c))
+    }
+
+    async fn send_keyed(
+        &self,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: Args,
+        payload: Payload,
+    ) -> Result<(), AmError> {
+        self.ctx.send_oneway(dst, handler, key, args.as_slice(), payload.as_slice())
+    }
+
+    async fn wait_until(&self, done: impl Fn() -> bool) -> Result<(), AmError> {
+        self.ctx.wait_until(&done)
     }
 
     async fn access(&self, region: Region, offset: u64, len: u32, kind: Access) {

@@ -286,6 +286,7 @@ impl AddressMap {
                 check_thread(t.0, threads)?;
                 (self.recv + t.0 * RECV_LINES, RECV_LINES as u64 * lb, "receive buffer")
             }
+            Region::Global => return Err("the global segment is not modelled by this simulator yet".into()),
         };
         // The offset comes from the application: near u64::MAX the sum
         // would wrap past the bound (and the line arithmetic below and in
