@@ -50,11 +50,37 @@ pub struct HandlerInfo {
     pub code_bytes: u32,
 }
 
+/// What a handler of a communication library does, for platforms that can
+/// do the same work without running a generic handler: a co-processor with
+/// a DMA engine and remote atomic add moves Split-C's data itself (IPPS
+/// 1996 Section 4.3). The handler still runs, so the data really moves;
+/// the mark only tells the platform what it may cost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LibraryOp {
+    /// At the owner: read the words a get asks for and reply with them.
+    GetRequest,
+    /// At the requester: deposit a get's words, count the get done.
+    GetReply,
+    /// At the owner: write a put's words and acknowledge.
+    PutRequest,
+    /// At the requester: count the put done.
+    PutAck,
+    /// At the owner: write a store's words and count them received.
+    Store,
+    /// A user's atomic function: runs on the main processor, atomically
+    /// with respect to other handlers and the computation.
+    Atomic,
+    /// The library's own bookkeeping (barrier arrivals, store counts).
+    Control,
+}
+
 /// The handlers of one program, identical on every node (SPMD).
 #[derive(Clone, Default)]
 pub struct HandlerTable {
     infos: Vec<HandlerInfo>,
     fns: Vec<HandlerFn>,
+    ops: Vec<Option<LibraryOp>>,
 }
 
 impl HandlerTable {
@@ -73,7 +99,26 @@ impl HandlerTable {
         }
         self.infos.push(info);
         self.fns.push(Arc::new(f));
+        self.ops.push(None);
         Ok(HandlerId(id))
+    }
+
+    /// Registers a communication library's handler, marked with what it
+    /// does (see [`LibraryOp`]).
+    pub fn register_library(
+        &mut self,
+        info: HandlerInfo,
+        op: LibraryOp,
+        f: impl Fn(&mut dyn HandlerCtx, &Message) -> Result<(), AmError> + Send + Sync + 'static,
+    ) -> Result<HandlerId, AmError> {
+        let id = self.register(info, f)?;
+        self.ops[id.index()] = Some(op);
+        Ok(id)
+    }
+
+    /// What library operation a handler is, if it is one.
+    pub fn library_op(&self, id: HandlerId) -> Option<LibraryOp> {
+        self.ops.get(id.index()).copied().flatten()
     }
 
     pub fn len(&self) -> usize {
