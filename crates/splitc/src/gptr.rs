@@ -22,7 +22,7 @@ impl GlobalPtr {
     }
 
     /// The pointer `words` further on the same node.
-    pub fn add(self, words: u64) -> GlobalPtr {
+    pub fn offset(self, words: u64) -> GlobalPtr {
         GlobalPtr { node: self.node, word: self.word + words }
     }
 }
