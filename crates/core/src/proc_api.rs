@@ -23,6 +23,10 @@ pub trait Proc {
     /// A seed for this thread's private random stream, derived from the run
     /// seed, the node and the thread, so runs are reproducible.
     fn seed(&self) -> u64;
+    /// The platform's clock, for timing a program's phases: simulated
+    /// processor cycles in the simulator (including what `charge` has
+    /// added), nanoseconds natively. Only differences mean anything.
+    fn now(&self) -> u64;
     /// Synthetic work: `cycles` of computation interleaved with random
     /// accesses to the thread's private segment.
     fn work(&self, cycles: u64) -> impl Future<Output = ()>;

@@ -69,6 +69,13 @@ impl Stamp {
     }
 }
 
+/// Nanoseconds since the process first asked (a common origin for every
+/// thread's [`finegrain_core::Proc::now`]).
+pub fn now_ns() -> u64 {
+    static ORIGIN: OnceLock<Stamp> = OnceLock::new();
+    Stamp::now().since(*ORIGIN.get_or_init(Stamp::now))
+}
+
 /// Calibrates the clock now (so the first measurement is not delayed).
 pub fn calibrate() {
     let _ = rate();

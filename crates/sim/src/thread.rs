@@ -60,6 +60,8 @@ pub(crate) struct ThreadShared {
     pub result: RefCell<Option<OpResult>>,
     /// Cycles charged with `Proc::charge` since the last operation.
     pub charged: Cell<u64>,
+    /// The engine's clock when it last polled the thread.
+    pub now: Cell<u64>,
 }
 
 impl ThreadShared {
@@ -73,6 +75,7 @@ impl ThreadShared {
             op: RefCell::new(None),
             result: RefCell::new(None),
             charged: Cell::new(0),
+            now: Cell::new(0),
         }
     }
 
@@ -166,6 +169,10 @@ impl Proc for SimProc {
 
     fn seed(&self) -> u64 {
         self.shared.seed
+    }
+
+    fn now(&self) -> u64 {
+        self.shared.now.get() + self.shared.charged.get()
     }
 
     async fn work(&self, cycles: u64) {

@@ -328,6 +328,10 @@ impl Proc for RtProc {
         finegrain_core::mix_seed(self.ctx.cfg().run.seed, self.ctx.node() as u64 + 1, self.ctx.local() as u64 + 1)
     }
 
+    fn now(&self) -> u64 {
+        crate::clock::now_ns()
+    }
+
     async fn work(&self, cycles: u64) {
         self.ctx.work(cycles)
     }

@@ -10,6 +10,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             return self.continue_thread(t, next);
         }
         let mut cx = Context::from_waker(Waker::noop());
+        self.threads[t].shared.now.set(self.now);
         let task = self.threads[t].task.as_mut().expect("unfinished thread has a task");
         self.running = Running::Thread(t as u32);
         let polled = task.as_mut().poll(&mut cx);
