@@ -11,6 +11,7 @@
 pub mod fetch_add;
 pub mod micro;
 pub mod serving;
+pub mod splitc;
 
 use finegrain_core::{Platform, Ran, Workload};
 use finegrain_rt::{Native, NodeEnv, RtConfig, RtError, RtStats, ShmPlatform};
