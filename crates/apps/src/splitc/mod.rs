@@ -14,6 +14,7 @@ pub mod cannon;
 pub mod fft;
 pub mod mm;
 pub mod pray;
+pub mod primitives;
 pub mod radix;
 pub mod sample;
 pub mod shell;
