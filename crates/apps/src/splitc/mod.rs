@@ -18,6 +18,7 @@ pub mod primitives;
 pub mod radix;
 pub mod sample;
 pub mod shell;
+pub mod spec;
 pub mod wator;
 
 use finegrain_core::{AmError, HandlerTable, Proc, Workload, WorkloadError};
