@@ -73,14 +73,15 @@ pub struct SampleConfig {
 
 impl SampleConfig {
     /// For the IPPS 1996 Table 2 run on 16 nodes (the paper gives no size):
-    /// 16K 32-bit keys per node (256K keys), 64 samples per node.
+    /// 64K 32-bit keys per node (1M keys, the Split-C suite's sorts'
+    /// scale), 64 samples per node.
     pub fn paper(moves: Moves) -> SampleConfig {
-        SampleConfig { moves, keys_per_node: 16384, key_bits: 32, oversample: 64, seed: 1996 }
+        SampleConfig { moves, keys_per_node: 65536, key_bits: 32, oversample: 64, seed: 1996 }
     }
 
-    /// A few simulated seconds on 16 nodes: 2K keys per node.
+    /// A few seconds to simulate on 16 nodes: 8K keys per node.
     pub fn quick(moves: Moves) -> SampleConfig {
-        SampleConfig { keys_per_node: 2048, ..SampleConfig::paper(moves) }
+        SampleConfig { keys_per_node: 8192, ..SampleConfig::paper(moves) }
     }
 
     /// For tests: 96 16-bit keys per node, 16 samples per node.

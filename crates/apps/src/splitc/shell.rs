@@ -40,14 +40,15 @@ pub struct ShellConfig {
 
 impl ShellConfig {
     /// For the IPPS 1996 Table 2 run on 16 nodes (the paper gives no size):
-    /// 16K 32-bit keys per node (256K keys).
+    /// 64K 32-bit keys per node (1M keys, the Split-C suite's sorts'
+    /// scale).
     pub fn paper() -> ShellConfig {
-        ShellConfig { keys_per_node: 16384, key_bits: 32, seed: 1996 }
+        ShellConfig { keys_per_node: 65536, key_bits: 32, seed: 1996 }
     }
 
-    /// A few simulated seconds on 16 nodes: 2K keys per node.
+    /// A few seconds to simulate on 16 nodes: 8K keys per node.
     pub fn quick() -> ShellConfig {
-        ShellConfig { keys_per_node: 2048, ..ShellConfig::paper() }
+        ShellConfig { keys_per_node: 8192, ..ShellConfig::paper() }
     }
 
     /// For tests: 64 16-bit keys per node.

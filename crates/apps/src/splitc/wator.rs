@@ -2,8 +2,12 @@
 //! blocking reads): an N-body-like simulation in which every fish attracts
 //! every other (softened inverse-square) while a current carries them.
 //!
-//! Each node owns `fish_per_node` fish; their positions sit in its segment,
-//! their velocities stay with the node. Every time step each node has the
+//! The ocean (the unit square at the start) is cut into one vertical strip
+//! per node, and each node owns the fish that start in its strip:
+//! `fish_per_node` on average, a few more or fewer on each node, as a
+//! spatial decomposition gives (so the nodes' loops do not run in perfect
+//! step). A node's fish's positions sit in its segment; their velocities
+//! stay with the node. Fish keep their owner as they move. Every time step each node has the
 //! paper's read/compute loop: for every remote fish it reads the fish's x
 //! (a blocking one-word read) and computes each local fish's x offset from
 //! it, then reads its y and computes the fish's pull on every local fish.
@@ -60,7 +64,7 @@ const CURRENT: f64 = 0.5;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WatorConfig {
-    /// Fish each node owns.
+    /// Fish in the ocean per node (each node owns those in its strip).
     pub fish_per_node: u64,
     /// Time steps.
     pub steps: u32,
@@ -75,7 +79,7 @@ impl WatorConfig {
         WatorConfig { fish_per_node: 256, steps: 3, seed: 1996 }
     }
 
-    /// A few simulated seconds on 16 nodes: 128 fish per node, 1 step.
+    /// A few seconds to simulate on 16 nodes: 128 fish per node, 1 step.
     pub fn quick() -> WatorConfig {
         WatorConfig { fish_per_node: 128, steps: 1, ..WatorConfig::paper() }
     }
@@ -110,19 +114,21 @@ pub struct School {
     pub vy: Vec<f64>,
 }
 
-/// Node `node`'s fish at the start: uniform in the unit square, drifting
-/// slowly.
-fn node_school(seed: u64, node: u32, n: u64) -> School {
+/// Every node's fish at the start: `nodes * fish_per_node` fish uniform in
+/// the unit square, drifting slowly, each owned by the node whose strip of
+/// x it starts in (in the order they were made).
+fn ocean(seed: u64, nodes: u32, fish_per_node: u64) -> Vec<School> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(node as u64);
-    let mut s = School::default();
-    for _ in 0..n {
-        s.x.push(rng.gen::<f64>());
-        s.y.push(rng.gen::<f64>());
+    let mut schools = vec![School::default(); nodes as usize];
+    for _ in 0..fish_per_node * nodes as u64 {
+        let (x, y) = (rng.gen::<f64>(), rng.gen::<f64>());
+        let s = &mut schools[((x * nodes as f64) as usize).min(nodes as usize - 1)];
+        s.x.push(x);
+        s.y.push(y);
         s.vx.push(rng.gen_range(-0.01..0.01));
         s.vy.push(rng.gen_range(-0.01..0.01));
     }
-    s
+    schools
 }
 
 /// Adds the pull of a fish `(dx, dy)` away to `(ax, ay)`.
@@ -194,14 +200,14 @@ impl WatorConfig {
         &self,
         s: &SplitNode<'_, P>,
         base: u64,
-        q: u32,
+        (q, count): (u32, u64),
         fish: &School,
         acc: &mut [Vec<f64>; 2],
         phases: &mut Phases,
     ) -> Result<(), AmError> {
         let f = fish.x.len();
         let mut dx = vec![0.0; f];
-        for j in 0..self.fish_per_node {
+        for j in 0..count {
             let xj = self.read(s, GlobalPtr::new(NodeId(q), base + 2 * j), phases).await?;
             compute(s, phases, f as u64 * OFFSET_CYCLES_PER_FISH, || {
                 for (d, xi) in dx.iter_mut().zip(&fish.x) {
@@ -224,6 +230,7 @@ impl WatorConfig {
         &self,
         s: &SplitNode<'_, P>,
         base: u64,
+        counts: &[u64],
         fish: &mut School,
         phases: &mut Phases,
     ) -> Result<(), AmError> {
@@ -235,7 +242,7 @@ impl WatorConfig {
             if q == me {
                 self.local_pull(s, fish, &mut acc, phases);
             } else {
-                self.remote_pull(s, base, q, fish, &mut acc, phases).await?;
+                self.remote_pull(s, base, (q, counts[q as usize]), fish, &mut acc, phases).await?;
             }
         }
         // Nobody reads the old positions once all nodes are here.
@@ -261,7 +268,7 @@ impl SplitcProgram for WatorConfig {
 
     fn input(&self, nodes: u32) -> String {
         format!(
-            "{} fish, {} per node, {} time steps, two one-word reads per remote fish per step; the paper gives no \
+            "{} fish, {} per node on average (those in its strip), {} time steps, two one-word reads per remote fish per step; the paper gives no \
              size",
             self.fish_per_node * nodes as u64,
             self.fish_per_node,
@@ -270,26 +277,31 @@ impl SplitcProgram for WatorConfig {
     }
 
     fn segment_words(&self, nodes: u32) -> u64 {
-        LIBRARY_WORDS_PER_NODE * nodes as u64 + 2 * self.fish_per_node
+        let most = ocean(self.seed, nodes, self.fish_per_node).iter().map(|s| s.x.len() as u64).max();
+        LIBRARY_WORDS_PER_NODE * nodes as u64 + 2 * most.unwrap_or(0)
     }
 
     async fn run<P: Proc>(&self, s: &SplitNode<'_, P>, phases: &mut Phases) -> Result<School, AmError> {
         self.validate(s.procs()).map_err(AmError::NotAllowed)?;
-        let base = s.alloc(2 * self.fish_per_node)?;
-        let mut fish = node_school(self.seed, s.me().0, self.fish_per_node);
+        // Every node makes the whole ocean (it is small): its own fish, and
+        // how many every other node owns.
+        let mut schools = ocean(self.seed, s.procs(), self.fish_per_node);
+        let counts: Vec<u64> = schools.iter().map(|s| s.x.len() as u64).collect();
+        let base = s.alloc(2 * counts.iter().max().copied().unwrap_or(0))?;
+        let mut fish = schools.swap_remove(s.me().index());
         for i in 0..fish.x.len() {
             s.local().set_f64(base + 2 * i as u64, fish.x[i]);
             s.local().set_f64(base + 2 * i as u64 + 1, fish.y[i]);
         }
         s.barrier().await?;
         for _ in 0..self.steps {
-            self.step(s, base, &mut fish, phases).await?;
+            self.step(s, base, &counts, &mut fish, phases).await?;
         }
         Ok(fish)
     }
 
     fn check(&self, nodes: u32, answers: &[&School]) -> Result<(), String> {
-        let mut schools: Vec<School> = (0..nodes).map(|p| node_school(self.seed, p, self.fish_per_node)).collect();
+        let mut schools = ocean(self.seed, nodes, self.fish_per_node);
         for _ in 0..self.steps {
             let pulls: Vec<(Vec<f64>, Vec<f64>)> = (0..schools.len()).map(|p| reference_pull(&schools, p)).collect();
             for (school, (ax, ay)) in schools.iter_mut().zip(pulls) {
