@@ -7,10 +7,12 @@
 //! `fish_per_node` on average, a few more or fewer on each node, as a
 //! spatial decomposition gives (so the nodes' loops do not run in perfect
 //! step). A node's fish's positions sit in its segment; their velocities
-//! stay with the node. Fish keep their owner as they move. Every time step each node has the
-//! paper's read/compute loop: for every remote fish it reads the fish's x
-//! (a blocking one-word read) and computes each local fish's x offset from
-//! it, then reads its y and computes the fish's pull on every local fish.
+//! stay with the node. Fish keep their owner as they move.
+//!
+//! Every time step each node has the paper's read/compute loop: for every
+//! remote fish it reads the fish's x (a blocking one-word read) and
+//! computes each local fish's x offset from it, then reads its y and
+//! computes the fish's pull on every local fish.
 //! The computation after each read is charged right after it, before the
 //! next read: while a node computes, the reads other nodes send it wait
 //! under a library whose main processor handles messages only when it
@@ -268,8 +270,8 @@ impl SplitcProgram for WatorConfig {
 
     fn input(&self, nodes: u32) -> String {
         format!(
-            "{} fish, {} per node on average (those in its strip), {} time steps, two one-word reads per remote fish per step; the paper gives no \
-             size",
+            "{} fish, {} per node on average (those in its strip), {} time steps, two one-word reads per remote \
+             fish per step; the paper gives no size",
             self.fish_per_node * nodes as u64,
             self.fish_per_node,
             self.steps
