@@ -117,9 +117,9 @@ impl AddressMap {
                 "memory.global_segment_bytes",
                 global_bytes,
                 format!(
-                    "a global segment that keeps the memory layout within 2^32 lines and {TAG_MASK} per set; with this cache ({} bytes in {line_bytes}-byte lines) at most {} bytes",
-                    m.cache.size_bytes,
-                    Self::room(global, s) * line_bytes as u64
+                    "allowed at most {} bytes with this cache ({} bytes in {line_bytes}-byte lines): a node's memory layout holds at most 2^32 lines and {TAG_MASK} per set",
+                    Self::room(global, s) * line_bytes as u64,
+                    m.cache.size_bytes
                 ),
             ));
         }
@@ -353,6 +353,7 @@ fn check_thread(t: u32, threads: u32) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use finegrain_core::config::MemoryParams;
 
     fn machine() -> MachineConfig {
         MachineConfig::load("hpca97").unwrap()
@@ -389,6 +390,8 @@ mod tests {
             lines.push((l, LineClass::Protocol, map.is_code(l)));
         }
         lines.extend((0..KEY_LOCK_LINES as u64).map(|k| (map.key_lock_line(k), LineClass::Protocol, false)));
+        let (first, count) = map.lines(Region::Global, 0, map.global_bytes as u32, threads).unwrap();
+        lines.extend((first..first + count).map(|l| (l, LineClass::Data, false)));
         lines
     }
 
@@ -397,6 +400,8 @@ mod tests {
         for (size, line) in [(1 << 20, 32), (2048, 32), (64, 8)] {
             let mut m = machine();
             (m.cache.size_bytes, m.cache.line_bytes, m.protocol.block_bytes) = (size, line, line);
+            // The default 64 MiB would not fit the smallest cache's tags.
+            m.memory = Some(MemoryParams { global_segment_bytes: 64 * line as u64 });
             let mut map = AddressMap::new(&m, &[4 * line; 3]).unwrap();
             for _ in 0..3 {
                 map.alloc_code(4 * line);
@@ -410,6 +415,28 @@ mod tests {
                 assert!(map.tag(l) < TAG_MASK, "cache {size}/{line}: line {l} has no tag");
             }
         }
+    }
+
+    #[test]
+    fn the_global_segment_follows_the_other_regions_and_is_bounded() {
+        let m = machine();
+        let map = AddressMap::new(&m, &[2048]).unwrap();
+        let size = MemoryParams::DEFAULT_GLOBAL_SEGMENT_BYTES;
+        let (first, count) = map.lines(Region::Global, size - 64, 64, 1).unwrap();
+        assert_eq!(count, 2);
+        assert!(first > map.request_line(MAX_THREADS - 1) && map.class(first) == LineClass::Data);
+        assert!(map.tag(first + 1) < TAG_MASK);
+        let e = map.lines(Region::Global, size, 1, 1).unwrap_err();
+        assert_eq!(e, format!("access of 1 bytes at offset {size} is outside the global segment ({size} bytes)"));
+        // A segment the layout cannot hold names its field and the most
+        // this cache allows.
+        let mut m = machine();
+        (m.cache.size_bytes, m.cache.line_bytes, m.protocol.block_bytes) = (2048, 32, 32);
+        let e = AddressMap::new(&m, &[256]).unwrap_err().to_string();
+        assert!(
+            e.starts_with("invalid memory.global_segment_bytes = 67108864: allowed at most 31117504 bytes with this cache (2048 bytes in 32-byte lines)"),
+            "{e}"
+        );
     }
 
     #[test]
