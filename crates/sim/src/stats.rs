@@ -327,6 +327,11 @@ fn describe(a: Option<HandlerSpan>, b: HandlerSpan) -> String {
     )
 }
 
+/// Serde's test for counters left out of records while zero.
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -390,9 +395,4 @@ mod tests {
         b.lock = Some((19, 45));
         assert!(key_conflict(&[a, b]).is_some());
     }
-}
-
-/// Serde's test for counters left out of records while zero.
-fn is_zero(v: &u64) -> bool {
-    *v == 0
 }
