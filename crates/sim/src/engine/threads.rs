@@ -7,9 +7,10 @@ use super::*;
 impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// Polls the thread's task and starts the operation it asks for.
     pub(super) fn run_thread(&mut self, t: usize) {
-        // A step deferred behind charged work has had its cycles computed
-        // (none are charged meanwhile, so this goes straight on); one a
-        // protocol processor's re-check polled has them computed now.
+        // A step deferred behind charged work had its cycles computed
+        // already (none can be charged meanwhile), so it goes straight on;
+        // one polled by a re-check of a `wait_until` condition
+        // (`start_recheck`) has its charged cycles computed first.
         if let Some(next) = self.threads[t].deferred.take() {
             return self.after_charged_work(t, next);
         }
