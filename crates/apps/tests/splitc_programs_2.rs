@@ -1,15 +1,20 @@
 //! The Split-C sorts and wator (IPPS 1996 Table 2: radix, radixb, sample,
 //! sampleb, shell, wator): each computes the sequential reference's answer
 //! natively on 1, 2 and 4 nodes, a corrupted answer is caught, and bad
-//! configurations are refused in one line naming the field.
+//! configurations are refused in one line naming the field. In the
+//! simulator each computes the right answer on preset ipps96 under the
+//! co-processor policy with both libraries (handlers on the main
+//! processor, main-am; on the co-processor, coproc-am) and on hpca97 under
+//! Single, and the same seed gives the same times.
 
 use finegrain_apps::splitc::radix::{RadixConfig, Stores};
 use finegrain_apps::splitc::sample::{Moves, SampleConfig};
 use finegrain_apps::splitc::shell::ShellConfig;
 use finegrain_apps::splitc::wator::WatorConfig;
 use finegrain_apps::splitc::{NodeRun, SplitcProgram, SplitcWorkload};
-use finegrain_core::{Platform, Policy, Topology};
+use finegrain_core::{CoprocLibrary, MachineConfig, Platform, Policy, Topology};
 use finegrain_rt::{Native, RtConfig};
+use finegrain_sim::{SimConfig, Simulator};
 
 /// Runs `program` natively on `nodes` nodes (the platform checks the
 /// answer); returns every node's output.
@@ -121,4 +126,90 @@ fn bad_configurations_are_refused_in_one_line() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("sharks"), "{e}");
+}
+
+/// The simulated machines: ipps96's co-processor nodes with handlers on
+/// the main processor or on the co-processor, and hpca97 under Single.
+fn machines(nodes: u32) -> Vec<(&'static str, SimConfig)> {
+    let topology = Topology { nodes, procs_per_node: 1 };
+    let ipps96 =
+        |library| SimConfig::new(MachineConfig::load("ipps96").unwrap(), topology, Policy::Coprocessor { library }, 7);
+    vec![
+        ("ipps96 main-am", ipps96(CoprocLibrary::MainAm)),
+        ("ipps96 coproc-am", ipps96(CoprocLibrary::CoprocAm)),
+        ("hpca97 single", SimConfig::new(MachineConfig::load("hpca97").unwrap(), topology, Policy::Single, 7)),
+    ]
+}
+
+/// Runs `program` in the simulator (which checks the answer); returns
+/// every node's output.
+fn simulated<G: SplitcProgram + Clone>(program: &G, cfg: &SimConfig, what: &str) -> Vec<NodeRun<G::Answer>> {
+    let w = SplitcWorkload::new(program.clone(), cfg.run.topology.nodes).unwrap();
+    let ran = Simulator { config: cfg }.run(&w).unwrap_or_else(|e| panic!("{} on {what}: {e}", program.name()));
+    ran.outputs
+}
+
+/// Right on every simulated machine with 4 nodes, and the same total
+/// times when run again with the same seed.
+fn right_and_deterministic_in_the_simulator<G: SplitcProgram + Clone>(program: G) {
+    for (what, cfg) in machines(4) {
+        let totals = || simulated(&program, &cfg, what).iter().map(|o| o.total).collect::<Vec<u64>>();
+        let first = totals();
+        assert!(first.iter().all(|&t| t > 0), "{} on {what}: {first:?}", program.name());
+        assert_eq!(first, totals(), "{} on {what}", program.name());
+    }
+}
+
+#[test]
+fn radix_and_radixb_sort_in_the_simulator() {
+    right_and_deterministic_in_the_simulator(RadixConfig::tiny(Stores::OneWord));
+    right_and_deterministic_in_the_simulator(RadixConfig::tiny(Stores::Bulk));
+}
+
+#[test]
+fn sample_and_sampleb_sort_in_the_simulator() {
+    right_and_deterministic_in_the_simulator(SampleConfig::tiny(Moves::Gets));
+    right_and_deterministic_in_the_simulator(SampleConfig::tiny(Moves::BulkStores));
+}
+
+#[test]
+fn shell_sorts_in_the_simulator() {
+    right_and_deterministic_in_the_simulator(ShellConfig::tiny());
+}
+
+#[test]
+fn wator_runs_in_the_simulator() {
+    right_and_deterministic_in_the_simulator(WatorConfig::tiny());
+}
+
+/// The average wait of wator's reads, in us, on the machine `cfg`.
+fn wator_read_wait_us(wator: &WatorConfig, cfg: &SimConfig, what: &str) -> f64 {
+    let outputs = simulated(wator, cfg, what);
+    let wait: u64 = outputs.iter().map(|o| o.phases.times["read-wait"]).sum();
+    let reads: u64 = outputs.iter().map(|o| o.phases.counts["reads"]).sum();
+    cfg.machine.cycles_to_us(wait as f64 / reads as f64)
+}
+
+#[test]
+fn wator_reads_wait_for_a_computing_owner_only_under_main_am() {
+    // The paper's point (Section 5.3): under main-am a read that arrives
+    // while its owner computes waits for the owner's next communication,
+    // so the wait grows with the computation after each read; the
+    // co-processor answers at once whatever the owner does. Four nodes,
+    // one step, 16 fish per node (tiny) against 256 (paper()'s per-read
+    // work).
+    let machines = machines(4);
+    let wait = |m: usize, fish_per_node| {
+        let wator = WatorConfig { fish_per_node, steps: 1, ..WatorConfig::tiny() };
+        wator_read_wait_us(&wator, &machines[m].1, machines[m].0)
+    };
+    let (main_small, main_large) = (wait(0, 16), wait(0, 256));
+    let (coproc_small, coproc_large) = (wait(1, 16), wait(1, 256));
+    println!(
+        "wator on 4 nodes, ipps96, average read wait: main-am {main_small:.1} us (16 fish per node), \
+         {main_large:.1} us (256); coproc-am {coproc_small:.1} us (16), {coproc_large:.1} us (256)"
+    );
+    let (main_growth, coproc_growth) = (main_large - main_small, coproc_large - coproc_small);
+    assert!(main_growth > coproc_growth + 20.0, "growth: main-am {main_growth} us, coproc-am {coproc_growth} us");
+    assert!(main_large > coproc_large, "256 fish per node: main-am {main_large} us, coproc-am {coproc_large} us");
 }
