@@ -186,7 +186,7 @@ fn configurations_read_from_json_refuse_unknown_fields() {
 #[test]
 fn inputs_describe_the_sizes() {
     assert_eq!(BitonicConfig::paper().input(16), "1048576 32-bit keys, 65536 per node on 16 (the paper gives no size)");
-    assert!(FftConfig::paper(FftRemap::Store).input(16).starts_with("262144 complex points, 16384 per node"));
+    assert!(FftConfig::paper(FftRemap::Store).input(16).starts_with("65536 complex points, 4096 per node"));
     assert!(CannonConfig::paper(CannonPlacement::Aligned).input(16).contains("128 x 128 block"));
     assert!(MmConfig::paper(MmPlacement::Global).input(16).contains("16 blocks of C per node"));
     assert!(PrayConfig::paper().input(16).starts_with("512 x 512 pixels, 64 spheres"));
