@@ -7,10 +7,11 @@
 //! node holding block C(i,j) computes it: for every k it bulk-gets A(i,k)
 //! and B(k,j) into a buffer and multiplies them into its block. The gets
 //! of a batch of `batch` products are issued together, and the next batch
-//! is issued before the current one is multiplied, so up to 4 × `batch`
-//! bulk gets are in flight while the node computes (the "global blocked"
-//! program's several outstanding gets, which the paper credits for half of
-//! its gain under the co-processor library).
+//! is issued before the current one is multiplied, so 2 × `batch` bulk
+//! gets are in flight while the node computes: the global blocked
+//! program's several outstanding gets (the paper attributes about half of
+//! its gain under the co-processor library to the main-processor library
+//! serving one get at a time).
 //!
 //! The two placements ([`MmPlacement`]):
 //! - `bands`: blocks dealt out in row-major order, a run of whole block
@@ -202,35 +203,31 @@ impl SplitcProgram for MmConfig {
         self.validate(s.procs()).map_err(AmError::NotAllowed)?;
         let (a, b, c) = (self.spread(s)?, self.spread(s)?, self.spread(s)?);
         let words = self.block * self.block;
-        // Two sets of `batch` slots, each an A block then a B block.
-        let slots = s.alloc(self.batch * 4 * words)?;
+        let nb = self.blocks_per_row();
+        let fetch = Fetch { a, b, nb, words, batch: self.batch, slots: s.alloc(self.batch * 4 * words)? };
         fill_local_blocks(s, &a, 0, self);
         fill_local_blocks(s, &b, 1, self);
         s.barrier().await?;
 
-        let nb = self.blocks_per_row();
         let work = products(&c, s.me(), nb);
         let mut sums = vec![vec![0.0; words as usize]; c.local_len(s.me()) as usize];
         let batches: Vec<&[Product]> = work.chunks(self.batch as usize).collect();
-        let slot = |set: usize, n: usize| slots + (set as u64 * self.batch + n as u64) * 2 * words;
-        let mut pipe = Pipe { phases, gets: 0 };
         if let Some(first) = batches.first() {
-            pipe.issue(s, &a, &b, first, |n| slot(0, n), nb, words).await?;
+            fetch.issue(s, first, 0, phases).await?;
         }
         for (t, batch) in batches.iter().enumerate() {
-            pipe.wait(s).await?;
+            let t0 = s.proc().now();
+            s.sync().await?;
+            phases.add("communicate", s.proc().now() - t0);
             if let Some(next) = batches.get(t + 1) {
-                pipe.issue(s, &a, &b, next, |n| slot((t + 1) % 2, n), nb, words).await?;
+                fetch.issue(s, next, (t + 1) % 2, phases).await?;
             }
             let t0 = s.proc().now();
             for (n, p) in batch.iter().enumerate() {
-                multiply_from_slot(s, slot(t % 2, n), self.block, &mut sums[p.local]);
+                multiply_from_slot(s, fetch.slot(t % 2, n), self.block, &mut sums[p.local]);
             }
-            pipe.phases.add("compute", s.proc().now() - t0);
+            phases.add("compute", s.proc().now() - t0);
         }
-        let gets = pipe.gets;
-        phases.count("bulk_gets", gets);
-        phases.count("get_words", gets * words);
         for (local, values) in sums.iter().enumerate() {
             s.local().write_f64(c.local_word(local as u64), values);
         }
@@ -265,39 +262,42 @@ impl SplitcProgram for MmConfig {
     }
 }
 
-/// Issues a batch's gets and records the time they take to issue and to
-/// arrive.
-struct Pipe<'p> {
-    phases: &'p mut Phases,
-    gets: u64,
+/// Where the blocks of a batch of products come from and land: two sets
+/// of `batch` slots, each an A block then a B block, so one set arrives
+/// while the other is multiplied.
+#[derive(Clone, Copy, Debug)]
+struct Fetch {
+    a: SpreadArray,
+    b: SpreadArray,
+    nb: u64,
+    words: u64,
+    batch: u64,
+    slots: u64,
 }
 
-impl Pipe<'_> {
-    #[allow(clippy::too_many_arguments)]
+impl Fetch {
+    /// The first word of slot `n` of set `set`.
+    fn slot(&self, set: usize, n: usize) -> u64 {
+        self.slots + (set as u64 * self.batch + n as u64) * 2 * self.words
+    }
+
+    /// Issues the bulk gets of `batch`'s blocks into set `set`.
     async fn issue<P: Proc>(
-        &mut self,
+        &self,
         s: &SplitNode<'_, P>,
-        a: &SpreadArray,
-        b: &SpreadArray,
         batch: &[Product],
-        slot: impl Fn(usize) -> u64,
-        nb: u64,
-        words: u64,
+        set: usize,
+        phases: &mut Phases,
     ) -> Result<(), AmError> {
         let t0 = s.proc().now();
         for (n, p) in batch.iter().enumerate() {
-            s.get(a.ptr(p.i * nb + p.k), slot(n), words).await?;
-            s.get(b.ptr(p.k * nb + p.j), slot(n) + words, words).await?;
-            self.gets += 2;
+            let to = self.slot(set, n);
+            s.get(self.a.ptr(p.i * self.nb + p.k), to, self.words).await?;
+            s.get(self.b.ptr(p.k * self.nb + p.j), to + self.words, self.words).await?;
         }
-        self.phases.add("communicate", s.proc().now() - t0);
-        Ok(())
-    }
-
-    async fn wait<P: Proc>(&mut self, s: &SplitNode<'_, P>) -> Result<(), AmError> {
-        let t0 = s.proc().now();
-        s.sync().await?;
-        self.phases.add("communicate", s.proc().now() - t0);
+        phases.add("communicate", s.proc().now() - t0);
+        phases.count("bulk_gets", 2 * batch.len() as u64);
+        phases.count("get_words", 2 * batch.len() as u64 * self.words);
         Ok(())
     }
 }
