@@ -2,7 +2,9 @@
 //! and fftb, mm, pray; IPPS 1996 Table 2) compute the right answer
 //! natively on 1, 2 and 4 nodes (Cannon on square grids), their checks
 //! catch a wrong answer, and their configurations refuse what they cannot
-//! run in one line naming the field.
+//! run in one line naming the field; in the simulator (ipps96 under both
+//! co-processor libraries, hpca97 under Single) they compute the same
+//! answers in repeatable times.
 
 use finegrain_apps::splitc::bitonic::BitonicConfig;
 use finegrain_apps::splitc::cannon::{CannonConfig, CannonPlacement};
@@ -190,4 +192,93 @@ fn inputs_describe_the_sizes() {
     assert!(CannonConfig::paper(CannonPlacement::Aligned).input(16).contains("128 x 128 block"));
     assert!(MmConfig::paper(MmPlacement::Global).input(16).contains("16 blocks of C per node"));
     assert!(PrayConfig::paper().input(16).starts_with("512 x 512 pixels, 64 spheres"));
+}
+
+mod simulated {
+    //! The same programs in the simulator: on preset ipps96 under policy
+    //! coprocessor with handlers on the main processor (main-am) and on the
+    //! co-processor (coproc-am), and on preset hpca97 under Single; 4 nodes,
+    //! tiny inputs. Answers are checked by the platform, and a second run
+    //! with the same seed gives the same times.
+
+    use super::*;
+    use finegrain_core::{CoprocLibrary, MachineConfig};
+    use finegrain_sim::{SimConfig, Simulator};
+
+    const NODES: u32 = 4;
+
+    fn machines() -> Vec<(String, SimConfig)> {
+        let topology = Topology { nodes: NODES, procs_per_node: 1 };
+        let ipps96 = MachineConfig::load("ipps96").unwrap();
+        let mut out = Vec::new();
+        for library in [CoprocLibrary::MainAm, CoprocLibrary::CoprocAm] {
+            let cfg = SimConfig::new(ipps96.clone(), topology, Policy::Coprocessor { library }, 11);
+            out.push((format!("ipps96 coprocessor {library:?}"), cfg));
+        }
+        out.push((
+            "hpca97 single".into(),
+            SimConfig::new(MachineConfig::load("hpca97").unwrap(), topology, Policy::Single, 11),
+        ));
+        out
+    }
+
+    /// Every node's total and phase times of one simulated run (checked).
+    fn times<G: SplitcProgram + Clone>(program: &G, sim: &SimConfig, what: &str) -> Vec<(u64, Vec<u64>)> {
+        let w = SplitcWorkload::new(program.clone(), NODES).unwrap();
+        let ran = Simulator { config: sim }.run(&w).unwrap_or_else(|e| panic!("{} on {what}: {e}", program.name()));
+        ran.outputs.iter().map(|o| (o.total, o.phases.times.values().copied().collect())).collect()
+    }
+
+    fn simulates_right_and_repeatably<G: SplitcProgram + Clone>(program: G) {
+        for (what, sim) in machines() {
+            let first = times(&program, &sim, &what);
+            assert!(first.iter().all(|(total, _)| *total > 0), "{} on {what}: {first:?}", program.name());
+            assert_eq!(first, times(&program, &sim, &what), "{} on {what}: a second run differs", program.name());
+        }
+    }
+
+    #[test]
+    fn bitonic() {
+        simulates_right_and_repeatably(BitonicConfig::tiny());
+    }
+
+    #[test]
+    fn cannon_in_both_placements() {
+        for placement in CANNONS {
+            simulates_right_and_repeatably(CannonConfig::tiny(placement));
+        }
+    }
+
+    #[test]
+    fn fft_and_fftb() {
+        for remap in FFTS {
+            simulates_right_and_repeatably(FftConfig::tiny(remap));
+        }
+    }
+
+    #[test]
+    fn mm_in_both_placements() {
+        for placement in MMS {
+            simulates_right_and_repeatably(MmConfig::tiny(placement));
+        }
+    }
+
+    #[test]
+    fn pray() {
+        simulates_right_and_repeatably(PrayConfig::tiny());
+    }
+
+    #[test]
+    fn computation_is_charged_to_the_simulated_clock() {
+        // A bigger matrix multiplies for longer: the compute phase grows
+        // with the charged multiply-adds (n³), not only the messages.
+        let (_, sim) = machines().pop().unwrap();
+        let compute = |n| {
+            let w = SplitcWorkload::new(MmConfig { n, ..MmConfig::tiny(MmPlacement::Bands) }, NODES).unwrap();
+            let ran = Simulator { config: &sim }.run(&w).unwrap();
+            ran.outputs[0].phases.times["compute"]
+        };
+        let (small, large) = (compute(16), compute(32));
+        assert!(large >= 7 * small, "compute {small} cycles at n = 16, {large} at n = 32");
+    }
 }
