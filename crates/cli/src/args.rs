@@ -277,7 +277,8 @@ pub struct RunArgs {
     pub sequential_fraction: Option<f64>,
 
     /// The Split-C program (workload splitc): a program of the
-    /// co-processor paper or primitives:get|put|store|bulk-store|bulk-put.
+    /// co-processor paper (bitonic, cannon-aligned, fft, radix, wator...)
+    /// or primitives:get|put|store|bulk-store|bulk-put.
     #[arg(long, help_heading = "Split-C")]
     pub program: Option<String>,
     /// The program's input: tiny, quick or paper [default: quick].

@@ -2,7 +2,16 @@
 //! name it, and running it on the simulator or the native runtime with
 //! its measures summed up over the nodes.
 
+use super::bitonic::BitonicConfig;
+use super::cannon::{CannonConfig, CannonPlacement};
+use super::fft::{FftConfig, FftRemap};
+use super::mm::{MmConfig, MmPlacement};
+use super::pray::PrayConfig;
 use super::primitives::{Primitive, PrimitivesConfig};
+use super::radix::{RadixConfig, Stores};
+use super::sample::{Moves, SampleConfig};
+use super::shell::ShellConfig;
+use super::wator::WatorConfig;
 use super::{NodeRun, SplitcProgram, SplitcWorkload};
 use crate::RtPlatform;
 use finegrain_core::{ConfigError, Platform};
@@ -18,6 +27,16 @@ use std::collections::BTreeMap;
 pub enum ProgramSpec {
     /// Split-C's primitives timed one at a time (Figure 3).
     Primitives(PrimitivesConfig),
+    /// Table 2's programs (IPPS 1996 Section 5.3).
+    Bitonic(BitonicConfig),
+    Cannon(CannonConfig),
+    Fft(FftConfig),
+    Mm(MmConfig),
+    Pray(PrayConfig),
+    Radix(RadixConfig),
+    Sample(SampleConfig),
+    Shell(ShellConfig),
+    Wator(WatorConfig),
 }
 
 /// Which of a program's inputs: the smallest (tests), the study's quick
@@ -54,9 +73,43 @@ fn primitive_reps(size: Size) -> u64 {
 /// the per-message costs are a small part of the time.
 pub const BANDWIDTH_WORDS: u64 = 8192;
 
-/// Every program name [`ProgramSpec::named`] takes.
-pub const PROGRAM_NAMES: &[&str] =
+/// Table 2's programs, by the names [`ProgramSpec::named`] takes.
+pub const PROGRAMS: &[&str] = &[
+    "bitonic",
+    "cannon-aligned",
+    "cannon-skewed",
+    "fft",
+    "fftb",
+    "mm-bands",
+    "mm-global",
+    "pray",
+    "radix",
+    "radixb",
+    "sample",
+    "sampleb",
+    "shell",
+    "wator",
+];
+
+/// The primitives' timing runs, by the names [`ProgramSpec::named`] takes.
+pub const PRIMITIVE_PROGRAMS: &[&str] =
     &["primitives:get", "primitives:put", "primitives:store", "primitives:bulk-store", "primitives:bulk-put"];
+
+/// Every name [`ProgramSpec::named`] takes, for messages.
+pub fn program_names() -> String {
+    PROGRAMS.iter().chain(PRIMITIVE_PROGRAMS).copied().collect::<Vec<_>>().join(", ")
+}
+
+/// A program's input at `size`, from its three constructors.
+macro_rules! sized {
+    ($size:expr, $ty:ident $(, $arg:expr)?) => {
+        match $size {
+            Size::Tiny => $ty::tiny($($arg)?),
+            Size::Quick => $ty::quick($($arg)?),
+            Size::Paper => $ty::paper($($arg)?),
+        }
+    };
+}
 
 /// What a run of a program measured, over its nodes, on the platform's
 /// clock (simulated cycles, or nanoseconds natively).
@@ -104,6 +157,15 @@ macro_rules! with_program {
     ($spec:expr, $prog:ident => $body:expr) => {
         match $spec {
             ProgramSpec::Primitives($prog) => $body,
+            ProgramSpec::Bitonic($prog) => $body,
+            ProgramSpec::Cannon($prog) => $body,
+            ProgramSpec::Fft($prog) => $body,
+            ProgramSpec::Mm($prog) => $body,
+            ProgramSpec::Pray($prog) => $body,
+            ProgramSpec::Radix($prog) => $body,
+            ProgramSpec::Sample($prog) => $body,
+            ProgramSpec::Shell($prog) => $body,
+            ProgramSpec::Wator($prog) => $body,
         }
     };
 }
@@ -130,7 +192,7 @@ fn run_rt_one<G: SplitcProgram + Clone>(
 impl ProgramSpec {
     /// The program called `name` with its `size` input.
     pub fn named(name: &str, size: Size) -> Result<ProgramSpec, ConfigError> {
-        let unknown = || ConfigError::invalid("program", name, format!("allowed {}", PROGRAM_NAMES.join(", ")));
+        let unknown = || ConfigError::invalid("program", name, format!("allowed {}", program_names()));
         if let Some(p) = name.strip_prefix("primitives:") {
             let primitive = Primitive::ALL.into_iter().find(|q| q.label() == p).ok_or_else(unknown)?;
             let reps = primitive_reps(size);
@@ -140,13 +202,30 @@ impl ProgramSpec {
                 PrimitivesConfig::figure3(primitive, reps)
             }));
         }
-        Err(unknown())
+        Ok(match name {
+            "bitonic" => ProgramSpec::Bitonic(sized!(size, BitonicConfig)),
+            "cannon-aligned" => ProgramSpec::Cannon(sized!(size, CannonConfig, CannonPlacement::Aligned)),
+            "cannon-skewed" => ProgramSpec::Cannon(sized!(size, CannonConfig, CannonPlacement::Skewed)),
+            "fft" => ProgramSpec::Fft(sized!(size, FftConfig, FftRemap::Store)),
+            "fftb" => ProgramSpec::Fft(sized!(size, FftConfig, FftRemap::BulkStore)),
+            "mm-bands" => ProgramSpec::Mm(sized!(size, MmConfig, MmPlacement::Bands)),
+            "mm-global" => ProgramSpec::Mm(sized!(size, MmConfig, MmPlacement::Global)),
+            "pray" => ProgramSpec::Pray(sized!(size, PrayConfig)),
+            "radix" => ProgramSpec::Radix(sized!(size, RadixConfig, Stores::OneWord)),
+            "radixb" => ProgramSpec::Radix(sized!(size, RadixConfig, Stores::Bulk)),
+            "sample" => ProgramSpec::Sample(sized!(size, SampleConfig, Moves::Gets)),
+            "sampleb" => ProgramSpec::Sample(sized!(size, SampleConfig, Moves::BulkStores)),
+            "shell" => ProgramSpec::Shell(sized!(size, ShellConfig)),
+            "wator" => ProgramSpec::Wator(sized!(size, WatorConfig)),
+            _ => return Err(unknown()),
+        })
     }
 
     /// The program's name as tables show it (`primitives:get`, `radixb`).
     pub fn label(&self) -> String {
         match self {
             ProgramSpec::Primitives(p) => format!("primitives:{}", p.primitive.label()),
+            other => with_program!(other, p => p.name().to_string()),
         }
     }
 

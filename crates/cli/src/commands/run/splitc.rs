@@ -7,7 +7,7 @@ use super::SimRun;
 use crate::args::RunArgs;
 use crate::say;
 use anyhow::{bail, Context, Result};
-use finegrain_apps::splitc::spec::{ProgramMeasures, ProgramSpec, Size, PROGRAM_NAMES};
+use finegrain_apps::splitc::spec::{program_names, ProgramMeasures, ProgramSpec, Size};
 use finegrain_apps::{RtPlatform, WorkloadSpec};
 use finegrain_core::{MachineConfig, Policy, Topology};
 use finegrain_sim::{RunStats, SimConfig};
@@ -19,7 +19,7 @@ const DEFAULT_NODES: u32 = 16;
 /// The program the flags name, at the size they ask for.
 fn program(a: &RunArgs) -> Result<ProgramSpec> {
     let Some(name) = a.program.as_deref() else {
-        bail!("missing program for workload splitc: allowed {}", PROGRAM_NAMES.join(", "));
+        bail!("missing program for workload splitc: allowed {}", program_names());
     };
     let size = Size::parse(a.size.as_deref().unwrap_or("quick"))?;
     Ok(ProgramSpec::named(name, size)?)

@@ -124,6 +124,11 @@ fn planned_runs(exp: &Experiment, machine: &MachineConfig, grid: &Grid, dma: f64
                 runs.push(make.run(library, r, part, PAIR, w));
             }
         }
+        // A program's input comes from its own seed, so one run per
+        // library measures it; the seeds vary the machine's own draws only.
+        if r > 0 {
+            continue;
+        }
         let nodes = Topology { nodes: grid.nodes, procs_per_node: 1 };
         for name in &grid.programs {
             let spec = ProgramSpec::named(name, grid.size)?;

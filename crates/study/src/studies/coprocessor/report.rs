@@ -21,8 +21,8 @@ pub(super) fn setup(exp: &Experiment, grid: &Grid) -> String {
          {} one-word gets and puts (each followed by sync), store and 32-byte bulk-store ping-pongs (a store's \
          latency is half the round trip), and {} bulk puts of {} bytes for bandwidth, under the three Split-C \
          libraries. Table 2: each program on {} nodes with its `{}` input (listed with the table), under main-am \
-         and the optimized co-processor library. {} seed(s) per measurement; every table shows the mean over \
-         them.",
+         and the optimized co-processor library, once (a program's input comes from its own seed). {} seed(s) \
+         per Table 1 and Figure 3 measurement; those tables show the mean over them.",
         exp.preset,
         PAIR.nodes,
         grid.round_trips,
