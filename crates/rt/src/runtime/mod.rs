@@ -129,7 +129,7 @@ fn build<T: Transport>(
     let (transport, endpoints) = T::open(&layout, place)?;
     let nodes: Box<[CachePadded<Node<T>>]> =
         endpoints.inboxes.into_iter().map(|inbox| CachePadded::new(Node::new(cfg, inbox))).collect();
-    let threads = cfg.run.topology.nodes as usize * cfg.run.topology.procs_per_node as usize;
+    let threads = cfg.run.topology.nodes as usize * cfg.threads_per_node() as usize;
     let cluster = Cluster::new(cfg, handlers, transport, nodes, local.start, threads > os::online_cores());
     Ok((Arc::new(cluster), endpoints.senders))
 }
@@ -138,7 +138,7 @@ fn build<T: Transport>(
 pub(crate) fn layout_of(cfg: &RtConfig, local: Range<u32>) -> Layout {
     Layout {
         nodes: cfg.run.topology.nodes,
-        threads_per_node: cfg.run.topology.procs_per_node,
+        threads_per_node: cfg.threads_per_node(),
         compute_threads_per_node: cfg.compute_threads_per_node(),
         ring_slots: cfg.ring_slots,
         local,
@@ -275,7 +275,7 @@ where
     F: Fn(RtProc) -> Fut + Sync,
     Fut: Future<Output = Result<T, AmError>>,
 {
-    let ppn = cluster.cfg.run.topology.procs_per_node;
+    let ppn = cluster.cfg.threads_per_node();
     let compute = cluster.cfg.compute_threads_per_node();
     let cores = os::online_cores();
     let total_compute = cluster.cfg.run.topology.nodes * compute;
@@ -299,6 +299,8 @@ where
                         cluster.transport.register_thread(n, l, ThreadKind::Protocol);
                         let ctx = ThreadCtx::new(cluster, out, n, l);
                         ctx.serve(|| all_done(cluster, n, total_compute));
+                        // Coproc: whatever it forwarded is queued by now.
+                        cluster.node(n).forwarded.progress_done.store(true, Ordering::Release);
                         ctx.stats.times(n, l, false)
                     })
                     .map(|h| handles.protocol.push(h))
@@ -352,6 +354,10 @@ where
     cluster.transport.app_finished();
     if cluster.cfg.run.policy.compute_procs_handle() {
         ctx.serve(|| all_done(cluster, n, total_compute));
+    } else if ctx.takes_forwarded {
+        // What the progress thread forwards until it stops must still run.
+        let forwarded = &cluster.node(n).forwarded;
+        ctx.serve_forwarded(|| forwarded.progress_done.load(Ordering::Acquire) && forwarded.is_empty());
     }
     drop(registration);
     let times = ctx.stats.times(n, l, true);
