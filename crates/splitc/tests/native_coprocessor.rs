@@ -304,3 +304,44 @@ fn a_parallel_discipline_is_refused_under_the_coprocessor_policy() {
     assert_eq!(coprocessor(CoprocLibrary::Optimized, 2).threads_per_node(), 2);
     assert_eq!(coprocessor(CoprocLibrary::MainAm, 2).threads_per_node(), 1);
 }
+
+/// Under optimized with its 2 nodes in 2 processes over shared memory
+/// (`finegrain_rt::ShmPlatform`): every operation, as on threads. The test
+/// launches two copies of this test binary, each told its node through
+/// the environment, which run only this test and check their own node's
+/// answers (a failed check fails its process, and so the launch).
+#[test]
+fn every_operation_moves_the_right_words_under_optimized_across_two_processes() {
+    use finegrain_rt::processes::launch::{launch, Launched};
+    const NAME: &str = "every_operation_moves_the_right_words_under_optimized_across_two_processes";
+    if let Some(env) = finegrain_rt::NodeEnv::from_env().expect("a well-formed launcher environment") {
+        return shm_node(env);
+    }
+    let _one = one_at_a_time();
+    let exe = std::env::current_exe().expect("this test binary").into_os_string();
+    let args: Vec<std::ffi::OsString> =
+        ["--exact", NAME, "--test-threads=1", "--nocapture"].iter().map(|a| a.into()).collect();
+    match launch(2, &exe, &args).expect("the launcher starts") {
+        Launched::Done => {}
+        other => panic!("the node processes did not all succeed: {other:?}"),
+    }
+}
+
+/// One node process of the test above.
+fn shm_node(env: finegrain_rt::NodeEnv) {
+    let mut b = SplitC::builder(2, 4 * BULK + 96);
+    let add = b.atomic(5, |local, [word, by, _]| {
+        assert!(on_main_thread(), "the atomic function ran off the main thread");
+        let old = local.get(word);
+        local.set(word, old + by);
+        old
+    });
+    let mut table = HandlerTable::new();
+    let sc = b.register(&mut table).unwrap();
+    let cfg = coprocessor(CoprocLibrary::Optimized, 2);
+    let shm = finegrain_rt::ShmPlatform { config: &cfg, env };
+    let out = shm.run_node(&table, |p| program(p, sc.clone(), add)).unwrap_or_else(|e| panic!("node {}: {e}", env.node));
+    let wrong: Vec<String> = out.results.into_iter().flatten().collect();
+    assert!(wrong.is_empty(), "node {}: {wrong:?}", env.node);
+    assert_eq!(out.stats.threads.len(), 2, "node {}: a main and a progress thread", env.node);
+}
