@@ -23,6 +23,22 @@
 //!   only to a waiting peer); when every thread computes, a sender raises an
 //!   interrupt (a signal) on one of them, round-robin (see
 //!   [`crate::notify::signal`]).
+//! - Coprocessor (IPPS 1996: the Meiko CS-2's Elan runs message handling,
+//!   so the main processor neither polls for it nor is interrupted): one
+//!   main thread per node computes. Under `optimized` and `coproc-am` each
+//!   node has one more thread, its progress thread (the co-processor),
+//!   which serves the node's inbox as a Fixed protocol thread does but
+//!   runs only the handlers [`RtConfig::progress_runs`] allows: under
+//!   optimized Split-C's data and control operations (the copies, counter
+//!   updates and remote adds a DMA engine and remote atomic add do), under
+//!   coproc-am every handler but a user's atomic function. Everything else
+//!   is forwarded to the main thread, which runs it when it polls
+//!   (`Proc::poll`), while it waits (for a reply, in `wait_until`, in
+//!   `idle`), when it sends, and after its application has returned until
+//!   the progress thread has stopped, so nothing forwarded is lost. A
+//!   forwarded request's reply leaves from the main thread's send side.
+//!   Under `main-am` there is no progress thread: the main thread handles
+//!   everything, as under Single.
 //!
 //! The files: `cluster.rs` (what the threads share), `thread.rs` (a
 //! thread's context), `ops.rs` (what a thread asks for: requests, sends,
