@@ -72,11 +72,13 @@ impl<T: Transport> ThreadCtx<T> {
         loop {
             let t0 = self.stats.stamp();
             let ran = self.run_forwarded();
-            let spilled = !self.flush_spill();
+            // A spill waits for its destination to drain; relaxing lets
+            // that thread run if it shares this core.
+            self.flush_spill();
             if self.cluster.failed() || stop() {
                 break;
             }
-            if ran == 0 && !spilled {
+            if ran == 0 {
                 self.relax(&mut spins);
                 self.stats.add_idle(self.stats.since(t0));
             }

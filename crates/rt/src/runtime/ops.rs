@@ -271,8 +271,10 @@ impl<T: Transport> ThreadCtx<T> {
                 Mode::Fixed => self.relax(&mut spins),
                 // The progress thread serves; this thread runs what it
                 // forwards (a remote atomic waiting on us, say).
+                // A spill waits for the destination's progress thread,
+                // which may need this core.
                 Mode::Coproc => {
-                    if self.run_forwarded() == 0 && !spilled {
+                    if self.run_forwarded() == 0 {
                         self.relax(&mut spins);
                     }
                 }
@@ -480,6 +482,11 @@ impl<T: Transport> ThreadCtx<T> {
             let spilled = !self.flush_spill();
             if handled > 0 || spilled {
                 empty = 0;
+                // A spill waits for its destination to drain: give that
+                // thread the core if it shares this one.
+                if handled == 0 {
+                    self.relax(&mut spins);
+                }
                 continue;
             }
             empty = empty.wrapping_add(1);

@@ -115,8 +115,14 @@ impl<T: Transport> ThreadCtx<T> {
     }
 
     /// Spin politely: when threads outnumber cores, give the core away.
+    /// Under Coproc every message crosses two threads of a node (main and
+    /// progress), so when they share cores each empty look yields at once:
+    /// the thread that has work is the one that must run.
     #[inline]
     pub(super) fn relax(&self, spins: &mut u32) {
+        if self.cluster.oversubscribed && self.cluster.mode == Mode::Coproc {
+            return std::thread::yield_now();
+        }
         poll::relax(spins, self.cluster.oversubscribed);
     }
 
