@@ -145,7 +145,11 @@ impl Plan {
     /// timed alone, and a run under optimized may hop through four threads
     /// on two cores.
     fn of(e: Effort) -> Plan {
-        Plan { warmup: (e.warmup / 20).max(10), reps: (e.per_round / 20).max(20), bulk_reps: if e.rounds > 5 { 20 } else { 5 } }
+        Plan {
+            warmup: (e.warmup / 20).max(10),
+            reps: (e.per_round / 20).max(20),
+            bulk_reps: if e.rounds > 5 { 20 } else { 5 },
+        }
     }
 }
 
@@ -225,7 +229,8 @@ async fn phase<P: Proc>(s: &SplitNode<'_, P>, w: &Words, op: Op, plan: Plan) -> 
 /// One node's part of one run: every operation in turn.
 async fn program<P: Proc>(p: P, sc: SplitC, plan: Plan) -> Result<Samples, AmError> {
     let s = sc.on(&p)?;
-    let w = Words { one: s.alloc(2)?, ping: s.alloc(STORE_WORDS)?, src: s.alloc(BULK_WORDS)?, dst: s.alloc(BULK_WORDS)? };
+    let w =
+        Words { one: s.alloc(2)?, ping: s.alloc(STORE_WORDS)?, src: s.alloc(BULK_WORDS)?, dst: s.alloc(BULK_WORDS)? };
     s.barrier().await?;
     let mut samples = Vec::new();
     for op in Op::ALL {
@@ -296,7 +301,8 @@ pub fn splitc(e: Effort) -> Result<SplitcBench> {
 
 /// The MPI-3 RMA peer's figures per operation, or why there are none.
 fn mpi_rma(plan: Plan, rounds: usize) -> Result<Vec<(&'static str, Spread)>, String> {
-    let built = crate::native::build_c_peer("mpi_rma", include_str!("../peers/mpi_rma.c")).map_err(|e| e.to_string())?;
+    let built =
+        crate::native::build_c_peer("mpi_rma", include_str!("../peers/mpi_rma.c")).map_err(|e| e.to_string())?;
     let Some((_dir, bin)) = built else { return Err("mpicc or mpirun not on PATH".into()) };
     let mut cmd = Command::new("mpirun");
     if crate::native::running_as_root() {

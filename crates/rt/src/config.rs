@@ -189,10 +189,7 @@ impl RtConfig {
             return Err(ConfigError::invalid(
                 "discipline",
                 self.run.dispatch.discipline.label(),
-                format!(
-                    "policy coprocessor:{} serves each node's messages on one thread: use serial",
-                    library.label()
-                ),
+                format!("policy coprocessor:{} serves each node's messages on one thread: use serial", library.label()),
             ));
         }
         Ok(())

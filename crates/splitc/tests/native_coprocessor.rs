@@ -340,7 +340,8 @@ fn shm_node(env: finegrain_rt::NodeEnv) {
     let sc = b.register(&mut table).unwrap();
     let cfg = coprocessor(CoprocLibrary::Optimized, 2);
     let shm = finegrain_rt::ShmPlatform { config: &cfg, env };
-    let out = shm.run_node(&table, |p| program(p, sc.clone(), add)).unwrap_or_else(|e| panic!("node {}: {e}", env.node));
+    let out =
+        shm.run_node(&table, |p| program(p, sc.clone(), add)).unwrap_or_else(|e| panic!("node {}: {e}", env.node));
     let wrong: Vec<String> = out.results.into_iter().flatten().collect();
     assert!(wrong.is_empty(), "node {}: {wrong:?}", env.node);
     assert_eq!(out.stats.threads.len(), 2, "node {}: a main and a progress thread", env.node);

@@ -60,7 +60,11 @@ pub(super) struct Forwarded {
 
 impl Forwarded {
     fn new() -> Forwarded {
-        Forwarded { queue: Mutex::new(VecDeque::new()), count: AtomicUsize::new(0), progress_done: AtomicBool::new(false) }
+        Forwarded {
+            queue: Mutex::new(VecDeque::new()),
+            count: AtomicUsize::new(0),
+            progress_done: AtomicBool::new(false),
+        }
     }
 
     /// Hands `m` to the main thread (a copy: the progress thread's scratch
