@@ -27,6 +27,8 @@ pub enum WorkloadSpec {
     Micro(micro::MicroConfig),
     /// The PDQ paper's fetch&add microbenchmark.
     FetchAdd(fetch_add::FetchAddConfig),
+    /// A Split-C program (the co-processor paper's).
+    Splitc(splitc::spec::ProgramSpec),
 }
 
 /// Where a run on the native runtime goes: threads of this process, or
@@ -100,6 +102,7 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Micro(_) => "micro",
             WorkloadSpec::FetchAdd(_) => "fetch-add",
+            WorkloadSpec::Splitc(_) => "splitc",
         }
     }
 
@@ -108,6 +111,7 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Micro(_) => "scheduling microbenchmark",
             WorkloadSpec::FetchAdd(_) => "fetch&add",
+            WorkloadSpec::Splitc(_) => "Split-C program",
         }
     }
 
@@ -115,6 +119,9 @@ impl WorkloadSpec {
     /// checks `simulate` makes first), without running it.
     pub fn validate(&self, config: &SimConfig) -> Result<(), SimError> {
         config.validate()?;
+        if let WorkloadSpec::Splitc(p) = self {
+            return Ok(p.validate(config.run.topology.nodes)?);
+        }
         micro::two_nodes_at_least(config.run.topology.nodes)?;
         match self {
             WorkloadSpec::Micro(w) => {
@@ -125,14 +132,18 @@ impl WorkloadSpec {
                 let threads = config.run.policy.compute_procs(config.run.topology.procs_per_node);
                 Ok(w.validate(&config.machine, threads)?)
             }
+            WorkloadSpec::Splitc(_) => unreachable!("checked above"),
         }
     }
 
-    /// Requests the run answers in all (for progress).
-    pub fn total_requests(&self, config: &SimConfig) -> u64 {
+    /// Requests the run answers in all (for progress, and to check a
+    /// record's statistics are its run's), when the workload fixes them: a
+    /// Split-C program's depend on its data.
+    pub fn total_requests(&self, config: &SimConfig) -> Option<u64> {
         match self {
-            WorkloadSpec::Micro(w) => micro::total_requests(config, w),
-            WorkloadSpec::FetchAdd(w) => fetch_add::total_requests(config, w),
+            WorkloadSpec::Micro(w) => Some(micro::total_requests(config, w)),
+            WorkloadSpec::FetchAdd(w) => Some(fetch_add::total_requests(config, w)),
+            WorkloadSpec::Splitc(_) => None,
         }
     }
 
@@ -141,15 +152,21 @@ impl WorkloadSpec {
         let stats = match self {
             WorkloadSpec::Micro(w) => micro::simulate(config, w)?.stats,
             WorkloadSpec::FetchAdd(w) => fetch_add::simulate(config, w)?.stats,
+            WorkloadSpec::Splitc(p) => {
+                let (stats, measures) = p.simulate(config)?;
+                let measures = serde_json::to_value(measures).expect("program measures are plain numbers");
+                return Ok(Simulated { stats, measures: Some(measures) });
+            }
         };
         let measures = self.measures(config, &stats);
         Ok(Simulated { stats, measures })
     }
 
-    /// The workload's own measures of a run, from its statistics.
+    /// The workload's own measures of a run, from its statistics (a
+    /// Split-C program's come from what its nodes returned instead).
     pub fn measures(&self, config: &SimConfig, stats: &RunStats) -> Option<serde_json::Value> {
         match self {
-            WorkloadSpec::Micro(_) => None,
+            WorkloadSpec::Micro(_) | WorkloadSpec::Splitc(_) => None,
             WorkloadSpec::FetchAdd(_) => {
                 let home = fetch_add::home_measures(&config.machine, stats);
                 Some(serde_json::to_value(home).expect("home measures are plain numbers"))

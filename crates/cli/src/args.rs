@@ -280,6 +280,14 @@ pub struct RunArgs {
     /// [default: 0].
     #[arg(long, allow_negative_numbers = true, help_heading = "Fetch&add")]
     pub sequential_fraction: Option<f64>,
+
+    /// The Split-C program (workload splitc): a program of the
+    /// co-processor paper or primitives:get|put|store|bulk-store|bulk-put.
+    #[arg(long, help_heading = "Split-C")]
+    pub program: Option<String>,
+    /// The program's input: tiny, quick or paper [default: quick].
+    #[arg(long, help_heading = "Split-C")]
+    pub size: Option<String>,
 }
 
 /// A sweep: a base run (the flags of `run`) and the grid over it.

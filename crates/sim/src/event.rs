@@ -43,6 +43,10 @@ pub enum EventKind {
     /// Policy coprocessor (main-am): the sender's co-processor learns its
     /// receive buffer at `dst` is empty again.
     CoprocBufferFree { src: u32, dst: u32 },
+    /// Policy coprocessor (coproc-am): a handler on node `node`'s
+    /// co-processor has ended while threads there wait in
+    /// `Proc::wait_until`.
+    CoprocHandled { node: u32 },
 }
 
 #[derive(Clone, Copy, Debug)]

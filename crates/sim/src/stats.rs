@@ -208,10 +208,20 @@ pub struct RunStats {
     /// Cycle at which the last thread finished.
     pub sim_cycles: u64,
     pub events: u64,
-    /// Active messages delivered: requests plus replies.
+    /// Active messages delivered: requests plus replies, and one-way
+    /// messages plus their replies.
     pub messages: u64,
+    /// Requests threads sent with `Proc::request`, each answered by one of
+    /// `replies` (what latency and throughput are measured on).
     pub requests: u64,
     pub replies: u64,
+    /// One-way messages threads sent with `Proc::send_keyed`, and the
+    /// replies their handlers chose to send (left out of records when
+    /// none, as in every run before one-way messages existed).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub one_way: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub one_way_replies: u64,
     pub interrupts: u64,
     pub handlers: u64,
     /// Mean over compute threads of pure compute cycles / sim cycles.
@@ -315,6 +325,11 @@ fn describe(a: Option<HandlerSpan>, b: HandlerSpan) -> String {
         "node {}: a {:?} handler on processor {} ran {s2}..{e2} while a {:?} handler on processor {} ran {s1}..{e1}",
         a.node, b.key, b.proc, a.key, a.proc
     )
+}
+
+/// Serde's test for counters left out of records while zero.
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 #[cfg(test)]

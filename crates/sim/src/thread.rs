@@ -31,8 +31,30 @@ use std::task::{Context, Poll};
 #[derive(Debug)]
 pub(crate) enum Op {
     Work(u64),
-    Request { dst: NodeId, handler: HandlerId, key: SyncKey, args: Args, payload: Payload },
-    Access { region: Region, offset: u64, len: u32, kind: Access },
+    Request {
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: Args,
+        payload: Payload,
+    },
+    /// A one-way message (`Proc::send_keyed`): done once it is sent.
+    Send {
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: Args,
+        payload: Payload,
+    },
+    /// `Proc::wait_until` found its condition false: done once a handler
+    /// has run at the thread's node, when the condition is checked again.
+    Await,
+    Access {
+        region: Region,
+        offset: u64,
+        len: u32,
+        kind: Access,
+    },
     Poll,
     Idle(u64),
     // Not an operation: a second one was posted beside the first (a future
@@ -200,17 +222,33 @@ impl Proc for SimProc {
 
     async fn send_keyed(
         &self,
-        _dst: NodeId,
-        _handler: HandlerId,
-        _key: SyncKey,
-        _args: Args,
-        _payload: Payload,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: Args,
+        payload: Payload,
     ) -> Result<(), AmError> {
-        Err(AmError::NotAllowed("one-way sends are not simulated yet; allowed: request".into()))
+        match self.submit(Op::Send { dst, handler, key, args, payload }).await {
+            OpResult::Done => Ok(()),
+            OpResult::Failed(e) => Err(e),
+            OpResult::Reply(_) => Err(AmError::Aborted("a one-way send completed with a reply".into())),
+        }
     }
 
-    async fn wait_until(&self, _done: impl Fn() -> bool) -> Result<(), AmError> {
-        Err(AmError::NotAllowed("wait_until is not simulated yet".into()))
+    /// Each `Op::Await` is one operation, awaited to completion before the
+    /// condition is checked again, so the mailbox holds one at a time. A
+    /// wait nothing ends is the engine's to report (no event left).
+    async fn wait_until(&self, done: impl Fn() -> bool) -> Result<(), AmError> {
+        loop {
+            if done() {
+                return Ok(());
+            }
+            match self.submit(Op::Await).await {
+                OpResult::Done => {}
+                OpResult::Failed(e) => return Err(e),
+                OpResult::Reply(_) => return Err(AmError::Aborted("a wait completed with a reply".into())),
+            }
+        }
     }
 
     async fn access(&self, region: Region, offset: u64, len: u32, kind: Access) {

@@ -198,3 +198,92 @@ mod tests {
         assert!(matches!(legend_corner(&falling, (0.0, 1.0), (0.0, 1.0), |y| y), SeriesLabelPosition::UpperRight));
     }
 }
+
+/// A horizontal bar chart: one row of bars per category, one bar per
+/// group in each (the libraries beside each other), for values a reader
+/// compares within a row.
+pub struct BarChart<'a> {
+    pub title: &'a str,
+    pub value_label: &'a str,
+    pub categories: Vec<String>,
+    /// Each group's name and its value in every category (None: not
+    /// measured).
+    pub groups: Vec<(String, Vec<Option<f64>>)>,
+    /// A dashed reference value (for example 1: "same as the baseline").
+    pub reference: Option<f64>,
+}
+
+impl Figure {
+    /// Draws `chart` as bars into `out/figures/<name>`.
+    pub fn draw_bars(out: &Path, name: &str, chart: &BarChart, caption: impl Into<String>) -> Result<Figure> {
+        let file = format!("figures/{name}");
+        bar_chart(&out.join(&file), chart)?;
+        Ok(Figure { file, caption: caption.into() })
+    }
+}
+
+pub fn bar_chart(path: &Path, chart: &BarChart) -> Result<()> {
+    let values = chart.groups.iter().flat_map(|(_, v)| v.iter().flatten().copied());
+    let top = values.chain(chart.reference).fold(f64::MIN, f64::max);
+    if top <= 0.0 || chart.categories.is_empty() {
+        return Err(anyhow!("figure {}: no data", path.display()));
+    }
+    let rows = chart.categories.len();
+    let height = 120 + 34 * rows as u32 * chart.groups.len().max(1) as u32 / 2 + 20 * rows as u32;
+    let root = SVGBackend::new(path, (820, height.max(320))).into_drawing_area();
+    let err = |e: &dyn std::fmt::Display| anyhow!("figure {}: {e}", path.display());
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let y_range = 0.0..rows as f64;
+    let labels = chart.categories.clone();
+    let mut ctx = ChartBuilder::on(&root)
+        .caption(chart.title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(120)
+        .build_cartesian_2d(0.0..top * 1.12, y_range)
+        .map_err(|e| err(&e))?;
+    // Category i's bars fill (i + 0.1, i + 0.9); its label sits at i + 0.5.
+    let label = move |y: &f64| {
+        let i = y.floor() as usize;
+        if (y - y.floor() - 0.5).abs() < 1e-9 {
+            labels.get(rows - 1 - i).cloned().unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    ctx.configure_mesh()
+        .x_desc(chart.value_label)
+        .y_labels(rows * 2 + 1)
+        .y_label_formatter(&label)
+        .disable_y_mesh()
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(|e| err(&e))?;
+    let n = chart.groups.len().max(1) as f64;
+    let band = 0.8 / n;
+    for (g, (name, vals)) in chart.groups.iter().enumerate() {
+        let color = COLORS[g % COLORS.len()];
+        let bars = vals.iter().enumerate().filter_map(|(i, v)| {
+            let v = (*v)?;
+            // The first category at the top.
+            let y0 = (rows - 1 - i) as f64 + 0.1 + band * (n - 1.0 - g as f64);
+            Some(Rectangle::new([(0.0, y0), (v, y0 + band * 0.9)], color.filled()))
+        });
+        ctx.draw_series(bars)
+            .map_err(|e| err(&e))?
+            .label(name.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
+    }
+    if let Some(r) = chart.reference {
+        let dashed = DashedLineSeries::new(vec![(r, 0.0), (r, rows as f64)], 6, 4, BLACK.mix(0.5).into());
+        ctx.draw_series(dashed).map_err(|e| err(&e))?;
+    }
+    ctx.configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .position(SeriesLabelPosition::LowerRight)
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}

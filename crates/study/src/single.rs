@@ -21,7 +21,8 @@ pub struct RunLabels {
     pub nodes: u32,
     pub procs_per_node: u32,
     pub seed: u64,
-    /// Who served the home's handlers (fetch&add): embedded, smp or mult.
+    /// Who served the home's handlers (fetch&add): embedded, smp or mult;
+    /// or which Split-C program ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
     /// The compute utilization asked for, which with Lmin gave the mean
@@ -46,6 +47,7 @@ impl RunLabels {
             kind: match workload {
                 WorkloadSpec::FetchAdd(_) => Point::of_config(config).map(|p| p.kind.label().to_string()),
                 WorkloadSpec::Micro(_) => None,
+                WorkloadSpec::Splitc(p) => Some(p.label()),
             },
             target_u,
             lmin_cycles: lmin,
@@ -96,7 +98,7 @@ impl Labels for RunLabels {
             (WorkloadSpec::Micro(_), Some(u), None) => Err(format!(
                 "it names target_u = {u} but no lmin_cycles, which turned that U into its mean compute time"
             )),
-            (WorkloadSpec::FetchAdd(_), Some(u), _) => {
+            (WorkloadSpec::FetchAdd(_) | WorkloadSpec::Splitc(_), Some(u), _) => {
                 Err(format!("it names target_u = {u}, which only a microbenchmark run has"))
             }
         }

@@ -14,9 +14,11 @@ pub mod cannon;
 pub mod fft;
 pub mod mm;
 pub mod pray;
+pub mod primitives;
 pub mod radix;
 pub mod sample;
 pub mod shell;
+pub mod spec;
 pub mod wator;
 
 use finegrain_core::{AmError, HandlerTable, Proc, Workload, WorkloadError};

@@ -213,6 +213,25 @@ pub struct PdqParams {
     pub affinity_passes: u32,
 }
 
+/// The node's memory beyond what the caches and the protocol use.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryParams {
+    /// Bytes of each node's global segment (`Region::Global`): the memory
+    /// Split-C's global pointers and spread arrays name, which handlers
+    /// for other nodes' messages read and write.
+    pub global_segment_bytes: u64,
+}
+
+impl MemoryParams {
+    /// What a machine without a `[memory]` section has: room for the
+    /// spread arrays of the Split-C programs the papers ran.
+    pub const DEFAULT_GLOBAL_SEGMENT_BYTES: u64 = 64 << 20;
+    /// The largest global segment: as large as the largest cache, which
+    /// keeps a node's memory layout within 32-bit line numbers.
+    pub const MAX_GLOBAL_SEGMENT_BYTES: u64 = 1 << 30;
+}
+
 /// Round-trip latencies the preset was calibrated to; `finegrain calibrate`
 /// measures them back.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -251,6 +270,13 @@ pub struct MachineConfig {
     /// The bare-DMA target a co-processor preset was calibrated to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dma_calibration: Option<DmaCalibration>,
+    /// Node memory beyond the caches' and the protocol's. Optional, and
+    /// left out of the presets and of records when absent, so machines
+    /// described before it existed load and record as they did; absent,
+    /// each node has a global segment of
+    /// [`MemoryParams::DEFAULT_GLOBAL_SEGMENT_BYTES`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryParams>,
 }
 
 impl MachineConfig {
@@ -331,6 +357,7 @@ impl MachineConfig {
         if let Some(c) = &self.coprocessor {
             c.validate()?;
         }
+        self.check_global_segment()?;
         if let Some(cal) = &self.dma_calibration {
             cal.validate()?;
         }
@@ -353,6 +380,21 @@ impl MachineConfig {
                     ));
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// The global segment is whole lines (the memory model's unit) and no
+    /// larger than the layout's line numbers allow.
+    fn check_global_segment(&self) -> Result<(), ConfigError> {
+        let bytes = self.global_segment_bytes();
+        let max = MemoryParams::MAX_GLOBAL_SEGMENT_BYTES;
+        if bytes == 0 || !bytes.is_multiple_of(self.cache.line_bytes as u64) || bytes > max {
+            return Err(ConfigError::invalid(
+                "memory.global_segment_bytes",
+                bytes,
+                "allowed a positive multiple of cache.line_bytes up to 1 GiB",
+            ));
         }
         Ok(())
     }
@@ -420,6 +462,11 @@ impl MachineConfig {
     /// Bytes of a compute thread's private segment (as large as its cache).
     pub fn segment_bytes(&self) -> u64 {
         self.cache.size_bytes
+    }
+
+    /// Bytes of each node's global segment (`Region::Global`).
+    pub fn global_segment_bytes(&self) -> u64 {
+        self.memory.as_ref().map_or(MemoryParams::DEFAULT_GLOBAL_SEGMENT_BYTES, |m| m.global_segment_bytes)
     }
 
     /// Protocol blocks in one segment.
@@ -498,7 +545,7 @@ impl MachineConfig {
 
 /// Bounds of the preset's integers that are neither costs nor protocol
 /// sizes; None where `validate` has a finer rule of its own.
-const COUNT_BOUNDS: [(&str, Option<i64>); 19] = [
+const COUNT_BOUNDS: [(&str, Option<i64>); 20] = [
     ("processor.mhz", Some(1_000_000)),
     ("cache.size_bytes", None),
     ("cache.line_bytes", None),
@@ -518,6 +565,7 @@ const COUNT_BOUNDS: [(&str, Option<i64>); 19] = [
     ("coprocessor.send_thread_instructions", None),
     ("coprocessor.completion_instructions", None),
     ("coprocessor.handler_instructions", None),
+    ("memory.global_segment_bytes", None),
 ];
 
 /// The integer leaves of `v` with their dotted names.

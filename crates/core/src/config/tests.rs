@@ -189,3 +189,27 @@ fn a_coprocessor_section_with_a_zero_rate_is_refused_in_one_line() {
     let e = MachineConfig::from_toml("test", &text).unwrap_err().to_string();
     assert!(e.starts_with("invalid dma_calibration.tolerance = 2"), "{e}");
 }
+
+#[test]
+fn a_memory_section_sizes_the_global_segment_and_its_absence_leaves_no_trace() {
+    let base = include_str!("../../../../presets/hpca97.toml");
+    for name in ["hpca97", "hpca99", "ipps96"] {
+        let m = MachineConfig::load(name).unwrap();
+        assert_eq!(m.global_segment_bytes(), 64 << 20, "{name}: the default");
+        // Records of machines that leave it out serialize as before it existed.
+        assert!(!toml::to_string(&m).unwrap().contains("global_segment"), "{name}");
+    }
+    let m = MachineConfig::from_toml("test", &format!("{base}\n[memory]\nglobal_segment_bytes = 4096\n")).unwrap();
+    assert_eq!(m.global_segment_bytes(), 4096);
+    assert!(toml::to_string(&m).unwrap().contains("global_segment_bytes = 4096"));
+    let e = MachineConfig::from_toml("test", &format!("{base}\n[memory]\nglobal_segment_bytes = 100\n"))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "invalid memory.global_segment_bytes = 100: allowed a positive multiple of cache.line_bytes up to 1 GiB"
+    );
+    let e =
+        MachineConfig::from_toml("test", &format!("{base}\n[memory]\nglobal_bytes = 4096\n")).unwrap_err().to_string();
+    assert!(e.contains("global_bytes") && !e.contains('\n'), "{e}");
+}

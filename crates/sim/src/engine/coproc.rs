@@ -235,14 +235,17 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         match self.threads[t].state {
             ThreadState::Ready => self.run_thread(t),
             ThreadState::ReplyArrived => self.start_resume(p, t),
+            ThreadState::Recheck => self.start_recheck(p, t),
             ThreadState::PollDrain if found => self.handle_polled(p),
             ThreadState::PollDrain => {
                 if self.thread_ready(t, OpResult::Done) {
                     self.run_thread(t);
                 }
             }
-            ThreadState::Waiting | ThreadState::Finished | ThreadState::Paused if found => self.handle_polled(p),
-            ThreadState::Waiting => self.go_idle(p, Cat::Wait),
+            ThreadState::Waiting | ThreadState::Awaiting | ThreadState::Finished | ThreadState::Paused if found => {
+                self.handle_polled(p)
+            }
+            ThreadState::Waiting | ThreadState::Awaiting => self.go_idle(p, Cat::Wait),
             ThreadState::Finished | ThreadState::Paused => self.go_idle(p, Cat::Idle),
             ThreadState::Busy => unreachable!("a busy thread's processor is busy"),
         }
@@ -318,9 +321,21 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let cp = self.coproc.as_mut().expect("policy coprocessor");
         cp.hw.hold_thread(n, end);
         cp.stats[n].handlers += 1;
-        match msg.kind {
-            MsgKind::Request => self.reply_from_coproc(n, &msg, reply, end),
-            MsgKind::Reply => self.complete_on_coproc(n, msg, end),
+        if self.nodes[n].awaiting > 0 {
+            // Threads that checked their conditions before this handler ran
+            // check them again once it has ended; any that check later see
+            // what it did.
+            self.queue.push(end, EventKind::CoprocHandled { node: n as u32 });
+        }
+        match (msg.kind, reply) {
+            (MsgKind::Request, Some(reply)) => self.reply_from_coproc(n, &msg, reply, end),
+            // A one-way message's handler that did not reply (one of a
+            // request's failed the run already).
+            (MsgKind::Request, None) => {}
+            // A reply to a one-way message: its handler's accesses are
+            // timed, and no thread waits for it.
+            (MsgKind::Reply, _) if msg.token == 0 => {}
+            (MsgKind::Reply, _) => self.complete_on_coproc(n, msg, end),
         }
     }
 
@@ -351,11 +366,12 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let outcome = f(&mut ctx, msg);
         self.running = Running::Engine;
         let (end, reply, error, replied) = (ctx.t, ctx.reply, ctx.error, ctx.guard.replied());
+        self.nodes[n].handlers_run += 1;
         if let Some(e) = outcome.err().or(error) {
             self.fail(SimError::Handler(e));
             return None;
         }
-        if msg.kind == MsgKind::Request && !replied {
+        if msg.kind == MsgKind::Request && !replied && msg.token != 0 {
             self.fail(SimError::Handler(AmError::HandlerFailed {
                 handler: info.name.clone(),
                 reason:
@@ -370,9 +386,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// coproc-am: the dispatch thread stores the reply's words (no data
     /// cache) and moves them by DMA to the requester, once the channel's
     /// previous message is acknowledged.
-    fn reply_from_coproc(&mut self, n: usize, request: &Message, reply: Option<Reply>, t: u64) {
-        let reply = reply.expect("a request's handler replied");
-        self.replies += 1;
+    fn reply_from_coproc(&mut self, n: usize, request: &Message, reply: Reply, t: u64) {
+        self.count_reply(request.token);
         self.nodes[n].stats.messages_sent += 1;
         let out = Message {
             kind: MsgKind::Reply,

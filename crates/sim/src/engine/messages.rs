@@ -162,6 +162,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let outcome = f(&mut ctx, &msg);
         self.running = Running::Engine;
         let (t_after, reply, ctx_error, replied) = (ctx.t, ctx.reply, ctx.error, ctx.guard.replied());
+        self.nodes[n].handlers_run += 1;
         t = t_after;
         if let Err(e) = outcome {
             return self.fail(SimError::Handler(e));
@@ -176,12 +177,17 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         match msg.kind {
             MsgKind::Request => {
                 let Some(reply) = reply.filter(|_| replied) else {
+                    if msg.token == 0 {
+                        // A one-way message's handler need not reply.
+                        return self.end_handler(p, t, key, seq, held);
+                    }
                     return self.fail(SimError::Handler(AmError::HandlerFailed {
                         handler: info.name.clone(),
                         reason: "returned without replying to a request sent with Proc::request, whose thread would wait forever".into(),
                     }));
                 };
-                self.replies += 1;
+                self.count_reply(msg.token);
+                // A one-way message's reply keeps its token 0.
                 let out = Message {
                     kind: MsgKind::Reply,
                     src_node: NodeId(n as u32),
@@ -195,6 +201,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 };
                 t = self.send_message(p, t, out);
             }
+            // A reply to a one-way message: its handler recorded what it
+            // brought, and no thread waits for it.
+            MsgKind::Reply if msg.token == 0 => {}
             MsgKind::Reply => {
                 // Mark the request complete: the waiting thread spins on a
                 // flag in its own line.
@@ -205,6 +214,26 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 self.procs[p].completion = Some((global, msg));
             }
         }
+        self.end_handler(p, t, key, seq, held);
+    }
+
+    /// Counts a reply sent to the request with `token`: one per request,
+    /// which the run's rates and progress count, or one of the replies a
+    /// one-way message's handler chose to send (token 0).
+    pub(super) fn count_reply(&mut self, token: u64) {
+        if token == 0 {
+            self.one_way_replies += 1;
+        } else {
+            self.replies += 1;
+        }
+    }
+
+    /// The handler on `p`, whose work ends at `t` (the key lock it held
+    /// from and until when, if one), tells the dispatch device it is done
+    /// and is timed as `p`'s activity, whose end lets threads awaiting at
+    /// the node check their conditions again.
+    fn end_handler(&mut self, p: usize, mut t: u64, key: SyncKey, seq: u64, held: Option<(u64, u64)>) {
+        let (n, local) = (self.procs[p].node, self.procs[p].local);
         t = self.finish_dispatch(p, t, key, seq);
         self.procs[p].stats.handlers += 1;
         let node = &mut self.nodes[n];
@@ -219,7 +248,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             self.spans.push(span);
         }
         let duration = t - self.now;
-        self.start_busy(p, Cat::Handler, duration, 0, After::Nothing);
+        self.start_busy(p, Cat::Handler, duration, 0, After::Handled);
     }
 
     /// Noticing a message and dispatching it, up to the handler's first
@@ -376,16 +405,17 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.cfg.machine.protocol.requests_via_pp && !self.parallel && !self.device_dispatch
     }
 
-    /// Thread `t`'s request through the protocol processor. Under Floating
-    /// and Single its processor takes the role if it is free and sends as
-    /// protocol processor; otherwise the thread stores the request's words
-    /// into its request line and the acting (or dedicated) protocol
-    /// processor reads it from there and sends it.
-    pub(super) fn submit_request(&mut self, t: usize, msg: Message) {
+    /// Thread `t`'s request (or one-way message) through the protocol
+    /// processor. Under Floating and Single its processor takes the role if
+    /// it is free and sends as protocol processor; otherwise the thread
+    /// stores the message's words into its request line and the acting (or
+    /// dedicated) protocol processor reads it from there and sends it.
+    /// `after` is what the thread does once its part is done.
+    pub(super) fn submit_request(&mut self, t: usize, msg: Message, after: After) {
         let p = self.threads[t].proc;
         let n = self.procs[p].node;
         if self.cfg.run.policy.compute_procs_handle() && self.role_open(n) {
-            self.procs[p].send_first = Some(msg);
+            self.procs[p].send_first = Some((msg, after));
             return self.start_acquire(p);
         }
         let words = (self.cfg.machine.ni.header_words as usize + msg.args.len()) as u64
@@ -396,7 +426,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let (lat, _) = self.nodes[n].mem.access(self.now, self.now, local, line, Access::Overwrite);
         let ready_at = self.now + lat + words;
         self.nodes[n].outbox.push_back(Submitted { msg, line, ready_at });
-        self.start_busy(p, Cat::Send, ready_at - self.now, 0, After::Nothing);
+        self.start_busy(p, Cat::Send, ready_at - self.now, 0, after);
         // The protocol processor notices the request once it is stored.
         self.queue.push(ready_at, EventKind::Submitted { node: n as u32 });
     }
@@ -433,10 +463,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     }
 
     /// A processor that took the role to send its own thread's request
-    /// sends it now, as protocol processor.
-    pub(super) fn start_send_as_pp(&mut self, p: usize, msg: Message) {
+    /// (or one-way message) sends it now, as protocol processor.
+    pub(super) fn start_send_as_pp(&mut self, p: usize, msg: Message, after: After) {
         let end = self.send_message(p, self.now, msg);
-        self.start_busy(p, Cat::Send, end - self.now, 0, After::Nothing);
+        self.start_busy(p, Cat::Send, end - self.now, 0, after);
     }
 
     pub(super) fn start_resume(&mut self, p: usize, t: usize) {

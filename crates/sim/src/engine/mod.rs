@@ -42,8 +42,8 @@ use crate::thread::{mix_seed, Op, OpFault, OpResult, SimProc, ThreadShared};
 use crate::SimError;
 use finegrain_core::config::MAX_CYCLES;
 use finegrain_core::{
-    Access, AmError, ConfigError, Discipline, HandlerCtx, HandlerId, HandlerTable, Message, MsgKind, NodeId, Policy,
-    PpKind, Region, Relinquish, Reply, ReplyGuard, RoleArbitration, SyncKey, ThreadId,
+    Access, AmError, Args, ConfigError, Discipline, HandlerCtx, HandlerId, HandlerTable, Message, MsgKind, NodeId,
+    Payload, Policy, PpKind, Region, Relinquish, Reply, ReplyGuard, RoleArbitration, SyncKey, ThreadId,
 };
 use hdrhistogram::Histogram;
 use rand::SeedableRng;
@@ -131,6 +131,9 @@ enum After {
     ThreadOpDone,
     /// The thread has read its completion flag: hand it its reply.
     ThreadResumed,
+    /// A handler ended: threads of the node waiting in `Proc::wait_until`
+    /// check their condition again.
+    Handled,
     /// The release of a locked role has run its instructions and unmasked
     /// the NI: the lock's releasing store is issued now.
     ReleaseLock,
@@ -182,6 +185,13 @@ enum ThreadState {
     Waiting,
     /// Its reply handler has run; it has not noticed yet.
     ReplyArrived,
+    /// In `Proc::wait_until`, waiting for a handler to run at its node
+    /// (its processor serves meanwhile if the policy lets it, as while
+    /// waiting for a reply).
+    Awaiting,
+    /// A handler ran at its node while it was awaiting: it checks its
+    /// condition again next.
+    Recheck,
     /// At a poll site, handling messages as protocol processor.
     PollDrain,
     /// Nothing to compute until its `idle` period ends.
@@ -204,6 +214,10 @@ struct Thread<'a, T> {
     reply: Option<Message>,
     issued_at: u64,
     waiting_on: Option<HandlerId>,
+    /// The node's `handlers_run` when the thread last checked a
+    /// `wait_until` condition: a handler run since then may have made it
+    /// true.
+    checked_at: u64,
     /// What the thread does once its charged cycles are computed.
     deferred: Option<Deferred>,
 }
@@ -254,9 +268,10 @@ struct Processor {
     spin: u64,
     /// Completion a reply handler produces, applied when it finishes.
     completion: Option<(usize, Message)>,
-    /// Its thread's request, which it sends once it has taken the role
-    /// (requests through the protocol processor, Floating and Single).
-    send_first: Option<Message>,
+    /// Its thread's request (or one-way message), which it sends once it
+    /// has taken the role (requests through the protocol processor,
+    /// Floating and Single), and what its thread does once it is sent.
+    send_first: Option<(Message, After)>,
     rng: ChaCha8Rng,
     stats: ProcStats,
 }
@@ -290,6 +305,12 @@ struct Node {
     /// Requests compute threads left for the protocol processor to send
     /// (requests through the protocol processor), oldest first.
     outbox: std::collections::VecDeque<Submitted>,
+    /// Threads in [`ThreadState::Awaiting`]: a handler's end looks for
+    /// them only if there are any.
+    awaiting: u32,
+    /// Handlers whose code has run here (their effects are visible from
+    /// then on), on any processor or the co-processor.
+    handlers_run: u64,
 }
 
 /// A request a compute thread left in its request line for the protocol
@@ -342,6 +363,9 @@ pub(crate) struct Engine<'a, 'h, T> {
     delivered: u64,
     requests: u64,
     replies: u64,
+    /// One-way messages threads sent, and the replies their handlers sent.
+    one_way: u64,
+    one_way_replies: u64,
     /// Where a caller showing progress reads the replies sent so far.
     progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
     /// Whose code is running, for a panic's error.
@@ -404,6 +428,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 stats: NodeStats::default(),
                 key_check: KeyCheck::default(),
                 outbox: std::collections::VecDeque::new(),
+                awaiting: 0,
+                handlers_run: 0,
             });
             for p in 0..ppn {
                 let thread = (p < compute).then(|| threads.len() + p);
@@ -463,6 +489,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     reply: None,
                     issued_at: 0,
                     waiting_on: None,
+                    checked_at: 0,
                     deferred: None,
                 });
             }
@@ -500,6 +527,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             delivered: 0,
             requests: 0,
             replies: 0,
+            one_way: 0,
+            one_way_replies: 0,
             progress: crate::progress::observer(),
             running: Running::Engine,
             coproc,
@@ -552,6 +581,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 EventKind::CoprocDeliver { msg } => self.on_coproc_deliver(msg),
                 EventKind::CoprocSeen { thread } => self.on_coproc_seen(thread as usize),
                 EventKind::CoprocBufferFree { src, dst } => self.on_coproc_buffer_free(src as usize, dst as usize),
+                EventKind::CoprocHandled { node } => self.wake_awaiting(node as usize, None),
             }
             // Checked before taking: `take` would move the whole (large)
             // error out and back on every event.
@@ -746,6 +776,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         if let Some((t, reply)) = completion {
             self.complete_request(p, t, reply);
         }
+        if after == After::Handled {
+            self.wake_awaiting(self.procs[p].node, Some(p));
+        }
         let Some(t) = self.procs[p].thread else {
             return;
         };
@@ -812,6 +845,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             .map(|t| {
                 let what = match t.waiting_on.and_then(|h| self.handlers.info(h).ok()) {
                     Some(info) => format!("waits for the reply to a '{}' request", info.name),
+                    None if t.state == ThreadState::Awaiting => {
+                        "waits for a condition (Proc::wait_until) that no handler made true".to_string()
+                    }
                     None => format!("is {:?}", t.state),
                 };
                 let pr = &self.procs[t.proc];
@@ -836,6 +872,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             messages: self.delivered,
             requests: self.requests,
             replies: self.replies,
+            one_way: self.one_way,
+            one_way_replies: self.one_way_replies,
             ..RunStats::default()
         };
         let mut compute_share = 0.0;

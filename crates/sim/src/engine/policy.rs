@@ -28,18 +28,19 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             match self.threads[t].state {
                 ThreadState::Ready => return self.run_thread(t),
                 ThreadState::ReplyArrived => return self.start_resume(p, t),
+                ThreadState::Recheck => return self.start_recheck(p, t),
                 ThreadState::PollDrain => {
                     if self.thread_ready(t, OpResult::Done) {
                         self.run_thread(t);
                     }
                     return;
                 }
-                ThreadState::Waiting | ThreadState::Finished | ThreadState::Paused => {
+                ThreadState::Waiting | ThreadState::Awaiting | ThreadState::Finished | ThreadState::Paused => {
                     if self.cfg.run.policy.compute_procs_handle() && self.role_open(n) {
                         return self.start_acquire(p);
                     }
-                    let cat = if self.threads[t].state == ThreadState::Waiting { Cat::Wait } else { Cat::Idle };
-                    return self.go_idle(p, cat);
+                    let waits = matches!(self.threads[t].state, ThreadState::Waiting | ThreadState::Awaiting);
+                    return self.go_idle(p, if waits { Cat::Wait } else { Cat::Idle });
                 }
                 ThreadState::Busy => unreachable!("a busy thread's processor is busy"),
             }
@@ -93,8 +94,15 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// The acting PP handles the next message, gives the role up, or polls.
     pub(super) fn act_as_pp(&mut self, p: usize) {
         let n = self.procs[p].node;
-        if let Some(msg) = self.procs[p].send_first.take() {
-            return self.start_send_as_pp(p, msg);
+        if let Some((msg, after)) = self.procs[p].send_first.take() {
+            return self.start_send_as_pp(p, msg, after);
+        }
+        // Its own thread awaiting in `wait_until` checks its condition
+        // after each handler, while keeping the role (as the native
+        // runtime's thread does): before the next message, so a queue
+        // that never empties cannot starve it.
+        if let Some(t) = self.procs[p].thread.filter(|&t| self.threads[t].state == ThreadState::Recheck) {
+            return self.start_recheck(p, t);
         }
         if let Some(s) = self.take_submitted(n) {
             return self.start_forward(p, s);
@@ -214,8 +222,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     }
 
     /// Whether another processor of `p`'s node could take the role now and
-    /// keep it while messages wait: its thread waits for a reply (which only
-    /// a serving processor can hand it) or has finished. A paused thread's
+    /// keep it while messages wait: its thread waits for a reply or a
+    /// handler (which only a serving processor can bring) or has finished. A paused thread's
     /// work resumes by itself; handing the role to it before draining could
     /// make the two take turns leaving for ever with messages waiting.
     fn lasting_peer(&self, p: usize) -> bool {
@@ -246,7 +254,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 self.cfg.run.policy.compute_procs_handle()
                     && matches!(
                         self.threads[t].state,
-                        ThreadState::Waiting | ThreadState::Finished | ThreadState::Paused
+                        ThreadState::Waiting | ThreadState::Awaiting | ThreadState::Finished | ThreadState::Paused
                     )
             }
             None => pr.dedicated,

@@ -1,14 +1,27 @@
 //! Application threads: polling their tasks, the operations they ask for
-//! (compute, send, wait for a reply, access memory), and resuming them.
+//! (compute, send, wait for a reply or for a handler, access memory), and
+//! resuming them.
 
 use super::*;
 
 impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// Polls the thread's task and starts the operation it asks for.
     pub(super) fn run_thread(&mut self, t: usize) {
+        // A step deferred behind charged work had its cycles computed
+        // already (none can be charged meanwhile), so it goes straight on;
+        // one polled by a re-check of a `wait_until` condition
+        // (`start_recheck`) has its charged cycles computed first.
         if let Some(next) = self.threads[t].deferred.take() {
-            return self.continue_thread(t, next);
+            return self.after_charged_work(t, next);
         }
+        if let Some(next) = self.poll_task(t) {
+            self.after_charged_work(t, next);
+        }
+    }
+
+    /// Polls the thread's task: its next step, or None if the run is
+    /// ending (the thread failed or misused its operations).
+    fn poll_task(&mut self, t: usize) -> Option<Deferred> {
         let mut cx = Context::from_waker(Waker::noop());
         self.threads[t].shared.now.set(self.now);
         let task = self.threads[t].task.as_mut().expect("unfinished thread has a task");
@@ -19,14 +32,18 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             Poll::Ready(result) => {
                 // An operation it dropped or leaked unfinished would be lost.
                 if self.threads[t].shared.unfinished() {
-                    return self.fault(t, OpFault::Abandoned);
+                    self.fault(t, OpFault::Abandoned);
+                    return None;
                 }
                 self.threads[t].task = None;
                 match result {
                     Ok(v) => self.results[t] = Some(v),
-                    Err(e) => return self.fail_thread(t, e),
+                    Err(e) => {
+                        self.fail_thread(t, e);
+                        return None;
+                    }
                 }
-                self.after_charged_work(t, Deferred::Finish);
+                Some(Deferred::Finish)
             }
             Poll::Pending => {
                 let op = self.threads[t].shared.op.borrow_mut().take();
@@ -35,11 +52,21 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     // result left unclaimed (of an operation awaited beside
                     // this one, or dropped) when this one's is handed over
                     // (`thread_ready`): no check here, on every poll.
-                    Some(op) => self.after_charged_work(t, Deferred::Op(op)),
-                    None => self.fail_thread(
-                        t,
-                        AmError::Aborted("the thread awaited something that is not a finegrain operation".into()),
-                    ),
+                    Some(op) => {
+                        if matches!(op, Op::Await) {
+                            // The condition was checked in this poll.
+                            let n = self.procs[self.threads[t].proc].node;
+                            self.threads[t].checked_at = self.nodes[n].handlers_run;
+                        }
+                        Some(Deferred::Op(op))
+                    }
+                    None => {
+                        self.fail_thread(
+                            t,
+                            AmError::Aborted("the thread awaited something that is not a finegrain operation".into()),
+                        );
+                        None
+                    }
                 }
             }
         }
@@ -75,45 +102,29 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         match op {
             Op::Work(cycles) => self.start_compute(p, cycles, None),
             Op::Request { dst, handler, key, args, payload } => {
-                if key == SyncKey::Sequential
-                    && matches!(self.cfg.run.dispatch.discipline, Discipline::SpinLock | Discipline::Static)
-                {
-                    let e = AmError::Aborted(format!(
-                        "a request with the sequential key under the {} discipline, which cannot run a handler alone; use request_keyed with a numbered or nosync key, or the pdq or serial discipline",
-                        self.cfg.run.dispatch.discipline.label()
-                    ));
-                    return self.reject_op(t, e);
-                }
-                if dst.0 >= self.cfg.run.topology.nodes {
-                    let e = AmError::NoSuchNode { node: dst.0, nodes: self.cfg.run.topology.nodes };
-                    return self.reject_op(t, e);
-                }
-                if let Err(e) = self.handlers.info(handler) {
+                if let Err(e) = self.check_send(dst, handler, key) {
                     return self.reject_op(t, e);
                 }
                 self.requests += 1;
                 self.next_token += 1;
-                let msg = Message {
-                    kind: MsgKind::Request,
-                    src_node: NodeId(n as u32),
-                    src_thread: ThreadId(self.threads[t].local),
-                    dst_node: dst,
-                    handler,
-                    key,
-                    args,
-                    payload,
-                    token: self.next_token,
-                };
+                let msg = self.thread_message(t, dst, handler, key, args, payload, self.next_token);
                 let th = &mut self.threads[t];
                 th.state = ThreadState::Waiting;
                 th.issued_at = self.now;
                 th.waiting_on = Some(handler);
-                if self.requests_via_pp() && self.coproc.is_none() {
-                    return self.submit_request(t, msg);
-                }
-                let end = self.send_message(p, self.now, msg);
-                self.start_busy(p, Cat::Send, end - self.now, 0, After::Nothing);
+                self.send_from_thread(t, msg, After::Nothing);
             }
+            Op::Send { dst, handler, key, args, payload } => {
+                if let Err(e) = self.check_send(dst, handler, key) {
+                    return self.reject_op(t, e);
+                }
+                self.one_way += 1;
+                // Token 0: no thread waits for this message or a reply to it.
+                let msg = self.thread_message(t, dst, handler, key, args, payload, 0);
+                // The thread goes on once the message is on its way.
+                self.send_from_thread(t, msg, After::ThreadOpDone);
+            }
+            Op::Await => self.start_await(t),
             Op::Access { region, offset, len, kind } => {
                 let threads = self.nodes[n].threads;
                 match self.nodes[n].mem.map().lines(region, offset, len, threads) {
@@ -162,6 +173,131 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 }
             }
         }
+    }
+
+    /// Why a thread may not send this message (a request or a one-way):
+    /// the sequential key where no handler runs alone, an unknown node or
+    /// handler. Handed back to the thread as its operation's error.
+    fn check_send(&self, dst: NodeId, handler: HandlerId, key: SyncKey) -> Result<(), AmError> {
+        if key == SyncKey::Sequential
+            && matches!(self.cfg.run.dispatch.discipline, Discipline::SpinLock | Discipline::Static)
+        {
+            return Err(AmError::Aborted(format!(
+                "a message with the sequential key under the {} discipline, which cannot run a handler alone; use request_keyed or send_keyed with a numbered or nosync key, or the pdq or serial discipline",
+                self.cfg.run.dispatch.discipline.label()
+            )));
+        }
+        if dst.0 >= self.cfg.run.topology.nodes {
+            return Err(AmError::NoSuchNode { node: dst.0, nodes: self.cfg.run.topology.nodes });
+        }
+        self.handlers.info(handler).map(|_| ())
+    }
+
+    /// The message thread `t` sends: a request, or a one-way (token 0).
+    #[allow(clippy::too_many_arguments)]
+    fn thread_message(
+        &self,
+        t: usize,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: Args,
+        payload: Payload,
+        token: u64,
+    ) -> Message {
+        let n = self.procs[self.threads[t].proc].node;
+        Message {
+            kind: MsgKind::Request,
+            src_node: NodeId(n as u32),
+            src_thread: ThreadId(self.threads[t].local),
+            dst_node: dst,
+            handler,
+            key,
+            args,
+            payload,
+            token,
+        }
+    }
+
+    /// Thread `t`'s processor sends `msg`, through the protocol processor
+    /// where the preset says requests go that way; `after` is what the
+    /// thread does once it is sent (a request's waits for its reply).
+    fn send_from_thread(&mut self, t: usize, msg: Message, after: After) {
+        if self.requests_via_pp() && self.coproc.is_none() {
+            return self.submit_request(t, msg, after);
+        }
+        let p = self.threads[t].proc;
+        let end = self.send_message(p, self.now, msg);
+        self.start_busy(p, Cat::Send, end - self.now, 0, after);
+    }
+
+    /// `Proc::wait_until` found its condition false: the thread waits for
+    /// a handler to run at its node, its processor serving meanwhile as
+    /// while waiting for a reply. A handler that ran after the condition
+    /// was checked (while charged work was computed) may have made it true:
+    /// then it checks again at once.
+    fn start_await(&mut self, t: usize) {
+        let p = self.threads[t].proc;
+        let n = self.procs[p].node;
+        if self.nodes[n].handlers_run != self.threads[t].checked_at {
+            self.threads[t].state = ThreadState::Recheck;
+        } else {
+            self.threads[t].state = ThreadState::Awaiting;
+            self.nodes[n].awaiting += 1;
+        }
+        self.decide(p);
+    }
+
+    /// A handler ended at node `n` (on processor `by`, or on the
+    /// co-processor): every thread there awaiting checks its condition
+    /// again. `by` decides what to do next anyway.
+    pub(super) fn wake_awaiting(&mut self, n: usize, by: Option<usize>) {
+        if self.nodes[n].awaiting == 0 {
+            return;
+        }
+        self.nodes[n].awaiting = 0;
+        for local in 0..self.nodes[n].threads {
+            let t = self.thread_index(n, local);
+            if self.threads[t].state != ThreadState::Awaiting {
+                continue;
+            }
+            self.threads[t].state = ThreadState::Recheck;
+            let p = self.threads[t].proc;
+            if Some(p) != by {
+                self.wake(p);
+            }
+        }
+    }
+
+    /// Thread `t` checks its `wait_until` condition again. Polled now, it
+    /// either waits on (its processor, acting as protocol processor or
+    /// not, goes on as before) or has its next step ready, which runs once
+    /// its processor returns to it (after giving up the role, if it holds
+    /// it, by the policy's rules for a thread whose work can go on). The
+    /// check costs a cache hit: what the thread's spin on its completion
+    /// flag costs when the flag is in its cache (`start_resume`'s read of
+    /// it, on a hit). The state `done` reads is the application's, which
+    /// the simulator does not see: its handlers' and threads' accesses to
+    /// it (`access`) are what charge its transfers between caches.
+    pub(super) fn start_recheck(&mut self, p: usize, t: usize) {
+        if !self.thread_ready(t, OpResult::Done) {
+            return;
+        }
+        let Some(next) = self.poll_task(t) else { return };
+        let n = self.procs[p].node;
+        let th = &mut self.threads[t];
+        match next {
+            Deferred::Op(Op::Await) if th.shared.charged.get() == 0 => {
+                th.state = ThreadState::Awaiting;
+                self.nodes[n].awaiting += 1;
+            }
+            next => {
+                th.deferred = Some(next);
+                th.state = ThreadState::Ready;
+            }
+        }
+        let hit = self.cfg.machine.cache.hit_cycles;
+        self.start_busy(p, Cat::Wait, hit, 0, After::Nothing);
     }
 
     /// A thread's idle period ended: its processor runs it again as soon

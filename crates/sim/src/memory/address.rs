@@ -1,7 +1,8 @@
 //! Where each region of a node's memory lives: the line numbers of the
 //! thread segments, the role's lock and the dispatch loop's state, the
-//! completion flags and receive buffers, the protocol code and table, and
-//! the key locks; and which cache set and tag each line maps to.
+//! completion flags and receive buffers, the protocol code and table, the
+//! key locks and the global segment; and which cache set and tag each line
+//! maps to.
 
 use super::cache::TAG_MASK;
 use finegrain_core::config::MachineConfig;
@@ -56,6 +57,10 @@ pub struct AddressMap {
     /// Each compute thread's request line, where it leaves a request for
     /// the protocol processor to send.
     requests: u32,
+    /// The node's global segment (`Region::Global`), after every other
+    /// region: its first line and its size in bytes.
+    global: u32,
+    global_bytes: u64,
 }
 
 impl AddressMap {
@@ -90,15 +95,7 @@ impl AddressMap {
         let contexts = key_locks.saturating_add(KEY_LOCK_LINES as u64).saturating_add(s / 16);
         let requests = contexts.saturating_add((threads + 1).saturating_mul(context_lines)).saturating_add(s / 32);
         let end = requests.saturating_add(threads);
-        // Line numbers are u32; a set's tags run from 0 to TAG_MASK - 1.
-        let advice = if end > 1 << 32 {
-            Some("fewer, larger lines or smaller table entries")
-        } else if (end - 1) / s >= TAG_MASK as u64 {
-            Some("more sets: a larger cache or smaller lines")
-        } else {
-            None
-        };
-        if let Some(advice) = advice {
+        if let Some(advice) = Self::overflow(end, s) {
             return Err(ConfigError::invalid(
                 "cache",
                 format!(
@@ -107,6 +104,22 @@ impl AddressMap {
                 ),
                 format!(
                     "a memory layout of at most 2^32 lines in all and {TAG_MASK} per set; this one needs {end} lines over {s} sets (use {advice})"
+                ),
+            ));
+        }
+        // Last, so that a machine whose other regions fit is told it is the
+        // global segment that does not.
+        let global_bytes = m.global_segment_bytes();
+        let global = end.saturating_add(s * 7 / 16);
+        let global_end = global.saturating_add(global_bytes.div_ceil(line_bytes as u64));
+        if Self::overflow(global_end, s).is_some() {
+            return Err(ConfigError::invalid(
+                "memory.global_segment_bytes",
+                global_bytes,
+                format!(
+                    "allowed at most {} bytes with this cache ({} bytes in {line_bytes}-byte lines): a node's memory layout holds at most 2^32 lines and {TAG_MASK} per set",
+                    Self::room(global, s) * line_bytes as u64,
+                    m.cache.size_bytes
                 ),
             ));
         }
@@ -130,7 +143,28 @@ impl AddressMap {
             contexts: contexts as u32,
             context_lines: context_lines as u32,
             requests: requests as u32,
+            global: global as u32,
+            global_bytes,
         })
+    }
+
+    /// Why a layout ending at line `end` over `sets` sets does not fit, if
+    /// it does not: line numbers are u32, and a set's tags run from 0 to
+    /// TAG_MASK - 1.
+    fn overflow(end: u64, sets: u64) -> Option<&'static str> {
+        if end > 1 << 32 {
+            Some("fewer, larger lines or smaller table entries")
+        } else if (end - 1) / sets >= TAG_MASK as u64 {
+            Some("more sets: a larger cache or smaller lines")
+        } else {
+            None
+        }
+    }
+
+    /// Lines that fit from line `first` on before the layout overflows.
+    fn room(first: u64, sets: u64) -> u64 {
+        let end = (1u64 << 32).min(TAG_MASK as u64 * sets);
+        end.saturating_sub(first)
     }
 
     /// Lines a piece of code of `bytes` takes.
@@ -259,11 +293,16 @@ impl AddressMap {
             })
         } else if line >= self.flags && line < self.data_end {
             LineClass::Data
-        } else if self.is_thread_context(line) || (self.requests..self.requests + MAX_THREADS).contains(&line) {
+        } else if self.is_thread_context(line)
+            || (self.requests..self.requests + MAX_THREADS).contains(&line)
+            || line >= self.global
+        {
             // A thread's saved registers: written by the processor that
             // switches away from it, read by the one that switches back to
-            // it, as message data is handed from producer to consumer; and
-            // its request line, handed to the protocol processor.
+            // it, as message data is handed from producer to consumer; its
+            // request line, handed to the protocol processor; and the
+            // global segment, which handlers write for threads to read (and
+            // the reverse).
             LineClass::Data
         } else {
             LineClass::Protocol
@@ -286,7 +325,7 @@ impl AddressMap {
                 check_thread(t.0, threads)?;
                 (self.recv + t.0 * RECV_LINES, RECV_LINES as u64 * lb, "receive buffer")
             }
-            Region::Global => return Err("the global segment is not modelled by this simulator yet".into()),
+            Region::Global => (self.global, self.global_bytes, "global segment"),
         };
         // The offset comes from the application: near u64::MAX the sum
         // would wrap past the bound (and the line arithmetic below and in
@@ -314,6 +353,7 @@ fn check_thread(t: u32, threads: u32) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use finegrain_core::config::MemoryParams;
 
     fn machine() -> MachineConfig {
         MachineConfig::load("hpca97").unwrap()
@@ -350,6 +390,8 @@ mod tests {
             lines.push((l, LineClass::Protocol, map.is_code(l)));
         }
         lines.extend((0..KEY_LOCK_LINES as u64).map(|k| (map.key_lock_line(k), LineClass::Protocol, false)));
+        let (first, count) = map.lines(Region::Global, 0, map.global_bytes as u32, threads).unwrap();
+        lines.extend((first..first + count).map(|l| (l, LineClass::Data, false)));
         lines
     }
 
@@ -358,6 +400,8 @@ mod tests {
         for (size, line) in [(1 << 20, 32), (2048, 32), (64, 8)] {
             let mut m = machine();
             (m.cache.size_bytes, m.cache.line_bytes, m.protocol.block_bytes) = (size, line, line);
+            // The default 64 MiB would not fit the smallest cache's tags.
+            m.memory = Some(MemoryParams { global_segment_bytes: 64 * line as u64 });
             let mut map = AddressMap::new(&m, &[4 * line; 3]).unwrap();
             for _ in 0..3 {
                 map.alloc_code(4 * line);
@@ -371,6 +415,28 @@ mod tests {
                 assert!(map.tag(l) < TAG_MASK, "cache {size}/{line}: line {l} has no tag");
             }
         }
+    }
+
+    #[test]
+    fn the_global_segment_follows_the_other_regions_and_is_bounded() {
+        let m = machine();
+        let map = AddressMap::new(&m, &[2048]).unwrap();
+        let size = MemoryParams::DEFAULT_GLOBAL_SEGMENT_BYTES;
+        let (first, count) = map.lines(Region::Global, size - 64, 64, 1).unwrap();
+        assert_eq!(count, 2);
+        assert!(first > map.request_line(MAX_THREADS - 1) && map.class(first) == LineClass::Data);
+        assert!(map.tag(first + 1) < TAG_MASK);
+        let e = map.lines(Region::Global, size, 1, 1).unwrap_err();
+        assert_eq!(e, format!("access of 1 bytes at offset {size} is outside the global segment ({size} bytes)"));
+        // A segment the layout cannot hold names its field and the most
+        // this cache allows.
+        let mut m = machine();
+        (m.cache.size_bytes, m.cache.line_bytes, m.protocol.block_bytes) = (2048, 32, 32);
+        let e = AddressMap::new(&m, &[256]).unwrap_err().to_string();
+        assert!(
+            e.starts_with("invalid memory.global_segment_bytes = 67108864: allowed at most 31117504 bytes with this cache (2048 bytes in 32-byte lines)"),
+            "{e}"
+        );
     }
 
     #[test]

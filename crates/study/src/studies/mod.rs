@@ -3,7 +3,7 @@
 //! [`Study`](crate::study::Study), its experiment file in `experiments/`,
 //! and one line in [`STUDIES`].
 
-pub mod coprocessor_micro;
+pub mod coprocessor;
 pub mod pdq_micro;
 pub mod scheduling_micro;
 
@@ -15,7 +15,7 @@ use anyhow::{bail, Result};
 pub static STUDIES: &[&dyn AnyStudy] = &[
     &Registered::<scheduling_micro::SchedulingMicro>::STUDY,
     &Registered::<pdq_micro::PdqMicro>::STUDY,
-    &Registered::<coprocessor_micro::CoprocessorMicro>::STUDY,
+    &Registered::<coprocessor::Coprocessor>::STUDY,
 ];
 
 /// The study named `name`.

@@ -5,6 +5,7 @@
 
 mod fetch_add;
 mod micro;
+mod splitc;
 
 use crate::args::RunArgs;
 use anyhow::{bail, Result};
@@ -23,6 +24,7 @@ use std::time::Instant;
 pub enum Workload {
     Micro,
     FetchAdd,
+    Splitc,
 }
 
 impl Workload {
@@ -30,7 +32,8 @@ impl Workload {
         match s {
             "micro" => Ok(Workload::Micro),
             "fetch-add" => Ok(Workload::FetchAdd),
-            other => bail!("invalid workload = {other}: allowed micro, fetch-add"),
+            "splitc" => Ok(Workload::Splitc),
+            other => bail!("invalid workload = {other}: allowed micro, fetch-add, splitc"),
         }
     }
 
@@ -38,6 +41,7 @@ impl Workload {
         match self {
             Workload::Micro => "micro",
             Workload::FetchAdd => "fetch-add",
+            Workload::Splitc => "splitc",
         }
     }
 }
@@ -81,6 +85,7 @@ pub fn run(args: RunArgs, alias: Option<Workload>) -> Result<()> {
             let threads = match workload {
                 Workload::Micro => a.procs_per_node.unwrap_or(2) + u32::from(progress),
                 Workload::FetchAdd => 2,
+                Workload::Splitc => 1,
             };
             mpi_env = finegrain_rt::MpiEnv::init(threads).map_err(anyhow::Error::msg)?;
             Some(RtPlatform::Mpi(&mpi_env))
@@ -96,6 +101,7 @@ pub fn run(args: RunArgs, alias: Option<Workload>) -> Result<()> {
         let run = match workload {
             Workload::Micro => micro::build(&a)?,
             Workload::FetchAdd => fetch_add::build(&a)?,
+            Workload::Splitc => splitc::build(&a)?,
         };
         check_writable(a.json.as_deref(), &inputs)?;
         return simulate(&a, run);
@@ -109,6 +115,15 @@ pub fn run(args: RunArgs, alias: Option<Workload>) -> Result<()> {
             let run = fetch_add::build_native(&a)?;
             check_writable(a.json.as_deref(), &inputs)?;
             fetch_add::native(&a, run, on)
+        }
+        Workload::Splitc => {
+            if a.json.is_some() {
+                bail!(
+                    "invalid json with workload splitc on platform {}: records are written for simulated runs only",
+                    on.name()
+                );
+            }
+            splitc::native(&a, on)
         }
     }
 }
@@ -145,6 +160,7 @@ fn checked_nodes(a: &RunArgs, workload: Workload, platform: &str) -> Result<u32>
     Ok(match workload {
         Workload::Micro => micro::native_setup(a, platform).map(|_| a.nodes.unwrap_or(2))?,
         Workload::FetchAdd => fetch_add::build_native(a).map(|_| a.requester_nodes.unwrap_or(4).saturating_add(1))?,
+        Workload::Splitc => splitc::native_config(a)?.run.topology.nodes,
     })
 }
 
@@ -189,18 +205,19 @@ fn launch_self(a: &RunArgs, workload: Workload) -> Result<()> {
 /// prints what it measured.
 fn simulate(a: &RunArgs, run: SimRun) -> Result<()> {
     let t0 = Instant::now();
-    let total = run.workload.total_requests(&run.config);
+    let total = run.workload.total_requests(&run.config).unwrap_or(0);
     let out = finegrain_study::progress::one_run(total, || run.workload.simulate(&run.config))?;
     let wall = Wall::of(t0.elapsed(), &out.stats);
     // The record first: output closed early must not lose it.
     if let Some(path) = &a.json {
         let labels = RunLabels::of(&run.config, &run.workload, run.target_u, run.lmin);
-        let record = single::record(&run.config, &run.workload, labels, out.stats.clone(), out.measures, wall);
+        let record = single::record(&run.config, &run.workload, labels, out.stats.clone(), out.measures.clone(), wall);
         write_json(path, &record)?;
     }
     match &run.workload {
         WorkloadSpec::Micro(w) => micro::print(a, &run, w, &out.stats, &wall),
         WorkloadSpec::FetchAdd(w) => fetch_add::print(a, &run, w, &out.stats),
+        WorkloadSpec::Splitc(p) => splitc::print(a, &run, p, &out.stats, out.measures.as_ref()),
     }
 }
 
@@ -211,6 +228,7 @@ pub fn build_sim(args: RunArgs) -> Result<SimRun> {
     match chosen(&a, None)? {
         Workload::Micro => micro::build(&a),
         Workload::FetchAdd => fetch_add::build(&a),
+        Workload::Splitc => splitc::build(&a),
     }
 }
 
@@ -254,10 +272,17 @@ fn merged(flags: RunArgs) -> Result<RunArgs> {
         home_burst_cycles: flags.home_burst_cycles.or(file.home_burst_cycles),
         think_cycles: flags.think_cycles.or(file.think_cycles),
         sequential_fraction: flags.sequential_fraction.or(file.sequential_fraction),
+        program: flags.program.or(file.program),
+        size: flags.size.or(file.size),
     })
 }
 
-/// The workload the run asks for, with no field of the other one given.
+/// Fields with the workload they belong to.
+fn tagged<'a>(fields: &'a [(&'a str, bool)], owner: Workload) -> impl Iterator<Item = (&'a str, bool, Workload)> + 'a {
+    fields.iter().map(move |&(f, g)| (f, g, owner))
+}
+
+/// The workload the run asks for, with no field of another one given.
 fn chosen(a: &RunArgs, alias: Option<Workload>) -> Result<Workload> {
     let named = a.workload.as_deref().map(Workload::parse).transpose()?;
     let workload = match (alias, named) {
@@ -293,11 +318,22 @@ fn chosen(a: &RunArgs, alias: Option<Workload>) -> Result<Workload> {
         ("think_cycles", a.think_cycles.is_some()),
         ("sequential_fraction", a.sequential_fraction.is_some()),
     ];
-    let (foreign, owner) = match workload {
-        Workload::Micro => (&fetch_add_only[..], Workload::FetchAdd),
-        Workload::FetchAdd => (&micro_only[..], Workload::Micro),
+    let splitc_only = [("program", a.program.is_some()), ("size", a.size.is_some())];
+    // Split-C's own fields, and the microbenchmark's that it shares.
+    let shared = ["policy", "nodes", "procs_per_node"];
+    let foreign: Vec<(&str, bool, Workload)> = match workload {
+        Workload::Micro => {
+            tagged(&fetch_add_only, Workload::FetchAdd).chain(tagged(&splitc_only, Workload::Splitc)).collect()
+        }
+        Workload::FetchAdd => {
+            tagged(&micro_only, Workload::Micro).chain(tagged(&splitc_only, Workload::Splitc)).collect()
+        }
+        Workload::Splitc => tagged(&micro_only, Workload::Micro)
+            .filter(|(f, _, _)| !shared.contains(f))
+            .chain(tagged(&fetch_add_only, Workload::FetchAdd))
+            .collect(),
     };
-    if let Some((field, _)) = foreign.iter().find(|(_, given)| *given) {
+    if let Some((field, _, owner)) = foreign.iter().find(|(_, given, _)| *given) {
         bail!(
             "invalid {field} with workload {}: it is a field of workload {}; allowed there only",
             workload.name(),

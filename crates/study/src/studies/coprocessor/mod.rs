@@ -1,15 +1,18 @@
-//! The coprocessor-micro study: Table 1 of Schauser, Scheiman, Ferguson &
-//! Kolano (IPPS 1996, Section 5.1) on the co-processor model, the null
-//! Active Message ping-pong under the main-processor and co-processor
-//! libraries beside the bare DMA flag, with the verdict on the paper's
-//! claim computed from the measured data.
+//! The coprocessor study: Schauser, Scheiman, Ferguson & Kolano (IPPS
+//! 1996) on the co-processor model. Table 1 (Section 5.1: the null Active
+//! Message ping-pong under the main-processor and co-processor libraries
+//! beside the bare DMA flag), Figure 3 and the bulk bandwidth (Section
+//! 5.2: Split-C's primitives under three libraries) and Table 2 (Section
+//! 5.3: the Split-C programs under the main-processor and the optimized
+//! co-processor library), with the verdicts on the paper's three claims
+//! computed from the measured data.
 //!
 //! - `grid`: the experiment file and its checks;
 //! - `plan`: reading and checking it, and the runs it makes;
 //! - `labels`: what a run is (its record's labels and id);
 //! - `runs`: the finished runs in us, and CSV rows;
-//! - `claims`: the claim, Table 1 as measured, and the checks;
-//! - `report`: the figure and the report's own section.
+//! - `claims`: the claims, the tables as measured, and the checks;
+//! - `report`: the figures and the report's own sections.
 
 mod claims;
 mod grid;
@@ -18,10 +21,10 @@ mod plan;
 mod report;
 mod runs;
 
-pub use claims::{Row, Table1};
+pub use claims::{Figure3, Row, Table1, Table2};
 pub use grid::{Experiment, Grid};
-pub use labels::RunLabels;
-pub use runs::Run;
+pub use labels::{Part, RunLabels};
+pub use runs::{Measured, Run};
 
 use crate::claim::Claim;
 use crate::experiment::{Header, Source};
@@ -34,14 +37,14 @@ use finegrain_core::MachineConfig;
 use std::path::Path;
 
 /// The study, loaded: its experiment and the preset's machine.
-pub struct CoprocessorMicro {
+pub struct Coprocessor {
     exp: Experiment,
     header: Header,
     quick: bool,
     machine: MachineConfig,
 }
 
-impl CoprocessorMicro {
+impl Coprocessor {
     fn grid(&self) -> &Grid {
         if self.quick {
             &self.exp.quick
@@ -51,17 +54,17 @@ impl CoprocessorMicro {
     }
 }
 
-impl Study for CoprocessorMicro {
+impl Study for Coprocessor {
     const NAME: &'static str = grid::NAME;
-    const EXPERIMENT: &'static str = include_str!("../../../../../experiments/coprocessor-micro.toml");
+    const EXPERIMENT: &'static str = include_str!("../../../../../experiments/coprocessor.toml");
     type Labels = RunLabels;
     type Run = Run;
 
-    fn load(src: &Source, quick: bool) -> Result<CoprocessorMicro> {
+    fn load(src: &Source, quick: bool) -> Result<Coprocessor> {
         let exp = plan::load(src)?;
         let header = crate::experiment::header(src)?;
         let machine = MachineConfig::load(&src.preset(&exp.preset))?;
-        Ok(CoprocessorMicro { exp, header, quick, machine })
+        Ok(Coprocessor { exp, header, quick, machine })
     }
 
     fn header(&self) -> &Header {
@@ -101,6 +104,6 @@ impl Study for CoprocessorMicro {
     }
 
     fn sections(&self, runs: &[Run], _claims: &[Claim]) -> Vec<Section> {
-        report::sections(runs)
+        report::sections(runs, self.grid())
     }
 }

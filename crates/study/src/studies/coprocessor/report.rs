@@ -1,0 +1,232 @@
+//! The report's setup paragraph and its own sections: Table 1, Figure 3
+//! with the bulk bandwidth, and Table 2 as measured, with their figures.
+
+use super::claims::{Figure3, Row, Table1, Table2, WATOR};
+use super::grid::{Experiment, Grid};
+use super::plan::{AM_LIBRARIES, PAIR, SPLITC_LIBRARIES};
+use super::runs::{Measured, Run};
+use crate::figures::{BarChart, Chart, Figure, Series};
+use crate::report::{markdown_table, Section};
+use anyhow::Result;
+use finegrain_apps::splitc::primitives::Primitive;
+use finegrain_core::CoprocLibrary;
+use std::path::Path;
+
+pub(super) fn setup(exp: &Experiment, grid: &Grid) -> String {
+    format!(
+        "Preset {}: the Meiko CS-2 of the paper, its Elan co-processor modelled as `docs/coprocessor.md` \
+         describes. Table 1: the null Active Message ping-pong of one requester on {} nodes, {} round trips a run, \
+         under `coprocessor:main-am` and `coprocessor:coproc-am`; the bare DMA flag's one-way time is half the \
+         round trip of {} scripted ping-pongs (no seed enters it). Figure 3: on the same two nodes, node 0 times \
+         {} one-word gets and puts (each followed by sync), store and 32-byte bulk-store ping-pongs (a store's \
+         latency is half the round trip), and {} bulk puts of {} bytes for bandwidth, under the three Split-C \
+         libraries. Table 2: each program on {} nodes with its `{}` input (listed with the table), under main-am \
+         and the optimized co-processor library. {} seed(s) per measurement; every table shows the mean over \
+         them.",
+        exp.preset,
+        PAIR.nodes,
+        grid.round_trips,
+        grid.dma_rounds,
+        grid.primitive_reps,
+        grid.bandwidth_reps,
+        grid.bandwidth_words * 8,
+        grid.nodes,
+        format!("{:?}", grid.size).to_lowercase(),
+        grid.replicates
+    )
+}
+
+fn range(r: &Row, scale: f64) -> String {
+    if r.min == r.max {
+        format!("{:.1}", r.mean * scale)
+    } else {
+        format!("{:.1} ({:.1}-{:.1})", r.mean * scale, r.min * scale, r.max * scale)
+    }
+}
+
+fn table1_section(runs: &[Run]) -> Section {
+    let t = Table1::of(runs);
+    let mut rows = Vec::new();
+    if let Some(dma) = t.dma_one_way_us {
+        rows.push(vec!["DMA (bare flag)".into(), format!("{dma:.1}"), format!("{:.1}", 2.0 * dma)]);
+    }
+    for (name, row) in [("Main-processor AM (main-am)", &t.main_am), ("Co-processor AM (coproc-am)", &t.coproc_am)] {
+        if let Some(r) = row {
+            rows.push(vec![name.into(), range(r, 0.5), range(r, 1.0)]);
+        }
+    }
+    let mut body = String::from(
+        "Latency in us; one way is half the round trip (the paper's method). Active Message rows: the mean over \
+         the seeds (the range over them in parentheses when they differ).\n\n",
+    );
+    body += &markdown_table(&["operation", "one way (us)", "round trip (us)"], &rows);
+    if let (Some(main), Some(coproc)) = (&t.main_am, &t.coproc_am) {
+        body += &format!("\ncoproc-am / main-am: {:.2}.\n", coproc.mean / main.mean);
+    }
+    Section { heading: "Table 1 as measured".into(), body }
+}
+
+/// The paper's Figure 3 values (us; bandwidth MB/s), Section 5.2's text.
+fn paper_figure3(p: Primitive, lib: CoprocLibrary) -> Option<f64> {
+    use CoprocLibrary::{CoprocAm, MainAm, Optimized};
+    Some(match (p, lib) {
+        (Primitive::Get, MainAm) => 24.0,
+        (Primitive::Get, CoprocAm) => 54.0,
+        (Primitive::Get, Optimized) => 34.0,
+        (Primitive::Store, MainAm) => 13.0,
+        (Primitive::Store, CoprocAm) => 30.0,
+        (Primitive::Store, Optimized) => 22.0,
+        (Primitive::Put, MainAm) => 24.0,
+        (Primitive::Put, Optimized) => 22.0,
+        (Primitive::BulkStore, MainAm) => 27.0,
+        (Primitive::BulkStore, Optimized) => 23.0,
+        (Primitive::BulkPut, MainAm) => 32.0,
+        (Primitive::BulkPut, Optimized) => 38.0,
+        _ => return None,
+    })
+}
+
+fn figure3_section(runs: &[Run]) -> Section {
+    let f = Figure3::of(runs);
+    let mut rows = Vec::new();
+    for p in Primitive::ALL {
+        let mut row =
+            vec![if p == Primitive::BulkPut { "bulk bandwidth (MB/s)".into() } else { format!("{} (us)", p.label()) }];
+        for lib in SPLITC_LIBRARIES {
+            let measured = f.get(p, lib).map_or("-".to_string(), |r| range(r, 1.0));
+            let paper = paper_figure3(p, lib).map_or(String::new(), |v| format!(" [{v:.0}]"));
+            row.push(measured + &paper);
+        }
+        rows.push(row);
+    }
+    let mut body = String::from(
+        "Mean over the seeds; the paper's value in brackets where Section 5.2 states it (the paper does not give \
+         every bar of its Figure 3 in its text). Latency of one operation in us; the last row is the bandwidth of \
+         long bulk puts in MB/s.\n\n",
+    );
+    body += &markdown_table(&["operation", "main-am", "coproc-am", "optimized"], &rows);
+    Section { heading: "Figure 3 as measured: Split-C primitives".into(), body }
+}
+
+fn table2_section(runs: &[Run], grid: &Grid) -> Section {
+    let t = Table2::of(runs);
+    let mut rows = Vec::new();
+    for p in t.programs() {
+        let time = |lib: CoprocLibrary| t.time.get(&(p.clone(), lib.label())).map_or("-".into(), |r| range(r, 1e-3));
+        let ratio = t.ratio(&p).map_or("-".into(), |r| format!("{r:.2}"));
+        rows.push(vec![p.clone(), time(CoprocLibrary::MainAm), time(CoprocLibrary::Optimized), ratio]);
+    }
+    let mut body = format!(
+        "Run time in ms on {} nodes (the slowest node, between the program's first and last barrier), mean over \
+         the seeds; ratio = optimized / main-am (below 1: faster with the co-processor).\n\n",
+        grid.nodes
+    );
+    body += &markdown_table(&["program", "main-am (ms)", "optimized (ms)", "ratio"], &rows);
+    body += &phases_table(runs);
+    let wait = |lib: CoprocLibrary| t.read_wait.get(lib.label()).map(|r| r.mean);
+    if let (Some(m), Some(o)) = (wait(CoprocLibrary::MainAm), wait(CoprocLibrary::Optimized)) {
+        body += &format!(
+            "\n{WATOR}'s remote reads waited {m:.1} us on average under main-am and {o:.1} us under the optimized \
+             library (the paper: 600-800 against 25-33 us).\n"
+        );
+    }
+    body += "\nInputs (the paper gives none; chosen as `docs/coprocessor.md` says):\n\n";
+    for r in runs.iter().filter(|r| r.l().library == CoprocLibrary::MainAm && r.l().replicate == 0) {
+        if let (Measured::Program { .. }, Some(input)) = (&r.measured, input_of(r)) {
+            body += &format!("- {}: {input}\n", r.l().subject());
+        }
+    }
+    Section { heading: "Table 2 as measured: programs".into(), body }
+}
+
+fn input_of(r: &Run) -> Option<String> {
+    r.record.measures.as_ref()?.get("input")?.as_str().map(str::to_string)
+}
+
+/// Every program's phases on its slowest node (fft's compute and remap).
+fn phases_table(runs: &[Run]) -> String {
+    let mut rows = Vec::new();
+    for r in runs.iter().filter(|r| r.l().replicate == 0) {
+        if let Measured::Program { phases_us, .. } = &r.measured {
+            let phases: Vec<String> = phases_us.iter().map(|(k, v)| format!("{k} {:.2}", v * 1e-3)).collect();
+            if !phases.is_empty() {
+                rows.push(vec![r.l().subject(), r.l().library.label().into(), phases.join(", ")]);
+            }
+        }
+    }
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("\nPhases on the slowest node, in ms (first seed):\n\n");
+    s += &markdown_table(&["program", "library", "phases"], &rows);
+    s
+}
+
+pub(super) fn sections(runs: &[Run], grid: &Grid) -> Vec<Section> {
+    vec![table1_section(runs), figure3_section(runs), table2_section(runs, grid)]
+}
+
+/// Table 1's round trips per seed against twice the bare DMA one-way;
+/// Figure 3 as bars; Table 2's ratios as bars.
+pub(super) fn draw_figures(out: &Path, runs: &[Run]) -> Result<Vec<Figure>> {
+    let mut figures = vec![round_trips(out, runs)?];
+    let f = Figure3::of(runs);
+    if !f.rows.is_empty() {
+        let latencies: Vec<Primitive> = Primitive::ALL.into_iter().filter(|&p| p != Primitive::BulkPut).collect();
+        let chart = BarChart {
+            title: "Split-C primitives: latency per library",
+            value_label: "latency (us)",
+            categories: latencies.iter().map(|p| p.label().to_string()).collect(),
+            groups: SPLITC_LIBRARIES
+                .iter()
+                .map(|&lib| {
+                    (lib.label().to_string(), latencies.iter().map(|&p| f.get(p, lib).map(|r| r.mean)).collect())
+                })
+                .collect(),
+            reference: None,
+        };
+        figures.push(Figure::draw_bars(out, "primitives.svg", &chart, "Split-C primitives' latency (Figure 3)")?);
+    }
+    let t = Table2::of(runs);
+    let programs = t.programs();
+    if !programs.is_empty() {
+        let chart = BarChart {
+            title: "Program time with the co-processor library / main-processor library",
+            value_label: "optimized / main-am (dashed: equal)",
+            categories: programs.clone(),
+            groups: vec![("optimized / main-am".into(), programs.iter().map(|p| t.ratio(p)).collect())],
+            reference: Some(1.0),
+        };
+        figures.push(Figure::draw_bars(out, "programs.svg", &chart, "Program run time ratio (Table 2)")?);
+    }
+    Ok(figures)
+}
+
+fn round_trips(out: &Path, runs: &[Run]) -> Result<Figure> {
+    let t = Table1::of(runs);
+    let series = AM_LIBRARIES
+        .iter()
+        .map(|&lib| Series {
+            name: lib.label().into(),
+            points: runs
+                .iter()
+                .filter(|r| r.l().library == lib)
+                .filter_map(|r| match r.measured {
+                    Measured::PingPong { round_trip_us, .. } => Some((r.l().replicate as f64, round_trip_us)),
+                    _ => None,
+                })
+                .collect(),
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect();
+    let title = "Null Active Message round trip per seed (dashed: two bare DMA one-ways)";
+    let chart = Chart {
+        title,
+        x_label: "replicate",
+        y_label: "round trip (us)",
+        series,
+        reference_y: t.dma_one_way_us.map(|d| 2.0 * d),
+        log_y: false,
+    };
+    Figure::draw(out, "round-trips.svg", &chart, title)
+}

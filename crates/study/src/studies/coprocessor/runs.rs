@@ -1,0 +1,121 @@
+//! The study's finished runs, in microseconds and MB/s, and their rows of
+//! `results.csv`.
+
+use super::labels::{Part, RunLabels};
+use crate::record::RunRecord;
+use finegrain_apps::splitc::primitives::Primitive;
+use finegrain_apps::splitc::spec::ProgramMeasures;
+use std::collections::BTreeMap;
+
+/// What a finished run measured, in the units the paper reports.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Measured {
+    /// Table 1: the mean null round trip and the bare DMA flag's one-way
+    /// time, in us.
+    PingPong {
+        round_trip_us: f64,
+        dma_one_way_us: f64,
+    },
+    /// Figure 3: one operation's latency in us (a store's is half its
+    /// ping-pong's round trip); bulk puts' bandwidth in MB/s.
+    Latency {
+        us: f64,
+    },
+    Bandwidth {
+        mb_per_s: f64,
+    },
+    /// Table 2: the program's run time, its phases on the slowest node,
+    /// and (wator) its remote reads' mean wait, in us.
+    Program {
+        time_us: f64,
+        phases_us: BTreeMap<String, f64>,
+        read_wait_us: Option<f64>,
+    },
+    /// A record whose measures are missing or malformed (reported, not
+    /// judged).
+    Unreadable(String),
+}
+
+/// A finished run as the study views it.
+pub struct Run {
+    pub record: RunRecord<RunLabels>,
+    pub measured: Measured,
+}
+
+impl Run {
+    pub fn of(record: RunRecord<RunLabels>) -> Run {
+        let measured = measure(&record);
+        Run { record, measured }
+    }
+
+    pub fn l(&self) -> &RunLabels {
+        &self.record.labels
+    }
+}
+
+fn measure(record: &RunRecord<RunLabels>) -> Measured {
+    let m = &record.config.machine;
+    let us = |cycles: f64| m.cycles_to_us(cycles);
+    let measures = || -> Result<ProgramMeasures, String> {
+        let v = record.measures.clone().ok_or("no measures")?;
+        serde_json::from_value(v).map_err(|e| e.to_string())
+    };
+    match &record.labels.part {
+        Part::PingPong { dma_one_way_cycles, .. } => Measured::PingPong {
+            round_trip_us: us(record.stats.request_latency.mean_cycles),
+            dma_one_way_us: us(*dma_one_way_cycles),
+        },
+        Part::Primitive { primitive, words } => match measures() {
+            Err(e) => Measured::Unreadable(e),
+            Ok(pm) => {
+                let Some(per_op) = pm.per_event("op", "ops") else {
+                    return Measured::Unreadable("no timed operations".into());
+                };
+                let per_op_us = us(per_op);
+                match primitive {
+                    Primitive::BulkPut => Measured::Bandwidth { mb_per_s: (*words * 8) as f64 / per_op_us },
+                    p if p.ping_pong() => Measured::Latency { us: per_op_us / 2.0 },
+                    _ => Measured::Latency { us: per_op_us },
+                }
+            }
+        },
+        Part::Program { .. } => match measures() {
+            Err(e) => Measured::Unreadable(e),
+            Ok(pm) => Measured::Program {
+                time_us: us(pm.time as f64),
+                phases_us: pm.phase_max.iter().map(|(k, &v)| (k.clone(), us(v as f64))).collect(),
+                read_wait_us: pm.per_event("read-wait", "reads").map(us),
+            },
+        },
+    }
+}
+
+pub(super) const CSV_HEADER: &str =
+    "part,subject,library,replicate,seed,value,unit,dma_one_way_us,read_wait_us,sim_cycles,events,wall_seconds,record";
+
+pub(super) fn csv_row(run: &Run) -> String {
+    let l = run.l();
+    let (part, value, unit, dma, wait) = match &run.measured {
+        Measured::PingPong { round_trip_us, dma_one_way_us } => {
+            ("ping-pong", *round_trip_us, "us round trip", format!("{dma_one_way_us:.3}"), String::new())
+        }
+        Measured::Latency { us } => ("primitive", *us, "us", String::new(), String::new()),
+        Measured::Bandwidth { mb_per_s } => ("primitive", *mb_per_s, "MB/s", String::new(), String::new()),
+        Measured::Program { time_us, read_wait_us, .. } => {
+            ("program", *time_us, "us", String::new(), read_wait_us.map(|w| format!("{w:.3}")).unwrap_or_default())
+        }
+        Measured::Unreadable(_) => ("unreadable", f64::NAN, "", String::new(), String::new()),
+    };
+    let st = &run.record.stats;
+    format!(
+        "{part},{},{},{},{},{value:.3},{unit},{dma},{wait},{},{},{:.3},runs/{}.json",
+        l.subject(),
+        l.library.label(),
+        l.replicate,
+        l.seed,
+        st.sim_cycles,
+        st.events,
+        run.record.wall.wall_seconds,
+        run.record.id
+    )
+}
