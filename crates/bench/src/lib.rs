@@ -11,6 +11,9 @@
 //!   `probe` feature;
 //! - [`platforms`]: the ping-pong with its nodes in two processes (shared
 //!   memory, MPI ranks) beside the in-process figure and raw MPI;
+//! - [`splitc`]: Split-C's operations under the co-processor policy's
+//!   main-am and optimized libraries side by side, beside raw MPI-3 RMA
+//!   (`peers/mpi_rma.c`);
 //! - [`sim`]: simulated messages and events per wall second.
 //!
 //! Each figure is a median over rounds; targets are stated as ratios
@@ -22,6 +25,7 @@ pub mod measure;
 pub mod native;
 pub mod platforms;
 pub mod sim;
+pub mod splitc;
 
 pub use finegrain_rt::probe::Effort;
 

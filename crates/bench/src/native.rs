@@ -40,14 +40,21 @@ pub(crate) fn have(tool: &str) -> bool {
 /// Builds the MPI peer (source embedded in the binary) with `mpicc` in a
 /// private temporary directory, removed when the returned guard drops.
 fn build_mpi_peer() -> Result<Option<(tempfile::TempDir, PathBuf)>> {
+    build_c_peer("mpi_pingpong", include_str!("../peers/mpi_pingpong.c"))
+}
+
+/// Builds the MPI peer `name` from `source` with `mpicc` in a private
+/// temporary directory, removed when the returned guard drops (None:
+/// mpicc or mpirun is not installed).
+pub(crate) fn build_c_peer(name: &str, source: &str) -> Result<Option<(tempfile::TempDir, PathBuf)>> {
     if !have("mpicc") || !have("mpirun") {
         return Ok(None);
     }
     let dir =
         tempfile::Builder::new().prefix("finegrain-mpi-peer-").tempdir().context("making a temporary directory")?;
-    let src = dir.path().join("mpi_pingpong.c");
-    std::fs::write(&src, include_str!("../peers/mpi_pingpong.c"))?;
-    let bin = dir.path().join("mpi_pingpong");
+    let src = dir.path().join(format!("{name}.c"));
+    std::fs::write(&src, source)?;
+    let bin = dir.path().join(name);
     let out = Command::new("mpicc").args(["-O2", "-o"]).arg(&bin).arg(&src).output().context("running mpicc")?;
     if !out.status.success() {
         anyhow::bail!("mpicc failed: {}", String::from_utf8_lossy(&out.stderr).lines().next().unwrap_or(""));
@@ -57,7 +64,7 @@ fn build_mpi_peer() -> Result<Option<(tempfile::TempDir, PathBuf)>> {
 
 /// Whether this process runs as root: `/proc/self` belongs to the
 /// process's effective user.
-fn running_as_root() -> bool {
+pub(crate) fn running_as_root() -> bool {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }

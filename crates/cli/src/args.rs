@@ -132,6 +132,11 @@ pub enum BenchCommand {
     /// Native handler throughput on two threads: PDQ vs a mutex per key vs
     /// a single dispatcher (fetch&add handlers, 1, 64 and 4096 keys).
     Pdq(BenchArgs),
+    /// Split-C's operations natively on 2 nodes (get, put, store, 32-byte
+    /// store latency; 64 KiB get and put bandwidth) under the co-processor
+    /// policy's main-am and optimized libraries side by side, beside raw
+    /// MPI-3 RMA where Open MPI is installed.
+    Splitc(BenchArgs),
     /// Simulated messages and events per wall second, one core.
     #[command(allow_negative_numbers = true)]
     Sim {

@@ -1,6 +1,8 @@
 //! Configuration of a native run.
 
-use finegrain_core::{ConfigError, Discipline, Notification, Policy, PpKind, Relinquish, RunConfig, Topology};
+use finegrain_core::{
+    ConfigError, CoprocLibrary, Discipline, LibraryOp, Notification, Policy, PpKind, Relinquish, RunConfig, Topology,
+};
 
 /// Most OS threads a native run starts (every processor of every node).
 pub const MAX_THREADS: u64 = 1024;
@@ -104,13 +106,7 @@ impl RtConfig {
 
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.run.validate()?;
-        if let Policy::Coprocessor { .. } = self.run.policy {
-            return Err(ConfigError::invalid(
-                "policy",
-                self.run.policy.label(),
-                "not supported on this platform (the co-processor runs in the simulator); allowed single, fixed, fixed:K, floating",
-            ));
-        }
+        self.check_coprocessor()?;
         if self.run.dispatch.pp_kind == PpKind::Embedded {
             return Err(ConfigError::invalid(
                 "pp_kind",
@@ -184,6 +180,21 @@ impl RtConfig {
         Ok(())
     }
 
+    /// Natively a node's co-processor is one progress thread (or none,
+    /// under main-am), which serves the node's inbox alone: a parallel
+    /// discipline would have nobody to share it with.
+    fn check_coprocessor(&self) -> Result<(), ConfigError> {
+        let Policy::Coprocessor { library } = self.run.policy else { return Ok(()) };
+        if self.run.dispatch.discipline.parallel() {
+            return Err(ConfigError::invalid(
+                "discipline",
+                self.run.dispatch.discipline.label(),
+                format!("policy coprocessor:{} serves each node's messages on one thread: use serial", library.label()),
+            ));
+        }
+        Ok(())
+    }
+
     /// The interrupt signal must exist, and the time limits be real.
     fn check_limits(&self) -> Result<(), ConfigError> {
         let most = crate::notify::signal::max_interrupt_signal();
@@ -232,11 +243,12 @@ impl RtConfig {
     /// abort the process).
     fn check_size(&self) -> Result<(), ConfigError> {
         let t = self.run.topology;
-        let threads = t.nodes as u64 * t.procs_per_node as u64;
+        let per_node = self.threads_per_node();
+        let threads = t.nodes as u64 * per_node as u64;
         if threads > MAX_THREADS {
             return Err(ConfigError::invalid(
                 "topology",
-                format!("{} nodes x {} threads", t.nodes, t.procs_per_node),
+                format!("{} nodes x {per_node} threads", t.nodes),
                 format!("a native run starts one thread per processor, allowed at most {MAX_THREADS} in all"),
             ));
         }
@@ -248,7 +260,7 @@ impl RtConfig {
         if need > MAX_HOST_BYTES {
             return Err(ConfigError::invalid(
                 "topology",
-                format!("{} nodes x {} threads", t.nodes, t.procs_per_node),
+                format!("{} nodes x {per_node} threads", t.nodes),
                 format!(
                     "rings and segments would need {:.1} GiB, allowed at most {} GiB (use fewer nodes or threads, \
                      a preset with a smaller cache.size_bytes (each thread's segment is as large as its cache) or, \
@@ -261,9 +273,33 @@ impl RtConfig {
         Ok(())
     }
 
-    /// Threads per node: compute threads plus dedicated protocol processors.
+    /// Threads per node: compute threads plus dedicated protocol processors,
+    /// plus the co-processor's progress thread where the policy has one.
     pub fn threads_per_node(&self) -> u32 {
-        self.run.topology.procs_per_node
+        self.run.topology.procs_per_node + u32::from(self.progress_thread())
+    }
+
+    /// Whether each node has a co-processor progress thread beside its
+    /// processors: policy coprocessor with the coproc-am or optimized
+    /// library (under main-am the main thread handles everything itself).
+    pub fn progress_thread(&self) -> bool {
+        matches!(self.run.policy, Policy::Coprocessor { library } if library != CoprocLibrary::MainAm)
+    }
+
+    /// Whether the progress thread runs a handler marked `op` (None: an
+    /// ordinary user handler) itself; what it does not run it forwards to
+    /// the node's main thread. Under optimized it runs the data and control
+    /// operations a co-processor with DMA and remote atomic add does (IPPS
+    /// 1996 Section 4.3); under coproc-am every handler but a user's atomic
+    /// function, which must run atomically with the main processor's
+    /// computation. False without a progress thread.
+    pub fn progress_runs(&self, op: Option<LibraryOp>) -> bool {
+        let Policy::Coprocessor { library } = self.run.policy else { return false };
+        match (library, op) {
+            (CoprocLibrary::MainAm, _) | (_, Some(LibraryOp::Atomic)) => false,
+            (CoprocLibrary::CoprocAm, _) => true,
+            (CoprocLibrary::Optimized, op) => op.is_some(),
+        }
     }
 
     pub fn compute_threads_per_node(&self) -> u32 {

@@ -2,9 +2,27 @@
 //!
 //! A cluster of nodes in one process, each node a group of threads pinned to
 //! cores where possible, active messages moved through single-producer
-//! single-consumer rings of cache-line slots, and the Single, Fixed and
-//! Floating policies run on real threads. Applications are the same
-//! `Proc`-generic code the simulator runs.
+//! single-consumer rings of cache-line slots, and the Single, Fixed,
+//! Floating and Coprocessor policies run on real threads. Applications are
+//! the same `Proc`-generic code the simulator runs.
+//!
+//! # The co-processor policy natively
+//!
+//! `coprocessor:optimized` and `coprocessor:coproc-am` give each node, beside
+//! its one main (compute) thread, a progress thread standing for the
+//! communication co-processor: it serves the node's messages and runs the
+//! handlers the library puts on the co-processor, marked with
+//! [`finegrain_core::LibraryOp`] (optimized: Split-C's gets, puts, stores and
+//! bookkeeping; coproc-am: every handler but atomic functions). The rest, a
+//! user's atomic functions and (under optimized) unmarked user handlers, is
+//! forwarded to the main thread, which runs it at its polls, waits and
+//! sends, so atomic functions stay atomic with respect to its computation.
+//! `coprocessor:main-am` has no progress thread: the main thread handles
+//! everything, as under Single. The threads are named `fg-n{node}-t{i}`, the
+//! main thread `t0` and the progress thread `t1`; thread counts
+//! ([`RtConfig::threads_per_node`]) include the progress thread on every
+//! transport, so a run of N nodes under optimized has 2N threads (on a
+//! two-core host, oversubscribed from two nodes on).
 //!
 //! The runtime is built in layers, after UCX's:
 //! - `transport/`: moving messages between threads and nodes behind the

@@ -764,7 +764,10 @@ fn serve_from_a_fixed_compute_thread_is_refused() {
         })
         .unwrap();
         let e = out.results[0].clone().unwrap().unwrap_err();
-        assert!(e.contains("policy fixed") && e.contains("single and floating") && !e.contains('\n'), "{e}");
+        assert!(
+            e.contains("policy fixed") && e.contains("single, floating and coprocessor") && !e.contains('\n'),
+            "{e}"
+        );
         let ran_on = ran_on.lock().unwrap();
         assert_eq!(ran_on.len() as u64, N);
         assert!(ran_on.iter().all(|name| name == "fg-n0-t1"), "handled on {ran_on:?}, not only the protocol thread");

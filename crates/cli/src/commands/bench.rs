@@ -53,6 +53,13 @@ pub fn bench(what: BenchCommand) -> Result<()> {
             say!("{}", native_bench::pdq_table(&rows).trim_end());
             Ok(())
         }
+        BenchCommand::Splitc(BenchArgs { quick, json }) => {
+            check_writable(json.as_deref(), &[])?;
+            let b = finegrain_bench::splitc::splitc(effort(quick))?;
+            write(json, &b)?;
+            say!("{}", finegrain_bench::splitc::splitc_table(&b).trim_end());
+            Ok(())
+        }
         BenchCommand::Sim { rounds, requests_per_node, json } => {
             check_writable(json.as_deref(), &[])?;
             let rows = bench::sim(rounds, requests_per_node)?;

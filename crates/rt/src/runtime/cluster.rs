@@ -10,10 +10,86 @@ use crate::dispatch::serial::Cursor;
 use crate::notify::{Doorbell, Scheme};
 use crate::transport::{Inbox, Transport, MAX_PAYLOAD};
 use crossbeam_utils::CachePadded;
-use finegrain_core::{AmError, HandlerId, HandlerTable, Payload, MAX_ARGS};
+use finegrain_core::{AmError, HandlerId, HandlerTable, Message, Payload, Policy, MAX_ARGS};
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;
+
+/// How a node's threads share its messages, as the runtime carries the
+/// policy out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Mode {
+    /// One thread per node computes and handles, holding the node's role
+    /// for good: Single, and the co-processor's main-am library (the
+    /// co-processor only moves messages; the main processor handles them
+    /// when it polls).
+    Single,
+    /// Dedicated protocol threads; compute threads never handle.
+    Fixed,
+    /// Idle compute threads handle; computing ones may be interrupted.
+    Floating,
+    /// The co-processor's coproc-am and optimized libraries: a progress
+    /// thread serves the node and forwards what it may not run to the main
+    /// thread, which runs it when it polls, waits or sends.
+    Coproc,
+}
+
+impl Mode {
+    pub(super) fn of(cfg: &RtConfig) -> Mode {
+        match cfg.run.policy {
+            Policy::Single => Mode::Single,
+            Policy::Fixed { .. } => Mode::Fixed,
+            Policy::Floating => Mode::Floating,
+            Policy::Coprocessor { .. } if cfg.progress_thread() => Mode::Coproc,
+            Policy::Coprocessor { .. } => Mode::Single,
+        }
+    }
+}
+
+/// Coproc: the messages a node's progress thread handed to its main
+/// thread. Only forwarded messages go through it (user atomic functions,
+/// and under optimized user handlers), so a lock is cheap enough; the
+/// count lets the main thread look without taking it.
+pub(super) struct Forwarded {
+    queue: Mutex<VecDeque<Message>>,
+    count: AtomicUsize,
+    /// The progress thread has stopped serving: nothing more will come.
+    pub(super) progress_done: AtomicBool,
+}
+
+impl Forwarded {
+    fn new() -> Forwarded {
+        Forwarded {
+            queue: Mutex::new(VecDeque::new()),
+            count: AtomicUsize::new(0),
+            progress_done: AtomicBool::new(false),
+        }
+    }
+
+    /// Hands `m` to the main thread (a copy: the progress thread's scratch
+    /// message is reused for the next one).
+    pub(super) fn push(&self, m: &Message) {
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        q.push_back(m.clone());
+        self.count.fetch_add(1, Ordering::Release);
+    }
+
+    /// The oldest forwarded message, if any.
+    pub(super) fn pop(&self) -> Option<Message> {
+        if self.count.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let m = q.pop_front()?;
+        self.count.fetch_sub(1, Ordering::Relaxed);
+        Some(m)
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.count.load(Ordering::Acquire) == 0
+    }
+}
 
 /// Handler failures are recorded without allocating (they may happen in
 /// interrupt context) and turned into messages after the run.
@@ -118,6 +194,8 @@ pub(super) struct Node<T: Transport> {
     pub(super) keyed: Option<KeyedQueue>,
     /// Parallel disciplines: how many threads may serve at once.
     pub(super) servers: ServerLimit,
+    /// Coproc: what the progress thread leaves to the main thread.
+    pub(super) forwarded: Forwarded,
 }
 
 impl<T: Transport> Node<T> {
@@ -136,6 +214,7 @@ impl<T: Transport> Node<T> {
                 KeyedQueue::new(cfg.run.dispatch.discipline, cfg.pdq_window).expect("validated with the configuration")
             }),
             servers: ServerLimit::new(cfg.run.dispatch.max_servers),
+            forwarded: Forwarded::new(),
         }
     }
 
@@ -168,7 +247,13 @@ pub(crate) struct Cluster<T: Transport> {
     pub(super) first: u32,
     /// Per local thread (node-major): the handler it runs now.
     pub(super) clocks: Box<[CachePadded<HandlerClock>]>,
+    /// Threads per node (compute and protocol), for indexing the clocks.
     pub(super) ppn: u32,
+    /// How the policy is carried out.
+    pub(super) mode: Mode,
+    /// Coproc: per handler id, whether the progress thread runs it (the
+    /// rest is forwarded to the main thread). Empty otherwise.
+    progress_runs: Box<[bool]>,
     /// How nodes notice messages (from the configuration).
     pub(super) notify: Scheme,
     /// The run is aborted (a handler failed, or an application returned an
@@ -187,7 +272,12 @@ impl<T: Transport> Cluster<T> {
         first: u32,
         oversubscribed: bool,
     ) -> Cluster<T> {
-        let threads = nodes.len() * cfg.run.topology.procs_per_node as usize;
+        let threads = nodes.len() * cfg.threads_per_node() as usize;
+        let mode = Mode::of(cfg);
+        let progress_runs = match mode {
+            Mode::Coproc => handlers.infos().map(|(id, _)| cfg.progress_runs(handlers.library_op(id))).collect(),
+            _ => Box::default(),
+        };
         Cluster {
             cfg: cfg.clone(),
             handlers: handlers.clone(),
@@ -195,7 +285,9 @@ impl<T: Transport> Cluster<T> {
             nodes,
             first,
             clocks: (0..threads).map(|_| CachePadded::new(HandlerClock::default())).collect(),
-            ppn: cfg.run.topology.procs_per_node,
+            ppn: cfg.threads_per_node(),
+            mode,
+            progress_runs,
             notify: Scheme::of(cfg.run.policy, cfg.park_after_polls.is_some(), cfg.interrupts()),
             shutdown: AtomicBool::new(false),
             failure: Failure::default(),
@@ -206,6 +298,13 @@ impl<T: Transport> Cluster<T> {
     #[inline]
     pub(super) fn node(&self, n: u32) -> &Node<T> {
         &self.nodes[(n - self.first) as usize]
+    }
+
+    /// Coproc: whether the progress thread runs `handler` itself. An
+    /// unknown id counts as its own, so `handle` reports it at once.
+    #[inline]
+    pub(super) fn progress_runs(&self, handler: HandlerId) -> bool {
+        self.progress_runs.get(handler.index()).copied().unwrap_or(true)
     }
 
     /// The handler clock of thread `local` of local node `n`.

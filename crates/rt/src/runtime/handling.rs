@@ -29,9 +29,65 @@ impl<T: Transport> ThreadCtx<T> {
                 &node.cursor,
                 &mut *self.scratch.get(),
                 || self.cluster.failed(),
-                |m| self.handle(m),
+                |m| self.take(m),
             )
         }
+    }
+
+    /// Runs `m`'s handler here or, on the co-processor's progress thread
+    /// for a handler it may not run (see `RtConfig::progress_runs`), hands
+    /// it to the node's main thread.
+    #[inline]
+    fn take(&self, m: &Message) {
+        if self.progress && !self.cluster.progress_runs(m.handler) {
+            return self.node().forwarded.push(m);
+        }
+        self.handle(m)
+    }
+
+    /// Coproc's main thread: runs what the progress thread forwarded, in
+    /// order (a forwarded request's reply leaves from this thread's send
+    /// side). Returns how many ran; nothing on other threads.
+    pub(super) fn run_forwarded(&self) -> u64 {
+        if !self.takes_forwarded {
+            return 0;
+        }
+        let forwarded = &self.node().forwarded;
+        let mut ran = 0;
+        while !self.cluster.failed() {
+            let Some(m) = forwarded.pop() else { break };
+            self.handle(&m);
+            ran += 1;
+        }
+        ran
+    }
+
+    /// Coproc's main thread once its application has returned: runs what
+    /// is forwarded until the progress thread has stopped (so nothing it
+    /// forwards is lost) and nothing is left, or until `stop` says so.
+    pub(super) fn serve_forwarded(&self, stop: impl Fn() -> bool) {
+        let forwarded = &self.node().forwarded;
+        let mut spins = 0;
+        self.enter();
+        loop {
+            let t0 = self.stats.stamp();
+            let ran = self.run_forwarded();
+            // A spill waits for its destination to drain; relaxing lets
+            // that thread run if it shares this core.
+            self.flush_spill();
+            if self.cluster.failed() || stop() {
+                break;
+            }
+            if ran == 0 {
+                self.relax(&mut spins);
+                self.stats.add_idle(self.stats.since(t0));
+            }
+        }
+        // The progress thread may have forwarded more before it stopped.
+        if forwarded.progress_done.load(Ordering::Acquire) {
+            self.run_forwarded();
+        }
+        self.exit();
     }
 
     /// Parallel disciplines: handles entries while some may run, alongside

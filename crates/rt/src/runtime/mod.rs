@@ -23,6 +23,22 @@
 //!   only to a waiting peer); when every thread computes, a sender raises an
 //!   interrupt (a signal) on one of them, round-robin (see
 //!   [`crate::notify::signal`]).
+//! - Coprocessor (IPPS 1996: the Meiko CS-2's Elan runs message handling,
+//!   so the main processor neither polls for it nor is interrupted): one
+//!   main thread per node computes. Under `optimized` and `coproc-am` each
+//!   node has one more thread, its progress thread (the co-processor),
+//!   which serves the node's inbox as a Fixed protocol thread does but
+//!   runs only the handlers [`RtConfig::progress_runs`] allows: under
+//!   optimized Split-C's data and control operations (the copies, counter
+//!   updates and remote adds a DMA engine and remote atomic add do), under
+//!   coproc-am every handler but a user's atomic function. Everything else
+//!   is forwarded to the main thread, which runs it when it polls
+//!   (`Proc::poll`), while it waits (for a reply, in `wait_until`, in
+//!   `idle`), when it sends, and after its application has returned until
+//!   the progress thread has stopped, so nothing forwarded is lost. A
+//!   forwarded request's reply leaves from the main thread's send side.
+//!   Under `main-am` there is no progress thread: the main thread handles
+//!   everything, as under Single.
 //!
 //! The files: `cluster.rs` (what the threads share), `thread.rs` (a
 //! thread's context), `ops.rs` (what a thread asks for: requests, sends,
@@ -129,7 +145,7 @@ fn build<T: Transport>(
     let (transport, endpoints) = T::open(&layout, place)?;
     let nodes: Box<[CachePadded<Node<T>>]> =
         endpoints.inboxes.into_iter().map(|inbox| CachePadded::new(Node::new(cfg, inbox))).collect();
-    let threads = cfg.run.topology.nodes as usize * cfg.run.topology.procs_per_node as usize;
+    let threads = cfg.run.topology.nodes as usize * cfg.threads_per_node() as usize;
     let cluster = Cluster::new(cfg, handlers, transport, nodes, local.start, threads > os::online_cores());
     Ok((Arc::new(cluster), endpoints.senders))
 }
@@ -138,7 +154,7 @@ fn build<T: Transport>(
 pub(crate) fn layout_of(cfg: &RtConfig, local: Range<u32>) -> Layout {
     Layout {
         nodes: cfg.run.topology.nodes,
-        threads_per_node: cfg.run.topology.procs_per_node,
+        threads_per_node: cfg.threads_per_node(),
         compute_threads_per_node: cfg.compute_threads_per_node(),
         ring_slots: cfg.ring_slots,
         local,
@@ -275,7 +291,7 @@ where
     F: Fn(RtProc) -> Fut + Sync,
     Fut: Future<Output = Result<T, AmError>>,
 {
-    let ppn = cluster.cfg.run.topology.procs_per_node;
+    let ppn = cluster.cfg.threads_per_node();
     let compute = cluster.cfg.compute_threads_per_node();
     let cores = os::online_cores();
     let total_compute = cluster.cfg.run.topology.nodes * compute;
@@ -299,6 +315,8 @@ where
                         cluster.transport.register_thread(n, l, ThreadKind::Protocol);
                         let ctx = ThreadCtx::new(cluster, out, n, l);
                         ctx.serve(|| all_done(cluster, n, total_compute));
+                        // Coproc: whatever it forwarded is queued by now.
+                        cluster.node(n).forwarded.progress_done.store(true, Ordering::Release);
                         ctx.stats.times(n, l, false)
                     })
                     .map(|h| handles.protocol.push(h))
@@ -352,6 +370,10 @@ where
     cluster.transport.app_finished();
     if cluster.cfg.run.policy.compute_procs_handle() {
         ctx.serve(|| all_done(cluster, n, total_compute));
+    } else if ctx.takes_forwarded {
+        // What the progress thread forwards until it stops must still run.
+        let forwarded = &cluster.node(n).forwarded;
+        ctx.serve_forwarded(|| forwarded.progress_done.load(Ordering::Acquire) && forwarded.is_empty());
     }
     drop(registration);
     let times = ctx.stats.times(n, l, true);

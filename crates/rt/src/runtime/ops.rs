@@ -2,13 +2,13 @@
 //! replies (acting as protocol processor meanwhile), work, idling, poll
 //! sites and accesses to the thread's regions.
 
-use super::cluster::{run_aborted, Completion};
+use super::cluster::{run_aborted, Completion, Mode};
 use super::thread::ThreadCtx;
 use crate::clock::Stamp;
 use crate::notify::{park, signal};
 use crate::transport::{Inbox, Outgoing, Sender, Transport, MAX_PAYLOAD};
 use finegrain_core::{
-    Access, AmError, Args, Discipline, HandlerId, MsgKind, NodeId, Policy, Region, Relinquish, SyncKey, ThreadId,
+    Access, AmError, Args, Discipline, HandlerId, MsgKind, NodeId, Region, Relinquish, SyncKey, ThreadId,
 };
 use rand::Rng;
 use std::cell::Cell;
@@ -196,6 +196,7 @@ impl<T: Transport> ThreadCtx<T> {
             if cl.cfg.run.policy.compute_procs_handle() {
                 self.poll_as_pp();
             }
+            self.run_forwarded();
             self.relax(&mut spins);
         }
         self.stats.count_sent();
@@ -206,9 +207,11 @@ impl<T: Transport> ThreadCtx<T> {
     }
 
     /// Single's thread notices messages when it sends (as well as during
-    /// `work`, at poll sites and while it waits).
+    /// `work`, at poll sites and while it waits); so does Coproc's main
+    /// thread, for what its progress thread forwarded.
     fn poll_on_send(&self) {
         if !self.owns_role {
+            self.run_forwarded();
             return;
         }
         // SAFETY: this thread owns the role (Single), the inbox's receive
@@ -247,11 +250,11 @@ impl<T: Transport> ThreadCtx<T> {
         let t0 = self.stats.stamp();
         let mut deadline = Deadline::new(self.cluster.cfg.progress_timeout_ms);
         let node = self.node();
-        let policy = self.cluster.cfg.run.policy;
+        let mode = self.cluster.mode;
         let mut spins = 0;
         // Floating counts its waiting threads: an acting PP whose reply is
         // in hands the role to one of them, and hand-off keeps it for one.
-        let counted = policy == Policy::Floating;
+        let counted = mode == Mode::Floating;
         if counted {
             node.waiting.fetch_add(1, Ordering::Relaxed);
         }
@@ -264,15 +267,23 @@ impl<T: Transport> ThreadCtx<T> {
                 break;
             }
             let spilled = !self.flush_spill();
-            match policy {
-                // Coprocessor never runs here: RtConfig::validate refuses it.
-                Policy::Fixed { .. } | Policy::Coprocessor { .. } => self.relax(&mut spins),
-                Policy::Single | Policy::Floating if node.keyed.is_some() => {
+            match mode {
+                Mode::Fixed => self.relax(&mut spins),
+                // The progress thread serves; this thread runs what it
+                // forwards (a remote atomic waiting on us, say).
+                // A spill waits for the destination's progress thread,
+                // which may need this core.
+                Mode::Coproc => {
+                    if self.run_forwarded() == 0 {
+                        self.relax(&mut spins);
+                    }
+                }
+                Mode::Single | Mode::Floating if node.keyed.is_some() => {
                     if self.poll_as_pp() == 0 && !spilled {
                         self.relax(&mut spins);
                     }
                 }
-                Policy::Single | Policy::Floating => {
+                Mode::Single | Mode::Floating => {
                     if self.take_role() {
                         self.act_until_done(done, &mut deadline);
                     } else if !spilled {
@@ -365,8 +376,8 @@ impl<T: Transport> ThreadCtx<T> {
         // Handling done inside (polls, interrupts) is not computation.
         let served_before = self.stats.handler_ns() + self.stats.interrupt_ns();
         let seg = &node.segments[self.local as usize];
-        let floating = cl.cfg.run.policy == Policy::Floating;
-        let single = cl.cfg.run.policy == Policy::Single;
+        let floating = cl.mode == Mode::Floating;
+        let single = cl.mode == Mode::Single;
         if floating {
             // A message that arrived before we counted ourselves as
             // computing is ours to handle (no sender interrupts for it).
@@ -442,8 +453,8 @@ impl<T: Transport> ThreadCtx<T> {
     pub(super) fn serve(&self, stop: impl Fn() -> bool) {
         let node = self.node();
         let park_after = self.cluster.cfg.park_after_polls;
-        let fixed = matches!(self.cluster.cfg.run.policy, Policy::Fixed { .. });
-        let floating = self.cluster.cfg.run.policy == Policy::Floating;
+        let fixed = self.cluster.mode == Mode::Fixed;
+        let floating = self.cluster.mode == Mode::Floating;
         let mut empty = 0u32;
         let mut spins = 0;
         let mut holding = false;
@@ -471,6 +482,11 @@ impl<T: Transport> ThreadCtx<T> {
             let spilled = !self.flush_spill();
             if handled > 0 || spilled {
                 empty = 0;
+                // A spill waits for its destination to drain: give that
+                // thread the core if it shares this one.
+                if handled == 0 {
+                    self.relax(&mut spins);
+                }
                 continue;
             }
             empty = empty.wrapping_add(1);
@@ -515,6 +531,9 @@ impl<T: Transport> ThreadCtx<T> {
         if self.cluster.cfg.run.policy.compute_procs_handle() {
             return self.serve(|| deadline.reached());
         }
+        if self.takes_forwarded {
+            return self.serve_forwarded(|| deadline.reached());
+        }
         let t0 = self.stats.stamp();
         let mut spins = 0;
         while !deadline.reached() && !self.cluster.failed() {
@@ -523,11 +542,16 @@ impl<T: Transport> ThreadCtx<T> {
         self.stats.add_idle(self.stats.since(t0));
     }
 
-    /// A poll site: handle what waits if this thread may act as PP.
+    /// A poll site: handle what waits if this thread may act as PP, or
+    /// (Coproc's main thread) what its progress thread forwarded.
     pub(super) fn poll_site(&self) {
         if self.cluster.cfg.run.policy.compute_procs_handle() && self.node().work_waiting() {
             self.enter();
             self.poll_as_pp();
+            self.exit();
+        } else if self.takes_forwarded && !self.node().forwarded.is_empty() {
+            self.enter();
+            self.run_forwarded();
             self.exit();
         }
     }

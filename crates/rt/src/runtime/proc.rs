@@ -145,6 +145,9 @@ impl<T: Transport> ThreadOps for ThreadCtx<T> {
         ThreadCtx::send_oneway(self, dst, handler, key, args, payload)
     }
     fn serve(&self, stop: &dyn Fn() -> bool) {
+        if self.takes_forwarded {
+            return self.serve_forwarded(stop);
+        }
         ThreadCtx::serve(self, stop)
     }
     fn wait_until(&self, done: &dyn Fn() -> bool) -> Result<(), AmError> {
@@ -286,14 +289,17 @@ impl RtProc {
     /// Acts as protocol processor for this node until `stop` returns true
     /// (or the run fails).
     ///
-    /// Only where compute threads may handle messages (policies single and
-    /// floating); under fixed they never do, so this fails at once.
+    /// Only where compute threads may handle messages (policies single,
+    /// floating and coprocessor; under coproc-am and optimized the main
+    /// thread runs what the progress thread forwards to it); under fixed
+    /// they never do, so this fails at once.
     pub fn serve(&self, stop: impl Fn() -> bool) -> Result<(), AmError> {
-        let policy = self.ctx.cfg().run.policy;
-        if !policy.compute_procs_handle() {
+        let cfg = self.ctx.cfg();
+        let policy = cfg.run.policy;
+        if !policy.compute_procs_handle() && !cfg.progress_thread() {
             return Err(AmError::NotAllowed(format!(
                 "RtProc::serve on a compute thread under policy {}, whose compute threads never handle messages: \
-                 only single and floating let them serve (use idle to let time pass)",
+                 only single, floating and coprocessor let them serve (use idle to let time pass)",
                 policy.label()
             )));
         }

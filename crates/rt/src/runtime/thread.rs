@@ -4,14 +4,14 @@
 //! interrupt gate. Its operations are in `ops.rs` (what the thread asks
 //! for), `sending.rs` and `handling.rs`.
 
-use super::cluster::{Cluster, Node};
+use super::cluster::{Cluster, Mode, Node};
 use crate::clock::Stamp;
 use crate::dispatch::keyed::Idle;
 use crate::notify::signal::{Interruptible, IrqGate};
 use crate::notify::{poll, Doorbell};
 use crate::stats::ThreadStats;
 use crate::transport::{codec, Sender, Transport};
-use finegrain_core::{mix_seed, Message, Policy};
+use finegrain_core::{mix_seed, Message};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::cell::{Cell, UnsafeCell};
@@ -36,8 +36,14 @@ pub(crate) struct ThreadCtx<T: Transport> {
     pub(super) scratch: UnsafeCell<Message>,
     pub(super) rng: UnsafeCell<ChaCha8Rng>,
     pub(super) next_token: Cell<u64>,
-    /// Holds the node's role for its whole life (Single).
+    /// Holds the node's role for its whole life (Single, main-am).
     pub(super) owns_role: bool,
+    /// The node's co-processor progress thread (Coproc): it forwards what
+    /// it may not run to the main thread.
+    pub(super) progress: bool,
+    /// The node's main thread under Coproc: it runs what the progress
+    /// thread forwards.
+    pub(super) takes_forwarded: bool,
     /// `request_with`'s closure is running: it borrows this thread's reply
     /// buffer, which the next reply to this thread would overwrite.
     pub(super) reply_lent: Cell<bool>,
@@ -58,7 +64,9 @@ impl<T: Transport> ThreadCtx<T> {
     /// The context of thread `local` of node `node`, sending through `out`.
     pub(super) fn new(cluster: &Arc<Cluster<T>>, out: T::Sender, node: u32, local: u32) -> ThreadCtx<T> {
         let global = (node * cluster.ppn + local) as usize;
-        let owns_role = cluster.cfg.run.policy == Policy::Single;
+        let owns_role = cluster.mode == Mode::Single;
+        let coproc = cluster.mode == Mode::Coproc;
+        let compute = local < cluster.cfg.compute_threads_per_node();
         if owns_role {
             let taken = crate::dispatch::serial::try_take(&cluster.bell(node).role);
             debug_assert!(taken, "a Single node has one thread");
@@ -77,6 +85,8 @@ impl<T: Transport> ThreadCtx<T> {
             ))),
             next_token: Cell::new(0),
             owns_role,
+            progress: coproc && !compute,
+            takes_forwarded: coproc && compute,
             reply_lent: Cell::new(false),
             keyed_idle: Cell::new(Idle::NEVER),
             irq: IrqGate::new(),
@@ -105,8 +115,14 @@ impl<T: Transport> ThreadCtx<T> {
     }
 
     /// Spin politely: when threads outnumber cores, give the core away.
+    /// Under Coproc every message crosses two threads of a node (main and
+    /// progress), so when they share cores each empty look yields at once:
+    /// the thread that has work is the one that must run.
     #[inline]
     pub(super) fn relax(&self, spins: &mut u32) {
+        if self.cluster.oversubscribed && self.cluster.mode == Mode::Coproc {
+            return std::thread::yield_now();
+        }
         poll::relax(spins, self.cluster.oversubscribed);
     }
 

@@ -77,9 +77,13 @@ pub fn run(args: RunArgs, alias: Option<Workload>) -> Result<()> {
             if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_none() {
                 return launch_mpi(&a, workload);
             }
-            // Nodes of one thread take a cheaper thread level.
+            // Nodes of one thread take a cheaper thread level; the
+            // co-processor's progress thread is one more.
+            let progress = a.policy.as_deref().and_then(|p| finegrain_core::Policy::parse(p).ok()).is_some_and(|p| {
+                matches!(p, finegrain_core::Policy::Coprocessor { library } if library != finegrain_core::CoprocLibrary::MainAm)
+            });
             let threads = match workload {
-                Workload::Micro => a.procs_per_node.unwrap_or(2),
+                Workload::Micro => a.procs_per_node.unwrap_or(2) + u32::from(progress),
                 Workload::FetchAdd => 2,
                 Workload::Splitc => 1,
             };
