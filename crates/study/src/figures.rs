@@ -170,35 +170,6 @@ fn legend_corner(
     corners.into_iter().min_by_key(|&(_, n)| n).map(|(pos, _)| pos).unwrap_or(SeriesLabelPosition::UpperRight)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn chart(points: Vec<(f64, f64)>) -> Chart<'static> {
-        Chart {
-            title: "t",
-            x_label: "x",
-            y_label: "y",
-            series: vec![Series { name: "a series".into(), points }],
-            reference_y: None,
-            log_y: false,
-        }
-    }
-
-    #[test]
-    fn the_legend_avoids_the_data() {
-        // A curve rising to the upper right: the legend goes upper left.
-        let rising = chart(vec![(0.0, 0.0), (0.5, 0.2), (1.0, 1.0)]);
-        assert!(matches!(legend_corner(&rising, (0.0, 1.0), (0.0, 1.0), |y| y), SeriesLabelPosition::UpperLeft));
-        // A flat curve along the top: a lower corner.
-        let top = chart(vec![(0.0, 1.0), (1.0, 1.0)]);
-        assert!(matches!(legend_corner(&top, (0.0, 1.0), (0.0, 1.0), |y| y), SeriesLabelPosition::LowerRight));
-        // Nothing in the upper right: it stays there.
-        let falling = chart(vec![(0.0, 1.0), (1.0, 0.0)]);
-        assert!(matches!(legend_corner(&falling, (0.0, 1.0), (0.0, 1.0), |y| y), SeriesLabelPosition::UpperRight));
-    }
-}
-
 /// A horizontal bar chart: one row of bars per category, one bar per
 /// group in each (the libraries beside each other), for values a reader
 /// compares within a row.
@@ -286,4 +257,33 @@ pub fn bar_chart(path: &Path, chart: &BarChart) -> Result<()> {
         .map_err(|e| err(&e))?;
     root.present().map_err(|e| err(&e))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chart(points: Vec<(f64, f64)>) -> Chart<'static> {
+        Chart {
+            title: "t",
+            x_label: "x",
+            y_label: "y",
+            series: vec![Series { name: "a series".into(), points }],
+            reference_y: None,
+            log_y: false,
+        }
+    }
+
+    #[test]
+    fn the_legend_avoids_the_data() {
+        // A curve rising to the upper right: the legend goes upper left.
+        let rising = chart(vec![(0.0, 0.0), (0.5, 0.2), (1.0, 1.0)]);
+        assert!(matches!(legend_corner(&rising, (0.0, 1.0), (0.0, 1.0), |y| y), SeriesLabelPosition::UpperLeft));
+        // A flat curve along the top: a lower corner.
+        let top = chart(vec![(0.0, 1.0), (1.0, 1.0)]);
+        assert!(matches!(legend_corner(&top, (0.0, 1.0), (0.0, 1.0), |y| y), SeriesLabelPosition::LowerRight));
+        // Nothing in the upper right: it stays there.
+        let falling = chart(vec![(0.0, 1.0), (1.0, 0.0)]);
+        assert!(matches!(legend_corner(&falling, (0.0, 1.0), (0.0, 1.0), |y| y), SeriesLabelPosition::UpperRight));
+    }
 }
