@@ -265,7 +265,12 @@ fn atomic_wait(library: CoprocLibrary, work: u64, chunks: u64, poll: bool) -> u6
         }
     })
     .unwrap();
-    assert_eq!(out.stats.nodes[0].procs[0].handlers, 1, "{}: the atomic ran on node 0's main processor", library.label());
+    assert_eq!(
+        out.stats.nodes[0].procs[0].handlers,
+        1,
+        "{}: the atomic ran on node 0's main processor",
+        library.label()
+    );
     out.results[1]
 }
 

@@ -119,8 +119,7 @@ impl CoprocNodes {
         handlers: &HandlerTable,
     ) -> Result<CoprocNodes, ConfigError> {
         let pairs = nodes * nodes;
-        let atomics = (0..handlers.len())
-            .any(|i| handlers.library_op(HandlerId(i as u16)) == Some(LibraryOp::Atomic));
+        let atomics = (0..handlers.len()).any(|i| handlers.library_op(HandlerId(i as u16)) == Some(LibraryOp::Atomic));
         Ok(CoprocNodes {
             library,
             hw: Coproc::new(m, nodes)?,
@@ -813,8 +812,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// optimized: takes the message in `slot` at its destination, where
     /// the hardware has done what its handler does; runs the handler.
     /// Threads waiting there check their conditions again once the main
-    /// processor sees the write. Returns the node, the message and its
-    /// handler's reply, or None if the handler failed (the run is ending).
+    /// processor sees the write (a get's DMA only reads, and wakes
+    /// nobody). Returns the node, the message and its handler's reply, or
+    /// None if the handler failed (the run is ending).
     fn take_direct(&mut self, slot: u32) -> Option<(usize, Message, Option<Reply>)> {
         let msg = self.messages[slot as usize].take().expect("live message");
         self.free_messages.push(slot);
@@ -822,7 +822,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.delivered += 1;
         self.nodes[n].stats.messages_received += 1;
         let reply = self.run_direct(n, &msg)?;
-        if self.nodes[n].awaiting > 0 {
+        let writes = self.handlers.library_op(msg.handler) != Some(LibraryOp::GetRequest);
+        if writes && self.nodes[n].awaiting > 0 {
             let now = self.now;
             let (cp, mut b) = self.coproc_parts();
             let seen = cp.hw.main_sees_write(&mut b, n, now);
