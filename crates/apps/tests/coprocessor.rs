@@ -109,9 +109,8 @@ fn fetch_and_add_answers_are_right_under_both_libraries() {
 }
 
 #[test]
-fn the_optimized_library_and_a_machine_without_a_coprocessor_are_refused_in_one_line() {
-    let e = coproc(CoprocLibrary::Optimized, 2).validate().unwrap_err().to_string();
-    assert!(e.contains("coprocessor:optimized") && e.contains("Split-C") && !e.contains('\n'), "{e}");
+fn the_optimized_library_is_accepted_and_a_machine_without_a_coprocessor_refused_in_one_line() {
+    coproc(CoprocLibrary::Optimized, 2).validate().unwrap();
     let mut cfg = coproc(CoprocLibrary::CoprocAm, 2);
     cfg.machine = MachineConfig::load("hpca97").unwrap();
     let e = cfg.validate().unwrap_err().to_string();

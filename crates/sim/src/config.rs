@@ -117,21 +117,12 @@ impl SimConfig {
 }
 
 impl SimConfig {
-    /// Policy coprocessor: the engine runs the two Active-Message
-    /// libraries `Proc` can express, on a machine with a co-processor,
-    /// under the serial discipline (one main processor per node, which
+    /// Policy coprocessor: the engine runs the paper's three libraries
+    /// (the optimized one on the handlers a library marked with their
+    /// `LibraryOp`, Split-C's) on a machine with a co-processor, under the
+    /// serial discipline (one main processor per node, which
     /// `Topology::validate` checks).
     fn validate_coprocessor(&self, library: CoprocLibrary) -> Result<(), ConfigError> {
-        if library == CoprocLibrary::Optimized {
-            // Its put, get and store are Split-C operations `Proc` lacks;
-            // they run as scripts (`crate::coproc`).
-            return Err(ConfigError::invalid(
-                "policy",
-                "coprocessor:optimized",
-                "the optimized library's Split-C operations are not in Proc yet (finegrain calibrate ipps96 times \
-                 them as scripts); allowed coprocessor:main-am, coprocessor:coproc-am, single, fixed, fixed:K, floating",
-            ));
-        }
         if self.machine.coprocessor.is_none() {
             return Err(ConfigError::invalid(
                 "policy",

@@ -47,6 +47,43 @@ pub enum EventKind {
     /// co-processor has ended while threads there wait in
     /// `Proc::wait_until`.
     CoprocHandled { node: u32 },
+    /// Policy coprocessor (coproc-am, and unmarked messages under
+    /// optimized): the acknowledgement of channel `src` to `dst`'s last
+    /// message is back; the oldest message waiting for the channel goes.
+    CoprocChannelFree { src: u32, dst: u32 },
+    /// Policy coprocessor (coproc-am): the dispatch thread has left an
+    /// atomic function's message for the main processor, whose flag it
+    /// wrote.
+    CoprocDeposit { msg: u32 },
+    /// Policy coprocessor (optimized): the next step of a Split-C
+    /// operation the library does with the Elan's hardware.
+    CoprocDirect { msg: u32, step: DirectStep },
+}
+
+/// The steps of the optimized library's operations (IPPS 1996 Section
+/// 5.2), each at the node where it happens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DirectStep {
+    /// The requester's DMA engine sees the main processor's trigger.
+    Issue,
+    /// A put's data is in the owner's memory.
+    Deliver,
+    /// A get's descriptor is at the owner: the requester's co-processor
+    /// sets the owner's event that triggers it.
+    Descriptor,
+    /// A get's descriptor runs at the owner: the data goes back.
+    Trigger,
+    /// A store's data DMA is done at the source: the remote add goes out.
+    Add,
+    /// A store's remote add has landed in the owner's counter.
+    Land,
+    /// A DMA's completion wakes the requester's counter thread.
+    Count,
+    /// The requester's main processor sees the counter word change.
+    Seen,
+    /// An atomic function's message is in the owner's buffer for its main
+    /// processor.
+    Deposit,
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -183,6 +183,20 @@ pub struct CoprocStats {
     /// Its transactions on the node's memory bus: code fetches, data words
     /// (it has no data cache), DMA descriptors.
     pub bus_words: u64,
+    /// Optimized library only (left out of records when none): DMAs its
+    /// engine ran for Split-C's put, get, store and atomic messages
+    /// straight from a descriptor (no sending thread), remote atomic adds
+    /// and remote event triggers it sent, handlers run by its hardware
+    /// with no thread (a put's or store's words written by the DMA, a
+    /// get's read by it), and counter threads its DMAs' completions woke.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub direct_dmas: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub remote_adds: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub direct_handlers: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub counter_threads: u64,
 }
 
 /// A distribution of waiting times, in cycles.

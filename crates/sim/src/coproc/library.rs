@@ -174,12 +174,14 @@ mod tests {
     }
 
     #[test]
-    fn the_engine_refuses_the_optimized_library_in_one_line() {
+    fn the_engine_accepts_the_optimized_library_on_a_machine_with_a_coprocessor_only() {
         let policy = finegrain_core::Policy::Coprocessor { library: CoprocLibrary::Optimized };
         let topology = finegrain_core::Topology { nodes: 16, procs_per_node: 1 };
-        let cfg = crate::SimConfig::new(ipps96(), topology, policy, 1);
+        let mut cfg = crate::SimConfig::new(ipps96(), topology, policy, 1);
+        cfg.validate().unwrap();
+        cfg.machine = MachineConfig::load("hpca97").unwrap();
         let e = cfg.validate().unwrap_err().to_string();
-        assert!(e.starts_with("invalid policy = coprocessor:optimized: the optimized library's Split-C"), "{e}");
+        assert!(e.starts_with("invalid policy = coprocessor:optimized: preset hpca97 has no [coprocessor]"), "{e}");
         assert!(!e.contains('\n'));
     }
 

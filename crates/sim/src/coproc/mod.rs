@@ -13,11 +13,11 @@
 //! Messages under each library, and the optimized library's put, get and
 //! store.
 //!
-//! The engine runs `Proc` programs on these mechanisms under the
-//! main-am and coproc-am libraries (`crate::engine`'s `coproc` module,
-//! lending it each node's memory bus through [`Buses`]); the optimized
-//! library's Split-C operations run only as scripts, as `Proc` has none
-//! (docs/coprocessor.md lists what remains).
+//! The engine runs `Proc` programs on these mechanisms under all three
+//! libraries (`crate::engine`'s `coproc` module, lending it each node's
+//! memory bus through [`Buses`]): under the optimized one, the handlers a
+//! library marks with their `LibraryOp` (Split-C's put, get, store and
+//! control messages) go by the same sequences as the scripts here.
 
 mod library;
 mod machine;

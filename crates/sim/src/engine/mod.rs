@@ -33,7 +33,7 @@ mod threads;
 use crate::bus::Phases;
 use crate::config::SimConfig;
 use crate::dispatch::{KeyLocks, NodeQueue, Watched};
-use crate::event::{EventKind, EventQueue};
+use crate::event::{DirectStep, EventKind, EventQueue};
 use crate::memory::{AddressMap, NodeMemory, WordTransfer};
 use crate::ni::{Mover, Ni, NiModel};
 use crate::notify::{Notifier, Notify};
@@ -497,7 +497,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let results = threads.iter().map(|_| None).collect();
         let coproc = match cfg.run.policy {
             Policy::Coprocessor { library } => {
-                Some(coproc::CoprocNodes::new(m, library, cfg.run.topology.nodes as usize)?)
+                Some(coproc::CoprocNodes::new(m, library, cfg.run.topology.nodes as usize, handlers)?)
             }
             _ => None,
         };
@@ -582,6 +582,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 EventKind::CoprocSeen { thread } => self.on_coproc_seen(thread as usize),
                 EventKind::CoprocBufferFree { src, dst } => self.on_coproc_buffer_free(src as usize, dst as usize),
                 EventKind::CoprocHandled { node } => self.wake_awaiting(node as usize, None),
+                EventKind::CoprocChannelFree { src, dst } => self.on_coproc_channel_free(src as usize, dst as usize),
+                EventKind::CoprocDeposit { msg } => self.on_coproc_deposit(msg),
+                EventKind::CoprocDirect { msg, step } => self.on_coproc_direct(msg, step),
             }
             // Checked before taking: `take` would move the whole (large)
             // error out and back on every event.

@@ -340,6 +340,15 @@ impl NodeMemory {
         latency
     }
 
+    /// A DMA engine writes `line` (the co-processor's model times its bus
+    /// transactions): every cached copy is invalidated, as by a device's
+    /// posted write ([`NodeMemory::access_device`]), with no bus time here.
+    pub fn dma_write(&mut self, line: u32) {
+        let class = self.map.class(line);
+        let set = self.set_in_bank(line, class) as usize;
+        self.invalidate_others(usize::MAX, set, line);
+    }
+
     /// Accesses `count` consecutive lines back to back; returns total
     /// latency and the latency spent in misses. An `Overwrite` here claims
     /// every line whole: [`NodeMemory::access_bytes`] takes byte ranges.
