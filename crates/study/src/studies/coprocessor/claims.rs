@@ -2,6 +2,7 @@
 //! Table 2) and their checks, on the tables as measured. Every test was
 //! written before any run of the study.
 
+use super::labels::Variant;
 use super::runs::{Measured, Run};
 use crate::claim::{Check, Claim, ClaimSpec, Origin};
 use finegrain_apps::splitc::primitives::Primitive;
@@ -56,7 +57,7 @@ pub struct Table1 {
 }
 
 impl Table1 {
-    pub fn of(runs: &[Run]) -> Table1 {
+    pub fn of(runs: &[&Run]) -> Table1 {
         let ping_pongs = || {
             runs.iter().filter_map(|r| match r.measured {
                 Measured::PingPong { round_trip_us, dma_one_way_us } => {
@@ -170,7 +171,7 @@ pub struct Figure3 {
 }
 
 impl Figure3 {
-    pub fn of(runs: &[Run]) -> Figure3 {
+    pub fn of(runs: &[&Run]) -> Figure3 {
         let mut values: BTreeMap<(&'static str, &'static str), Vec<f64>> = BTreeMap::new();
         for r in runs {
             let super::labels::Part::Primitive { primitive, .. } = r.l().part else { continue };
@@ -198,7 +199,7 @@ pub struct Table2 {
 }
 
 impl Table2 {
-    pub fn of(runs: &[Run]) -> Table2 {
+    pub fn of(runs: &[&Run]) -> Table2 {
         let mut times: BTreeMap<(String, &'static str), Vec<f64>> = BTreeMap::new();
         let mut waits: BTreeMap<&'static str, Vec<f64>> = BTreeMap::new();
         for r in runs {
@@ -324,7 +325,24 @@ pub(super) fn checks_3(t: &Table2) -> Vec<Check> {
     c
 }
 
+/// The study's own runs (no rerun variant).
+pub(super) fn own(runs: &[Run]) -> Vec<&Run> {
+    runs.iter().filter(|r| r.l().variant.is_none()).collect()
+}
+
+/// The study's runs with every main-am run replaced by its rerun under
+/// `variant`: the claims judged again with that mechanism off.
+pub(super) fn with_variant(runs: &[Run], variant: Variant) -> Vec<&Run> {
+    let main = |r: &Run| r.l().library == CoprocLibrary::MainAm;
+    runs.iter().filter(|r| if main(r) { r.l().variant == Some(variant) } else { r.l().variant.is_none() }).collect()
+}
+
 pub(super) fn evaluate(runs: &[Run]) -> Vec<Claim> {
+    judge(&own(runs))
+}
+
+/// The three claims on `runs`.
+pub(super) fn judge(runs: &[&Run]) -> Vec<Claim> {
     vec![
         Claim::judged(CLAIM_1, &checks_1(&Table1::of(runs))),
         Claim::judged(CLAIM_2, &checks_2(&Figure3::of(runs))),

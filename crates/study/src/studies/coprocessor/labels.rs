@@ -36,6 +36,28 @@ pub struct RunLabels {
     pub replicate: u32,
     pub seed: u64,
     pub part: Part,
+    /// A rerun of a main-am run with its sending threads' instructions
+    /// taken out (see [`Variant`]); absent for the study's own runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<Variant>,
+}
+
+/// A mechanism switched off to measure a failing claim's cause.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Variant {
+    /// main-am with `coprocessor.send_thread_instructions = 0`: the
+    /// sending co-processor thread's own code takes no time (the paper
+    /// gives no count; the preset's 30 is an estimate).
+    FreeSendThread,
+}
+
+impl Variant {
+    pub fn label(self) -> &'static str {
+        match self {
+            Variant::FreeSendThread => "free-send-thread",
+        }
+    }
 }
 
 /// The one-way time, in cycles, of a flag moved by bare DMA on `c`'s machine.
@@ -92,13 +114,18 @@ fn describe_splitc(c: &SimConfig, workload: &WorkloadSpec, part: &Part) -> Resul
 impl Labels for RunLabels {
     /// The measurement, the library and the replicate.
     fn id(&self) -> String {
-        format!("{}-{}-r{}", self.subject(), self.library.label(), self.replicate)
+        let variant = self.variant.map_or(String::new(), |v| format!("-{}", v.label()));
+        format!("{}-{}{variant}-r{}", self.subject(), self.library.label(), self.replicate)
     }
 
     fn describe(&self, c: &SimConfig, workload: &WorkloadSpec) -> Result<(), String> {
         describe_value("seed", &self.seed, &c.run.seed)?;
         describe_value("library", &Policy::Coprocessor { library: self.library }.label(), &c.run.policy.label())?;
         describe_value("procs_per_node", &1, &c.run.topology.procs_per_node)?;
+        if self.variant == Some(Variant::FreeSendThread) {
+            let cp = c.machine.coprocessor.as_ref().map(|cp| cp.send_thread_instructions);
+            describe_value("coprocessor.send_thread_instructions", &Some(0), &cp)?;
+        }
         match self.part {
             Part::PingPong { .. } => describe_ping_pong(c, workload, &self.part),
             _ => describe_splitc(c, workload, &self.part),

@@ -23,7 +23,7 @@ mod runs;
 
 pub use claims::{Figure3, Row, Table1, Table2};
 pub use grid::{Experiment, Grid};
-pub use labels::{Part, RunLabels};
+pub use labels::{Part, RunLabels, Variant};
 pub use runs::{Measured, Run};
 
 use crate::claim::Claim;
@@ -103,7 +103,7 @@ impl Study for Coprocessor {
         report::setup(&self.exp, self.grid())
     }
 
-    fn sections(&self, runs: &[Run], _claims: &[Claim]) -> Vec<Section> {
-        report::sections(runs, self.grid())
+    fn sections(&self, runs: &[Run], claims: &[Claim]) -> Vec<Section> {
+        report::sections(runs, self.grid(), claims)
     }
 }

@@ -6,7 +6,7 @@
 //! co-processor library.
 
 use super::grid::{Experiment, Grid, NAME};
-use super::labels::{dma_one_way, Part, RunLabels};
+use super::labels::{dma_one_way, Part, RunLabels, Variant};
 use crate::experiment::Source;
 use crate::record::Labels as _;
 use crate::study::Planned;
@@ -98,11 +98,27 @@ impl Maker<'_> {
     ) -> Planned<RunLabels> {
         let seed = mix_seed(self.exp.seed, replicate as u64, 0xc0_96);
         Planned {
-            labels: RunLabels { library, replicate, seed, part },
+            labels: RunLabels { library, replicate, seed, part, variant: None },
             config: config(self.machine, topology, library, seed),
             workload,
         }
     }
+}
+
+/// The main-am runs again with the sending threads' instructions taken
+/// out: the measured cause of main-am's slow paths (`docs/coprocessor.md`).
+fn free_send_thread(runs: &[Planned<RunLabels>]) -> Vec<Planned<RunLabels>> {
+    runs.iter()
+        .filter(|p| p.labels.library == CoprocLibrary::MainAm)
+        .map(|p| {
+            let mut q = p.clone();
+            q.labels.variant = Some(Variant::FreeSendThread);
+            if let Some(cp) = q.config.machine.coprocessor.as_mut() {
+                cp.send_thread_instructions = 0;
+            }
+            q
+        })
+        .collect()
 }
 
 /// Every run of `grid`, with `dma` (the bare DMA flag's one-way time in
@@ -138,6 +154,8 @@ fn planned_runs(exp: &Experiment, machine: &MachineConfig, grid: &Grid, dma: f64
             }
         }
     }
+    let reruns = free_send_thread(&runs);
+    runs.extend(reruns);
     Ok(runs)
 }
 
