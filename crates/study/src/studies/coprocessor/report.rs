@@ -119,8 +119,8 @@ fn table2_section(runs: &[&Run], grid: &Grid) -> Section {
         rows.push(vec![p.clone(), time(CoprocLibrary::MainAm), time(CoprocLibrary::Optimized), ratio]);
     }
     let mut body = format!(
-        "Run time in ms on {} nodes (the slowest node, between the program's first and last barrier), mean over \
-         the seeds; ratio = optimized / main-am (below 1: faster with the co-processor).\n\n",
+        "Run time in ms on {} nodes (the slowest node, between the program's first and last barrier), one run \
+         each; ratio = optimized / main-am (below 1: faster with the co-processor).\n\n",
         grid.nodes
     );
     body += &markdown_table(&["program", "main-am (ms)", "optimized (ms)", "ratio"], &rows);
