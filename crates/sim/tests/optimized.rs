@@ -6,138 +6,28 @@
 //! the same statistics, and coproc-am's queued one-way stores cost each
 //! message a bounded number of events.
 
-use finegrain_core::{AmError, CoprocLibrary, HandlerTable, MachineConfig, NodeId, Policy, Proc, Topology};
+use finegrain_core::{CoprocLibrary, HandlerTable, MachineConfig, NodeId, Policy, Proc, Topology};
 use finegrain_sim::coproc::{optimized_latency, SplitOp};
 use finegrain_sim::{cycles_consistent, simulate, RunStats, SimConfig};
-use finegrain_splitc::{AtomicId, GlobalPtr, Layout, SplitC, CHUNK_WORDS};
-
-/// Longer than one message, so bulk operations are split.
-const BULK: u64 = 3 * CHUNK_WORDS + 7;
+use finegrain_splitc::conformance::Conformance;
+use finegrain_splitc::{GlobalPtr, SplitC};
 
 fn ipps96(library: CoprocLibrary, nodes: u32, seed: u64) -> SimConfig {
     let topology = Topology { nodes, procs_per_node: 1 };
     SimConfig::new(MachineConfig::load("ipps96").unwrap(), topology, Policy::Coprocessor { library }, seed)
 }
 
-fn value(node: u32, i: u64) -> u64 {
-    (node as u64) << 32 | i
-}
-
-/// crates/splitc/tests/operations.rs's program: each check returns a
-/// description of what went wrong, if anything.
-async fn operations<P: Proc>(p: P, sc: SplitC, add: AtomicId) -> Result<Vec<String>, AmError> {
-    let s = sc.on(&p)?;
-    let me = s.me().0;
-    let n = s.procs();
-    let mut wrong = Vec::new();
-    let mine = s.alloc(BULK)?;
-    let landing = s.alloc(BULK)?;
-    let stores = s.alloc(n as u64)?;
-    let counter = s.alloc(1)?;
-    for i in 0..BULK {
-        s.local().set(mine + i, value(me, i));
-    }
-    s.barrier().await?;
-    // Bulk get of the next node's words.
-    let next = (me + 1) % n;
-    s.get(GlobalPtr::new(NodeId(next), mine), landing, BULK).await?;
-    s.sync().await?;
-    if (0..BULK).any(|i| s.local().get(landing + i) != value(next, i)) {
-        wrong.push(format!("node {me}: bulk get from {next}"));
-    }
-    // One-word get and put.
-    s.get(GlobalPtr::new(NodeId(next), mine + 3), landing, 1).await?;
-    s.sync().await?;
-    if s.local().get(landing) != value(next, 3) {
-        wrong.push(format!("node {me}: get from {next}"));
-    }
-    // Bulk put into the previous node's landing area.
-    s.barrier().await?;
-    let prev = (me + n - 1) % n;
-    s.put(GlobalPtr::new(NodeId(prev), landing), mine, BULK).await?;
-    s.sync().await?;
-    s.barrier().await?;
-    if (0..BULK).any(|i| s.local().get(landing + i) != value(next, i)) {
-        wrong.push(format!("node {me}: bulk put from {next}"));
-    }
-    s.put_value(GlobalPtr::new(NodeId(prev), landing + 1), value(me, 77)).await?;
-    s.sync().await?;
-    s.barrier().await?;
-    if s.local().get(landing + 1) != value(next, 77) {
-        wrong.push(format!("node {me}: put from {next}"));
-    }
-    // One-word stores into every node, all_store_sync.
-    for d in 0..n {
-        s.store_value(GlobalPtr::new(NodeId(d), stores + me as u64), value(me, 99)).await?;
-    }
-    s.all_store_sync().await?;
-    if (0..n).any(|src| s.local().get(stores + src as u64) != value(src, 99)) {
-        wrong.push(format!("node {me}: stores"));
-    }
-    // Bulk store, then a blocking read and write.
-    s.store(GlobalPtr::new(NodeId(prev), landing), mine, BULK).await?;
-    s.all_store_sync().await?;
-    if (0..BULK).any(|i| s.local().get(landing + i) != value(next, i)) {
-        wrong.push(format!("node {me}: bulk store from {next}"));
-    }
-    let got = s.read(GlobalPtr::new(NodeId(next), mine + 5)).await?;
-    if got != value(next, 5) {
-        wrong.push(format!("node {me}: read {got:#x}"));
-    }
-    s.write(GlobalPtr::new(NodeId(next), stores + me as u64), 7).await?;
-    s.barrier().await?;
-    if s.local().get(stores + prev as u64) != 7 {
-        wrong.push(format!("node {me}: write from {prev}"));
-    }
-    // Atomic fetch&add at node 0, ten times from each node.
-    let mut olds = Vec::new();
-    for _ in 0..10 {
-        olds.push(s.atomic(NodeId(0), add, [counter, 1, 0]).await?);
-    }
-    s.barrier().await?;
-    if me == 0 && s.local().get(counter) != 10 * n as u64 {
-        wrong.push(format!("atomic adds: counter {}", s.local().get(counter)));
-    }
-    if olds.windows(2).any(|w| w[1] <= w[0]) {
-        wrong.push(format!("node {me}: atomic results not increasing {olds:?}"));
-    }
-    // Spread arrays and reductions.
-    let a = s.alloc_spread(21, 1, Layout::Cyclic)?;
-    for l in 0..a.local_len(s.me()) {
-        s.local().set(a.local_word(l), a.global_index(s.me(), l) * 3);
-    }
-    s.barrier().await?;
-    let mut sum = 0;
-    for i in 0..a.len {
-        sum += s.read(a.ptr(i)).await?;
-    }
-    if sum != 3 * 21 * 20 / 2 {
-        wrong.push(format!("node {me}: spread array sum {sum}"));
-    }
-    let total = s.all_reduce_sum(me as u64 + 1).await?;
-    if total != (n as u64) * (n as u64 + 1) / 2 {
-        wrong.push(format!("node {me}: all_reduce_sum {total}"));
-    }
-    let max = s.all_reduce_max(me as u64 * 10).await?;
-    if max != (n as u64 - 1) * 10 {
-        wrong.push(format!("node {me}: all_reduce_max {max}"));
-    }
-    Ok(wrong)
-}
-
 /// Runs the operations program; returns its statistics.
 fn run_operations(cfg: &SimConfig) -> RunStats {
     let nodes = cfg.run.topology.nodes;
     let mut table = HandlerTable::new();
-    let mut b = SplitC::builder(nodes, 4 * BULK + 64);
-    let add = b.atomic(5, |local, [word, by, _]| {
-        let old = local.get(word);
-        local.set(word, old + by);
-        old
-    });
-    let sc = b.register(&mut table).unwrap();
+    let c = Conformance::register(nodes, &mut table).unwrap();
     let what = format!("{} nodes {:?}", nodes, cfg.run.policy);
-    let out = simulate(cfg, &table, move |p| operations(p, sc.clone(), add)).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let out = simulate(cfg, &table, move |p| {
+        let c = c.clone();
+        async move { c.run(&p).await }
+    })
+    .unwrap_or_else(|e| panic!("{what}: {e}"));
     let wrong: Vec<String> = out.results.into_iter().flatten().collect();
     assert!(wrong.is_empty(), "{what}: {wrong:?}");
     assert!(cycles_consistent(&out.stats), "{what}");

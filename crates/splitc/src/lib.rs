@@ -23,6 +23,7 @@
 //! mark so a platform with a DMA engine can move the same data its own way
 //! (the co-processor's optimized library).
 
+pub mod conformance;
 mod gptr;
 mod handlers;
 mod node;

@@ -9,24 +9,19 @@ use finegrain_core::{
     Topology,
 };
 use finegrain_rt::{run, RtConfig};
-use finegrain_splitc::{AtomicId, GlobalPtr, Layout, SplitC, CHUNK_WORDS};
+use finegrain_splitc::conformance::Conformance;
+use finegrain_splitc::SplitC;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 const NODES: u32 = 4;
-/// Longer than one message, so bulk operations are split.
-const BULK: u64 = 3 * CHUNK_WORDS + 7;
 
 /// One run at a time: each starts two threads per node, and the machine
 /// may have two cores.
 fn one_at_a_time() -> MutexGuard<'static, ()> {
     static RUNS: Mutex<()> = Mutex::new(());
     RUNS.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn value(node: u32, i: u64) -> u64 {
-    (node as u64) << 32 | i
 }
 
 fn coprocessor(library: CoprocLibrary, nodes: u32) -> RtConfig {
@@ -41,127 +36,37 @@ fn on_main_thread() -> bool {
     std::thread::current().name().is_some_and(|n| n.starts_with("fg-n") && n.ends_with("-t0"))
 }
 
-/// Each check returns a description of what went wrong, if anything (the
-/// program of `operations.rs`).
-async fn program<P: Proc>(p: P, sc: SplitC, add: AtomicId) -> Result<Vec<String>, AmError> {
-    let s = sc.on(&p)?;
-    let me = s.me().0;
-    let n = s.procs();
-    let mut wrong = Vec::new();
-    let mine = s.alloc(BULK)?;
-    let landing = s.alloc(BULK)?;
-    let stores = s.alloc(n as u64)?;
-    let counter = s.alloc(1)?;
-    let puts = s.alloc(n as u64)?;
-    for i in 0..BULK {
-        s.local().set(mine + i, value(me, i));
-    }
-    s.barrier().await?;
-    let next = (me + 1) % n;
-    let prev = (me + n - 1) % n;
-    // A store waited for with store_sync (the first stores of the run, so
-    // the count is theirs): 4 words from the previous node.
-    s.store(GlobalPtr::new(NodeId(next), landing), mine, 4).await?;
-    s.store_sync(4).await?;
-    if (0..4).any(|i| s.local().get(landing + i) != value(prev, i)) {
-        wrong.push(format!("node {me}: store_sync of 4 words from {prev}"));
-    }
-    s.barrier().await?;
-    s.get(GlobalPtr::new(NodeId(next), mine), landing, BULK).await?;
-    s.sync().await?;
-    if (0..BULK).any(|i| s.local().get(landing + i) != value(next, i)) {
-        wrong.push(format!("node {me}: bulk get from {next}"));
-    }
-    s.barrier().await?;
-    s.put(GlobalPtr::new(NodeId(prev), landing), mine, BULK).await?;
-    s.sync().await?;
-    s.barrier().await?;
-    if (0..BULK).any(|i| s.local().get(landing + i) != value(next, i)) {
-        wrong.push(format!("node {me}: bulk put from {next}"));
-    }
-    s.put_value(GlobalPtr::new(NodeId(next), puts + me as u64), value(me, 42)).await?;
-    s.sync().await?;
-    s.barrier().await?;
-    if s.local().get(puts + prev as u64) != value(prev, 42) {
-        wrong.push(format!("node {me}: one-word put from {prev}"));
-    }
-    for d in 0..n {
-        s.store_value(GlobalPtr::new(NodeId(d), stores + me as u64), value(me, 99)).await?;
-    }
-    s.all_store_sync().await?;
-    if (0..n).any(|src| s.local().get(stores + src as u64) != value(src, 99)) {
-        wrong.push(format!("node {me}: stores"));
-    }
-    s.store(GlobalPtr::new(NodeId(prev), landing), mine, BULK).await?;
-    s.all_store_sync().await?;
-    if (0..BULK).any(|i| s.local().get(landing + i) != value(next, i)) {
-        wrong.push(format!("node {me}: bulk store from {next}"));
-    }
-    let got = s.read(GlobalPtr::new(NodeId(next), mine + 5)).await?;
-    if got != value(next, 5) {
-        wrong.push(format!("node {me}: read {got:#x}"));
-    }
-    s.write(GlobalPtr::new(NodeId(next), stores + me as u64), 7).await?;
-    s.barrier().await?;
-    if s.local().get(stores + prev as u64) != 7 {
-        wrong.push(format!("node {me}: write from {prev}"));
-    }
-    let mut olds = Vec::new();
-    for _ in 0..10 {
-        olds.push(s.atomic(NodeId(0), add, [counter, 1, 0]).await?);
-    }
-    s.barrier().await?;
-    if me == 0 && s.local().get(counter) != 10 * n as u64 {
-        wrong.push(format!("atomic adds: counter {}", s.local().get(counter)));
-    }
-    if olds.windows(2).any(|w| w[1] <= w[0]) {
-        wrong.push(format!("node {me}: atomic results not increasing {olds:?}"));
-    }
-    let a = s.alloc_spread(21, 1, Layout::Cyclic)?;
-    for l in 0..a.local_len(s.me()) {
-        s.local().set(a.local_word(l), a.global_index(s.me(), l) * 3);
-    }
-    s.barrier().await?;
-    let mut sum = 0;
-    for i in 0..a.len {
-        sum += s.read(a.ptr(i)).await?;
-    }
-    if sum != 3 * 21 * 20 / 2 {
-        wrong.push(format!("node {me}: spread array sum {sum}"));
-    }
-    let total = s.all_reduce_sum(me as u64 + 1).await?;
-    if total != (n as u64) * (n as u64 + 1) / 2 {
-        wrong.push(format!("node {me}: all_reduce_sum {total}"));
-    }
-    let max = s.all_reduce_max(me as u64 * 10).await?;
-    if max != (n as u64 - 1) * 10 {
-        wrong.push(format!("node {me}: all_reduce_max {max}"));
-    }
-    Ok(wrong)
-}
-
 /// Split-C for `NODES` nodes with a fetch&add that counts the calls that
 /// ran off the main thread in `off_main`.
-fn splitc(table: &mut HandlerTable, off_main: Arc<AtomicU64>) -> (SplitC, AtomicId) {
-    let mut b = SplitC::builder(NODES, 4 * BULK + 96);
-    let add = b.atomic(5, move |local, [word, by, _]| {
+/// The conformance program, counting atomic calls off the main thread.
+fn conformance(table: &mut HandlerTable, off_main: Arc<AtomicU64>) -> Conformance {
+    Conformance::register_with(NODES, table, move || {
         if !on_main_thread() {
             off_main.fetch_add(1, Ordering::Relaxed);
         }
-        let old = local.get(word);
-        local.set(word, old + by);
-        old
-    });
-    (b.register(table).unwrap(), add)
+    })
+    .unwrap()
+}
+
+/// One node's run of the conformance program, boxed so one function
+/// serves both the in-process and the shm platform.
+type Run = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<String>, AmError>>>>;
+
+/// Every node runs the conformance program.
+fn conforming(c: &Conformance) -> impl Fn(finegrain_rt::RtProc) -> Run + Sync + '_ {
+    move |p| {
+        let c = c.clone();
+        Box::pin(async move { c.run(&p).await })
+    }
 }
 
 fn check(library: CoprocLibrary) {
     let _one = one_at_a_time();
     let mut table = HandlerTable::new();
     let off_main = Arc::new(AtomicU64::new(0));
-    let (sc, add) = splitc(&mut table, off_main.clone());
+    let c = conformance(&mut table, off_main.clone());
     let cfg = coprocessor(library, NODES);
-    let out = run(&cfg, &table, move |p| program(p, sc.clone(), add)).unwrap_or_else(|e| panic!("{library:?}: {e}"));
+    let out = run(&cfg, &table, conforming(&c)).unwrap_or_else(|e| panic!("{library:?}: {e}"));
     let wrong: Vec<String> = out.results.into_iter().flatten().collect();
     assert!(wrong.is_empty(), "{library:?}: {wrong:?}");
     // Every library runs atomic functions on the main processor.
@@ -329,19 +234,14 @@ fn every_operation_moves_the_right_words_under_optimized_across_two_processes() 
 
 /// One node process of the test above.
 fn shm_node(env: finegrain_rt::NodeEnv) {
-    let mut b = SplitC::builder(2, 4 * BULK + 96);
-    let add = b.atomic(5, |local, [word, by, _]| {
-        assert!(on_main_thread(), "the atomic function ran off the main thread");
-        let old = local.get(word);
-        local.set(word, old + by);
-        old
-    });
     let mut table = HandlerTable::new();
-    let sc = b.register(&mut table).unwrap();
+    let c = Conformance::register_with(2, &mut table, || {
+        assert!(on_main_thread(), "the atomic function ran off the main thread");
+    })
+    .unwrap();
     let cfg = coprocessor(CoprocLibrary::Optimized, 2);
     let shm = finegrain_rt::ShmPlatform { config: &cfg, env };
-    let out =
-        shm.run_node(&table, |p| program(p, sc.clone(), add)).unwrap_or_else(|e| panic!("node {}: {e}", env.node));
+    let out = shm.run_node(&table, conforming(&c)).unwrap_or_else(|e| panic!("node {}: {e}", env.node));
     let wrong: Vec<String> = out.results.into_iter().flatten().collect();
     assert!(wrong.is_empty(), "node {}: {wrong:?}", env.node);
     assert_eq!(out.stats.threads.len(), 2, "node {}: a main and a progress thread", env.node);
