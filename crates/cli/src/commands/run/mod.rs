@@ -85,7 +85,7 @@ pub fn run(args: RunArgs, alias: Option<Workload>) -> Result<()> {
             let threads = match workload {
                 Workload::Micro => a.procs_per_node.unwrap_or(2) + u32::from(progress),
                 Workload::FetchAdd => 2,
-                Workload::Splitc => 1,
+                Workload::Splitc => 1 + u32::from(progress),
             };
             mpi_env = finegrain_rt::MpiEnv::init(threads).map_err(anyhow::Error::msg)?;
             Some(RtPlatform::Mpi(&mpi_env))
