@@ -1,6 +1,8 @@
 //! Checks the shm and MPI platform tests share: the same programs give the
 //! same answers on threads of one process and on the platform under test.
 
+#![allow(dead_code)] // each test file uses some of these
+
 use super::common::finegrain;
 
 /// The line of `text` starting with `prefix`.
