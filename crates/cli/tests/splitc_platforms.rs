@@ -7,29 +7,13 @@
 mod common;
 mod same_answers;
 
+use finegrain_apps::splitc::spec::PROGRAMS;
 use same_answers::ok;
-
-const PROGRAMS: [&str; 14] = [
-    "bitonic",
-    "cannon-aligned",
-    "cannon-skewed",
-    "fft",
-    "fftb",
-    "mm-bands",
-    "mm-global",
-    "pray",
-    "radix",
-    "radixb",
-    "sample",
-    "sampleb",
-    "shell",
-    "wator",
-];
 
 /// Every program on `platform` with 4 nodes: the program's own check
 /// against its sequential reference passed (a wrong answer fails the run).
 fn every_program_checks_its_answer_on(platform: &str, policy: &str) {
-    for program in PROGRAMS {
+    for &program in PROGRAMS {
         let args = [
             "run",
             "--workload",
