@@ -158,6 +158,17 @@ impl HandlerCtx for SlowCharge<'_> {
         self.0.reply_bytes(handler, args, data)
     }
 
+    fn send(
+        &mut self,
+        dst: NodeId,
+        handler: HandlerId,
+        key: finegrain_core::SyncKey,
+        args: Args,
+        payload: finegrain_core::Payload,
+    ) -> Result<(), AmError> {
+        self.0.send(dst, handler, key, args, payload)
+    }
+
     fn access(&mut self, region: Region, offset: u64, len: u32, kind: Access) {
         self.0.access(region, offset, len, kind)
     }

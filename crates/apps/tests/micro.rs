@@ -61,6 +61,16 @@ impl HandlerCtx for Recorder {
     fn reply(&mut self, _: Reply) -> Result<(), AmError> {
         Ok(())
     }
+    fn send(
+        &mut self,
+        _: NodeId,
+        _: finegrain_core::HandlerId,
+        _: finegrain_core::SyncKey,
+        _: finegrain_core::Args,
+        _: finegrain_core::Payload,
+    ) -> Result<(), AmError> {
+        Ok(())
+    }
     fn access(&mut self, region: Region, offset: u64, len: u32, kind: Access) {
         self.accesses.push((region, offset, len, kind));
     }

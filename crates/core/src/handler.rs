@@ -9,7 +9,7 @@
 use crate::error::AmError;
 use crate::ids::{HandlerId, NodeId};
 use crate::memory::{Access, Region};
-use crate::message::{Args, Message, MsgKind, Payload, Reply};
+use crate::message::{Args, Message, MsgKind, Payload, Reply, SyncKey};
 use std::sync::Arc;
 
 /// What a handler may do. Each platform implements it: the simulator charges
@@ -27,6 +27,16 @@ pub trait HandlerCtx {
     fn reply_bytes(&mut self, handler: HandlerId, args: Args, data: &[u8]) -> Result<(), AmError> {
         self.reply(Reply { handler, args, payload: Payload::bytes(data) })
     }
+    /// Sends a protocol message from inside a handler: a one-way request
+    /// to `dst` (this node too) carrying `key`, whose handler may send
+    /// more. Coherence protocols need it: a DSM home forwards
+    /// invalidations and fetches to other nodes before it can answer
+    /// (Stache, HPCA 1999 Section 4). Such messages are outside the
+    /// request/reply rule, so a protocol using them must not depend on
+    /// bounded buffering; every platform queues them without loss. Allowed
+    /// from request and reply handlers alike.
+    fn send(&mut self, dst: NodeId, handler: HandlerId, key: SyncKey, args: Args, payload: Payload)
+        -> Result<(), AmError>;
     /// Touches node memory (the simulator models the caches and bus; the
     /// native runtime ignores it, since real handlers touch real memory).
     fn access(&mut self, region: Region, offset: u64, len: u32, kind: Access);

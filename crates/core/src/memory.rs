@@ -18,6 +18,11 @@ pub enum Region {
     /// arrays name (Split-C), which handlers for other nodes read and
     /// write, as large as the platform's model of it allows.
     Global,
+    /// A shared-memory protocol's state at this node: a DSM's directory
+    /// entries and its per-block access tags, kept by the library that
+    /// names it (offsets are the library's own), which handlers read and
+    /// write as they serve blocks.
+    Directory,
 }
 
 /// Whether a memory access reads or writes.

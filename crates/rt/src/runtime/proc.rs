@@ -62,6 +62,41 @@ impl<T: Transport> HandlerCtx for RtHandlerCtx<'_, T> {
         Ok(())
     }
 
+    fn send(&mut self, dst: NodeId, handler: HandlerId, key: SyncKey, args: Args, payload: Payload) -> Result<(), AmError> {
+        let cluster = &self.thread.cluster;
+        let nodes = cluster.cfg.run.topology.nodes;
+        if dst.0 >= nodes {
+            return Err(AmError::NoSuchNode { node: dst.0, nodes });
+        }
+        if handler.index() >= cluster.handlers.len() {
+            return Err(AmError::UnknownHandler { id: handler.0, len: cluster.handlers.len() });
+        }
+        if payload.len() > MAX_PAYLOAD {
+            return Err(AmError::PayloadTooLarge {
+                what: format!("handler '{}''s protocol message payload", self.guard.handler()),
+                given: payload.len(),
+                max: MAX_PAYLOAD,
+                platform: "the native runtime",
+            });
+        }
+        // Token 0: a one-way message, which completes no thread; the
+        // transport spills rather than blocks, so a handler never waits.
+        self.thread.send(
+            dst.0,
+            &Outgoing {
+                kind: MsgKind::Request,
+                handler,
+                src_node: NodeId(self.thread.node),
+                src_thread: ThreadId(self.thread.local),
+                token: 0,
+                key,
+                args: args.as_slice(),
+                payload: payload.as_slice(),
+            },
+        );
+        Ok(())
+    }
+
     fn access(&mut self, region: Region, offset: u64, len: u32, kind: Access) {
         if let Err(reason) = self.thread.touch(region, offset, len, kind) {
             let e = AmError::HandlerFailed { handler: self.guard.handler().to_string(), reason };

@@ -942,6 +942,16 @@ impl HandlerCtx for CoprocCtx<'_, '_> {
         NodeId(self.node as u32)
     }
 
+    fn send(&mut self, _: NodeId, _: HandlerId, _: SyncKey, _: Args, _: Payload) -> Result<(), AmError> {
+        let e = AmError::NotAllowed(format!(
+            "handler '{}' sent a protocol message from a handler under the co-processor policy, which does not model \
+             handler sends; allowed under the single, fixed and floating policies",
+            self.guard.handler()
+        ));
+        self.error.get_or_insert_with(|| e.clone());
+        Err(e)
+    }
+
     fn reply(&mut self, reply: Reply) -> Result<(), AmError> {
         match self.guard.admit_reply() {
             Ok(()) if reply.handler.index() < self.handlers => {
@@ -1017,6 +1027,16 @@ struct DirectCtx<'m, 'n> {
 impl HandlerCtx for DirectCtx<'_, '_> {
     fn node(&self) -> NodeId {
         NodeId(self.node as u32)
+    }
+
+    fn send(&mut self, _: NodeId, _: HandlerId, _: SyncKey, _: Args, _: Payload) -> Result<(), AmError> {
+        let e = AmError::NotAllowed(format!(
+            "handler '{}' sent a protocol message from a handler under the co-processor policy, which does not model \
+             handler sends; allowed under the single, fixed and floating policies",
+            self.guard.handler()
+        ));
+        self.error.get_or_insert_with(|| e.clone());
+        Err(e)
     }
 
     fn reply(&mut self, reply: Reply) -> Result<(), AmError> {

@@ -155,6 +155,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             guard: ReplyGuard::new(msg.kind, &info.name),
             handlers: table.len(),
             reply: None,
+            sends: Vec::new(),
+            nodes: self.cfg.run.topology.nodes,
             error: None,
             device,
         };
@@ -162,6 +164,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let outcome = f(&mut ctx, &msg);
         self.running = Running::Engine;
         let (t_after, reply, ctx_error, replied) = (ctx.t, ctx.reply, ctx.error, ctx.guard.replied());
+        let sends = ctx.sends;
         self.nodes[n].handlers_run += 1;
         t = t_after;
         if let Err(e) = outcome {
@@ -169,6 +172,11 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
         if let Some(e) = ctx_error {
             return self.fail(SimError::Handler(e));
+        }
+        // Protocol messages go out while the handler still holds its key:
+        // writing them into the NI is part of its work (Table 1's "send").
+        for out in sends {
+            t = self.send_message(p, t, out);
         }
         if let Some((k, acquired)) = lock {
             t = self.unlock_key(p, k, t);
@@ -491,6 +499,11 @@ struct SimHandlerCtx<'m, 'n> {
     /// Handlers in the table, to check the id a reply names.
     handlers: usize,
     reply: Option<Reply>,
+    /// Protocol messages the handler sent ([`HandlerCtx::send`]), in order:
+    /// the engine sends them when the handler's work is done.
+    sends: Vec<Message>,
+    /// The node count, to check a protocol message's destination.
+    nodes: u32,
     /// The first thing the handler did wrong, which ends the run even if
     /// the handler goes on (nothing else reports an access or a refused
     /// reply it ignored).
@@ -577,6 +590,32 @@ impl HandlerCtx for SimHandlerCtx<'_, '_> {
             }
             refused => Err(self.refuse(refused.err(), reply.handler)),
         }
+    }
+
+    fn send(&mut self, dst: NodeId, handler: HandlerId, key: SyncKey, args: Args, payload: Payload) -> Result<(), AmError> {
+        let refused = if dst.0 >= self.nodes {
+            Some(AmError::NoSuchNode { node: dst.0, nodes: self.nodes })
+        } else if handler.index() >= self.handlers {
+            Some(AmError::UnknownHandler { id: handler.0, len: self.handlers })
+        } else {
+            None
+        };
+        if let Some(e) = refused {
+            self.error.get_or_insert_with(|| e.clone());
+            return Err(e);
+        }
+        self.sends.push(Message {
+            kind: MsgKind::Request,
+            src_node: self.node,
+            src_thread: ThreadId(0),
+            dst_node: dst,
+            handler,
+            key,
+            args,
+            payload,
+            token: 0,
+        });
+        Ok(())
     }
 
     fn access(&mut self, region: Region, offset: u64, len: u32, kind: Access) {

@@ -61,6 +61,10 @@ pub struct AddressMap {
     /// region: its first line and its size in bytes.
     global: u32,
     global_bytes: u64,
+    /// A DSM's directory and access tags (`Region::Directory`), right
+    /// after the global segment: its first line and size in bytes.
+    directory: u32,
+    directory_bytes: u64,
 }
 
 impl AddressMap {
@@ -111,7 +115,13 @@ impl AddressMap {
         // global segment that does not.
         let global_bytes = m.global_segment_bytes();
         let global = end.saturating_add(s * 7 / 16);
-        let global_end = global.saturating_add(global_bytes.div_ceil(line_bytes as u64));
+        // A DSM's directory and access tags (`Region::Directory`) follow
+        // the global segment: half its size, room for an 8-byte entry per
+        // 32-byte block and a tag byte per block besides.
+        let directory_bytes = global_bytes / 2;
+        let global_lines = global_bytes.div_ceil(line_bytes as u64);
+        let directory = global.saturating_add(global_lines);
+        let global_end = directory.saturating_add(directory_bytes.div_ceil(line_bytes as u64));
         if Self::overflow(global_end, s).is_some() {
             return Err(ConfigError::invalid(
                 "memory.global_segment_bytes",
@@ -145,6 +155,8 @@ impl AddressMap {
             requests: requests as u32,
             global: global as u32,
             global_bytes,
+            directory: directory as u32,
+            directory_bytes,
         })
     }
 
@@ -295,7 +307,7 @@ impl AddressMap {
             LineClass::Data
         } else if self.is_thread_context(line)
             || (self.requests..self.requests + MAX_THREADS).contains(&line)
-            || line >= self.global
+            || (line >= self.global && line < self.directory)
         {
             // A thread's saved registers: written by the processor that
             // switches away from it, read by the one that switches back to
@@ -326,6 +338,7 @@ impl AddressMap {
                 (self.recv + t.0 * RECV_LINES, RECV_LINES as u64 * lb, "receive buffer")
             }
             Region::Global => (self.global, self.global_bytes, "global segment"),
+            Region::Directory => (self.directory, self.directory_bytes, "directory"),
         };
         // The offset comes from the application: near u64::MAX the sum
         // would wrap past the bound (and the line arithmetic below and in
