@@ -162,6 +162,14 @@ pub struct ProtocolParams {
     pub requests_via_pp: bool,
     /// Instructions to mark a request complete for its waiting thread.
     pub completion_cycles: u64,
+    /// A message to the sender's own node is a local protocol event (a
+    /// block access fault the access-control hardware raises, or a
+    /// protocol message a handler sends itself): it goes to the node's
+    /// dispatch queue without the network, and the sender pays this (HPCA
+    /// 1999 Table 1: "detect miss, issue bus transaction"). Absent in
+    /// records made before local events existed: 0.
+    #[serde(default)]
+    pub local_event_cycles: u64,
     /// Bytes of protocol-table state per protocol block.
     pub table_entry_bytes: u32,
     /// Protocol block size: the unit of remote data transfer and of
@@ -211,6 +219,20 @@ pub struct PdqParams {
     /// only so long. Records made before it ran without affinity.
     #[serde(default)]
     pub affinity_passes: u32,
+    /// A hardware protocol engine (S-COMA's finite-state machine, pp kind
+    /// hardware): dispatching a queue entry to it.
+    #[serde(default)]
+    pub hardware_dispatch_cycles: u64,
+    /// A hardware protocol engine: each handler's work and each message it
+    /// sends is one action of this many cycles; its accesses to memory
+    /// cost their memory time.
+    #[serde(default)]
+    pub hardware_action_cycles: u64,
+    /// A hardware protocol engine: reading or writing one word of the
+    /// device's own state (a DSM's directory entries and access tags,
+    /// `Region::Directory`).
+    #[serde(default)]
+    pub hardware_state_cycles: u64,
 }
 
 /// The node's memory beyond what the caches and the protocol use.

@@ -8,6 +8,7 @@
 //! directory, and a path to another TOML file works too.
 
 mod coprocessor;
+mod dsm;
 mod error;
 mod input;
 mod limits;
@@ -18,6 +19,7 @@ mod run;
 mod tests;
 
 pub use coprocessor::{CoprocessorParams, DmaCalibration};
+pub use dsm::{DsmSystem, DSM_PPS};
 pub use error::{plain_type_names, ConfigError};
 pub use input::{parse_toml, read_input};
 pub use limits::{INPUT_FILE_LIMIT, MAX_CYCLES, MAX_NODES, MAX_REQUESTS};
