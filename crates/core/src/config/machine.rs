@@ -254,6 +254,34 @@ impl MemoryParams {
     pub const MAX_GLOBAL_SEGMENT_BYTES: u64 = 1 << 30;
 }
 
+/// Instructions of the fine-grain DSM's protocol handlers (finegrain-dsm's
+/// `HandlerCosts`, one field per handler) on this machine's software
+/// protocol processors, beyond the memory, device-state and message costs
+/// the simulator times itself. A hardware protocol engine runs none.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DsmParams {
+    /// A block access fault at the requester (read the fault state, send
+    /// the request).
+    pub fault_cycles: u64,
+    /// Page allocation at a caching node.
+    pub page_cycles: u64,
+    /// A request at the home (directory lookup, state change, send).
+    pub get_cycles: u64,
+    /// An invalidation at a sharer.
+    pub inv_cycles: u64,
+    /// A fetch at the owner.
+    pub fetch_cycles: u64,
+    /// A fetched block back at the home.
+    pub fetch_reply_cycles: u64,
+    /// A block placed at the requester.
+    pub data_cycles: u64,
+    /// An acknowledgement at the home (of an invalidation or of data).
+    pub ack_cycles: u64,
+    /// Barrier and lock handlers.
+    pub sync_cycles: u64,
+}
+
 /// Round-trip latencies the preset was calibrated to; `finegrain calibrate`
 /// measures them back.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -299,6 +327,10 @@ pub struct MachineConfig {
     /// [`MemoryParams::DEFAULT_GLOBAL_SEGMENT_BYTES`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryParams>,
+    /// The fine-grain DSM's handler instructions on this machine (presets
+    /// of the DSM papers; absent elsewhere and left out of records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dsm: Option<DsmParams>,
 }
 
 impl MachineConfig {
