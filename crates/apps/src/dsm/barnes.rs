@@ -759,7 +759,17 @@ pub(crate) fn close(a: f64, b: f64, rel: f64) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testing::{run_native, run_sim};
     use super::*;
+
+    #[test]
+    fn runs_on_the_simulator_and_natively() {
+        let sim = run_sim(Barnes::tiny(1), 2, 2).unwrap();
+        assert_eq!(sim.len(), 4);
+        assert!(sim.iter().all(|r| r.phases.times["force"] > 0));
+        run_native(Barnes::tiny(2), 2, 2).unwrap();
+        run_native(Barnes::tiny(3), 3, 1).unwrap();
+    }
 
     fn direct(bodies: &[Body], eps: f64) -> Vec<[f64; 4]> {
         (0..bodies.len())

@@ -845,7 +845,17 @@ impl DsmProgram for Fmm {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testing::{run_native, run_sim};
     use super::*;
+
+    #[test]
+    fn runs_on_the_simulator_and_natively() {
+        let sim = run_sim(Fmm::tiny(1), 2, 2).unwrap();
+        assert_eq!(sim.len(), 4);
+        assert!(sim.iter().all(|r| r.phases.times["evaluate"] > 0));
+        run_native(Fmm::tiny(2), 2, 2).unwrap();
+        run_native(Fmm::tiny(3), 3, 1).unwrap();
+    }
 
     fn direct_all(ps: &[Particle]) -> Vec<[f64; 3]> {
         (0..ps.len())
