@@ -592,7 +592,14 @@ impl HandlerCtx for SimHandlerCtx<'_, '_> {
         }
     }
 
-    fn send(&mut self, dst: NodeId, handler: HandlerId, key: SyncKey, args: Args, payload: Payload) -> Result<(), AmError> {
+    fn send(
+        &mut self,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: Args,
+        payload: Payload,
+    ) -> Result<(), AmError> {
         let refused = if dst.0 >= self.nodes {
             Some(AmError::NoSuchNode { node: dst.0, nodes: self.nodes })
         } else if handler.index() >= self.handlers {

@@ -1,0 +1,387 @@
+//! Stache (HPCA 1999 Section 4; Reinhardt et al. 1994): a full-map,
+//! invalidation-based protocol that caches remote blocks in the node's
+//! main memory. Every handler is an active message keyed by its block's
+//! number, so a parallel dispatch queue runs handlers of different blocks
+//! at once and those of one block one at a time, in arrival order; page
+//! allocation uses the sequential key.
+//!
+//! The messages of one miss:
+//! - FAULT (requester, to itself): a thread found the block's tag too weak;
+//!   the handler re-reads the tag and asks the home (GET), or serves the
+//!   request itself when it is the home;
+//! - GET (home): grants at once when no other node's copy is in the way,
+//!   else sends INV to every sharer or FETCH to the owner and waits;
+//! - INV / FETCH (sharer, owner): drop or downgrade the copy, answer
+//!   INV_ACK / FETCH_REPLY (with the block) to the home;
+//! - DATA (requester): places the block, sets the tag, acknowledges with
+//!   DATA_ACK, which closes the home's transaction.
+//!
+//! The home keeps one transaction per block open until the requester
+//! acknowledges its data, deferring other requests for the block. The
+//! paper's network delivered in order; finegrain's native transports do
+//! not order messages sent by different threads of one node, and with the
+//! acknowledgement no two messages of one block are ever in flight between
+//! the same pair of nodes in a way their order could matter.
+
+use crate::node::{DirEntry, DirState, NodeState, Txn, INVALID, READ_ONLY, READ_WRITE};
+use crate::space::Space;
+use crate::HandlerCosts;
+use finegrain_core::{
+    Access, AmError, Args, HandlerCtx, HandlerId, HandlerInfo, HandlerTable, Message, NodeId, Payload, Region, SyncKey,
+};
+use std::sync::Arc;
+
+/// The key of barrier messages and the first lock's (locks follow it):
+/// above every block number.
+pub(crate) const BARRIER_KEY: u64 = 1 << 62;
+
+/// The protocol's handler ids.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ids {
+    pub page: HandlerId,
+    pub fault: HandlerId,
+    pub get: HandlerId,
+    pub inv: HandlerId,
+    pub inv_ack: HandlerId,
+    pub fetch: HandlerId,
+    pub fetch_reply: HandlerId,
+    pub data: HandlerId,
+    pub data_ack: HandlerId,
+    pub arrive: HandlerId,
+    pub release: HandlerId,
+    pub acquire: HandlerId,
+    pub unlock: HandlerId,
+    pub grant: HandlerId,
+}
+
+/// What every handler shares: the space, every node's state, the ids.
+pub(crate) struct State {
+    pub space: Arc<Space>,
+    pub nodes: Vec<NodeState>,
+    pub ids: std::sync::OnceLock<Ids>,
+}
+
+impl State {
+    pub fn ids(&self) -> Ids {
+        *self.ids.get().expect("handlers registered before any message")
+    }
+
+    fn node(&self, ctx: &dyn HandlerCtx) -> &NodeState {
+        &self.nodes[ctx.node().index()]
+    }
+}
+
+fn key(block: u64) -> SyncKey {
+    SyncKey::Key(block)
+}
+
+fn args(words: &[u64]) -> Args {
+    Args::new(words).expect("protocol messages carry at most 4 words")
+}
+
+/// Where the simulator finds a block's directory entry and tag: entries
+/// of 8 bytes from 0, then a tag byte per block.
+fn dir_offset(block: u64) -> u64 {
+    block * 8
+}
+
+fn tag_offset(space: &Space, block: u64) -> u64 {
+    space.blocks() * 8 + block
+}
+
+fn block_bytes(space: &Space) -> u32 {
+    (space.block_words * 8) as u32
+}
+
+fn words_payload(words: &[u64]) -> Payload {
+    let mut bytes = Vec::with_capacity(words.len() * 8);
+    for w in words {
+        bytes.extend_from_slice(&w.to_le_bytes());
+    }
+    Payload::bytes(&bytes)
+}
+
+fn payload_words(p: &Payload) -> Vec<u64> {
+    p.as_slice().chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()
+}
+
+/// Registers the protocol's handlers with their costs.
+pub(crate) fn register(shared: &Arc<State>, costs: &HandlerCosts, table: &mut HandlerTable) -> Result<Ids, AmError> {
+    let info = |name: &str, body_cycles: u64| HandlerInfo { name: name.into(), body_cycles, code_bytes: 256 };
+    macro_rules! handler {
+        ($name:expr, $cost:expr, $f:path) => {{
+            let s = Arc::clone(shared);
+            table.register(info($name, $cost), move |ctx, m| $f(&s, ctx, m))?
+        }};
+    }
+    Ok(Ids {
+        page: handler!("dsm-page", costs.page, on_page),
+        fault: handler!("dsm-fault", costs.fault, on_fault),
+        get: handler!("dsm-get", costs.get, on_get),
+        inv: handler!("dsm-inv", costs.inv, on_inv),
+        inv_ack: handler!("dsm-inv-ack", costs.ack, on_inv_ack),
+        fetch: handler!("dsm-fetch", costs.fetch, on_fetch),
+        fetch_reply: handler!("dsm-fetch-reply", costs.fetch_reply, on_fetch_reply),
+        data: handler!("dsm-data", costs.data, on_data),
+        data_ack: handler!("dsm-data-ack", costs.ack, on_data_ack),
+        arrive: handler!("dsm-barrier-arrive", costs.sync, crate::sync::on_arrive),
+        release: handler!("dsm-barrier-release", costs.sync, crate::sync::on_release),
+        acquire: handler!("dsm-lock-acquire", costs.sync, crate::sync::on_acquire),
+        unlock: handler!("dsm-lock-release", costs.sync, crate::sync::on_unlock),
+        grant: handler!("dsm-lock-grant", costs.sync, crate::sync::on_grant),
+    })
+}
+
+/// Page allocation at a caching node (sequential key: it touches every
+/// block of the page).
+fn on_page(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
+    let page = m.args.get(0);
+    let node = s.node(ctx);
+    if !node.mapped(page) {
+        node.map(page);
+        let blocks = s.space.blocks_per_page();
+        ctx.access(Region::Directory, tag_offset(&s.space, page * blocks), blocks as u32, Access::Write);
+    }
+    Ok(())
+}
+
+/// A block access fault at the requester.
+fn on_fault(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
+    let (block, want) = (m.args.get(0), m.args.get(1) as u8);
+    let node = s.node(ctx);
+    ctx.access(Region::Directory, tag_offset(&s.space, block), 1, Access::Read);
+    if node.state(block) >= want {
+        node.settle_request(block, want);
+        return Ok(());
+    }
+    let home = s.space.home_of_block(block);
+    if home == node.node {
+        return home_request(s, ctx, block, home, want);
+    }
+    ctx.send(NodeId(home), s.ids().get, key(block), args(&[block, node.node as u64, want as u64]), Payload::none())
+}
+
+fn on_get(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
+    home_request(s, ctx, m.args.get(0), m.args.get(1) as u32, m.args.get(2) as u8)
+}
+
+/// A request for `want` on `block` from `requester` reached its home.
+fn home_request(s: &State, ctx: &mut dyn HandlerCtx, block: u64, requester: u32, want: u8) -> Result<(), AmError> {
+    ctx.access(Region::Directory, dir_offset(block), 8, Access::Read);
+    let home = s.node(ctx);
+    let mut entry = home.dir(block);
+    if entry.busy.is_some() {
+        entry.deferred.push_back((requester, want));
+        return Ok(());
+    }
+    start(s, ctx, &mut entry, block, requester, want)?;
+    drain(s, ctx, &mut entry, block)
+}
+
+/// Opens the transaction for a request: grants it, or sends what must
+/// happen first.
+fn start(
+    s: &State,
+    ctx: &mut dyn HandlerCtx,
+    entry: &mut DirEntry,
+    block: u64,
+    requester: u32,
+    want: u8,
+) -> Result<(), AmError> {
+    let home = ctx.node().0;
+    match entry.state {
+        DirState::Shared(sharers) if want == READ_WRITE => {
+            let others = sharers & !(1u128 << requester);
+            if others == 0 {
+                return grant(s, ctx, entry, block, requester, want);
+            }
+            entry.state = DirState::Shared(sharers & (1u128 << requester));
+            let mut awaiting = 0;
+            for n in (0..s.space.nodes).filter(|n| others & (1u128 << n) != 0) {
+                ctx.send(NodeId(n), s.ids().inv, key(block), args(&[block]), Payload::none())?;
+                awaiting += 1;
+            }
+            entry.busy = Some(Txn { requester, want, awaiting, data_sent: false });
+            Ok(())
+        }
+        DirState::Exclusive(owner) if owner != requester && owner != home => {
+            ctx.send(NodeId(owner), s.ids().fetch, key(block), args(&[block, want as u64]), Payload::none())?;
+            entry.busy = Some(Txn { requester, want, awaiting: 1, data_sent: false });
+            Ok(())
+        }
+        _ => grant(s, ctx, entry, block, requester, want),
+    }
+}
+
+/// No other node's copy is in the way: the home's memory is current.
+/// Records the new state, changes the home's tag and sends the block.
+fn grant(
+    s: &State,
+    ctx: &mut dyn HandlerCtx,
+    entry: &mut DirEntry,
+    block: u64,
+    requester: u32,
+    want: u8,
+) -> Result<(), AmError> {
+    let home = s.node(ctx);
+    let bit = |n: u32| 1u128 << n;
+    let sharers = match entry.state {
+        DirState::Shared(x) => x,
+        DirState::Exclusive(o) => bit(o),
+        DirState::Idle => 0,
+    };
+    let (state, home_tag, want) = if entry.state == DirState::Exclusive(requester) {
+        // A repeated request from the owner: it keeps its copy.
+        (entry.state, INVALID, READ_WRITE)
+    } else if requester == home.node {
+        match want {
+            READ_WRITE => (DirState::Idle, READ_WRITE, want),
+            _ if sharers == 0 => (DirState::Idle, READ_WRITE, want),
+            _ => (DirState::Shared(sharers), READ_ONLY, want),
+        }
+    } else {
+        match want {
+            READ_WRITE => (DirState::Exclusive(requester), INVALID, want),
+            _ => (DirState::Shared(sharers | bit(requester)), READ_ONLY, want),
+        }
+    };
+    entry.state = state;
+    ctx.access(Region::Directory, dir_offset(block), 8, Access::Write);
+    let bytes = block_bytes(&s.space);
+    home.lock_block(block);
+    let words = (requester != home.node).then(|| {
+        ctx.access(Region::Global, block * bytes as u64, bytes, Access::Read);
+        home.read_block(block)
+    });
+    ctx.access(Region::Directory, tag_offset(&s.space, block), 1, Access::Write);
+    home.unlock_block(block, home_tag);
+    match words {
+        None => {
+            home.settle_request(block, want);
+            Ok(())
+        }
+        Some(words) => {
+            entry.busy = Some(Txn { requester, want, awaiting: 0, data_sent: true });
+            let a = args(&[block, want as u64]);
+            ctx.send(NodeId(requester), s.ids().data, key(block), a, words_payload(&words))
+        }
+    }
+}
+
+/// Serves deferred requests while the block has no open transaction.
+fn drain(s: &State, ctx: &mut dyn HandlerCtx, entry: &mut DirEntry, block: u64) -> Result<(), AmError> {
+    while entry.busy.is_none() {
+        let Some((requester, want)) = entry.deferred.pop_front() else { return Ok(()) };
+        start(s, ctx, entry, block, requester, want)?;
+    }
+    Ok(())
+}
+
+fn on_inv(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
+    let block = m.args.get(0);
+    let node = s.node(ctx);
+    node.lock_block(block);
+    ctx.access(Region::Directory, tag_offset(&s.space, block), 1, Access::Write);
+    node.unlock_block(block, INVALID);
+    let home = s.space.home_of_block(block);
+    ctx.send(NodeId(home), s.ids().inv_ack, key(block), args(&[block]), Payload::none())
+}
+
+fn on_fetch(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
+    let (block, want) = (m.args.get(0), m.args.get(1) as u8);
+    let node = s.node(ctx);
+    let bytes = block_bytes(&s.space);
+    node.lock_block(block);
+    ctx.access(Region::Global, block * bytes as u64, bytes, Access::Read);
+    let words = node.read_block(block);
+    ctx.access(Region::Directory, tag_offset(&s.space, block), 1, Access::Write);
+    node.unlock_block(block, if want == READ_WRITE { INVALID } else { READ_ONLY });
+    let home = s.space.home_of_block(block);
+    ctx.send(NodeId(home), s.ids().fetch_reply, key(block), args(&[block]), words_payload(&words))
+}
+
+fn on_inv_ack(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
+    answered(s, ctx, m.args.get(0), None)
+}
+
+fn on_fetch_reply(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
+    answered(s, ctx, m.args.get(0), Some(payload_words(&m.payload)))
+}
+
+/// An invalidation ack or a fetched block reached the home; the last one
+/// lets the transaction grant its request.
+fn answered(s: &State, ctx: &mut dyn HandlerCtx, block: u64, fetched: Option<Vec<u64>>) -> Result<(), AmError> {
+    ctx.access(Region::Directory, dir_offset(block), 8, Access::Read);
+    let home = s.node(ctx);
+    let mut entry = home.dir(block);
+    let Some(mut txn) = entry.busy.filter(|t| t.awaiting > 0 && !t.data_sent) else {
+        return Err(protocol_error(block, home.node, "an ack or fetched block arrived with no transaction waiting"));
+    };
+    if let Some(words) = fetched {
+        let bytes = block_bytes(&s.space);
+        home.lock_block(block);
+        ctx.access(Region::Global, block * bytes as u64, bytes, Access::Overwrite);
+        home.write_block(block, &words);
+        let tag = home.state(block);
+        home.unlock_block(block, tag);
+        // The owner kept a read-only copy if the request was a read.
+        entry.state = match (entry.state, txn.want) {
+            (DirState::Exclusive(o), READ_ONLY) => DirState::Shared(1u128 << o),
+            _ => DirState::Idle,
+        };
+    }
+    txn.awaiting -= 1;
+    entry.busy = Some(txn);
+    if txn.awaiting > 0 {
+        return Ok(());
+    }
+    if entry.state != DirState::Idle && txn.want == READ_WRITE {
+        // Invalidations done: the requester's own read-only copy, if any,
+        // is all that remains.
+        entry.state = DirState::Idle;
+    }
+    entry.busy = None;
+    grant(s, ctx, &mut entry, block, txn.requester, txn.want)?;
+    drain(s, ctx, &mut entry, block)
+}
+
+fn on_data(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
+    let (block, want) = (m.args.get(0), m.args.get(1) as u8);
+    let node = s.node(ctx);
+    let state = node.lock_block(block);
+    // A copy that already allows as much is newer than the home's (a
+    // repeated request's answer): keep it.
+    let placed = if state < want {
+        let bytes = block_bytes(&s.space);
+        ctx.access(Region::Global, block * bytes as u64, bytes, Access::Overwrite);
+        node.write_block(block, &payload_words(&m.payload));
+        ctx.access(Region::Directory, tag_offset(&s.space, block), 1, Access::Write);
+        want
+    } else {
+        state
+    };
+    node.unlock_block(block, placed);
+    node.settle_request(block, want);
+    let home = s.space.home_of_block(block);
+    ctx.send(NodeId(home), s.ids().data_ack, key(block), args(&[block]), Payload::none())
+}
+
+fn on_data_ack(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
+    let block = m.args.get(0);
+    ctx.access(Region::Directory, dir_offset(block), 8, Access::Write);
+    let home = s.node(ctx);
+    let mut entry = home.dir(block);
+    if !entry.busy.is_some_and(|t| t.data_sent) {
+        return Err(protocol_error(block, home.node, "a data acknowledgement arrived with no block sent"));
+    }
+    entry.busy = None;
+    drain(s, ctx, &mut entry, block)
+}
+
+fn protocol_error(block: u64, node: u32, what: &str) -> AmError {
+    AmError::HandlerFailed { handler: "dsm".into(), reason: format!("block {block} at its home node {node}: {what}") }
+}
+
+/// The wants a thread can raise.
+pub(crate) const WANT_READ: u8 = READ_ONLY;
+pub(crate) const WANT_WRITE: u8 = READ_WRITE;
