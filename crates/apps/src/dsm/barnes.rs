@@ -204,11 +204,7 @@ pub(crate) fn plummer(n: u64, seed: u64) -> Vec<Body> {
             };
             let v = q * 2f64.sqrt() * (1.0 + r * r).powf(-0.25);
             let (dp, dv) = (unit_vector(&mut rng), unit_vector(&mut rng));
-            Body {
-                pos: dp.map(|c| c * r * rscale),
-                vel: dv.map(|c| c * v * vscale),
-                mass: 1.0 / n as f64,
-            }
+            Body { pos: dp.map(|c| c * r * rscale), vel: dv.map(|c| c * v * vscale), mass: 1.0 / n as f64 }
         })
         .collect();
     let (lo, hi) = bounds(&bodies);
@@ -601,7 +597,8 @@ impl Barnes {
             d.write_from(lay.frame, 0, &reset).await?;
         }
         for (k, b) in mine_bodies.iter().enumerate() {
-            let levels = self.insert(d, lay, (center, side), mine.start + k as u64, b.pos, &mut alloc, &mut created).await?;
+            let levels =
+                self.insert(d, lay, (center, side), mine.start + k as u64, b.pos, &mut alloc, &mut created).await?;
             d.compute(levels * INSERT_LEVEL_CYCLES);
         }
         let deepest = created.iter().map(|c| c.1).max().unwrap_or(0) as u64;
@@ -688,12 +685,8 @@ impl DsmProgram for Barnes {
         let init: Vec<u64> = plummer(self.bodies, self.seed).iter().flat_map(|b| b.record()).collect();
         let bodies = b.alloc_with(init, Home::Blocked);
         let cells = b.alloc(self.cell_capacity() * CELL_WORDS, Home::RoundRobin);
-        let frame: Vec<u64> = [f64::INFINITY; 3]
-            .iter()
-            .chain(&[f64::NEG_INFINITY; 3])
-            .map(|x| x.to_bits())
-            .chain([0, 1])
-            .collect();
+        let frame: Vec<u64> =
+            [f64::INFINITY; 3].iter().chain(&[f64::NEG_INFINITY; 3]).map(|x| x.to_bits()).chain([0, 1]).collect();
         let frame = b.alloc_with(frame, Home::Node(0));
         let cell_locks = b.locks(CELL_LOCKS);
         let frame_lock = b.locks(1)[0];

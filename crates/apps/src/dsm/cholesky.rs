@@ -403,7 +403,12 @@ fn largest(values: &[f64]) -> f64 {
 impl Cholesky {
     /// Takes the next ready column, waiting while there is none; `None`
     /// once every column has been taken.
-    async fn take<P: Proc>(&self, d: &DsmProc<'_, P>, a: &Arrays, phases: &mut Phases) -> Result<Option<usize>, AmError> {
+    async fn take<P: Proc>(
+        &self,
+        d: &DsmProc<'_, P>,
+        a: &Arrays,
+        phases: &mut Phases,
+    ) -> Result<Option<usize>, AmError> {
         let n = a.sym.n as u64;
         let mut wait = WAIT_CYCLES;
         let t0 = d.now();
@@ -446,7 +451,13 @@ impl Cholesky {
     }
 
     /// Computes column j and applies it to every column below it.
-    async fn column<P: Proc>(&self, d: &DsmProc<'_, P>, a: &Arrays, j: usize, phases: &mut Phases) -> Result<(), AmError> {
+    async fn column<P: Proc>(
+        &self,
+        d: &DsmProc<'_, P>,
+        a: &Arrays,
+        j: usize,
+        phases: &mut Phases,
+    ) -> Result<(), AmError> {
         let sym = &a.sym;
         let cj = sym.col(j);
         let src_rows = &sym.rows[cj.clone()];

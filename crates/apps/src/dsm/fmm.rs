@@ -672,8 +672,7 @@ impl Fmm {
             let s: Vec<Src> = srcs.iter().map(|x| x.1).collect();
             let e = p2m(&s, box_center(levels, leaf), terms);
             d.compute(s.len() as u64 * terms as u64 * TERM_CYCLES);
-            d.write_from(lay.mpole[levels as usize], leaf * self.exp_words(), &to_words(&e, self.exp_words()))
-                .await?;
+            d.write_from(lay.mpole[levels as usize], leaf * self.exp_words(), &to_words(&e, self.exp_words())).await?;
             mine_srcs.insert(leaf, srcs);
         }
         d.barrier().await?;
@@ -750,8 +749,7 @@ impl Fmm {
         for (k, (mut p, r)) in my_parts.into_iter().zip(res.chunks(PART_WORDS as usize)).enumerate() {
             let acc = [5, 6, 7].map(|w| f64::from_bits(r[w]));
             p.advance(acc, self.dt);
-            d.write_from(lay.parts, (mine.start + k as u64) * PART_WORDS, &p.record()[..PART_RESULT as usize])
-                .await?;
+            d.write_from(lay.parts, (mine.start + k as u64) * PART_WORDS, &p.record()[..PART_RESULT as usize]).await?;
         }
         d.compute((mine.end - mine.start) * UPDATE_CYCLES);
         d.barrier().await?;

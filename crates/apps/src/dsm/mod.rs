@@ -8,6 +8,15 @@
 //! the program between two barriers, and its output is what it computed
 //! plus the time its phases took on the platform's clock.
 
+pub mod barnes;
+pub mod cholesky;
+pub mod em3d;
+pub mod fft;
+pub mod fmm;
+pub mod radix;
+pub mod spec;
+pub mod water;
+
 pub use crate::splitc::Phases;
 
 use finegrain_core::{AmError, HandlerTable, Proc, Workload, WorkloadError};

@@ -263,7 +263,8 @@ fn molecules(cfg: &WaterSp) -> Vec<Molecule> {
     let a = l / m as f64;
     // The molecule's shape: O at the origin, the H-O-H angle 109.47 degrees.
     let half = (109.47f64 / 2.0).to_radians();
-    let shape = [[0.0, 0.0, 0.0], [R_OH * half.sin(), R_OH * half.cos(), 0.0], [-R_OH * half.sin(), R_OH * half.cos(), 0.0]];
+    let shape =
+        [[0.0, 0.0, 0.0], [R_OH * half.sin(), R_OH * half.cos(), 0.0], [-R_OH * half.sin(), R_OH * half.cos(), 0.0]];
     let total_mass: f64 = MASS.iter().sum();
     let speed = Normal::new(0.0, (KT / total_mass).sqrt()).expect("a positive spread");
     (0..m.pow(3))
@@ -359,13 +360,7 @@ fn pair(si: &Sites, sj: &Sites, shift: [f64; 3], f: &mut Sites, energy: &mut f64
 /// and from the molecules of `near` (the neighbourhood's cells in order,
 /// each `(number, sites)` sorted by number); also its energy. Returns
 /// the pairs tested and the pairs within the cutoff.
-fn molecule_force(
-    cfg: &WaterSp,
-    me: u64,
-    s: &Sites,
-    near: &[&[(u64, Sites)]],
-    energy: &mut f64,
-) -> (Sites, u64, u64) {
+fn molecule_force(cfg: &WaterSp, me: u64, s: &Sites, near: &[&[(u64, Sites)]], energy: &mut f64) -> (Sites, u64, u64) {
     let (l, rc2) = (cfg.box_len(), cfg.cutoff * cfg.cutoff);
     let mut f = [[0.0; 3]; 3];
     intramolecular(s, &mut f, energy);
@@ -480,7 +475,10 @@ impl WaterSp {
         if n > 0 {
             d.read_into(lay.vel, c * self.capacity() * VEL_WORDS, &mut v).await?;
         }
-        Ok(p.chunks(POS_WORDS as usize).zip(v.chunks(VEL_WORDS as usize)).map(|(p, v)| Molecule::from_records(p, v)).collect())
+        Ok(p.chunks(POS_WORDS as usize)
+            .zip(v.chunks(VEL_WORDS as usize))
+            .map(|(p, v)| Molecule::from_records(p, v))
+            .collect())
     }
 
     async fn write_own_cell<P: Proc>(
