@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod dsm;
 pub mod fetch_add;
 pub mod micro;
 pub mod serving;

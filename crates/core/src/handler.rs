@@ -35,8 +35,14 @@ pub trait HandlerCtx {
     /// request/reply rule, so a protocol using them must not depend on
     /// bounded buffering; every platform queues them without loss. Allowed
     /// from request and reply handlers alike.
-    fn send(&mut self, dst: NodeId, handler: HandlerId, key: SyncKey, args: Args, payload: Payload)
-        -> Result<(), AmError>;
+    fn send(
+        &mut self,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: Args,
+        payload: Payload,
+    ) -> Result<(), AmError>;
     /// Touches node memory (the simulator models the caches and bus; the
     /// native runtime ignores it, since real handlers touch real memory).
     fn access(&mut self, region: Region, offset: u64, len: u32, kind: Access);

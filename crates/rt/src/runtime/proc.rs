@@ -62,7 +62,14 @@ impl<T: Transport> HandlerCtx for RtHandlerCtx<'_, T> {
         Ok(())
     }
 
-    fn send(&mut self, dst: NodeId, handler: HandlerId, key: SyncKey, args: Args, payload: Payload) -> Result<(), AmError> {
+    fn send(
+        &mut self,
+        dst: NodeId,
+        handler: HandlerId,
+        key: SyncKey,
+        args: Args,
+        payload: Payload,
+    ) -> Result<(), AmError> {
         let cluster = &self.thread.cluster;
         let nodes = cluster.cfg.run.topology.nodes;
         if dst.0 >= nodes {

@@ -4,6 +4,7 @@
 //! and one line in [`STUDIES`].
 
 pub mod coprocessor;
+pub mod pdq_dsm;
 pub mod pdq_micro;
 pub mod scheduling_micro;
 

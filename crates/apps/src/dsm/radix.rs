@@ -1,0 +1,404 @@
+//! radix: SPLASH-2's integer radix sort (HPCA 1999 Table 2: "Integer radix
+//! sort", 4M integers).
+//!
+//! The keys sit in two shared arrays homed in blocks over the nodes; thread
+//! t owns the t-th contiguous block of positions in both. Each pass sorts
+//! stably on one digit, least significant first, moving every key from one
+//! array to the other:
+//! 1. every thread counts its keys per digit value and stores its
+//!    histogram as its row of the shared `hist` (threads x buckets);
+//! 2. the global prefix, through shared arrays: digit values are dealt out
+//!    in blocks to threads; a thread reads its block's column of every
+//!    thread's histogram, and writes back, for every thread, how many keys
+//!    with each of its digits come from threads before it (`rank`), and
+//!    its digits' totals (`density`);
+//! 3. every thread reads `density` and its row of `rank`, from which the
+//!    position of its first key of each digit follows (all keys of smaller
+//!    digits, plus this digit's keys at earlier threads), and writes each
+//!    key to its position in the other array. A thread's keys of one digit
+//!    land at consecutive positions, so they are written as one run; runs
+//!    go to every thread's block: the all-to-all permutation HPCA 1999
+//!    Section 4 describes for radix, with false sharing where two threads'
+//!    runs meet inside a block.
+//!
+//! Barriers separate the steps, as in SPLASH-2.
+
+use super::{DsmProgram, Phases};
+use finegrain_core::{AmError, Proc};
+use finegrain_dsm::{DsmBuilder, DsmProc, Home, Shared};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Cycles to count one key: load it, shift and mask out the digit, bump
+/// its count (about 6 instructions on a dual-issue processor). An
+/// estimate, not from the paper.
+pub const HISTOGRAM_CYCLES: u64 = 3;
+
+/// Cycles per histogram entry of the prefix: load, add, store.
+pub const PREFIX_CYCLES: u64 = 2;
+
+/// Cycles to route one key: its digit, its digit's next position, the
+/// store into the run bound there. An estimate.
+pub const PERMUTE_CYCLES: u64 = 4;
+
+/// The most threads the sort runs on: the histogram arrays are allocated
+/// before the run, for this many rows, because the layout is made before
+/// the thread count is known to the program.
+pub const MAX_RANKS: u32 = 256;
+
+/// Shared arrays a program allocated in its layout. They are not part of
+/// its configuration: serde skips them and `==` ignores them.
+#[derive(Clone, Copy)]
+pub struct Laid<T>(Option<T>);
+
+impl<T> Default for Laid<T> {
+    fn default() -> Laid<T> {
+        Laid(None)
+    }
+}
+
+impl<T> PartialEq for Laid<T> {
+    fn eq(&self, _: &Laid<T>) -> bool {
+        true
+    }
+}
+
+impl<T> fmt::Debug for Laid<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() { "laid out" } else { "not laid out" })
+    }
+}
+
+impl<T> Laid<T> {
+    pub fn set(&mut self, arrays: T) {
+        self.0 = Some(arrays);
+    }
+
+    /// The arrays, or an error naming `program` when its layout was not
+    /// made (or was refused) before the run.
+    pub fn get(&self, program: &str) -> Result<&T, AmError> {
+        self.0.as_ref().ok_or_else(|| {
+            AmError::NotAllowed(format!("{program} ran without its shared arrays: its layout was not made first"))
+        })
+    }
+}
+
+/// The sort's input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Radix {
+    pub keys: u64,
+    /// Keys are uniform in 0..2^key_bits.
+    pub key_bits: u32,
+    /// Bits sorted per pass (the radix is 2^radix_bits).
+    pub radix_bits: u32,
+    pub seed: u64,
+    #[serde(skip)]
+    arrays: Laid<Arrays>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Arrays {
+    keys: [Shared; 2],
+    /// Row t: thread t's histogram of the pass's digit.
+    hist: Shared,
+    /// Row t: for each digit, keys with it at threads before t.
+    rank: Shared,
+    /// For each digit, keys with it in all.
+    density: Shared,
+}
+
+impl Radix {
+    pub fn new(keys: u64, key_bits: u32, radix_bits: u32, seed: u64) -> Radix {
+        Radix { keys, key_bits, radix_bits, seed, arrays: Laid::default() }
+    }
+
+    /// HPCA 1999 Table 2's 4M integers, with SPLASH-2's default radix
+    /// (1024) and largest key (2^19): two passes.
+    pub fn paper(seed: u64) -> Radix {
+        Radix::new(4 << 20, 19, 10, seed)
+    }
+
+    /// 64K 16-bit keys, radix 256: two passes, 1K keys per thread on 64
+    /// threads (the paper's 64K per thread against its radix of 1024 would
+    /// be far too long to simulate many times).
+    pub fn quick(seed: u64) -> Radix {
+        Radix { keys: 64 << 10, key_bits: 16, radix_bits: 8, ..Radix::paper(seed) }
+    }
+
+    /// 1K 10-bit keys, radix 16: three passes, so the sorted keys end in
+    /// the second array.
+    pub fn tiny(seed: u64) -> Radix {
+        Radix { keys: 1024, key_bits: 10, radix_bits: 4, ..Radix::paper(seed) }
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1..=1 << 28).contains(&self.keys) {
+            return Err(format!("radix: invalid keys = {}; allowed 1..=268435456", self.keys));
+        }
+        if !(1..=64).contains(&self.key_bits) {
+            return Err(format!("radix: invalid key_bits = {}; allowed 1..=64", self.key_bits));
+        }
+        if !(1..=16).contains(&self.radix_bits) || self.radix_bits > self.key_bits {
+            return Err(format!(
+                "radix: invalid radix_bits = {}; allowed 1..=16 and at most key_bits ({})",
+                self.radix_bits, self.key_bits
+            ));
+        }
+        Ok(())
+    }
+
+    fn passes(&self) -> u32 {
+        self.key_bits.div_ceil(self.radix_bits)
+    }
+
+    fn buckets(&self) -> u64 {
+        1 << self.radix_bits
+    }
+
+    fn digit(&self, key: u64, pass: u32) -> usize {
+        let shift = pass * self.radix_bits;
+        if shift >= 64 {
+            return 0;
+        }
+        ((key >> shift) & (self.buckets() - 1)) as usize
+    }
+}
+
+/// The seeded keys.
+pub fn input(seed: u64, n: u64, bits: u32) -> Vec<u64> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mask = if bits >= 64 { u64::MAX } else { (1 << bits) - 1 };
+    (0..n).map(|_| rng.gen::<u64>() & mask).collect()
+}
+
+/// Thread t's block of `n` items among `threads`: contiguous, sizes
+/// differing by at most one.
+pub fn block(n: u64, threads: u32, t: u32) -> std::ops::Range<u64> {
+    let (p, t) = (threads as u64, t as u64);
+    t * n / p..(t + 1) * n / p
+}
+
+async fn timed_barrier<P: Proc>(d: &DsmProc<'_, P>, phases: &mut Phases) -> Result<(), AmError> {
+    let t0 = d.now();
+    d.barrier().await?;
+    phases.add("barrier", d.now() - t0);
+    Ok(())
+}
+
+impl Radix {
+    /// Step 1: this thread's histogram, stored as its row of `hist`.
+    async fn histogram<P: Proc>(&self, d: &DsmProc<'_, P>, a: &Arrays, keys: &[u64], pass: u32) -> Result<(), AmError> {
+        let mut h = vec![0u64; self.buckets() as usize];
+        for &k in keys {
+            h[self.digit(k, pass)] += 1;
+        }
+        d.compute(keys.len() as u64 * HISTOGRAM_CYCLES);
+        d.write_from(a.hist, d.rank() as u64 * self.buckets(), &h).await
+    }
+
+    /// Step 2: the prefix over threads of this thread's block of digits.
+    async fn prefix<P: Proc>(&self, d: &DsmProc<'_, P>, a: &Arrays) -> Result<(), AmError> {
+        let (b, threads) = (self.buckets(), d.ranks());
+        let mine = block(b, threads, d.rank());
+        let width = (mine.end - mine.start) as usize;
+        if width == 0 {
+            return Ok(());
+        }
+        let mut counts = vec![0u64; width];
+        let mut running = vec![0u64; width];
+        // Read every thread's counts before writing any rank, starting
+        // after this thread so that the threads spread their reads.
+        let mut all = vec![0u64; width * threads as usize];
+        for k in 1..=threads {
+            let t = (d.rank() + k) % threads;
+            d.read_into(a.hist, t as u64 * b + mine.start, &mut counts).await?;
+            all[t as usize * width..][..width].copy_from_slice(&counts);
+        }
+        let mut ranks = vec![0u64; width * threads as usize];
+        for t in 0..threads as usize {
+            for i in 0..width {
+                ranks[t * width + i] = running[i];
+                running[i] += all[t * width + i];
+            }
+        }
+        d.compute(width as u64 * threads as u64 * PREFIX_CYCLES);
+        for k in 1..=threads {
+            let t = (d.rank() + k) % threads;
+            d.write_from(a.rank, t as u64 * b + mine.start, &ranks[t as usize * width..][..width]).await?;
+        }
+        d.write_from(a.density, mine.start, &running).await
+    }
+
+    /// Step 3: every key of this thread written to its place in `dst`.
+    async fn permute<P: Proc>(&self, d: &DsmProc<'_, P>, a: &Arrays, keys: &[u64], dst: Shared, pass: u32) -> Result<(), AmError> {
+        let b = self.buckets();
+        let mut density = vec![0u64; b as usize];
+        d.read_into(a.density, 0, &mut density).await?;
+        let mut start = vec![0u64; b as usize];
+        d.read_into(a.rank, d.rank() as u64 * b, &mut start).await?;
+        let mut base = 0;
+        for (s, n) in start.iter_mut().zip(&density) {
+            *s += base;
+            base += n;
+        }
+        let mut runs: Vec<Vec<u64>> = vec![Vec::new(); b as usize];
+        for &k in keys {
+            runs[self.digit(k, pass)].push(k);
+        }
+        d.compute(b * PREFIX_CYCLES + keys.len() as u64 * PERMUTE_CYCLES);
+        for (run, &s) in runs.iter().zip(&start) {
+            if !run.is_empty() {
+                d.write_from(dst, s, run).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl DsmProgram for Radix {
+    /// This thread's block of the sorted keys.
+    type Answer = Vec<u64>;
+
+    fn name(&self) -> &'static str {
+        "radix"
+    }
+
+    fn input(&self) -> String {
+        let paper = if *self == Radix::paper(self.seed) { "HPCA 1999 Table 2's input" } else { "HPCA 1999 Table 2: 4M integers" };
+        format!(
+            "{} {}-bit keys, radix {} ({} passes), seed {}; {paper}",
+            self.keys,
+            self.key_bits,
+            self.buckets(),
+            self.passes(),
+            self.seed
+        )
+    }
+
+    fn layout(&mut self, b: &mut DsmBuilder) {
+        if self.validate().is_err() {
+            // `run` reports the error; nothing worth allocating.
+            return;
+        }
+        let n = self.keys;
+        let keys = [b.alloc_with(input(self.seed, n, self.key_bits), Home::Blocked), b.alloc(n, Home::Blocked)];
+        // The thread count is not known here, so the rows cannot be homed
+        // at their threads; round-robin pages at least spread them.
+        let rows = MAX_RANKS as u64 * self.buckets();
+        let hist = b.alloc(rows, Home::RoundRobin);
+        let rank = b.alloc(rows, Home::RoundRobin);
+        let density = b.alloc(self.buckets(), Home::Blocked);
+        self.arrays.set(Arrays { keys, hist, rank, density });
+    }
+
+    async fn run<P: Proc>(&self, d: &DsmProc<'_, P>, phases: &mut Phases) -> Result<Vec<u64>, AmError> {
+        self.validate().map_err(AmError::NotAllowed)?;
+        if d.ranks() > MAX_RANKS {
+            return Err(AmError::NotAllowed(format!("radix on {} threads; allowed at most {MAX_RANKS}", d.ranks())));
+        }
+        let a = *self.arrays.get("radix")?;
+        let mine = block(self.keys, d.ranks(), d.rank());
+        let mut keys = vec![0u64; (mine.end - mine.start) as usize];
+        for pass in 0..self.passes() {
+            let (src, dst) = (a.keys[pass as usize % 2], a.keys[(pass as usize + 1) % 2]);
+            let t0 = d.now();
+            d.read_into(src, mine.start, &mut keys).await?;
+            self.histogram(d, &a, &keys, pass).await?;
+            phases.add("histogram", d.now() - t0);
+            timed_barrier(d, phases).await?;
+            let t0 = d.now();
+            self.prefix(d, &a).await?;
+            phases.add("prefix", d.now() - t0);
+            timed_barrier(d, phases).await?;
+            let t0 = d.now();
+            self.permute(d, &a, &keys, dst, pass).await?;
+            phases.add("permute", d.now() - t0);
+            timed_barrier(d, phases).await?;
+        }
+        d.read_into(a.keys[self.passes() as usize % 2], mine.start, &mut keys).await?;
+        Ok(keys)
+    }
+
+    fn check(&self, answers: &[&Vec<u64>]) -> Result<(), String> {
+        self.validate()?;
+        let mut want = input(self.seed, self.keys, self.key_bits);
+        want.sort_unstable();
+        let threads = answers.len() as u32;
+        for (t, got) in answers.iter().enumerate() {
+            let range = block(self.keys, threads, t as u32);
+            let expect = &want[range.start as usize..range.end as usize];
+            if got.len() != expect.len() {
+                return Err(format!("radix: thread {t} holds {} keys; the sorted input gives it {}", got.len(), expect.len()));
+            }
+            if let Some(i) = (0..expect.len()).find(|&i| got[i] != expect[i]) {
+                return Err(format!(
+                    "radix: key {} (thread {t}'s {i}) is {}; the sorted input has {}",
+                    range.start + i as u64,
+                    got[i],
+                    expect[i]
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The passes done sequentially (histogram, prefix, stable scatter)
+    /// sort the input.
+    #[test]
+    fn least_significant_digit_passes_sort_the_keys() {
+        let cfg = Radix::tiny(4);
+        let mut keys = input(cfg.seed, cfg.keys, cfg.key_bits);
+        let mut want = keys.clone();
+        want.sort_unstable();
+        for pass in 0..cfg.passes() {
+            let mut count = vec![0usize; cfg.buckets() as usize + 1];
+            for &k in &keys {
+                count[cfg.digit(k, pass) + 1] += 1;
+            }
+            for i in 1..count.len() {
+                count[i] += count[i - 1];
+            }
+            let mut out = vec![0; keys.len()];
+            for &k in &keys {
+                let d = cfg.digit(k, pass);
+                out[count[d]] = k;
+                count[d] += 1;
+            }
+            keys = out;
+        }
+        assert_eq!(keys, want);
+    }
+
+    #[test]
+    fn blocks_cover_the_keys_in_order() {
+        let all: Vec<u64> = (0..7).flat_map(|t| block(100, 7, t)).collect();
+        assert_eq!(all, (0..100).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn check_names_a_misplaced_key() {
+        let cfg = Radix::tiny(1);
+        let mut sorted = input(cfg.seed, cfg.keys, cfg.key_bits);
+        sorted.sort_unstable();
+        let (a, b) = sorted.split_at(512);
+        assert!(cfg.check(&[&a.to_vec(), &b.to_vec()]).is_ok());
+        let mut bad = b.to_vec();
+        bad[0] = 5000;
+        let e = cfg.check(&[&a.to_vec(), &bad]).unwrap_err();
+        assert!(e.starts_with("radix: key 512 (thread 1's 0) is 5000"), "{e}");
+    }
+
+    #[test]
+    fn bad_digits_are_refused() {
+        let e = Radix { radix_bits: 20, ..Radix::tiny(1) }.validate().unwrap_err();
+        assert!(e.contains("radix_bits = 20"), "{e}");
+    }
+}
