@@ -388,4 +388,13 @@ mod tests {
         let e = Em3d::tiny(1).validate_threads(64).unwrap_err();
         assert!(e.contains("32 nodes of each kind over 64 threads"), "{e}");
     }
+
+    #[test]
+    fn runs_right_on_the_simulator_and_natively() {
+        use crate::dsm::testing::{run_native, run_sim};
+        let sim = run_sim(Em3d::tiny(5), 2, 2).unwrap();
+        assert_eq!(sim.len(), 4);
+        assert!(sim.iter().all(|r| r.total > 0));
+        assert_eq!(run_native(Em3d::tiny(6), 2, 2).unwrap().len(), 4);
+    }
 }

@@ -400,4 +400,13 @@ mod tests {
         bad[10] = (f64::from_bits(want[10]) + 1.0).to_bits();
         assert!(cfg.check(&[&bad]).unwrap_err().contains("X[5]'s real part"));
     }
+
+    #[test]
+    fn runs_right_on_the_simulator_and_natively() {
+        use crate::dsm::testing::{run_native, run_sim};
+        let sim = run_sim(Fft::tiny(5), 2, 2).unwrap();
+        assert_eq!(sim.len(), 4);
+        assert!(sim.iter().all(|r| r.total > 0));
+        assert_eq!(run_native(Fft::tiny(6), 2, 2).unwrap().len(), 4);
+    }
 }

@@ -8,6 +8,11 @@
 //! the program between two barriers, and its output is what it computed
 //! plus the time its phases took on the platform's clock.
 
+pub mod cholesky;
+pub mod em3d;
+pub mod fft;
+pub mod radix;
+
 pub use crate::splitc::Phases;
 
 use finegrain_core::{AmError, HandlerTable, Proc, Workload, WorkloadError};
