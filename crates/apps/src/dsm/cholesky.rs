@@ -160,7 +160,7 @@ impl Cholesky {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        if self.grid.iter().any(|&g| g == 0) || self.columns() > 1 << 20 {
+        if self.grid.contains(&0) || self.columns() > 1 << 20 {
             return Err(format!(
                 "cholesky: invalid grid = {:?}; allowed sides of 1 or more, at most 1048576 points",
                 self.grid
@@ -324,7 +324,8 @@ fn later_neighbours() -> impl Iterator<Item = (i64, i64, i64)> {
 fn compute_column(j: usize, col: &mut [f64]) -> Result<(), String> {
     let d = col[0];
     // Written so that a NaN fails too.
-    if !(d > 0.0) {
+    let positive = d > 0.0;
+    if !positive {
         return Err(format!("cholesky: column {j}'s pivot is {d}; the matrix is not positive definite"));
     }
     let d = d.sqrt();
@@ -403,7 +404,12 @@ fn largest(values: &[f64]) -> f64 {
 impl Cholesky {
     /// Takes the next ready column, waiting while there is none; `None`
     /// once every column has been taken.
-    async fn take<P: Proc>(&self, d: &DsmProc<'_, P>, a: &Arrays, phases: &mut Phases) -> Result<Option<usize>, AmError> {
+    async fn take<P: Proc>(
+        &self,
+        d: &DsmProc<'_, P>,
+        a: &Arrays,
+        phases: &mut Phases,
+    ) -> Result<Option<usize>, AmError> {
         let n = a.sym.n as u64;
         let mut wait = WAIT_CYCLES;
         let t0 = d.now();
@@ -442,7 +448,13 @@ impl Cholesky {
     }
 
     /// Computes column j and applies it to every column below it.
-    async fn column<P: Proc>(&self, d: &DsmProc<'_, P>, a: &Arrays, j: usize, phases: &mut Phases) -> Result<(), AmError> {
+    async fn column<P: Proc>(
+        &self,
+        d: &DsmProc<'_, P>,
+        a: &Arrays,
+        j: usize,
+        phases: &mut Phases,
+    ) -> Result<(), AmError> {
         let sym = &a.sym;
         let cj = sym.col(j);
         let src_rows = &sym.rows[cj.clone()];
@@ -560,7 +572,8 @@ impl DsmProgram for Cholesky {
         let product = product(&sym, &l);
         let tolerance = TOLERANCE * largest(&sym.a);
         for (x, (p, a)) in product.iter().zip(&sym.a).enumerate() {
-            if !((p - a).abs() <= tolerance) {
+            let within = (p - a).abs() <= tolerance;
+            if !within {
                 return Err(format!(
                     "cholesky: (L * L^T)[{}][{}] is {p}, A's is {a} (tolerance {tolerance:e})",
                     sym.rows[x],
@@ -571,7 +584,8 @@ impl DsmProgram for Cholesky {
         let want = factor(&sym)?;
         let tolerance = TOLERANCE * largest(&want);
         for (x, (g, w)) in l.iter().zip(&want).enumerate() {
-            if !((g - w).abs() <= tolerance) {
+            let within = (g - w).abs() <= tolerance;
+            if !within {
                 return Err(format!(
                     "cholesky: L[{}][{}] is {g}, the sequential factor's {w} (tolerance {tolerance:e})",
                     sym.rows[x],
@@ -591,8 +605,8 @@ mod tests {
     fn dense(sym: &Symbolic, values: &[f64]) -> Vec<Vec<f64>> {
         let mut m = vec![vec![0.0; sym.n]; sym.n];
         for j in 0..sym.n {
-            for x in sym.col(j) {
-                m[sym.rows[x] as usize][j] = values[x];
+            for (&r, &v) in sym.rows[sym.col(j)].iter().zip(&values[sym.col(j)]) {
+                m[r as usize][j] = v;
             }
         }
         m

@@ -102,7 +102,7 @@ impl Em3d {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        if self.nodes < 2 || self.nodes % 2 != 0 || self.nodes > 1 << 28 {
+        if self.nodes < 2 || !self.nodes.is_multiple_of(2) || self.nodes > 1 << 28 {
             return Err(format!("em3d: invalid nodes = {}; allowed an even number in 2..=268435456", self.nodes));
         }
         if !(1..=64).contains(&self.degree) {
@@ -281,8 +281,8 @@ impl DsmProgram for Em3d {
         let deps = [0, 1].map(|kind| self.deps(d.ranks(), d.rank(), kind as u64));
         let range = block(self.per_kind(), d.ranks(), d.rank());
         let mut mine = [0, 1].map(|_| vec![0u64; (range.end - range.start) as usize]);
-        for kind in 0..2 {
-            d.read_into(a.values[kind], range.start, &mut mine[kind]).await?;
+        for (values, words) in a.values.iter().zip(&mut mine) {
+            d.read_into(*values, range.start, words).await?;
         }
         let mut mine = mine.map(|words| words.into_iter().map(f64::from_bits).collect::<Vec<f64>>());
         let edges = 2 * (range.end - range.start) * self.degree as u64;

@@ -97,7 +97,7 @@ impl Fft {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        if self.log_points < 2 || self.log_points > MAX_LOG_POINTS || self.log_points % 2 != 0 {
+        if self.log_points < 2 || self.log_points > MAX_LOG_POINTS || !self.log_points.is_multiple_of(2) {
             return Err(format!(
                 "fft: invalid log_points = {}; allowed an even number in 2..={MAX_LOG_POINTS} (n must be a square)",
                 self.log_points
@@ -189,7 +189,12 @@ fn butterflies(r: u64) -> u64 {
 impl Fft {
     /// Reads, from every thread's rows of `src`, the columns matching this
     /// thread's rows: returns this thread's rows of src's transpose.
-    async fn transpose<P: Proc>(&self, d: &DsmProc<'_, P>, src: Shared, mine: &std::ops::Range<u64>) -> Result<Vec<Complex>, AmError> {
+    async fn transpose<P: Proc>(
+        &self,
+        d: &DsmProc<'_, P>,
+        src: Shared,
+        mine: &std::ops::Range<u64>,
+    ) -> Result<Vec<Complex>, AmError> {
         let r = self.order();
         let width = mine.end - mine.start;
         let mut out = vec![(0.0, 0.0); (width * r) as usize];
@@ -211,7 +216,13 @@ impl Fft {
         Ok(out)
     }
 
-    async fn store<P: Proc>(&self, d: &DsmProc<'_, P>, dst: Shared, mine: &std::ops::Range<u64>, rows: &[Complex]) -> Result<(), AmError> {
+    async fn store<P: Proc>(
+        &self,
+        d: &DsmProc<'_, P>,
+        dst: Shared,
+        mine: &std::ops::Range<u64>,
+        rows: &[Complex],
+    ) -> Result<(), AmError> {
         let words: Vec<u64> = rows.iter().flat_map(|c| [c.0.to_bits(), c.1.to_bits()]).collect();
         d.write_from(dst, 2 * mine.start * self.order(), &words).await
     }
@@ -319,7 +330,8 @@ impl DsmProgram for Fft {
             for (i, (&g, &w)) in got.iter().zip(expect).enumerate() {
                 let g = f64::from_bits(g);
                 // Written so that a NaN fails too.
-                if !((g - w).abs() <= tolerance) {
+                let within = (g - w).abs() <= tolerance;
+                if !within {
                     let point = rows.start * r + i as u64 / 2;
                     let part = if i % 2 == 0 { "real" } else { "imaginary" };
                     return Err(format!(

@@ -233,7 +233,14 @@ impl Radix {
     }
 
     /// Step 3: every key of this thread written to its place in `dst`.
-    async fn permute<P: Proc>(&self, d: &DsmProc<'_, P>, a: &Arrays, keys: &[u64], dst: Shared, pass: u32) -> Result<(), AmError> {
+    async fn permute<P: Proc>(
+        &self,
+        d: &DsmProc<'_, P>,
+        a: &Arrays,
+        keys: &[u64],
+        dst: Shared,
+        pass: u32,
+    ) -> Result<(), AmError> {
         let b = self.buckets();
         let mut density = vec![0u64; b as usize];
         d.read_into(a.density, 0, &mut density).await?;
@@ -267,7 +274,11 @@ impl DsmProgram for Radix {
     }
 
     fn input(&self) -> String {
-        let paper = if *self == Radix::paper(self.seed) { "HPCA 1999 Table 2's input" } else { "HPCA 1999 Table 2: 4M integers" };
+        let paper = if *self == Radix::paper(self.seed) {
+            "HPCA 1999 Table 2's input"
+        } else {
+            "HPCA 1999 Table 2: 4M integers"
+        };
         format!(
             "{} {}-bit keys, radix {} ({} passes), seed {}; {paper}",
             self.keys,
@@ -331,7 +342,11 @@ impl DsmProgram for Radix {
             let range = block(self.keys, threads, t as u32);
             let expect = &want[range.start as usize..range.end as usize];
             if got.len() != expect.len() {
-                return Err(format!("radix: thread {t} holds {} keys; the sorted input gives it {}", got.len(), expect.len()));
+                return Err(format!(
+                    "radix: thread {t} holds {} keys; the sorted input gives it {}",
+                    got.len(),
+                    expect.len()
+                ));
             }
             if let Some(i) = (0..expect.len()).find(|&i| got[i] != expect[i]) {
                 return Err(format!(
