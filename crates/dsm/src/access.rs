@@ -217,6 +217,7 @@ impl<'a, P: Proc> DsmProc<'a, P> {
         let mut f = Some(f);
         loop {
             let state = self.node.lock_block(block);
+            self.node.release_hold(block);
             if state >= want {
                 (f.take().expect("runs once"))(self.node);
                 self.node.unlock_block(block, state);

@@ -21,6 +21,14 @@ pub(crate) const READ_ONLY: u8 = 1;
 pub(crate) const READ_WRITE: u8 = 2;
 const LOCKED: u8 = 0x80;
 
+/// How many times a block that just arrived for a waiting thread may put
+/// off an invalidation or fetch before the thread has tried its access:
+/// without the hold, two nodes that both want one block can take it from
+/// each other forever, neither thread getting to use it (a livelock that
+/// hardware avoids by completing the access with the fill). Bounded, so a
+/// thread that never comes back cannot stall the protocol.
+pub(crate) const HOLD_DEFERRALS: u8 = 16;
+
 /// The nodes a block is shared by, one bit each (128 nodes at most).
 pub(crate) type Sharers = u128;
 
@@ -79,6 +87,10 @@ pub(crate) struct NodeState {
     /// for and not yet got (0 when none), so threads of one node send one
     /// request per block.
     pending: OnceLock<Box<[AtomicU8]>>,
+    /// Per block: how many more times an invalidation or fetch may be put
+    /// back in the queue so that the thread the block just arrived for
+    /// gets its access in first (0: none held).
+    hold: OnceLock<Box<[AtomicU8]>>,
     frames: Box<[OnceLock<Box<[AtomicU64]>>]>,
     directory: OnceLock<Box<[Mutex<DirEntry>]>>,
     lock_states: OnceLock<Box<[Mutex<LockState>]>>,
@@ -102,6 +114,7 @@ impl NodeState {
             locks,
             tags: OnceLock::new(),
             pending: OnceLock::new(),
+            hold: OnceLock::new(),
             frames,
             directory: OnceLock::new(),
             lock_states: OnceLock::new(),
@@ -122,6 +135,32 @@ impl NodeState {
                 .map(|b| AtomicU8::new(if self.space.home_of_block(b) == self.node { READ_WRITE } else { INVALID }))
                 .collect()
         })
+    }
+
+    fn hold_slots(&self) -> &[AtomicU8] {
+        self.hold.get_or_init(|| (0..self.space.blocks()).map(|_| AtomicU8::new(0)).collect())
+    }
+
+    /// A block arrived for a waiting thread: hold it for that thread's
+    /// access (see [`NodeState::take_hold`]).
+    pub fn hold(&self, block: u64) {
+        self.hold_slots()[block as usize].store(HOLD_DEFERRALS, Ordering::Release);
+    }
+
+    /// A thread tried an access to the block: whatever came of it, the
+    /// block need be held no longer.
+    pub fn release_hold(&self, block: u64) {
+        let slot = &self.hold_slots()[block as usize];
+        if slot.load(Ordering::Relaxed) != 0 {
+            slot.store(0, Ordering::Release);
+        }
+    }
+
+    /// Whether a handler that would take the block away must defer to a
+    /// thread the block just arrived for; counts the deferral.
+    pub fn take_hold(&self, block: u64) -> bool {
+        let slot = &self.hold_slots()[block as usize];
+        slot.fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| h.checked_sub(1)).is_ok()
     }
 
     fn pending_slots(&self) -> &[AtomicU8] {
@@ -186,6 +225,7 @@ impl NodeState {
         let state = self.lock_block(block);
         let out = (state >= want).then(|| f(self.word(word)));
         self.unlock_block(block, state);
+        self.release_hold(block);
         out
     }
 

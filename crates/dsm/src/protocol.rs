@@ -285,8 +285,22 @@ fn drain(s: &State, ctx: &mut dyn HandlerCtx, entry: &mut DirEntry, block: u64) 
     Ok(())
 }
 
+/// Puts a message that would take a held block away back in this node's
+/// queue (see `NodeState::take_hold`); true if it did.
+fn deferred(s: &State, ctx: &mut dyn HandlerCtx, m: &Message, block: u64) -> Result<bool, AmError> {
+    let node = s.node(ctx);
+    if !node.take_hold(block) {
+        return Ok(false);
+    }
+    ctx.send(NodeId(node.node), m.handler, key(block), m.args, Payload::none())?;
+    Ok(true)
+}
+
 fn on_inv(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
     let block = m.args.get(0);
+    if deferred(s, ctx, m, block)? {
+        return Ok(());
+    }
     let node = s.node(ctx);
     node.lock_block(block);
     ctx.access(Region::Directory, tag_offset(&s.space, block), 1, Access::Write);
@@ -297,6 +311,9 @@ fn on_inv(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmErro
 
 fn on_fetch(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
     let (block, want) = (m.args.get(0), m.args.get(1) as u8);
+    if deferred(s, ctx, m, block)? {
+        return Ok(());
+    }
     let node = s.node(ctx);
     let bytes = block_bytes(&s.space);
     node.lock_block(block);
@@ -369,6 +386,9 @@ fn on_data(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmErr
         state
     };
     node.unlock_block(block, placed);
+    if placed == want {
+        node.hold(block);
+    }
     node.settle_request(block, want);
     if s.ordered {
         return Ok(());
