@@ -30,6 +30,8 @@ pub enum WorkloadSpec {
     FetchAdd(fetch_add::FetchAddConfig),
     /// A Split-C program (the co-processor paper's).
     Splitc(splitc::spec::ProgramSpec),
+    /// A shared-memory program on the fine-grain DSM (the PDQ paper's).
+    Dsm(dsm::spec::DsmSpec),
 }
 
 /// Where a run on the native runtime goes: threads of this process, or
@@ -104,6 +106,7 @@ impl WorkloadSpec {
             WorkloadSpec::Micro(_) => "micro",
             WorkloadSpec::FetchAdd(_) => "fetch-add",
             WorkloadSpec::Splitc(_) => "splitc",
+            WorkloadSpec::Dsm(_) => "dsm",
         }
     }
 
@@ -113,6 +116,7 @@ impl WorkloadSpec {
             WorkloadSpec::Micro(_) => "scheduling microbenchmark",
             WorkloadSpec::FetchAdd(_) => "fetch&add",
             WorkloadSpec::Splitc(_) => "Split-C program",
+            WorkloadSpec::Dsm(_) => "shared-memory program",
         }
     }
 
@@ -122,6 +126,9 @@ impl WorkloadSpec {
         config.validate()?;
         if let WorkloadSpec::Splitc(p) = self {
             return Ok(p.validate(config.run.topology.nodes)?);
+        }
+        if let WorkloadSpec::Dsm(d) = self {
+            return Ok(d.validate(&config.run)?);
         }
         micro::two_nodes_at_least(config.run.topology.nodes)?;
         match self {
@@ -133,7 +140,7 @@ impl WorkloadSpec {
                 let threads = config.run.policy.compute_procs(config.run.topology.procs_per_node);
                 Ok(w.validate(&config.machine, threads)?)
             }
-            WorkloadSpec::Splitc(_) => unreachable!("checked above"),
+            WorkloadSpec::Splitc(_) | WorkloadSpec::Dsm(_) => unreachable!("checked above"),
         }
     }
 
@@ -144,7 +151,7 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Micro(w) => Some(micro::total_requests(config, w)),
             WorkloadSpec::FetchAdd(w) => Some(fetch_add::total_requests(config, w)),
-            WorkloadSpec::Splitc(_) => None,
+            WorkloadSpec::Splitc(_) | WorkloadSpec::Dsm(_) => None,
         }
     }
 
@@ -158,6 +165,11 @@ impl WorkloadSpec {
                 let measures = serde_json::to_value(measures).expect("program measures are plain numbers");
                 return Ok(Simulated { stats, measures: Some(measures) });
             }
+            WorkloadSpec::Dsm(d) => {
+                let (stats, measures) = d.simulate(config)?;
+                let measures = serde_json::to_value(measures).expect("program measures are plain numbers");
+                return Ok(Simulated { stats, measures: Some(measures) });
+            }
         };
         let measures = self.measures(config, &stats);
         Ok(Simulated { stats, measures })
@@ -167,7 +179,7 @@ impl WorkloadSpec {
     /// Split-C program's come from what its nodes returned instead).
     pub fn measures(&self, config: &SimConfig, stats: &RunStats) -> Option<serde_json::Value> {
         match self {
-            WorkloadSpec::Micro(_) | WorkloadSpec::Splitc(_) => None,
+            WorkloadSpec::Micro(_) | WorkloadSpec::Splitc(_) | WorkloadSpec::Dsm(_) => None,
             WorkloadSpec::FetchAdd(_) => {
                 let home = fetch_add::home_measures(&config.machine, stats);
                 Some(serde_json::to_value(home).expect("home measures are plain numbers"))

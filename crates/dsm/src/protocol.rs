@@ -16,12 +16,15 @@
 //! - DATA (requester): places the block, sets the tag, acknowledges with
 //!   DATA_ACK, which closes the home's transaction.
 //!
-//! The home keeps one transaction per block open until the requester
-//! acknowledges its data, deferring other requests for the block. The
-//! paper's network delivered in order; finegrain's native transports do
-//! not order messages sent by different threads of one node, and with the
-//! acknowledgement no two messages of one block are ever in flight between
-//! the same pair of nodes in a way their order could matter.
+//! The home keeps one transaction per block open, deferring other requests
+//! for the block, until its answers are in and the block is sent. The
+//! paper's network delivered in order, and so does the simulator's: the
+//! transaction then ends when the block goes out. finegrain's native
+//! transports do not order messages sent by different threads of one node,
+//! so there the requester acknowledges the block (DATA_ACK) and the
+//! transaction ends with that: no two messages of one block are then ever
+//! in flight between the same pair of nodes in a way their order could
+//! matter.
 
 use crate::node::{DirEntry, DirState, NodeState, Txn, INVALID, READ_ONLY, READ_WRITE};
 use crate::space::Space;
@@ -59,6 +62,9 @@ pub(crate) struct State {
     pub space: Arc<Space>,
     pub nodes: Vec<NodeState>,
     pub ids: std::sync::OnceLock<Ids>,
+    /// Messages of a block between two nodes arrive in order: no data
+    /// acknowledgement (see [`crate::DsmConfig::ordered_delivery`]).
+    pub ordered: bool,
 }
 
 impl State {
@@ -261,7 +267,9 @@ fn grant(
             Ok(())
         }
         Some(words) => {
-            entry.busy = Some(Txn { requester, want, awaiting: 0, data_sent: true });
+            if !s.ordered {
+                entry.busy = Some(Txn { requester, want, awaiting: 0, data_sent: true });
+            }
             let a = args(&[block, want as u64]);
             ctx.send(NodeId(requester), s.ids().data, key(block), a, words_payload(&words))
         }
@@ -362,6 +370,9 @@ fn on_data(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmErr
     };
     node.unlock_block(block, placed);
     node.settle_request(block, want);
+    if s.ordered {
+        return Ok(());
+    }
     let home = s.space.home_of_block(block);
     ctx.send(NodeId(home), s.ids().data_ack, key(block), args(&[block]), Payload::none())
 }

@@ -79,7 +79,7 @@ impl SimConfig {
         self.machine.validate()?;
         self.run.validate()?;
         let d = self.run.dispatch;
-        let needs_pdq = d.discipline.parallel() || d.pp_kind == finegrain_core::PpKind::Embedded;
+        let needs_pdq = d.discipline.parallel() || d.pp_kind.on_device();
         if needs_pdq && self.machine.pdq.is_none() {
             return Err(ConfigError::invalid(
                 "dispatch",

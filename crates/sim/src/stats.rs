@@ -159,6 +159,12 @@ pub struct NodeStats {
     pub bus: BusStats,
     pub messages_received: u64,
     pub messages_sent: u64,
+    /// Messages to this node's own dispatch queue (block access faults,
+    /// protocol messages a handler sent its own node), which no network
+    /// carried; `messages_received` counts them too. Left out of records
+    /// when none, as in every run before local events existed.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub local_events: u64,
     pub max_receive_queue: u64,
     /// Interrupts raised on this node that found the role already taken
     /// when they were delivered (they still cost Oint).
@@ -250,6 +256,38 @@ pub struct RunStats {
     /// Every handler run, when the configuration asks for a trace.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub handler_spans: Vec<HandlerSpan>,
+    /// With the handler trace: every message's passage and every thread
+    /// access to memory, in the order they were timed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub trace: Vec<TraceEvent>,
+}
+
+/// A step of a traced run (`SimConfig::trace_handlers`), in cycles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum TraceEvent {
+    /// A message handed to the NI (or, `local`, to its own node's
+    /// dispatch queue): `from` the cycle its sender started moving it,
+    /// `sent` when the sender was done, `arrive` when it reached the
+    /// destination's queue.
+    Message { handler: u32, src: u32, dst: u32, local: bool, from: u64, sent: u64, arrive: u64 },
+    /// A handler's run, beside its [`HandlerSpan`]: `start` when its
+    /// processor began dispatching it, `body` when its first instruction
+    /// ran, `first_global` when its first access to the global segment
+    /// began (if it made one), `done` when its body and accesses were over
+    /// (its messages go out after), `end` when its activity ended.
+    Handler {
+        node: u32,
+        proc: u32,
+        handler: u32,
+        start: u64,
+        body: u64,
+        first_global: Option<u64>,
+        done: u64,
+        end: u64,
+    },
+    /// A thread's `Proc::access`: from `start` to `end`.
+    Access { node: u32, thread: u32, global: bool, start: u64, end: u64 },
 }
 
 /// One handler run: who ran it, its key, and when (cycles).

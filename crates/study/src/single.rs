@@ -48,6 +48,7 @@ impl RunLabels {
                 WorkloadSpec::FetchAdd(_) => Point::of_config(config).map(|p| p.kind.label().to_string()),
                 WorkloadSpec::Micro(_) => None,
                 WorkloadSpec::Splitc(p) => Some(p.label()),
+                WorkloadSpec::Dsm(d) => Some(d.program.label().to_string()),
             },
             target_u,
             lmin_cycles: lmin,
@@ -98,7 +99,7 @@ impl Labels for RunLabels {
             (WorkloadSpec::Micro(_), Some(u), None) => Err(format!(
                 "it names target_u = {u} but no lmin_cycles, which turned that U into its mean compute time"
             )),
-            (WorkloadSpec::FetchAdd(_) | WorkloadSpec::Splitc(_), Some(u), _) => {
+            (WorkloadSpec::FetchAdd(_) | WorkloadSpec::Splitc(_) | WorkloadSpec::Dsm(_), Some(u), _) => {
                 Err(format!("it names target_u = {u}, which only a microbenchmark run has"))
             }
         }

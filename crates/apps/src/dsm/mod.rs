@@ -8,10 +8,14 @@
 //! the program between two barriers, and its output is what it computed
 //! plus the time its phases took on the platform's clock.
 
+pub mod barnes;
 pub mod cholesky;
 pub mod em3d;
 pub mod fft;
+pub mod fmm;
 pub mod radix;
+pub mod spec;
+pub mod water;
 
 pub use crate::splitc::Phases;
 
@@ -146,7 +150,8 @@ pub(crate) mod testing {
     /// Simulates `program` on `nodes` nodes of `threads` compute threads;
     /// the run checks the answer.
     pub fn run_sim<G: DsmProgram>(program: G, nodes: u32, threads: u32) -> Result<Vec<ThreadRun<G::Answer>>, String> {
-        let w = DsmWorkload::new(program, nodes, threads, checked()).map_err(|e| e.to_string())?;
+        let cfg = DsmConfig { ordered_delivery: true, ..checked() };
+        let w = DsmWorkload::new(program, nodes, threads, cfg).map_err(|e| e.to_string())?;
         let machine = MachineConfig::load("hpca99").map_err(|e| e.to_string())?;
         let topology = Topology { nodes, procs_per_node: threads + 1 };
         let mut sim = finegrain_sim::SimConfig::new(machine, topology, Policy::Fixed { protocol_procs: 1 }, 1999);

@@ -162,6 +162,14 @@ pub struct ProtocolParams {
     pub requests_via_pp: bool,
     /// Instructions to mark a request complete for its waiting thread.
     pub completion_cycles: u64,
+    /// A message to the sender's own node is a local protocol event (a
+    /// block access fault the access-control hardware raises, or a
+    /// protocol message a handler sends itself): it goes to the node's
+    /// dispatch queue without the network, and the sender pays this (HPCA
+    /// 1999 Table 1: "detect miss, issue bus transaction"). Absent in
+    /// records made before local events existed: 0.
+    #[serde(default)]
+    pub local_event_cycles: u64,
     /// Bytes of protocol-table state per protocol block.
     pub table_entry_bytes: u32,
     /// Protocol block size: the unit of remote data transfer and of
@@ -211,6 +219,20 @@ pub struct PdqParams {
     /// only so long. Records made before it ran without affinity.
     #[serde(default)]
     pub affinity_passes: u32,
+    /// A hardware protocol engine (S-COMA's finite-state machine, pp kind
+    /// hardware): dispatching a queue entry to it.
+    #[serde(default)]
+    pub hardware_dispatch_cycles: u64,
+    /// A hardware protocol engine: each handler's work and each message it
+    /// sends is one action of this many cycles; its accesses to memory
+    /// cost their memory time.
+    #[serde(default)]
+    pub hardware_action_cycles: u64,
+    /// A hardware protocol engine: reading or writing one word of the
+    /// device's own state (a DSM's directory entries and access tags,
+    /// `Region::Directory`).
+    #[serde(default)]
+    pub hardware_state_cycles: u64,
 }
 
 /// The node's memory beyond what the caches and the protocol use.
@@ -230,6 +252,34 @@ impl MemoryParams {
     /// The largest global segment: as large as the largest cache, which
     /// keeps a node's memory layout within 32-bit line numbers.
     pub const MAX_GLOBAL_SEGMENT_BYTES: u64 = 1 << 30;
+}
+
+/// Instructions of the fine-grain DSM's protocol handlers (finegrain-dsm's
+/// `HandlerCosts`, one field per handler) on this machine's software
+/// protocol processors, beyond the memory, device-state and message costs
+/// the simulator times itself. A hardware protocol engine runs none.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DsmParams {
+    /// A block access fault at the requester (read the fault state, send
+    /// the request).
+    pub fault_cycles: u64,
+    /// Page allocation at a caching node.
+    pub page_cycles: u64,
+    /// A request at the home (directory lookup, state change, send).
+    pub get_cycles: u64,
+    /// An invalidation at a sharer.
+    pub inv_cycles: u64,
+    /// A fetch at the owner.
+    pub fetch_cycles: u64,
+    /// A fetched block back at the home.
+    pub fetch_reply_cycles: u64,
+    /// A block placed at the requester.
+    pub data_cycles: u64,
+    /// An acknowledgement at the home (of an invalidation or of data).
+    pub ack_cycles: u64,
+    /// Barrier and lock handlers.
+    pub sync_cycles: u64,
 }
 
 /// Round-trip latencies the preset was calibrated to; `finegrain calibrate`
@@ -277,6 +327,10 @@ pub struct MachineConfig {
     /// [`MemoryParams::DEFAULT_GLOBAL_SEGMENT_BYTES`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryParams>,
+    /// The fine-grain DSM's handler instructions on this machine (presets
+    /// of the DSM papers; absent elsewhere and left out of records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dsm: Option<DsmParams>,
 }
 
 impl MachineConfig {

@@ -8,6 +8,7 @@
 //! directory, and a path to another TOML file works too.
 
 mod coprocessor;
+mod dsm;
 mod error;
 mod input;
 mod limits;
@@ -18,12 +19,13 @@ mod run;
 mod tests;
 
 pub use coprocessor::{CoprocessorParams, DmaCalibration};
+pub use dsm::{DsmSystem, DSM_PPS};
 pub use error::{plain_type_names, ConfigError};
 pub use input::{parse_toml, read_input};
 pub use limits::{INPUT_FILE_LIMIT, MAX_CYCLES, MAX_NODES, MAX_REQUESTS};
 pub use machine::{
-    BusParams, CacheParams, Calibration, ComputeParams, Effects, InterruptParams, MachineConfig, MemoryParams,
-    NetworkParams, NiKind, NiParams, PdqParams, ProcessorParams, ProtocolParams,
+    BusParams, CacheParams, Calibration, ComputeParams, DsmParams, Effects, InterruptParams, MachineConfig,
+    MemoryParams, NetworkParams, NiKind, NiParams, PdqParams, ProcessorParams, ProtocolParams,
 };
 pub use presets::PRESETS;
 pub use run::{

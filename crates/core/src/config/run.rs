@@ -305,6 +305,10 @@ pub enum PpKind {
     /// Processors embedded in the network-interface device, with the
     /// dispatch register and message queues on the device (Hurricane).
     Embedded,
+    /// A finite-state-machine protocol engine on the device (S-COMA,
+    /// HPCA 1999 Section 5): each handler action takes a cycle, so only
+    /// memory access times count.
+    Hardware,
 }
 
 impl PpKind {
@@ -312,7 +316,14 @@ impl PpKind {
         match self {
             PpKind::Smp => "smp",
             PpKind::Embedded => "embedded",
+            PpKind::Hardware => "hardware",
         }
+    }
+
+    /// Whether the protocol processors sit on the network-interface device
+    /// (and are dedicated: policy fixed).
+    pub fn on_device(self) -> bool {
+        self != PpKind::Smp
     }
 }
 
@@ -435,11 +446,15 @@ impl RunConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.topology.validate(&self.policy)?;
         let d = self.dispatch;
-        if d.pp_kind == PpKind::Embedded && !matches!(self.policy, Policy::Fixed { .. }) {
+        if d.pp_kind.on_device() && !matches!(self.policy, Policy::Fixed { .. }) {
             return Err(ConfigError::invalid(
                 "pp_kind",
-                "embedded",
-                "embedded protocol processors are dedicated: use policy fixed:K (K = embedded processors per node)",
+                d.pp_kind.label(),
+                format!(
+                    "{} protocol processors are dedicated: use policy fixed:K (K = {} processors per node)",
+                    d.pp_kind.label(),
+                    d.pp_kind.label()
+                ),
             ));
         }
         check_max_servers(d.max_servers, d.discipline, self.policy, self.topology.procs_per_node)?;

@@ -41,12 +41,51 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             return self.coproc_send_from_main(p, t, msg);
         }
         let n = self.procs[p].node;
+        if msg.dst_node.index() == n {
+            return self.send_local(p, t, msg);
+        }
         let by = self.mover(p);
         let sent = self.ni.send(&mut self.nodes[n].mem, self.now, t, n, by, &msg);
         self.nodes[n].stats.messages_sent += 1;
+        self.trace_message(&msg, false, t, sent.done, sent.arrive);
         let slot = self.store_message(msg);
         self.queue.push(sent.arrive, EventKind::Arrive { msg: slot });
         sent.done
+    }
+
+    /// A message to the sender's own node is a local protocol event, not a
+    /// network message: a block access fault the access-control hardware
+    /// raises on a thread's bus transaction, or a protocol message a
+    /// handler sends its own node. The sender pays
+    /// `protocol.local_event_cycles` (HPCA 1999 Table 1: "detect miss,
+    /// issue bus transaction"); the event reaches the node's queue with
+    /// that bus transaction (a posted uncached write to the device) from
+    /// a processor on the memory bus, at once from one on the device. No
+    /// NI port or network is involved.
+    fn send_local(&mut self, p: usize, t: u64, msg: Message) -> u64 {
+        let n = self.procs[p].node;
+        let done = t + self.cfg.machine.protocol.local_event_cycles;
+        let arrive = match self.mover(p) {
+            Mover::Device { .. } => done,
+            Mover::Bus { .. } => {
+                let ni = &self.cfg.machine.ni;
+                let (occ, lat) = (ni.uncached_write_occupancy, ni.uncached_write_latency);
+                self.nodes[n].mem.bus.transact(self.now, done, Phases::Write, occ, lat).done
+            }
+        };
+        self.nodes[n].stats.local_events += 1;
+        self.trace_message(&msg, true, t, done, arrive);
+        let slot = self.store_message(msg);
+        self.queue.push(arrive, EventKind::Arrive { msg: slot });
+        done
+    }
+
+    /// Records a message's passage in a traced run.
+    fn trace_message(&mut self, msg: &Message, local: bool, from: u64, sent: u64, arrive: u64) {
+        if self.cfg.trace_handlers {
+            let (handler, src, dst) = (msg.handler.0 as u32, msg.src_node.0, msg.dst_node.0);
+            self.trace.push(TraceEvent::Message { handler, src, dst, local, from, sent, arrive });
+        }
     }
 
     /// Puts a message in flight into the slab; returns its slot.
@@ -73,21 +112,77 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
     }
 
-    /// How processor `p` reaches node memory if it is a cacheless embedded
-    /// protocol processor: word transfers over the bus. None for a
-    /// processor with a data cache (SMP, or embedded with one).
+    /// What processor `p` is if it is a protocol processor on the NI
+    /// device (embedded, or a hardware protocol engine); None for a
+    /// processor on the memory bus.
+    #[inline]
+    fn on_device(&self, p: usize) -> Option<PpKind> {
+        let kind = self.cfg.run.dispatch.pp_kind;
+        (kind.on_device() && self.procs[p].dedicated).then_some(kind)
+    }
+
+    /// How processor `p` reaches node memory if it is a cacheless agent on
+    /// the device: an embedded processor without a data cache moves words
+    /// over the bus; a hardware protocol engine moves whole lines at
+    /// memory timing (S-COMA's model counts only memory access times, HPCA
+    /// 1999 Section 5). None for a processor with a data cache (SMP, or
+    /// embedded with one).
     fn device_access(&self, p: usize) -> Option<DeviceAccess> {
-        self.embedded_word_cycles(p)?;
-        if self.cfg.machine.pdq.as_ref().is_some_and(|d| d.embedded_data_cache) {
+        let kind = self.on_device(p)?;
+        let m = &self.cfg.machine;
+        let words = self.ni.device_words();
+        let line_bytes = m.cache.line_bytes as u64;
+        if kind == PpKind::Hardware {
+            return Some(DeviceAccess {
+                word_occupancy: m.bus.memory_occupancy,
+                posted_write: words.posted_write,
+                word_bytes: line_bytes,
+                line_bytes,
+            });
+        }
+        if m.pdq.as_ref().is_some_and(|d| d.embedded_data_cache) {
             return None;
         }
-        let words = self.ni.device_words();
         Some(DeviceAccess {
             word_occupancy: words.occupancy,
             posted_write: words.posted_write,
             word_bytes: words.word_bytes,
-            line_bytes: self.cfg.machine.cache.line_bytes as u64,
+            line_bytes,
         })
+    }
+
+    /// How processor `p` reaches `Region::Directory`: on a machine with a
+    /// dispatch device it is the device's own state (a DSM's directory
+    /// entries and access tags, beside the fine-grain access control), read
+    /// and written a word at a time, by a hardware engine in its own
+    /// cycles, by an embedded processor on its cache bus (as message
+    /// words), and by a processor on the memory bus with uncached loads and
+    /// posted uncached stores. Without a dispatch device it is memory,
+    /// through the caches.
+    pub(super) fn state_access(&self, p: usize) -> StateAccess {
+        let m = &self.cfg.machine;
+        let Some(pdq) = m.pdq.as_ref() else { return StateAccess::Memory };
+        let word_bytes = m.ni.word_bytes as u64;
+        match self.on_device(p) {
+            Some(PpKind::Hardware) => StateAccess::Device { word_cycles: pdq.hardware_state_cycles, word_bytes },
+            Some(_) => StateAccess::Device { word_cycles: pdq.embedded_word_cycles, word_bytes },
+            None => StateAccess::Uncached {
+                word_bytes,
+                read: (m.ni.uncached_read_occupancy, m.ni.uncached_read_latency),
+                write: (m.ni.uncached_write_occupancy, m.ni.uncached_write_latency),
+            },
+        }
+    }
+
+    /// A thread's access to device state (see [`Engine::state_access`]):
+    /// its latency, or None if `region` is memory.
+    pub(super) fn device_state_access(&mut self, p: usize, region: Region, len: u32, kind: Access) -> Option<u64> {
+        if region != Region::Directory {
+            return None;
+        }
+        let state = self.state_access(p);
+        let n = self.procs[p].node;
+        state.time(&mut self.nodes[n].mem, self.now, self.now, len, kind)
     }
 
     /// One word access to `line` by a protocol processor: through its cache
@@ -104,11 +199,22 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
     }
 
-    /// Embedded protocol processors reach the device's queues without the
-    /// memory bus: the cycles per message word, or None for an SMP processor.
+    /// Protocol processors on the device reach its queues without the
+    /// memory bus: the cycles per message word (none for a hardware
+    /// engine, whose sending is one action), or None for an SMP processor.
     fn embedded_word_cycles(&self, p: usize) -> Option<u64> {
-        let embedded = self.cfg.run.dispatch.pp_kind == PpKind::Embedded && self.procs[p].dedicated;
-        embedded.then(|| self.cfg.machine.pdq.as_ref().map_or(0, |d| d.embedded_word_cycles))
+        match self.on_device(p)? {
+            PpKind::Embedded => Some(self.cfg.machine.pdq.as_ref().map_or(0, |d| d.embedded_word_cycles)),
+            _ => Some(0),
+        }
+    }
+
+    /// A hardware protocol engine's cycles per action (its handler's work,
+    /// each message it sends), or None for a processor that runs handler
+    /// instructions.
+    fn hardware_action(&self, p: usize) -> Option<u64> {
+        let hardware = self.on_device(p) == Some(PpKind::Hardware);
+        hardware.then(|| self.cfg.machine.pdq.as_ref().map_or(0, |d| d.hardware_action_cycles))
     }
 
     /// Runs the handler of the message in `slot` (queue entry `seq`): notice
@@ -139,12 +245,16 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
         let lock = self.lock_key(p, &msg, &mut t);
         let mut held = None;
-        t += info.body_cycles;
+        let body = t;
+        let action = self.hardware_action(p);
+        // A hardware engine runs no instructions: its handler is an action.
+        t += action.unwrap_or(info.body_cycles);
         // Borrowed from the table (which outlives the engine), not cloned:
         // a clone of the `Arc` is two atomic operations per handler.
         let f = table.function(msg.handler).expect("info exists");
         let threads = self.nodes[n].threads;
         let device = self.device_access(p);
+        let state = self.state_access(p);
         let mut ctx = SimHandlerCtx {
             mem: &mut self.nodes[n].mem,
             now: self.now,
@@ -159,12 +269,16 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             nodes: self.cfg.run.topology.nodes,
             error: None,
             device,
+            state,
+            instructions_free: action.is_some(),
+            first_global: None,
         };
         self.running = Running::Handler(msg.handler);
         let outcome = f(&mut ctx, &msg);
         self.running = Running::Engine;
         let (t_after, reply, ctx_error, replied) = (ctx.t, ctx.reply, ctx.error, ctx.guard.replied());
         let sends = ctx.sends;
+        let first_global = ctx.first_global;
         self.nodes[n].handlers_run += 1;
         t = t_after;
         if let Err(e) = outcome {
@@ -173,10 +287,11 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         if let Some(e) = ctx_error {
             return self.fail(SimError::Handler(e));
         }
+        let traced = Traced { handler: msg.handler.0 as u32, body, first_global, done: t };
         // Protocol messages go out while the handler still holds its key:
         // writing them into the NI is part of its work (Table 1's "send").
         for out in sends {
-            t = self.send_message(p, t, out);
+            t = self.send_message(p, t + action.unwrap_or(0), out);
         }
         if let Some((k, acquired)) = lock {
             t = self.unlock_key(p, k, t);
@@ -187,7 +302,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 let Some(reply) = reply.filter(|_| replied) else {
                     if msg.token == 0 {
                         // A one-way message's handler need not reply.
-                        return self.end_handler(p, t, key, seq, held);
+                        return self.end_handler(p, t, key, seq, held, traced);
                     }
                     return self.fail(SimError::Handler(AmError::HandlerFailed {
                         handler: info.name.clone(),
@@ -222,7 +337,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 self.procs[p].completion = Some((global, msg));
             }
         }
-        self.end_handler(p, t, key, seq, held);
+        self.end_handler(p, t, key, seq, held, traced);
     }
 
     /// Counts a reply sent to the request with `token`: one per request,
@@ -240,7 +355,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// from and until when, if one), tells the dispatch device it is done
     /// and is timed as `p`'s activity, whose end lets threads awaiting at
     /// the node check their conditions again.
-    fn end_handler(&mut self, p: usize, mut t: u64, key: SyncKey, seq: u64, held: Option<(u64, u64)>) {
+    fn end_handler(&mut self, p: usize, mut t: u64, key: SyncKey, seq: u64, held: Option<(u64, u64)>, traced: Traced) {
         let (n, local) = (self.procs[p].node, self.procs[p].local);
         t = self.finish_dispatch(p, t, key, seq);
         self.procs[p].stats.handlers += 1;
@@ -254,6 +369,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
         if self.cfg.trace_handlers {
             self.spans.push(span);
+            let Traced { handler, body, first_global, done } = traced;
+            let (node, proc, start) = (n as u32, local as u32, self.now);
+            self.trace.push(TraceEvent::Handler { node, proc, handler, start, body, first_global, done, end: t });
         }
         let duration = t - self.now;
         self.start_busy(p, Cat::Handler, duration, 0, After::Handled);
@@ -272,8 +390,12 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let mut t = self.ni.receive(&mut self.nodes[n].mem, self.now, self.now, n, by, msg);
         if let Mover::Device { .. } = by {
             // The dispatch register and the message sit on the embedded
-            // processor's cache bus.
-            return t + m.pdq.as_ref().map_or(0, |d| d.embedded_dispatch_cycles);
+            // processor's cache bus, or in the hardware engine itself.
+            let dispatch = match self.hardware_action(p) {
+                Some(_) => m.pdq.as_ref().map_or(0, |d| d.hardware_dispatch_cycles),
+                None => m.pdq.as_ref().map_or(0, |d| d.embedded_dispatch_cycles),
+            };
+            return t + dispatch;
         }
         t += m.protocol.dispatch_cycles;
         let (first, count) = self.code.dispatch;
@@ -510,6 +632,58 @@ struct SimHandlerCtx<'m, 'n> {
     error: Option<AmError>,
     /// An embedded processor reaches memory as a cacheless bus agent.
     device: Option<DeviceAccess>,
+    /// How it reaches `Region::Directory`.
+    state: StateAccess,
+    /// A hardware engine: charged instructions cost nothing.
+    instructions_free: bool,
+    /// When its first access to the global segment began (for the trace).
+    first_global: Option<u64>,
+}
+
+/// What a handler's trace entry needs from its run: its handler, when its
+/// first instruction ran, its first global access, and when its body and
+/// accesses were done.
+#[derive(Clone, Copy, Debug)]
+struct Traced {
+    handler: u32,
+    body: u64,
+    first_global: Option<u64>,
+    done: u64,
+}
+
+/// How a processor reaches `Region::Directory` (see
+/// [`Engine::state_access`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) enum StateAccess {
+    /// Memory, through the caches (no dispatch device).
+    Memory,
+    /// On the device: cycles per word.
+    Device { word_cycles: u64, word_bytes: u64 },
+    /// Over the memory bus, a word at a time: uncached loads and posted
+    /// uncached stores, each (occupancy, latency).
+    Uncached { word_bytes: u64, read: (u64, u64), write: (u64, u64) },
+}
+
+impl StateAccess {
+    /// The latency of accessing `len` bytes from cycle `t`, or None if the
+    /// region is memory.
+    fn time(&self, mem: &mut NodeMemory, now: u64, t: u64, len: u32, kind: Access) -> Option<u64> {
+        match *self {
+            StateAccess::Memory => None,
+            StateAccess::Device { word_cycles, word_bytes } => {
+                Some((len as u64).div_ceil(word_bytes).max(1) * word_cycles)
+            }
+            StateAccess::Uncached { word_bytes, read, write } => {
+                let words = (len as u64).div_ceil(word_bytes).max(1);
+                let done = if kind.writes() {
+                    mem.bus.train(now, t, words, Phases::Write, write.0, write.1)
+                } else {
+                    mem.bus.train(now, t, words, Phases::Read, read.0, read.1)
+                };
+                Some(done - t)
+            }
+        }
+    }
 }
 
 /// Bus costs of a cacheless embedded processor's word transfers.
@@ -627,7 +801,13 @@ impl HandlerCtx for SimHandlerCtx<'_, '_> {
 
     fn access(&mut self, region: Region, offset: u64, len: u32, kind: Access) {
         match self.mem.map().lines(region, offset, len, self.threads) {
+            Ok(_) if region == Region::Directory && !matches!(self.state, StateAccess::Memory) => {
+                self.t += self.state.time(self.mem, self.now, self.t, len, kind).unwrap_or(0);
+            }
             Ok((first, count)) => {
+                if region == Region::Global && self.first_global.is_none() {
+                    self.first_global = Some(self.t);
+                }
                 self.t += match &self.device {
                     Some(d) => d.touch(self.mem, self.now, self.t, self.proc, first, count, offset, len, kind),
                     None => self.mem.access_bytes(self.now, self.t, self.proc, (first, count), offset, len, kind).0,
@@ -641,6 +821,9 @@ impl HandlerCtx for SimHandlerCtx<'_, '_> {
     }
 
     fn charge(&mut self, cycles: u64) {
+        if self.instructions_free {
+            return;
+        }
         match self.t.checked_add(cycles).filter(|&t| t <= CLOCK_LIMIT) {
             Some(t) => self.t = t,
             None => {

@@ -37,7 +37,7 @@ use crate::event::{DirectStep, EventKind, EventQueue};
 use crate::memory::{AddressMap, NodeMemory, WordTransfer};
 use crate::ni::{Mover, Ni, NiModel};
 use crate::notify::{Notifier, Notify};
-use crate::stats::{DelayStats, HandlerSpan, KeyCheck, LatencyStats, NodeStats, ProcStats, RunStats};
+use crate::stats::{DelayStats, HandlerSpan, KeyCheck, LatencyStats, NodeStats, ProcStats, RunStats, TraceEvent};
 use crate::thread::{mix_seed, Op, OpFault, OpResult, SimProc, ThreadShared};
 use crate::SimError;
 use finegrain_core::config::MAX_CYCLES;
@@ -360,6 +360,8 @@ pub(crate) struct Engine<'a, 'h, T> {
     latency: LatencyStats,
     latency_sum: u128,
     spans: Vec<HandlerSpan>,
+    /// Messages, handlers and thread accesses, when the run is traced.
+    trace: Vec<TraceEvent>,
     delivered: u64,
     requests: u64,
     replies: u64,
@@ -524,6 +526,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             latency: LatencyStats { min_cycles: u64::MAX, ..LatencyStats::default() },
             latency_sum: 0,
             spans: Vec::new(),
+            trace: Vec::new(),
             delivered: 0,
             requests: 0,
             replies: 0,
@@ -926,6 +929,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
         stats.request_latency = self.latency.clone();
         stats.handler_spans = std::mem::take(&mut self.spans);
+        stats.trace = std::mem::take(&mut self.trace);
         stats
     }
 }

@@ -130,15 +130,24 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 match self.nodes[n].mem.map().lines(region, offset, len, threads) {
                     Ok((first, count)) => {
                         let local = self.procs[p].local;
-                        let (lat, missed) = self.nodes[n].mem.access_bytes(
-                            self.now,
-                            self.now,
-                            local,
-                            (first, count),
-                            offset,
-                            len,
-                            kind,
-                        );
+                        let (lat, missed) = match self.device_state_access(p, region, len, kind) {
+                            Some(lat) => (lat, lat),
+                            None => self.nodes[n].mem.access_bytes(
+                                self.now,
+                                self.now,
+                                local,
+                                (first, count),
+                                offset,
+                                len,
+                                kind,
+                            ),
+                        };
+                        if self.cfg.trace_handlers {
+                            let (node, thread) = (n as u32, self.threads[t].local);
+                            let global = region == Region::Global;
+                            let (start, end) = (self.now, self.now + lat);
+                            self.trace.push(TraceEvent::Access { node, thread, global, start, end });
+                        }
                         self.start_access(p, lat, missed);
                     }
                     // `Proc::access` has no result to report this in.

@@ -4,6 +4,7 @@
 //! and one line in [`STUDIES`].
 
 pub mod coprocessor;
+pub mod pdq_dsm;
 pub mod pdq_micro;
 pub mod scheduling_micro;
 
@@ -16,6 +17,7 @@ pub static STUDIES: &[&dyn AnyStudy] = &[
     &Registered::<scheduling_micro::SchedulingMicro>::STUDY,
     &Registered::<pdq_micro::PdqMicro>::STUDY,
     &Registered::<coprocessor::Coprocessor>::STUDY,
+    &Registered::<pdq_dsm::PdqDsm>::STUDY,
 ];
 
 /// The study named `name`.

@@ -218,6 +218,11 @@ fn simulate(a: &RunArgs, run: SimRun) -> Result<()> {
         WorkloadSpec::Micro(w) => micro::print(a, &run, w, &out.stats, &wall),
         WorkloadSpec::FetchAdd(w) => fetch_add::print(a, &run, w, &out.stats),
         WorkloadSpec::Splitc(p) => splitc::print(a, &run, p, &out.stats, out.measures.as_ref()),
+        WorkloadSpec::Dsm(d) => {
+            let time = out.measures.as_ref().and_then(|m| m.get("time")).and_then(|t| t.as_u64()).unwrap_or(0);
+            println!("{}: {} simulated cycles ({})", d.program.label(), time, d.program.input());
+            Ok(())
+        }
     }
 }
 

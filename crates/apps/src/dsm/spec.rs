@@ -1,0 +1,193 @@
+//! One shared-memory program with its input and its DSM's settings, as run
+//! records and experiment files name it, and running it on the simulator
+//! or the native runtime with its measures gathered over the threads.
+
+use super::barnes::Barnes;
+use super::cholesky::Cholesky;
+use super::em3d::Em3d;
+use super::fft::Fft;
+use super::fmm::Fmm;
+use super::radix::Radix;
+use super::water::WaterSp;
+use super::{DsmProgram, DsmWorkload, ThreadRun};
+use crate::splitc::spec::Size;
+use crate::RtPlatform;
+use finegrain_core::config::DsmParams;
+use finegrain_core::{ConfigError, Platform};
+use finegrain_dsm::{DsmConfig, HandlerCosts};
+use finegrain_rt::{RtConfig, RtError, RtStats};
+use finegrain_sim::{RunStats, SimConfig, SimError, Simulator};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The PDQ paper's applications (HPCA 1999 Table 2), tagged by program in
+/// records: `{"program": "barnes", ...}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "program", rename_all = "kebab-case")]
+pub enum ProgramSpec {
+    Barnes(Barnes),
+    Cholesky(Cholesky),
+    Em3d(Em3d),
+    Fft(Fft),
+    Fmm(Fmm),
+    Radix(Radix),
+    WaterSp(WaterSp),
+}
+
+/// Table 2's applications, by the names [`ProgramSpec::named`] takes.
+pub const PROGRAMS: &[&str] = &["barnes", "cholesky", "em3d", "fft", "fmm", "radix", "water-sp"];
+
+macro_rules! with_program {
+    ($spec:expr, $p:ident => $body:expr) => {
+        match $spec {
+            ProgramSpec::Barnes($p) => $body,
+            ProgramSpec::Cholesky($p) => $body,
+            ProgramSpec::Em3d($p) => $body,
+            ProgramSpec::Fft($p) => $body,
+            ProgramSpec::Fmm($p) => $body,
+            ProgramSpec::Radix($p) => $body,
+            ProgramSpec::WaterSp($p) => $body,
+        }
+    };
+}
+
+macro_rules! sized {
+    ($size:expr, $ty:ident, $seed:expr) => {
+        match $size {
+            Size::Tiny => $ty::tiny($seed),
+            Size::Quick => $ty::quick($seed),
+            Size::Paper => $ty::paper($seed),
+        }
+    };
+}
+
+impl ProgramSpec {
+    /// The program called `name` with its `size` input drawn from `seed`.
+    pub fn named(name: &str, size: Size, seed: u64) -> Result<ProgramSpec, ConfigError> {
+        Ok(match name {
+            "barnes" => ProgramSpec::Barnes(sized!(size, Barnes, seed)),
+            "cholesky" => ProgramSpec::Cholesky(sized!(size, Cholesky, seed)),
+            "em3d" => ProgramSpec::Em3d(sized!(size, Em3d, seed)),
+            "fft" => ProgramSpec::Fft(sized!(size, Fft, seed)),
+            "fmm" => ProgramSpec::Fmm(sized!(size, Fmm, seed)),
+            "radix" => ProgramSpec::Radix(sized!(size, Radix, seed)),
+            "water-sp" => ProgramSpec::WaterSp(sized!(size, WaterSp, seed)),
+            _ => return Err(ConfigError::invalid("program", name, format!("allowed {}", PROGRAMS.join(", ")))),
+        })
+    }
+
+    pub fn label(&self) -> &'static str {
+        with_program!(self, p => p.name())
+    }
+
+    pub fn input(&self) -> String {
+        with_program!(self, p => p.input())
+    }
+}
+
+/// A shared-memory run: the program and the DSM it runs on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DsmSpec {
+    pub program: ProgramSpec,
+    pub dsm: DsmConfig,
+}
+
+/// The handler instructions a machine's `[dsm]` section gives.
+pub fn handler_costs(d: &DsmParams) -> HandlerCosts {
+    HandlerCosts {
+        fault: d.fault_cycles,
+        page: d.page_cycles,
+        get: d.get_cycles,
+        inv: d.inv_cycles,
+        fetch: d.fetch_cycles,
+        fetch_reply: d.fetch_reply_cycles,
+        data: d.data_cycles,
+        ack: d.ack_cycles,
+        sync: d.sync_cycles,
+    }
+}
+
+/// What a run of a program measured, over its threads, on the platform's
+/// clock (simulated cycles, or nanoseconds natively).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DsmMeasures {
+    /// The slowest thread's time between the start and end barriers: the
+    /// program's run time.
+    pub time: u64,
+    /// Each phase's longest time over the threads.
+    pub phase_max: BTreeMap<String, u64>,
+    /// Each count summed over the threads.
+    pub count_sum: BTreeMap<String, u64>,
+    pub input: String,
+}
+
+impl DsmMeasures {
+    fn of<A>(input: String, outputs: &[ThreadRun<A>]) -> DsmMeasures {
+        let mut m = DsmMeasures { input, ..DsmMeasures::default() };
+        for o in outputs {
+            m.time = m.time.max(o.total);
+            for (name, &t) in &o.phases.times {
+                let max = m.phase_max.entry(name.clone()).or_default();
+                *max = (*max).max(t);
+            }
+            for (name, &n) in &o.phases.counts {
+                *m.count_sum.entry(name.clone()).or_default() += n;
+            }
+        }
+        m
+    }
+}
+
+fn simulate_one<G: DsmProgram + Clone>(
+    prog: &G,
+    dsm: &DsmConfig,
+    sim: &SimConfig,
+) -> Result<(RunStats, DsmMeasures), SimError> {
+    let (nodes, threads) = shape(&sim.run);
+    let w = DsmWorkload::new(prog.clone(), nodes, threads, dsm.clone()).map_err(SimError::Handler)?;
+    let ran = Simulator { config: sim }.run(&w)?;
+    Ok((ran.stats, DsmMeasures::of(prog.input(), &ran.outputs)))
+}
+
+fn run_rt_one<G: DsmProgram + Clone>(
+    prog: &G,
+    dsm: &DsmConfig,
+    platform: RtPlatform,
+    rt: &RtConfig,
+) -> Result<(RtStats, Option<DsmMeasures>), RtError> {
+    let (nodes, threads) = (rt.run.topology.nodes, rt.compute_threads_per_node());
+    let w = DsmWorkload::new(prog.clone(), nodes, threads, dsm.clone()).map_err(|e| RtError::Setup(e.to_string()))?;
+    let ran = platform.run(rt, &w)?;
+    let measures = platform.has_results().then(|| DsmMeasures::of(prog.input(), &ran.outputs));
+    Ok((ran.stats, measures))
+}
+
+/// Nodes and compute threads per node of a run.
+fn shape(run: &finegrain_core::RunConfig) -> (u32, u32) {
+    (run.topology.nodes, run.policy.compute_procs(run.topology.procs_per_node))
+}
+
+impl DsmSpec {
+    /// Refuses a machine the DSM cannot run on.
+    pub fn validate(&self, run: &finegrain_core::RunConfig) -> Result<(), ConfigError> {
+        let (nodes, threads) = shape(run);
+        finegrain_dsm::Dsm::builder(nodes, threads, self.dsm.clone())
+            .map(|_| ())
+            .map_err(|e| ConfigError::invalid("dsm", self.program.label(), e.to_string()))
+    }
+
+    /// Runs the program on the simulated machine `sim`; checks its answer.
+    pub fn simulate(&self, sim: &SimConfig) -> Result<(RunStats, DsmMeasures), SimError> {
+        sim.validate()?;
+        self.validate(&sim.run)?;
+        with_program!(&self.program, p => simulate_one(p, &self.dsm, sim))
+    }
+
+    /// Runs the program natively; checks its answer. Only the process
+    /// holding the results has the measures (in nanoseconds).
+    pub fn run_rt(&self, platform: RtPlatform, rt: &RtConfig) -> Result<(RtStats, Option<DsmMeasures>), RtError> {
+        self.validate(&rt.run).map_err(|e| RtError::Setup(e.to_string()))?;
+        with_program!(&self.program, p => run_rt_one(p, &self.dsm, platform, rt))
+    }
+}
