@@ -139,13 +139,15 @@ impl Cholesky {
         Cholesky { grid, fill_percent, seed, arrays: Laid::default() }
     }
 
-    /// A 20 x 20 x 20 grid: 8,000 columns, L with 1.1M entries and 330M
-    /// multiply-adds. Fewer columns than tk29.O's 13,992: the 3-D grid of
-    /// that many columns (24 x 24 x 24) fills L with 2.5M entries and needs
-    /// 1G multiply-adds, 2.5M column updates each a locked range read and
-    /// write, too long to simulate.
+    /// A 16 x 16 x 16 grid: 4,096 columns, L with 424K entries (420K
+    /// column updates, 81M multiply-adds). Fewer columns than tk29.O's
+    /// 13,992: the factorization makes one locked update (a range read and
+    /// write) per entry of L, the simulator makes about 7K of them a second
+    /// on 8 x 8 threads, and the 3-D grid of tk29.O's size (24 x 24 x 24)
+    /// fills L with 2.5M entries: several minutes a run, against about one
+    /// for this grid.
     pub fn paper(seed: u64) -> Cholesky {
-        Cholesky::new([20, 20, 20], 20, seed)
+        Cholesky::new([16, 16, 16], 20, seed)
     }
 
     /// An 8 x 8 x 4 grid: 256 columns, L with 5.9K entries (5.7K column
