@@ -188,6 +188,9 @@ pub fn native(a: &RunArgs, on: RtPlatform<'_>) -> Result<()> {
 /// The native runtime's configuration the flags ask for, checked (with
 /// the program and its DSM) before any node starts.
 pub fn native_config(a: &RunArgs, platform: &str) -> Result<finegrain_rt::RtConfig> {
+    if a.json.is_some() {
+        bail!("invalid json with workload dsm on platform {platform}: records are written for simulated runs only");
+    }
     let system = system(a, Some(platform))?;
     let mut run = RunConfig::new(Topology { nodes: DEFAULT_NODES, procs_per_node: 1 }, Policy::Single, 1);
     shape(a, system, &mut run)?;

@@ -132,15 +132,7 @@ pub fn run(args: RunArgs, alias: Option<Workload>) -> Result<()> {
             }
             splitc::native(&a, on)
         }
-        Workload::Dsm => {
-            if a.json.is_some() {
-                bail!(
-                    "invalid json with workload dsm on platform {}: records are written for simulated runs only",
-                    on.name()
-                );
-            }
-            dsm::native(&a, on)
-        }
+        Workload::Dsm => dsm::native(&a, on),
     }
 }
 
