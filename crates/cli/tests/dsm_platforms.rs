@@ -129,7 +129,10 @@ fn a_simulated_run_names_its_machine_and_time_and_writes_a_record() {
         "--json",
         json.to_str().unwrap(),
     ]);
-    assert!(text.starts_with("preset hpca99  system mult  2 nodes x 2 compute procs  block 32 bytes  program fft"), "{text}");
+    assert!(
+        text.starts_with("preset hpca99  system mult  2 nodes x 2 compute procs  block 32 bytes  program fft"),
+        "{text}"
+    );
     let time = same_answers::line(&text, "run time");
     assert!(time.ends_with(" cycles)") && time.contains(" us ("), "{text}");
     assert!(same_answers::line(&text, "phase transpose").contains("on the slowest thread"), "{text}");
@@ -160,14 +163,23 @@ fn bad_dsm_runs_are_one_line() {
             );
         }
     }
-    assert_one_line_error(&with(&["--program", "fft", "--block-bytes", "48"]), &["invalid block_bytes = 48", "32, 64, 128"]);
-    assert_one_line_error(&with(&["--program", "fft", "--compute-procs", "0"]), &["invalid compute_procs = 0", "1..=63"]);
+    assert_one_line_error(
+        &with(&["--program", "fft", "--block-bytes", "48"]),
+        &["invalid block_bytes = 48", "32, 64, 128"],
+    );
+    assert_one_line_error(
+        &with(&["--program", "fft", "--compute-procs", "0"]),
+        &["invalid compute_procs = 0", "1..=63"],
+    );
     assert_one_line_error(&with(&["--program", "fft", "--preset", "hpca97"]), &["invalid preset = hpca97", "[dsm]"]);
     assert_one_line_error(
         &with(&["--program", "fft", "--policy", "fixed"]),
         &["invalid policy with workload dsm", "workloads micro, splitc"],
     );
-    assert_one_line_error(&with(&["--program", "fft", "--keys", "8"]), &["invalid keys with workload dsm", "fetch-add"]);
+    assert_one_line_error(
+        &with(&["--program", "fft", "--keys", "8"]),
+        &["invalid keys with workload dsm", "fetch-add"],
+    );
     assert_one_line_error(&["run", "--system", "mult"], &["invalid system with workload micro", "workload dsm"]);
     assert_one_line_error(
         &["run", "--workload", "splitc", "--program", "fft", "--block-bytes", "64"],
