@@ -190,3 +190,17 @@ fn bad_dsm_runs_are_one_line() {
         &["invalid json with workload dsm on platform shm", "simulated runs only"],
     );
 }
+
+/// A sweep takes a DSM run as its base, and its records rerun.
+#[test]
+fn a_sweep_over_a_dsm_run_writes_records_that_rerun() {
+    let dir = temp_dir("dsm-sweep");
+    let out = dir.to_str().unwrap();
+    let base = ["sweep", "--workload", "dsm", "--program", "fft", "--set", "workload.dsm.block_bytes=32,128"];
+    let text = ok_within_limit(&[&base[..], &["--out", out]].concat());
+    assert!(text.contains("| 32 |") && text.contains("| 128 |"), "{text}");
+    let record = dir.join("runs/block_bytes32-r0.json");
+    let rerun = ok_within_limit(&["rerun", record.to_str().unwrap()]);
+    assert!(rerun.contains("statistics identical to the record"), "{rerun}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
