@@ -162,8 +162,9 @@ pub struct RunArgs {
     #[arg(long)]
     #[serde(skip)]
     pub config: Option<PathBuf>,
-    /// micro (the scheduling microbenchmark) or fetch-add (the PDQ
-    /// microbenchmark) [default: micro].
+    /// micro (the scheduling microbenchmark), fetch-add (the PDQ
+    /// microbenchmark), splitc (a Split-C program) or dsm (a shared-memory
+    /// program over the fine-grain DSM) [default: micro].
     #[arg(long)]
     pub workload: Option<String>,
     /// sim (the simulated machine of the preset), native (real threads,
@@ -198,7 +199,7 @@ pub struct RunArgs {
     /// single, fixed, fixed:K, floating [default: fixed].
     #[arg(long, help_heading = "Microbenchmark")]
     pub policy: Option<String>,
-    /// Nodes, 2..=4096 [default: 2].
+    /// Nodes, 2..=4096 [default: 2; splitc: 16].
     #[arg(long, help_heading = "Microbenchmark")]
     pub nodes: Option<u32>,
     /// Processors per node, 1..=64 [default: 2].
@@ -254,7 +255,7 @@ pub struct RunArgs {
     #[arg(long, help_heading = "Fetch&add")]
     pub requester_nodes: Option<u32>,
     /// Compute processors per node, 1..=64 with the protocol
-    /// processors of embedded or smp within 64 [default: 8].
+    /// processors of embedded or smp within 64 [default: 8; dsm: 2].
     #[arg(long, help_heading = "Fetch&add")]
     pub compute_procs: Option<u32>,
     /// Handler instructions besides its accesses, 0..=1e9
@@ -281,14 +282,25 @@ pub struct RunArgs {
     #[arg(long, allow_negative_numbers = true, help_heading = "Fetch&add")]
     pub sequential_fraction: Option<f64>,
 
-    /// The Split-C program (workload splitc): a program of the
-    /// co-processor paper (bitonic, cannon-aligned, fft, radix, wator...)
-    /// or primitives:get|put|store|bulk-store|bulk-put.
-    #[arg(long, help_heading = "Split-C")]
+    /// The program. Workload splitc: a program of the co-processor paper
+    /// (bitonic, cannon-aligned, fft, radix, wator...) or
+    /// primitives:get|put|store|bulk-store|bulk-put; workload dsm: barnes,
+    /// cholesky, em3d, fft, fmm, radix or water-sp.
+    #[arg(long, help_heading = "Split-C and DSM")]
     pub program: Option<String>,
-    /// The program's input: tiny, quick or paper [default: quick].
-    #[arg(long, help_heading = "Split-C")]
+    /// The program's input: tiny, quick or paper [default: quick; dsm:
+    /// tiny].
+    #[arg(long, help_heading = "Split-C and DSM")]
     pub size: Option<String>,
+
+    /// Who runs the DSM's handlers: s-coma, hurricane-1pp|2pp|4pp,
+    /// hurricane1-1pp|2pp|4pp or mult (natively hurricane1-* and mult)
+    /// [default: hurricane-1pp; natively hurricane1-1pp].
+    #[arg(long, help_heading = "DSM")]
+    pub system: Option<String>,
+    /// The DSM's coherence unit in bytes: 32, 64 or 128 [default: 64].
+    #[arg(long, help_heading = "DSM")]
+    pub block_bytes: Option<u32>,
 }
 
 /// A sweep: a base run (the flags of `run`) and the grid over it.

@@ -3,6 +3,7 @@
 //! workload, the platform and the point; each workload's module builds its
 //! configuration, runs it and prints what it measured.
 
+mod dsm;
 mod fetch_add;
 mod micro;
 mod splitc;
@@ -25,6 +26,7 @@ pub enum Workload {
     Micro,
     FetchAdd,
     Splitc,
+    Dsm,
 }
 
 impl Workload {
@@ -33,7 +35,8 @@ impl Workload {
             "micro" => Ok(Workload::Micro),
             "fetch-add" => Ok(Workload::FetchAdd),
             "splitc" => Ok(Workload::Splitc),
-            other => bail!("invalid workload = {other}: allowed micro, fetch-add, splitc"),
+            "dsm" => Ok(Workload::Dsm),
+            other => bail!("invalid workload = {other}: allowed micro, fetch-add, splitc, dsm"),
         }
     }
 
@@ -42,6 +45,7 @@ impl Workload {
             Workload::Micro => "micro",
             Workload::FetchAdd => "fetch-add",
             Workload::Splitc => "splitc",
+            Workload::Dsm => "dsm",
         }
     }
 }
@@ -86,6 +90,8 @@ pub fn run(args: RunArgs, alias: Option<Workload>) -> Result<()> {
                 Workload::Micro => a.procs_per_node.unwrap_or(2) + u32::from(progress),
                 Workload::FetchAdd => 2,
                 Workload::Splitc => 1 + u32::from(progress),
+                // The compute threads and the system's protocol threads.
+                Workload::Dsm => dsm::native_config(&a, "mpi")?.run.topology.procs_per_node,
             };
             mpi_env = finegrain_rt::MpiEnv::init(threads).map_err(anyhow::Error::msg)?;
             Some(RtPlatform::Mpi(&mpi_env))
@@ -102,6 +108,7 @@ pub fn run(args: RunArgs, alias: Option<Workload>) -> Result<()> {
             Workload::Micro => micro::build(&a)?,
             Workload::FetchAdd => fetch_add::build(&a)?,
             Workload::Splitc => splitc::build(&a)?,
+            Workload::Dsm => dsm::build(&a)?,
         };
         check_writable(a.json.as_deref(), &inputs)?;
         return simulate(&a, run);
@@ -125,6 +132,7 @@ pub fn run(args: RunArgs, alias: Option<Workload>) -> Result<()> {
             }
             splitc::native(&a, on)
         }
+        Workload::Dsm => dsm::native(&a, on),
     }
 }
 
@@ -161,6 +169,7 @@ fn checked_nodes(a: &RunArgs, workload: Workload, platform: &str) -> Result<u32>
         Workload::Micro => micro::native_setup(a, platform).map(|_| a.nodes.unwrap_or(2))?,
         Workload::FetchAdd => fetch_add::build_native(a).map(|_| a.requester_nodes.unwrap_or(4).saturating_add(1))?,
         Workload::Splitc => splitc::native_config(a)?.run.topology.nodes,
+        Workload::Dsm => dsm::native_config(a, platform)?.run.topology.nodes,
     })
 }
 
@@ -218,11 +227,7 @@ fn simulate(a: &RunArgs, run: SimRun) -> Result<()> {
         WorkloadSpec::Micro(w) => micro::print(a, &run, w, &out.stats, &wall),
         WorkloadSpec::FetchAdd(w) => fetch_add::print(a, &run, w, &out.stats),
         WorkloadSpec::Splitc(p) => splitc::print(a, &run, p, &out.stats, out.measures.as_ref()),
-        WorkloadSpec::Dsm(d) => {
-            let time = out.measures.as_ref().and_then(|m| m.get("time")).and_then(|t| t.as_u64()).unwrap_or(0);
-            println!("{}: {} simulated cycles ({})", d.program.label(), time, d.program.input());
-            Ok(())
-        }
+        WorkloadSpec::Dsm(d) => dsm::print(a, &run, d, &out.stats, out.measures.as_ref()),
     }
 }
 
@@ -234,6 +239,7 @@ pub fn build_sim(args: RunArgs) -> Result<SimRun> {
         Workload::Micro => micro::build(&a),
         Workload::FetchAdd => fetch_add::build(&a),
         Workload::Splitc => splitc::build(&a),
+        Workload::Dsm => dsm::build(&a),
     }
 }
 
@@ -279,70 +285,58 @@ fn merged(flags: RunArgs) -> Result<RunArgs> {
         sequential_fraction: flags.sequential_fraction.or(file.sequential_fraction),
         program: flags.program.or(file.program),
         size: flags.size.or(file.size),
+        system: flags.system.or(file.system),
+        block_bytes: flags.block_bytes.or(file.block_bytes),
     })
-}
-
-/// Fields with the workload they belong to.
-fn tagged<'a>(fields: &'a [(&'a str, bool)], owner: Workload) -> impl Iterator<Item = (&'a str, bool, Workload)> + 'a {
-    fields.iter().map(move |&(f, g)| (f, g, owner))
 }
 
 /// The workload the run asks for, with no field of another one given.
 fn chosen(a: &RunArgs, alias: Option<Workload>) -> Result<Workload> {
+    use Workload::{Dsm, FetchAdd, Micro, Splitc};
     let named = a.workload.as_deref().map(Workload::parse).transpose()?;
     let workload = match (alias, named) {
         (Some(w), Some(n)) if w != n => {
             bail!("invalid workload = {} for `finegrain fetch-add`: it runs fetch-add only", n.name())
         }
         (Some(w), _) | (None, Some(w)) => w,
-        (None, None) => Workload::Micro,
+        (None, None) => Micro,
     };
-    let micro_only = [
-        ("policy", a.policy.is_some()),
-        ("nodes", a.nodes.is_some()),
-        ("procs_per_node", a.procs_per_node.is_some()),
-        ("protocol", a.protocol.is_some()),
-        ("u", a.u.is_some()),
-        ("compute_cycles", a.compute_cycles.is_some()),
-        ("requests_per_node", a.requests_per_node.is_some()),
-        ("oint", a.oint.is_some()),
-        ("relinquish", a.relinquish.is_some()),
+    // Each workload's own fields, with the workloads that share them.
+    let fields: [(&str, bool, &[Workload]); 26] = [
+        ("policy", a.policy.is_some(), &[Micro, Splitc]),
+        ("nodes", a.nodes.is_some(), &[Micro, Splitc, Dsm]),
+        ("procs_per_node", a.procs_per_node.is_some(), &[Micro, Splitc]),
+        ("protocol", a.protocol.is_some(), &[Micro]),
+        ("u", a.u.is_some(), &[Micro]),
+        ("compute_cycles", a.compute_cycles.is_some(), &[Micro]),
+        ("requests_per_node", a.requests_per_node.is_some(), &[Micro]),
+        ("oint", a.oint.is_some(), &[Micro]),
+        ("relinquish", a.relinquish.is_some(), &[Micro]),
+        ("kind", a.kind.is_some(), &[FetchAdd]),
+        ("discipline", a.discipline.is_some(), &[FetchAdd]),
+        ("protocol_procs", a.protocol_procs.is_some(), &[FetchAdd]),
+        ("keys", a.keys.is_some(), &[FetchAdd]),
+        ("skew", a.skew.is_some(), &[FetchAdd]),
+        ("requester_nodes", a.requester_nodes.is_some(), &[FetchAdd]),
+        ("compute_procs", a.compute_procs.is_some(), &[FetchAdd, Dsm]),
+        ("handler_cycles", a.handler_cycles.is_some(), &[FetchAdd]),
+        ("requests_per_thread", a.requests_per_thread.is_some(), &[FetchAdd]),
+        ("home_u", a.home_u.is_some(), &[FetchAdd]),
+        ("home_burst_cycles", a.home_burst_cycles.is_some(), &[FetchAdd]),
+        ("think_cycles", a.think_cycles.is_some(), &[FetchAdd]),
+        ("sequential_fraction", a.sequential_fraction.is_some(), &[FetchAdd]),
+        ("program", a.program.is_some(), &[Splitc, Dsm]),
+        ("size", a.size.is_some(), &[Splitc, Dsm]),
+        ("system", a.system.is_some(), &[Dsm]),
+        ("block_bytes", a.block_bytes.is_some(), &[Dsm]),
     ];
-    let fetch_add_only = [
-        ("kind", a.kind.is_some()),
-        ("discipline", a.discipline.is_some()),
-        ("protocol_procs", a.protocol_procs.is_some()),
-        ("keys", a.keys.is_some()),
-        ("skew", a.skew.is_some()),
-        ("requester_nodes", a.requester_nodes.is_some()),
-        ("compute_procs", a.compute_procs.is_some()),
-        ("handler_cycles", a.handler_cycles.is_some()),
-        ("requests_per_thread", a.requests_per_thread.is_some()),
-        ("home_u", a.home_u.is_some()),
-        ("home_burst_cycles", a.home_burst_cycles.is_some()),
-        ("think_cycles", a.think_cycles.is_some()),
-        ("sequential_fraction", a.sequential_fraction.is_some()),
-    ];
-    let splitc_only = [("program", a.program.is_some()), ("size", a.size.is_some())];
-    // Split-C's own fields, and the microbenchmark's that it shares.
-    let shared = ["policy", "nodes", "procs_per_node"];
-    let foreign: Vec<(&str, bool, Workload)> = match workload {
-        Workload::Micro => {
-            tagged(&fetch_add_only, Workload::FetchAdd).chain(tagged(&splitc_only, Workload::Splitc)).collect()
-        }
-        Workload::FetchAdd => {
-            tagged(&micro_only, Workload::Micro).chain(tagged(&splitc_only, Workload::Splitc)).collect()
-        }
-        Workload::Splitc => tagged(&micro_only, Workload::Micro)
-            .filter(|(f, _, _)| !shared.contains(f))
-            .chain(tagged(&fetch_add_only, Workload::FetchAdd))
-            .collect(),
-    };
-    if let Some((field, _, owner)) = foreign.iter().find(|(_, given, _)| *given) {
+    if let Some((field, _, owners)) = fields.iter().find(|(_, given, owners)| *given && !owners.contains(&workload)) {
+        let names: Vec<&str> = owners.iter().map(|w| w.name()).collect();
         bail!(
-            "invalid {field} with workload {}: it is a field of workload {}; allowed there only",
+            "invalid {field} with workload {}: it is a field of workload{} {}; allowed there only",
             workload.name(),
-            owner.name()
+            if names.len() > 1 { "s" } else { "" },
+            names.join(", ")
         );
     }
     Ok(workload)
