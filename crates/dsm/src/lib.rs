@@ -60,27 +60,13 @@ pub struct DsmConfig {
     /// where every node runs in one process (the simulator, in-process
     /// threads).
     pub check_coherence: bool,
-    /// The platform delivers the messages one node sends another about a
-    /// block in the order it sent them (the simulator's network does, as
-    /// the paper's did): the home then closes a transaction as soon as it
-    /// sends the block, and the requester sends no acknowledgement. Off,
-    /// the protocol is correct on transports that reorder messages sent
-    /// by different threads of a node (every native one).
-    #[serde(default)]
-    pub ordered_delivery: bool,
     /// Instructions of each handler, for the simulator.
     pub costs: HandlerCosts,
 }
 
 impl Default for DsmConfig {
     fn default() -> DsmConfig {
-        DsmConfig {
-            block_bytes: 64,
-            page_bytes: 4096,
-            check_coherence: false,
-            ordered_delivery: false,
-            costs: HandlerCosts::default(),
-        }
+        DsmConfig { block_bytes: 64, page_bytes: 4096, check_coherence: false, costs: HandlerCosts::default() }
     }
 }
 
@@ -239,6 +225,16 @@ impl Dsm {
 }
 
 impl DsmBuilder {
+    /// Nodes the DSM spans.
+    pub fn nodes(&self) -> u32 {
+        self.space.nodes
+    }
+
+    /// Compute threads per node.
+    pub fn threads_per_node(&self) -> u32 {
+        self.threads
+    }
+
     /// A zero-filled shared array of `words` words.
     pub fn alloc(&mut self, words: u64, home: Home) -> Shared {
         let base = self.space.alloc(words, home);
@@ -273,8 +269,7 @@ impl DsmBuilder {
             }
             words.into_iter().map(AtomicU64::new).collect()
         });
-        let shared =
-            Arc::new(protocol::State { space, nodes, ids: OnceLock::new(), ordered: self.cfg.ordered_delivery });
+        let shared = Arc::new(protocol::State { space, nodes, ids: OnceLock::new() });
         let ids = protocol::register(&shared, &self.cfg.costs, table)?;
         let _ = shared.ids.set(ids);
         Ok(Dsm { shared, threads: self.threads, cfg: Arc::new(self.cfg), shadow })

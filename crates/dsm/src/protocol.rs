@@ -17,14 +17,15 @@
 //!   DATA_ACK, which closes the home's transaction.
 //!
 //! The home keeps one transaction per block open, deferring other requests
-//! for the block, until its answers are in and the block is sent. The
-//! paper's network delivered in order, and so does the simulator's: the
-//! transaction then ends when the block goes out. finegrain's native
-//! transports do not order messages sent by different threads of one node,
-//! so there the requester acknowledges the block (DATA_ACK) and the
-//! transaction ends with that: no two messages of one block are then ever
-//! in flight between the same pair of nodes in a way their order could
-//! matter.
+//! for the block, until the requester acknowledges the block (DATA_ACK).
+//! The paper's network delivered in order; finegrain's native transports
+//! do not order messages sent by different threads of one node, and a
+//! node puts back in its own queue an invalidation or fetch of a block it
+//! holds for a waiting thread (see `NodeState::take_hold`). With the
+//! acknowledgement no two messages of one block are ever in flight between
+//! the same pair of nodes in a way their order could matter, on every
+//! platform. The price is one more handler at the home per miss, off the
+//! miss's critical path.
 
 use crate::node::{DirEntry, DirState, NodeState, Txn, INVALID, READ_ONLY, READ_WRITE};
 use crate::space::Space;
@@ -62,9 +63,6 @@ pub(crate) struct State {
     pub space: Arc<Space>,
     pub nodes: Vec<NodeState>,
     pub ids: std::sync::OnceLock<Ids>,
-    /// Messages of a block between two nodes arrive in order: no data
-    /// acknowledgement (see [`crate::DsmConfig::ordered_delivery`]).
-    pub ordered: bool,
 }
 
 impl State {
@@ -267,9 +265,7 @@ fn grant(
             Ok(())
         }
         Some(words) => {
-            if !s.ordered {
-                entry.busy = Some(Txn { requester, want, awaiting: 0, data_sent: true });
-            }
+            entry.busy = Some(Txn { requester, want, awaiting: 0, data_sent: true });
             let a = args(&[block, want as u64]);
             ctx.send(NodeId(requester), s.ids().data, key(block), a, words_payload(&words))
         }
@@ -390,9 +386,6 @@ fn on_data(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmErr
         node.hold(block);
     }
     node.settle_request(block, want);
-    if s.ordered {
-        return Ok(());
-    }
     let home = s.space.home_of_block(block);
     ctx.send(NodeId(home), s.ids().data_ack, key(block), args(&[block]), Payload::none())
 }

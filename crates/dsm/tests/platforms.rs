@@ -9,21 +9,9 @@ fn checked() -> DsmConfig {
     DsmConfig { check_coherence: true, ..DsmConfig::default() }
 }
 
-/// `ordered`: without the data acknowledgement, as the simulator's
-/// in-order network allows (the coherence check would catch a reordering).
-#[allow(clippy::too_many_arguments)]
-fn sim(
-    nodes: u32,
-    procs: u32,
-    threads: u32,
-    policy: Policy,
-    discipline: Discipline,
-    kind: PpKind,
-    block: u32,
-    ordered: bool,
-) {
+fn sim(nodes: u32, procs: u32, threads: u32, policy: Policy, discipline: Discipline, kind: PpKind, block: u32) {
     let mut table = HandlerTable::new();
-    let cfg = DsmConfig { block_bytes: block, ordered_delivery: ordered, ..checked() };
+    let cfg = DsmConfig { block_bytes: block, ..checked() };
     let c = Conformance::register(nodes, threads, cfg, &mut table).unwrap();
     let machine = MachineConfig::load("hpca99").unwrap();
     let mut sc = finegrain_sim::SimConfig::new(machine, Topology { nodes, procs_per_node: procs }, policy, 7);
@@ -40,17 +28,17 @@ fn sim(
 
 #[test]
 fn simulated_hurricane_with_two_embedded_pdq_processors() {
-    sim(4, 4, 2, Policy::Fixed { protocol_procs: 2 }, Discipline::Pdq, PpKind::Embedded, 64, true);
+    sim(4, 4, 2, Policy::Fixed { protocol_procs: 2 }, Discipline::Pdq, PpKind::Embedded, 64);
 }
 
 #[test]
 fn simulated_hurricane1_with_one_smp_processor_and_32_byte_blocks() {
-    sim(3, 3, 2, Policy::Fixed { protocol_procs: 1 }, Discipline::Pdq, PpKind::Smp, 32, false);
+    sim(3, 3, 2, Policy::Fixed { protocol_procs: 1 }, Discipline::Pdq, PpKind::Smp, 32);
 }
 
 #[test]
 fn simulated_mult_on_idle_processors_with_128_byte_blocks() {
-    sim(2, 4, 4, Policy::Floating, Discipline::Pdq, PpKind::Smp, 128, true);
+    sim(2, 4, 4, Policy::Floating, Discipline::Pdq, PpKind::Smp, 128);
 }
 
 fn native(nodes: u32, procs: u32, threads: u32, policy: Policy, discipline: Discipline) {

@@ -150,7 +150,7 @@ pub(crate) mod testing {
     /// Simulates `program` on `nodes` nodes of `threads` compute threads;
     /// the run checks the answer.
     pub fn run_sim<G: DsmProgram>(program: G, nodes: u32, threads: u32) -> Result<Vec<ThreadRun<G::Answer>>, String> {
-        let cfg = DsmConfig { ordered_delivery: true, ..checked() };
+        let cfg = checked();
         let w = DsmWorkload::new(program, nodes, threads, cfg).map_err(|e| e.to_string())?;
         let machine = MachineConfig::load("hpca99").map_err(|e| e.to_string())?;
         let topology = Topology { nodes, procs_per_node: threads + 1 };

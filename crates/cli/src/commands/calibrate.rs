@@ -152,8 +152,7 @@ pub fn remote_miss_steps(machine: &MachineConfig, system: DsmSystem) -> Result<[
     );
     system.apply(&mut cfg.run, 1);
     cfg.trace_handlers = true;
-    let dsm_cfg =
-        DsmConfig { block_bytes: 64, ordered_delivery: true, costs: handler_costs(params), ..DsmConfig::default() };
+    let dsm_cfg = DsmConfig { block_bytes: 64, costs: handler_costs(params), ..DsmConfig::default() };
     let block_words = dsm_cfg.block_bytes as u64 / 8;
     let mut table = HandlerTable::new();
     let mut b = Dsm::builder(2, 1, dsm_cfg)?;

@@ -86,7 +86,6 @@ pub fn build(a: &RunArgs) -> Result<SimRun> {
         block_bytes: block_bytes(a)?,
         // The simulator's network delivers in order; its nodes share one
         // process, so the shadow copy sees every write.
-        ordered_delivery: true,
         check_coherence: true,
         costs: handler_costs(params),
         ..DsmConfig::default()
@@ -166,7 +165,6 @@ pub fn native(a: &RunArgs, on: RtPlatform<'_>) -> Result<()> {
     let dsm = DsmConfig {
         block_bytes: block_bytes(a)?,
         check_coherence: matches!(on, RtPlatform::Native),
-        ordered_delivery: false,
         ..DsmConfig::default()
     };
     let spec = DsmSpec { program: program(a)?, dsm };

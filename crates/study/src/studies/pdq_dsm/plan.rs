@@ -70,7 +70,6 @@ fn run(
     let dsm = DsmConfig {
         block_bytes: shape.block_bytes,
         check_coherence: true,
-        ordered_delivery: true,
         costs: handler_costs(params),
         ..DsmConfig::default()
     };
