@@ -276,7 +276,7 @@ fn calibrate_remote_miss(machine: &MachineConfig) -> Result<()> {
     }
     if !bad.is_empty() {
         bail!(
-            "the remote miss total of {} is off HPCA 1999 Table 1's by more than {}% ",
+            "the remote miss total of {} is off HPCA 1999 Table 1's by more than {}%",
             bad.join(", "),
             REMOTE_MISS_TOLERANCE * 100.0
         );
