@@ -107,7 +107,7 @@ impl RtConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.run.validate()?;
         self.check_coprocessor()?;
-        if self.run.dispatch.pp_kind.on_device() {
+        if matches!(self.run.dispatch.pp_kind, PpKind::Embedded | PpKind::Hardware) {
             return Err(ConfigError::invalid(
                 "pp_kind",
                 self.run.dispatch.pp_kind.label(),
