@@ -76,8 +76,17 @@ impl<'a, P: Proc> DsmProc<'a, P> {
 
     pub async fn read(&self, a: Shared, i: u64) -> Result<u64, AmError> {
         let word = a.word(i)?;
-        let v = self.with_word(word, WANT_READ, |w| w.load(Ordering::Relaxed)).await?;
-        self.check_read(word, v)?;
+        let shadow = self.dsm.shadow.as_deref();
+        // The coherence check compares at the load, under the block's lock:
+        // later, another node may already have written the word.
+        let (v, last) = self
+            .with_word(word, WANT_READ, |w| {
+                (w.load(Ordering::Relaxed), shadow.map(|s| s[word as usize].load(Ordering::Relaxed)))
+            })
+            .await?;
+        if let Some(last) = last.filter(|&l| l != v) {
+            return Err(self.incoherent(word, v, last));
+        }
         Ok(v)
     }
 
@@ -127,14 +136,21 @@ impl<'a, P: Proc> DsmProc<'a, P> {
             let n = self.run_in_block(word, out.len() - done);
             a.word(start + (done + n) as u64 - 1)?;
             let chunk = &mut out[done..done + n];
+            let shadow = self.dsm.shadow.as_deref();
+            let mut stale = None;
             self.with_block_words(word, n, WANT_READ, |node| {
                 for (k, slot) in chunk.iter_mut().enumerate() {
-                    *slot = node.word(word + k as u64).load(Ordering::Relaxed);
+                    let w = word + k as u64;
+                    *slot = node.word(w).load(Ordering::Relaxed);
+                    let last = shadow.map(|s| s[w as usize].load(Ordering::Relaxed));
+                    if let Some(last) = last.filter(|&l| l != *slot) {
+                        stale.get_or_insert((w, *slot, last));
+                    }
                 }
             })
             .await?;
-            for (k, &v) in chunk.iter().enumerate() {
-                self.check_read(word + k as u64, v)?;
+            if let Some((w, v, last)) = stale {
+                return Err(self.incoherent(w, v, last));
             }
             done += n;
         }
@@ -169,14 +185,6 @@ impl<'a, P: Proc> DsmProc<'a, P> {
     fn run_in_block(&self, word: u64, left: usize) -> usize {
         let bw = self.dsm.shared.space.block_words;
         ((bw - word % bw) as usize).min(left)
-    }
-
-    /// The coherence check: a read returns the last value written.
-    fn check_read(&self, word: u64, v: u64) -> Result<(), AmError> {
-        match self.dsm.shadow.as_deref().map(|s| s[word as usize].load(Ordering::Relaxed)) {
-            Some(last) if last != v => Err(self.incoherent(word, v, last)),
-            _ => Ok(()),
-        }
     }
 
     fn incoherent(&self, word: u64, read: u64, last: u64) -> AmError {

@@ -102,7 +102,7 @@ impl Em3d {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        if self.nodes < 2 || self.nodes % 2 != 0 || self.nodes > 1 << 28 {
+        if self.nodes < 2 || !self.nodes.is_multiple_of(2) || self.nodes > 1 << 28 {
             return Err(format!("em3d: invalid nodes = {}; allowed an even number in 2..=268435456", self.nodes));
         }
         if !(1..=64).contains(&self.degree) {
@@ -281,8 +281,8 @@ impl DsmProgram for Em3d {
         let deps = [0, 1].map(|kind| self.deps(d.ranks(), d.rank(), kind as u64));
         let range = block(self.per_kind(), d.ranks(), d.rank());
         let mut mine = [0, 1].map(|_| vec![0u64; (range.end - range.start) as usize]);
-        for kind in 0..2 {
-            d.read_into(a.values[kind], range.start, &mut mine[kind]).await?;
+        for (values, words) in a.values.iter().zip(&mut mine) {
+            d.read_into(*values, range.start, words).await?;
         }
         let mut mine = mine.map(|words| words.into_iter().map(f64::from_bits).collect::<Vec<f64>>());
         let edges = 2 * (range.end - range.start) * self.degree as u64;
@@ -387,5 +387,14 @@ mod tests {
     fn too_many_threads_are_refused() {
         let e = Em3d::tiny(1).validate_threads(64).unwrap_err();
         assert!(e.contains("32 nodes of each kind over 64 threads"), "{e}");
+    }
+
+    #[test]
+    fn runs_right_on_the_simulator_and_natively() {
+        use crate::dsm::testing::{run_native, run_sim};
+        let sim = run_sim(Em3d::tiny(5), 2, 2).unwrap();
+        assert_eq!(sim.len(), 4);
+        assert!(sim.iter().all(|r| r.total > 0));
+        assert_eq!(run_native(Em3d::tiny(6), 2, 2).unwrap().len(), 4);
     }
 }

@@ -97,7 +97,7 @@ impl Fft {
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        if self.log_points < 2 || self.log_points > MAX_LOG_POINTS || self.log_points % 2 != 0 {
+        if self.log_points < 2 || self.log_points > MAX_LOG_POINTS || !self.log_points.is_multiple_of(2) {
             return Err(format!(
                 "fft: invalid log_points = {}; allowed an even number in 2..={MAX_LOG_POINTS} (n must be a square)",
                 self.log_points
@@ -330,7 +330,8 @@ impl DsmProgram for Fft {
             for (i, (&g, &w)) in got.iter().zip(expect).enumerate() {
                 let g = f64::from_bits(g);
                 // Written so that a NaN fails too.
-                if !((g - w).abs() <= tolerance) {
+                let within = (g - w).abs() <= tolerance;
+                if !within {
                     let point = rows.start * r + i as u64 / 2;
                     let part = if i % 2 == 0 { "real" } else { "imaginary" };
                     return Err(format!(
@@ -410,5 +411,14 @@ mod tests {
         let mut bad = want.clone();
         bad[10] = (f64::from_bits(want[10]) + 1.0).to_bits();
         assert!(cfg.check(&[&bad]).unwrap_err().contains("X[5]'s real part"));
+    }
+
+    #[test]
+    fn runs_right_on_the_simulator_and_natively() {
+        use crate::dsm::testing::{run_native, run_sim};
+        let sim = run_sim(Fft::tiny(5), 2, 2).unwrap();
+        assert_eq!(sim.len(), 4);
+        assert!(sim.iter().all(|r| r.total > 0));
+        assert_eq!(run_native(Fft::tiny(6), 2, 2).unwrap().len(), 4);
     }
 }

@@ -40,14 +40,18 @@
 //! in a fixed order, so the parallel run computes exactly the sequential
 //! reference's numbers; [`Fmm::check`] allows a relative 1e-9 per value.
 
+// Coordinates and expansion terms are indexed in step across several
+// arrays; index loops say so more plainly than zipped iterators.
+#![allow(clippy::needless_range_loop)]
 use super::{DsmProgram, Phases};
 use finegrain_core::{AmError, Proc};
 use finegrain_dsm::{DsmBuilder, DsmProc, Home, Shared};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
-use std::ops::{Add, AddAssign, Div, Mul, Neg, Sub};
+use std::ops::{Add, AddAssign, Mul, Neg, Sub};
 
 const PART_WORDS: u64 = 8;
 const PART_RESULT: u64 = 5;
@@ -64,7 +68,7 @@ pub const TERM_CYCLES: u64 = 4;
 pub const UPDATE_CYCLES: u64 = 12;
 
 /// The fast multipole run's input and the shared arrays it lays out.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Fmm {
     pub particles: u64,
@@ -79,7 +83,19 @@ pub struct Fmm {
     lay: Option<Layout>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+/// Two runs' inputs are equal when their fields are, laid out or not.
+impl PartialEq for Fmm {
+    fn eq(&self, o: &Fmm) -> bool {
+        self.particles == o.particles
+            && self.levels == o.levels
+            && self.terms == o.terms
+            && self.steps == o.steps
+            && self.dt == o.dt
+            && self.seed == o.seed
+    }
+}
+
+#[derive(Clone, Debug)]
 struct Layout {
     parts: Shared,
     /// Per level 0..=levels.
@@ -188,12 +204,6 @@ impl Mul for C {
     type Output = C;
     fn mul(self, o: C) -> C {
         C::new(self.re * o.re - self.im * o.im, self.re * o.im + self.im * o.re)
-    }
-}
-impl Div for C {
-    type Output = C;
-    fn div(self, o: C) -> C {
-        self * o.inv()
     }
 }
 impl Neg for C {
@@ -435,8 +445,8 @@ impl Particle {
 
     /// Kick, drift, and reflect off the unit square's walls.
     fn advance(&mut self, acc: [f64; 3], dt: f64) {
-        self.v = self.v + C::new(acc[1], acc[2]).scale(dt);
-        self.z = self.z + self.v.scale(dt);
+        self.v += C::new(acc[1], acc[2]).scale(dt);
+        self.z += self.v.scale(dt);
         let reflect = |x: &mut f64, v: &mut f64| {
             if *x < 0.0 {
                 *x = -*x;
@@ -716,9 +726,8 @@ impl Fmm {
             let e = self.read_exp(d, lay.local[levels as usize], leaf).await?;
             let mut near = Vec::with_capacity(9);
             for nb in neighbours(levels, leaf) {
-                if !near_cache.contains_key(&nb) {
-                    let srcs = self.leaf_particles(d, lay, nb).await?;
-                    near_cache.insert(nb, srcs);
+                if let Entry::Vacant(e) = near_cache.entry(nb) {
+                    e.insert(self.leaf_particles(d, lay, nb).await?);
                 }
                 near.push(near_cache[&nb].clone());
             }

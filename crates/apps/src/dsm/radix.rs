@@ -416,4 +416,13 @@ mod tests {
         let e = Radix { radix_bits: 20, ..Radix::tiny(1) }.validate().unwrap_err();
         assert!(e.contains("radix_bits = 20"), "{e}");
     }
+
+    #[test]
+    fn runs_right_on_the_simulator_and_natively() {
+        use crate::dsm::testing::{run_native, run_sim};
+        let sim = run_sim(Radix::tiny(5), 2, 2).unwrap();
+        assert_eq!(sim.len(), 4);
+        assert!(sim.iter().all(|r| r.total > 0));
+        assert_eq!(run_native(Radix::tiny(6), 2, 2).unwrap().len(), 4);
+    }
 }

@@ -36,6 +36,9 @@
 //! The parallel run therefore computes exactly the sequential reference's
 //! numbers; [`WaterSp::check`] allows a relative 1e-9 per coordinate.
 
+// Coordinates and expansion terms are indexed in step across several
+// arrays; index loops say so more plainly than zipped iterators.
+#![allow(clippy::needless_range_loop)]
 use super::{DsmProgram, Phases};
 use finegrain_core::{AmError, Proc};
 use finegrain_dsm::{DsmBuilder, DsmProc, Home, LockId, Shared};
@@ -43,6 +46,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 use serde::{Deserialize, Serialize};
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 
 /// Words per molecule in the position array: nine coordinates (O, H, H)
@@ -81,7 +85,7 @@ pub const INTRA_CYCLES: u64 = 120;
 pub const UPDATE_CYCLES: u64 = 60;
 
 /// The water run's input and the shared arrays it lays out.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WaterSp {
     /// Molecules per side of the starting lattice (the molecules are its
@@ -100,7 +104,19 @@ pub struct WaterSp {
     lay: Option<Layout>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+/// Two runs' inputs are equal when their fields are, laid out or not.
+impl PartialEq for WaterSp {
+    fn eq(&self, o: &WaterSp) -> bool {
+        self.lattice == o.lattice
+            && self.cutoff == o.cutoff
+            && self.steps == o.steps
+            && self.dt == o.dt
+            && self.drift == o.drift
+            && self.seed == o.seed
+    }
+}
+
+#[derive(Clone, Debug)]
 struct Layout {
     counts: Shared,
     pos: Shared,
@@ -520,9 +536,9 @@ impl WaterSp {
         for (c, ms) in &own {
             let hood = self.neighbourhood(*c);
             for &nb in &hood {
-                if !cache.contains_key(&nb) {
+                if let Entry::Vacant(e) = cache.entry(nb) {
                     let p = self.read_cell(d, lay, nb).await?;
-                    cache.insert(nb, p.chunks(POS_WORDS as usize).map(|r| (r[ID_WORD], sites_of(r))).collect());
+                    e.insert(p.chunks(POS_WORDS as usize).map(|r| (r[ID_WORD], sites_of(r))).collect());
                 }
             }
             let near: Vec<&[(u64, Sites)]> = hood.iter().map(|nb| cache[nb].as_slice()).collect();

@@ -9,6 +9,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("hpca97", include_str!("../../../../presets/hpca97.toml")),
     ("hpca99", include_str!("../../../../presets/hpca99.toml")),
     ("ipps96", include_str!("../../../../presets/ipps96.toml")),
+    ("modern", include_str!("../../../../presets/modern.toml")),
 ];
 
 impl MachineConfig {

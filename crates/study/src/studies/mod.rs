@@ -17,6 +17,7 @@ pub static STUDIES: &[&dyn AnyStudy] = &[
     &Registered::<scheduling_micro::SchedulingMicro>::STUDY,
     &Registered::<pdq_micro::PdqMicro>::STUDY,
     &Registered::<coprocessor::Coprocessor>::STUDY,
+    &Registered::<pdq_dsm::PdqDsm>::STUDY,
 ];
 
 /// The study named `name`.

@@ -1,4 +1,106 @@
-//! The pdq-dsm study: Falsafi & Wood (HPCA 1999) Section 5.2, the seven
-//! shared-memory applications on S-COMA, Hurricane, Hurricane-1 and Mult.
+//! The pdq-dsm study: Falsafi & Wood (HPCA 1999) Section 5.2. The seven
+//! shared-memory applications on the fine-grain DSM under S-COMA,
+//! Hurricane (1, 2, 4 embedded PPs), Hurricane-1 (1, 2, 4 dedicated SMP
+//! PPs) and Mult, on the baseline 8x8 machine (Figure 7), at clustering
+//! degrees 16x4 and 4x16 (Figures 8, 9) and with 32- and 128-byte blocks
+//! (Figures 10, 11), with the paper's six claims judged on the data, and
+//! runs beyond the paper (key affinity, a modern machine).
+//!
+//! - `grid`: the experiment file and its checks;
+//! - `plan`: reading it and the runs it makes;
+//! - `labels`: what a run is;
+//! - `runs`: the finished runs, CSV rows;
+//! - `claims`: the claims and their checks;
+//! - `report`: tables, figures, the setup paragraph.
 
 pub mod claims;
+mod grid;
+mod labels;
+mod plan;
+mod report;
+mod runs;
+
+pub use grid::{Experiment, Grid, ShapeSpec};
+pub use labels::{RunLabels, Variant};
+pub use runs::Run;
+
+use crate::claim::Claim;
+use crate::experiment::{Header, Source};
+use crate::figures::Figure;
+use crate::record::RunRecord;
+use crate::report::Section;
+use crate::study::{Planned, Study};
+use anyhow::Result;
+use plan::Machines;
+use std::path::Path;
+
+/// The study, loaded: its experiment and machines.
+pub struct PdqDsm {
+    exp: Experiment,
+    header: Header,
+    quick: bool,
+    machines: Machines,
+}
+
+impl PdqDsm {
+    fn grid(&self) -> &Grid {
+        if self.quick {
+            &self.exp.quick
+        } else {
+            &self.exp.full
+        }
+    }
+}
+
+impl Study for PdqDsm {
+    const NAME: &'static str = grid::NAME;
+    const EXPERIMENT: &'static str = include_str!("../../../../../experiments/pdq-dsm.toml");
+    type Labels = RunLabels;
+    type Run = Run;
+
+    fn load(src: &Source, quick: bool) -> Result<PdqDsm> {
+        let (exp, machines) = plan::load(src)?;
+        let header = crate::experiment::header(src)?;
+        Ok(PdqDsm { exp, header, quick, machines })
+    }
+
+    fn header(&self) -> &Header {
+        &self.header
+    }
+
+    fn plan(&self) -> Result<Vec<Planned<RunLabels>>> {
+        plan::plan(&self.exp, &self.machines, self.grid())
+    }
+
+    fn view(&self, records: Vec<RunRecord<RunLabels>>) -> Vec<Run> {
+        records.into_iter().map(Run::of).collect()
+    }
+
+    fn record(run: &Run) -> &RunRecord<RunLabels> {
+        &run.record
+    }
+
+    fn csv_header(&self) -> &'static str {
+        runs::CSV_HEADER
+    }
+
+    fn csv_row(&self, run: &Run) -> String {
+        runs::csv_row(run)
+    }
+
+    fn claims(&self, runs: &[Run]) -> Vec<Claim> {
+        claims::judge(&report::times(runs, None))
+    }
+
+    fn figures(&self, runs: &[Run], out: &Path) -> Result<Vec<Figure>> {
+        report::draw_figures(out, runs, self.grid())
+    }
+
+    fn setup(&self, runs: &[Run]) -> String {
+        report::setup(&self.exp, self.grid(), runs)
+    }
+
+    fn sections(&self, runs: &[Run], _claims: &[Claim]) -> Vec<Section> {
+        report::sections(runs, self.grid())
+    }
+}

@@ -1,0 +1,129 @@
+//! Reading the experiment and planning the study's runs, all checked
+//! before anything runs: every application on every system at every
+//! shape of the grid (Figures 7-11), S-COMA on one processor (Table 2's
+//! speedups), and the runs beyond the paper (key affinity, the modern
+//! machine).
+
+use super::grid::{Experiment, Grid, ShapeSpec, NAME};
+use super::labels::{RunLabels, Variant};
+use crate::experiment::Source;
+use crate::record::Labels as _;
+use crate::study::Planned;
+use anyhow::{bail, Context, Result};
+use finegrain_apps::dsm::spec::{handler_costs, DsmSpec, ProgramSpec};
+use finegrain_apps::WorkloadSpec;
+use finegrain_core::config::DsmSystem;
+use finegrain_core::{MachineConfig, Policy, Topology};
+use finegrain_dsm::DsmConfig;
+use finegrain_sim::SimConfig;
+
+/// The machines a study runs on.
+pub(super) struct Machines {
+    pub paper: MachineConfig,
+    pub modern: Option<MachineConfig>,
+}
+
+pub(super) fn load(src: &Source) -> Result<(Experiment, Machines)> {
+    let e: Experiment = src.parse()?;
+    if e.study != NAME {
+        bail!("invalid study = {} in {}: expected {NAME}", e.study, src.origin);
+    }
+    e.full.validate("full")?;
+    e.quick.validate("quick")?;
+    let paper = machine(src, &e.preset)?;
+    let modern = if e.full.modern || e.quick.modern { Some(machine(src, &e.modern_preset)?) } else { None };
+    let machines = Machines { paper, modern };
+    for (table, grid) in [("full", &e.full), ("quick", &e.quick)] {
+        for p in plan(&e, &machines, grid)? {
+            p.workload
+                .validate(&p.config)
+                .map_err(|err| anyhow::anyhow!("invalid experiment ({table} run {}): {err}", p.labels.id()))?;
+        }
+    }
+    Ok((e, machines))
+}
+
+fn machine(src: &Source, name: &str) -> Result<MachineConfig> {
+    let m = MachineConfig::load(&src.preset(name))?;
+    if m.dsm.is_none() || m.pdq.is_none() {
+        bail!("invalid preset = {name}: the study needs a machine with [dsm] and [pdq] sections (for example hpca99)");
+    }
+    Ok(m)
+}
+
+/// One run: the system's policy and processors on `machine`, the DSM's
+/// costs from the machine, the simulator's in-order network, and the
+/// coherence check on.
+fn run(
+    machine: &MachineConfig,
+    grid: &Grid,
+    app: &str,
+    system: DsmSystem,
+    shape: ShapeSpec,
+    seed: u64,
+    variant: Option<Variant>,
+) -> Result<Planned<RunLabels>> {
+    let topology = Topology { nodes: shape.nodes, procs_per_node: shape.procs };
+    let mut config = SimConfig::new(machine.clone(), topology, Policy::Single, seed);
+    system.apply(&mut config.run, shape.procs);
+    let params = machine.dsm.as_ref().context("the machine has no [dsm] section")?;
+    let dsm = DsmConfig {
+        block_bytes: shape.block_bytes,
+        check_coherence: true,
+        ordered_delivery: true,
+        costs: handler_costs(params),
+        ..DsmConfig::default()
+    };
+    // The inputs come from the experiment's seed, the same on every
+    // system (common random numbers).
+    let program = ProgramSpec::named(app, grid.size, seed)?;
+    let labels = RunLabels {
+        app: app.to_string(),
+        system,
+        nodes: shape.nodes,
+        procs: shape.procs,
+        block_bytes: shape.block_bytes,
+        seed,
+        variant,
+    };
+    Ok(Planned { labels, config, workload: WorkloadSpec::Dsm(DsmSpec { program, dsm }) })
+}
+
+/// The baseline shape: the grid's first.
+pub(super) fn baseline(grid: &Grid) -> ShapeSpec {
+    grid.shapes[0]
+}
+
+pub(super) fn plan(exp: &Experiment, machines: &Machines, grid: &Grid) -> Result<Vec<Planned<RunLabels>>> {
+    let seed = exp.seed;
+    let paper = &machines.paper;
+    let mut runs = Vec::new();
+    for app in &grid.apps {
+        for &shape in &grid.shapes {
+            for &system in &grid.systems {
+                runs.push(run(paper, grid, app, system, shape, seed, None)?);
+            }
+        }
+        let base = baseline(grid);
+        if grid.uniprocessor {
+            let one = ShapeSpec { nodes: 1, procs: 1, block_bytes: base.block_bytes };
+            runs.push(run(paper, grid, app, DsmSystem::Scoma, one, seed, Some(Variant::Uniprocessor))?);
+        }
+        if grid.affinity_passes > 0 {
+            let mut m = paper.clone();
+            if let Some(pdq) = m.pdq.as_mut() {
+                pdq.affinity_passes = grid.affinity_passes;
+            }
+            for &system in grid.systems.iter().filter(|&&s| s != DsmSystem::Scoma) {
+                runs.push(run(&m, grid, app, system, base, seed, Some(Variant::Affinity))?);
+            }
+        }
+        if grid.modern {
+            let m = machines.modern.as_ref().context("the modern preset is not loaded")?;
+            for &system in &grid.systems {
+                runs.push(run(m, grid, app, system, base, seed, Some(Variant::Modern))?);
+            }
+        }
+    }
+    Ok(runs)
+}
