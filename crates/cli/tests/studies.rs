@@ -257,8 +257,11 @@ p99_queue_delay_cycles,pp_busy_wait_fraction,seed";
     // does not: key state migrates between the embedded processors' data
     // caches (the sensitivity run without migration scales 4.00x).
     // Hypothesis H1 fails where PDQ moves keys between caches and static
-    // partitioning does not; H2 holds (see README).
-    check_claims(&d, "pdq-micro", &[2, 0, 0], &[3, 0]);
+    // partitioning does not; H2 holds (see README). Since hpca99 was
+    // recalibrated against HPCA 1999 Table 1 (2026-11-29) all four of H1's
+    // checks fail in the quick run, as in the full one (SMP under uniform
+    // keys went from 1.09 to 1.12).
+    check_claims(&d, "pdq-micro", &[2, 0, 0], &[4, 0]);
     let report = std::fs::read_to_string(d.join("report.md")).unwrap();
     let h1 = report.lines().find(|l| l.starts_with("hypothesis H1:")).expect("a hypothesis H1 line");
     assert!(h1.contains("embedded uniform") && h1.contains("smp zipf:1"), "H1 per kind: {h1}");

@@ -107,11 +107,12 @@ impl RtConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.run.validate()?;
         self.check_coprocessor()?;
-        if self.run.dispatch.pp_kind == PpKind::Embedded {
+        if matches!(self.run.dispatch.pp_kind, PpKind::Embedded | PpKind::Hardware) {
             return Err(ConfigError::invalid(
                 "pp_kind",
-                "embedded",
-                "the native runtime has no network-interface processor; allowed smp (dedicated or idle threads)",
+                self.run.dispatch.pp_kind.label(),
+                "the native runtime has no network-interface processor or protocol engine; allowed smp (dedicated or \
+                 idle threads)",
             ));
         }
         let min_slots =

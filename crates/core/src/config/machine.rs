@@ -99,6 +99,16 @@ pub struct NiParams {
 pub struct NetworkParams {
     /// Constant point-to-point latency.
     pub latency_cycles: u64,
+    /// The constant latency counts from the first word leaving the
+    /// sender's NI port to the last word entering the receiver's (cut
+    /// through, as a network whose latency is quoted per message whatever
+    /// its size): an uncontended message takes `latency_cycles` (at least
+    /// both ports' time), and the ports still serialize messages, so
+    /// contention at the interfaces stays. Off, the ports' time is added at
+    /// both ends (store and forward). Records made before it ran with it
+    /// off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub latency_includes_ports: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -233,6 +243,18 @@ pub struct PdqParams {
     /// `Region::Directory`).
     #[serde(default)]
     pub hardware_state_cycles: u64,
+    /// SMP protocol processors move messages to and from the device as
+    /// cache lines: a message's header and arguments arrive in the line of
+    /// the processor's cachable dispatch register (one fill from the
+    /// device, `ni.register_read_*`), and a payload moves as whole lines
+    /// between the processor's cache and the device's queues (a fill from
+    /// the device per line received, like the register's; a posted line
+    /// write per line sent, `bus.writeback_occupancy` on the bus and
+    /// `ni.uncached_write_latency` to the processor). Off, they are
+    /// uncached word loads and stores. Records made before it ran with it
+    /// off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub smp_line_transfers: bool,
 }
 
 /// The node's memory beyond what the caches and the protocol use.

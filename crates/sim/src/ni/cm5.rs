@@ -1,7 +1,11 @@
 //! The CM-5-like NI (NI2w in the HPCA'98 classification): uncached
 //! memory-mapped send and receive queues on the memory bus, moved a word at
 //! a time by the processor; ports that serialize messages at each end, and
-//! a network of constant latency between them.
+//! a network of constant latency between them (or, with
+//! `network.latency_includes_ports`, of constant latency from the first
+//! word out to the last word in). With a dispatch device whose
+//! `pdq.smp_line_transfers` is on, SMP processors move messages as cache
+//! lines instead: the dispatch register's line and the payload's lines.
 
 use super::{DeviceWords, Mover, NiModel, Sent};
 use crate::bus::{Calendar, Phases};
@@ -30,6 +34,14 @@ pub(crate) struct Cm5Ni {
     register_read_latency: u64,
     port_cycles_per_word: u64,
     network_latency: u64,
+    /// `network.latency_includes_ports`: the latency spans both ports.
+    latency_includes_ports: bool,
+    /// `pdq.smp_line_transfers`: processors on the bus move a message as
+    /// lines (the dispatch register's, then the payload's).
+    line_transfers: bool,
+    line_bytes: usize,
+    /// Bus occupancy of a line written to the device (a write-back's).
+    line_write_occupancy: u64,
     /// The NI is a dispatch device (the machine has a `[pdq]` section):
     /// each protocol processor loads its own dispatch register, and that
     /// load is its notice.
@@ -60,6 +72,10 @@ impl Cm5Ni {
             register_read_latency: ni.register_read_latency,
             port_cycles_per_word: ni.port_cycles_per_word,
             network_latency: m.network.latency_cycles,
+            latency_includes_ports: m.network.latency_includes_ports,
+            line_transfers: m.pdq.as_ref().is_some_and(|d| d.smp_line_transfers),
+            line_bytes: m.cache.line_bytes as usize,
+            line_write_occupancy: m.bus.writeback_occupancy,
             dispatch_device: m.pdq.is_some(),
             procs_per_node,
             ports: (0..nodes).map(|_| Ports::default()).collect(),
@@ -72,23 +88,51 @@ impl Cm5Ni {
     fn body_words(&self, msg: &Message) -> u64 {
         (msg.args.len() + msg.payload.len().div_ceil(self.word_bytes)) as u64
     }
+
+    /// The message's payload lines (what moves as lines when the device
+    /// takes line transfers).
+    fn payload_lines(&self, msg: &Message) -> u64 {
+        msg.payload.len().div_ceil(self.line_bytes) as u64
+    }
+
+    /// When the message's last word is in the destination's NI, its first
+    /// word having entered the network at `out_start` and each port
+    /// spending `busy` on it: the network's latency after the injection,
+    /// then the ejection; or, when the latency spans both ports, the
+    /// ejection ending `latency` after the injection began (no sooner than
+    /// the injection's end plus the ejection).
+    fn ejection_from(&self, out_start: u64, busy: u64) -> u64 {
+        if self.latency_includes_ports {
+            out_start + self.network_latency.saturating_sub(busy).max(busy)
+        } else {
+            out_start + busy + self.network_latency
+        }
+    }
 }
 
 impl NiModel for Cm5Ni {
     /// The processor writes the header and body into the NI a word at a
-    /// time (uncached stores; an embedded processor on its own device),
-    /// then the source's injection port sends the words, the network adds
-    /// its latency, and the destination's ejection port takes them.
+    /// time (uncached stores; an embedded processor on its own device;
+    /// with line transfers, the header and arguments as words and the
+    /// payload as posted line writes from its cache), then the source's
+    /// injection port sends the words, the network adds its latency, and
+    /// the destination's ejection port takes them.
     #[inline(always)] // one call site; a call costs the arguments' spills
     fn send(&mut self, mem: &mut NodeMemory, now: u64, t: u64, src: usize, by: Mover, msg: &Message) -> Sent {
         let words = self.header_words + self.body_words(msg);
         let done = match by {
             Mover::Device { word_cycles } => t + words * word_cycles,
+            Mover::Bus { .. } if self.line_transfers && !msg.payload.is_empty() => {
+                let head = self.header_words + msg.args.len() as u64;
+                let t = mem.bus.train(now, t, head, Phases::Write, self.write_occupancy, self.write_latency);
+                let (occ, lat) = (self.line_write_occupancy, self.write_latency);
+                mem.bus.train(now, t, self.payload_lines(msg), Phases::Write, occ, lat)
+            }
             Mover::Bus { .. } => mem.bus.train(now, t, words, Phases::Write, self.write_occupancy, self.write_latency),
         };
         let busy = words * self.port_cycles_per_word;
         let out_start = self.ports[src].out.reserve(now, done, busy);
-        let at_dst = out_start + busy + self.network_latency;
+        let at_dst = self.ejection_from(out_start, busy);
         let arrive = self.ports[msg.dst_node.index()].inp.reserve(now, at_dst, busy) + busy;
         Sent { done, arrive }
     }
@@ -103,7 +147,10 @@ impl NiModel for Cm5Ni {
     /// An SMP processor re-reads the arrival register if arrivals
     /// invalidated its copy (with a dispatch device it loads its own
     /// dispatch register instead, which is its notice), reads the status
-    /// register, then loads the body a word at a time (uncached). An
+    /// register, then loads the body a word at a time (uncached). With
+    /// line transfers the dispatch register's line holds the header and
+    /// the arguments (any beyond the line are loaded as words), and each
+    /// payload line is a fill from the device, as the register's is. An
     /// embedded processor reads the body off its own device.
     #[inline(always)] // one call site, as for `send`
     fn receive(&mut self, mem: &mut NodeMemory, now: u64, t: u64, n: usize, by: Mover, msg: &Message) -> u64 {
@@ -122,6 +169,12 @@ impl NiModel for Cm5Ni {
             }
         }
         t = mem.bus.transact(now, t, Phases::Read, reg_occ, reg_lat).done;
+        if self.line_transfers && self.dispatch_device {
+            let line_words = (self.line_bytes / self.word_bytes) as u64;
+            let beyond = (self.header_words + msg.args.len() as u64).saturating_sub(line_words);
+            t = mem.bus.train(now, t, beyond, Phases::Read, self.read_occupancy, self.read_latency);
+            return mem.bus.train(now, t, self.payload_lines(msg), Phases::Read, reg_occ, reg_lat);
+        }
         mem.bus.train(now, t, words, Phases::Read, self.read_occupancy, self.read_latency)
     }
 
@@ -215,10 +268,52 @@ mod tests {
         assert_eq!(receive(&mut ni), 2 * register + word);
         // A dispatch device: each processor's own dispatch register load
         // is its notice.
-        let m = machine("hpca99");
+        let mut m = machine("hpca99");
+        m.pdq.as_mut().unwrap().smp_line_transfers = false;
         let mut ni = Cm5Ni::new(&m, &Topology { nodes: 2, procs_per_node: 2 });
         ni.arrive(&mut memory(&m), 0, 1, &msg);
         let (register, word) = (m.ni.register_read_latency, m.ni.uncached_read_latency);
         assert_eq!(ni.receive(&mut memory(&m), 0, 0, 1, by, &msg), register + word);
+    }
+
+    #[test]
+    fn with_line_transfers_a_message_moves_as_the_register_line_and_payload_lines() {
+        let m = machine("hpca99");
+        assert!(m.pdq.as_ref().unwrap().smp_line_transfers);
+        let mut ni = Cm5Ni::new(&m, &Topology { nodes: 2, procs_per_node: 2 });
+        let by = Mover::Bus { local: 1 };
+        let register = m.ni.register_read_latency;
+        // The argument rides in the dispatch register's line.
+        let mut mem = memory(&m);
+        assert_eq!(ni.receive(&mut mem, 0, 0, 1, by, &message(1, 0)), register);
+        assert_eq!(mem.bus.totals().transactions, 1);
+        // Two payload lines: two more fills from the device.
+        let mut mem = memory(&m);
+        assert_eq!(ni.receive(&mut mem, 0, 0, 1, by, &message(1, 128)), 3 * register);
+        assert_eq!(mem.bus.totals().transactions, 3);
+        // Sent: the header and argument as posted word stores, each payload
+        // line as one posted line write.
+        let mut mem = memory(&m);
+        let sent = ni.send(&mut mem, 0, 0, 0, by, &message(1, 128));
+        assert_eq!(mem.bus.totals().transactions, 3 + 2);
+        let (write, occupancy) = (m.ni.uncached_write_latency, m.bus.writeback_occupancy);
+        assert!(sent.done >= 3 * write + write && sent.done <= 3 * write + 2 * occupancy, "{sent:?}");
+    }
+
+    #[test]
+    fn a_latency_that_includes_the_ports_is_the_whole_passage_and_the_ports_still_queue() {
+        let m = machine("hpca99");
+        assert!(m.network.latency_includes_ports);
+        let mut ni = Cm5Ni::new(&m, &Topology { nodes: 2, procs_per_node: 2 });
+        let by = Mover::Device { word_cycles: 1 };
+        // Header, one argument, eight payload words.
+        let msg = message(1, 64);
+        let sent = ni.send(&mut memory(&m), 0, 0, 0, by, &msg);
+        assert_eq!(sent.arrive, sent.done + m.network.latency_cycles);
+        // A second message at once leaves after the first's injection and
+        // arrives that much later.
+        let busy = 11 * m.ni.port_cycles_per_word;
+        let again = ni.send(&mut memory(&m), 0, 0, 0, by, &msg);
+        assert_eq!(again.arrive, sent.arrive + busy);
     }
 }
