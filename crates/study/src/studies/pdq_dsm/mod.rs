@@ -104,3 +104,38 @@ impl Study for PdqDsm {
         report::sections(runs, self.grid())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Labels as _;
+
+    /// The shipped experiment loads, checks every run of both grids and
+    /// plans the quick one: Figures 7-11's shapes for every system, the
+    /// uniprocessor, affinity and modern runs, all distinct.
+    #[test]
+    fn the_shipped_experiment_plans_every_figure() {
+        let src = crate::studies::source("pdq-dsm").unwrap();
+        let study = PdqDsm::load(&src, true).unwrap();
+        let runs = study.plan().unwrap();
+        let grid = study.grid();
+        let per_app = grid.systems.len() * grid.shapes.len() + 1 + (grid.systems.len() - 1) + grid.systems.len();
+        assert_eq!(runs.len(), grid.apps.len() * per_app);
+        let mut ids: Vec<String> = runs.iter().map(|r| r.labels.id()).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), runs.len(), "run ids are distinct");
+        assert!(ids.contains(&"radix-mult-4x16-64B".to_string()), "{:?}", &ids[..5]);
+        for r in &runs {
+            r.labels.describe(&r.config, &r.workload).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_grid_without_s_coma_is_refused() {
+        let text = crate::studies::source("pdq-dsm").unwrap().text.replace("\"s-coma\", ", "");
+        let src = Source::shipped("pdq-dsm", &text);
+        let e = PdqDsm::load(&src, true).err().unwrap().to_string();
+        assert!(e.contains("s-coma missing"), "{e}");
+    }
+}
