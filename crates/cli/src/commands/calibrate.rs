@@ -2,10 +2,11 @@
 
 use crate::say;
 use anyhow::{bail, Result};
+use finegrain_apps::dsm::spec::handler_costs;
 use finegrain_apps::micro::{self, Protocol};
-use finegrain_core::config::{DsmParams, DsmSystem};
+use finegrain_core::config::DsmSystem;
 use finegrain_core::{DmaCalibration, HandlerTable, MachineConfig, Proc};
-use finegrain_dsm::{Dsm, DsmConfig, HandlerCosts, Home};
+use finegrain_dsm::{Dsm, DsmConfig, Home};
 use finegrain_sim::stats::TraceEvent;
 use finegrain_sim::SimConfig;
 
@@ -119,22 +120,6 @@ pub const REMOTE_MISS_SYSTEMS: [DsmSystem; 3] =
 
 /// How far a measured total may be from the paper's (a fraction of it).
 pub const REMOTE_MISS_TOLERANCE: f64 = 0.10;
-
-/// The DSM's handler instructions as the machine's `[dsm]` table gives
-/// them.
-pub fn handler_costs(d: &DsmParams) -> HandlerCosts {
-    HandlerCosts {
-        fault: d.fault_cycles,
-        page: d.page_cycles,
-        get: d.get_cycles,
-        inv: d.inv_cycles,
-        fetch: d.fetch_cycles,
-        fetch_reply: d.fetch_reply_cycles,
-        data: d.data_cycles,
-        ack: d.ack_cycles,
-        sync: d.sync_cycles,
-    }
-}
 
 /// Measures one remote read miss of a 64-byte block under `system` on an
 /// idle 2-node machine (one compute thread per node; the block is homed on
