@@ -13,9 +13,15 @@ use anyhow::{bail, Context, Result};
 use finegrain_apps::dsm::spec::{handler_costs, DsmSpec, ProgramSpec};
 use finegrain_apps::WorkloadSpec;
 use finegrain_core::config::DsmSystem;
+use finegrain_apps::splitc::spec::Size;
+use finegrain_core::config::MemoryParams;
 use finegrain_core::{MachineConfig, Policy, Topology};
 use finegrain_dsm::DsmConfig;
 use finegrain_sim::SimConfig;
+
+/// Each node's global segment (where shared memory lives in the
+/// simulator) for the paper's inputs: room for the largest, radix's.
+pub const PAPER_SEGMENT_BYTES: u64 = 128 << 20;
 
 /// The machines a study runs on.
 pub(super) struct Machines {
@@ -64,9 +70,15 @@ fn run(
     variant: Option<Variant>,
 ) -> Result<Planned<RunLabels>> {
     let topology = Topology { nodes: shape.nodes, procs_per_node: shape.procs };
-    let mut config = SimConfig::new(machine.clone(), topology, Policy::Single, seed);
+    let mut machine = machine.clone();
+    if grid.size == Size::Paper {
+        // radix's 4M keys in two arrays take 64 MiB of shared memory, the
+        // default global segment's size, before its histograms.
+        machine.memory = Some(MemoryParams { global_segment_bytes: PAPER_SEGMENT_BYTES });
+    }
+    let mut config = SimConfig::new(machine, topology, Policy::Single, seed);
     system.apply(&mut config.run, shape.procs);
-    let params = machine.dsm.as_ref().context("the machine has no [dsm] section")?;
+    let params = config.machine.dsm.as_ref().context("the machine has no [dsm] section")?;
     let dsm = DsmConfig {
         block_bytes: shape.block_bytes,
         check_coherence: true,
