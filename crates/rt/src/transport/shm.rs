@@ -211,16 +211,19 @@ impl Mapping {
     pub(crate) fn attach(fd: i32, layout: MapLayout, wait: Duration) -> Result<Mapping, String> {
         let start = Instant::now();
         loop {
-            if file_len(fd)? >= layout.len {
+            // One reading of the length: node 0 may size the file between
+            // two, and a short first reading with a full second one is not
+            // another configuration.
+            let len = file_len(fd)?;
+            if len >= layout.len {
                 let m = Mapping { base: map(fd, layout.len)?, layout };
                 if m.header().magic.load(Ordering::Acquire) == MAGIC {
                     return m.check_shape();
                 }
-            } else if file_len(fd)? > 0 {
+            } else if len > 0 {
                 return Err(format!(
-                    "node 0 made the shared memory for another configuration ({} bytes where this one needs {}): \
+                    "node 0 made the shared memory for another configuration ({len} bytes where this one needs {}): \
                      start every node with the same options",
-                    file_len(fd)?,
                     layout.len
                 ));
             }
