@@ -51,6 +51,19 @@ pub trait HandlerCtx {
     fn charge(&mut self, cycles: u64);
 }
 
+/// Checks where a handler's protocol message ([`HandlerCtx::send`]) goes:
+/// a node of the machine and a handler of the table. Every platform
+/// refuses the same sends with the same errors.
+pub fn check_send_target(dst: NodeId, nodes: u32, handler: HandlerId, handlers: usize) -> Result<(), AmError> {
+    if dst.0 >= nodes {
+        return Err(AmError::NoSuchNode { node: dst.0, nodes });
+    }
+    if handler.index() >= handlers {
+        return Err(AmError::UnknownHandler { id: handler.0, len: handlers });
+    }
+    Ok(())
+}
+
 /// The function type of a handler.
 pub type HandlerFn = Arc<dyn Fn(&mut dyn HandlerCtx, &Message) -> Result<(), AmError> + Send + Sync>;
 

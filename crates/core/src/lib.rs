@@ -24,7 +24,7 @@ pub use config::{
     MachineConfig, Notification, PdqParams, Policy, PpKind, Relinquish, RoleArbitration, RunConfig, Topology,
 };
 pub use error::AmError;
-pub use handler::{HandlerCtx, HandlerFn, HandlerInfo, HandlerTable, LibraryOp, ReplyGuard};
+pub use handler::{check_send_target, HandlerCtx, HandlerFn, HandlerInfo, HandlerTable, LibraryOp, ReplyGuard};
 pub use ids::{HandlerId, NodeId, ThreadId};
 pub use memory::{Access, Region};
 pub use message::{Args, Message, MsgKind, Payload, Reply, SyncKey, MAX_ARGS};

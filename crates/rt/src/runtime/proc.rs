@@ -8,8 +8,8 @@ use crate::config::RtConfig;
 use crate::stats::ThreadTimes;
 use crate::transport::{Outgoing, Transport, MAX_PAYLOAD};
 use finegrain_core::{
-    Access, AmError, Args, HandlerCtx, HandlerId, Message, MsgKind, NodeId, Payload, Proc, Region, Reply, ReplyGuard,
-    SyncKey, ThreadId, MAX_ARGS,
+    check_send_target, Access, AmError, Args, HandlerCtx, HandlerId, Message, MsgKind, NodeId, Payload, Proc, Region,
+    Reply, ReplyGuard, SyncKey, ThreadId, MAX_ARGS,
 };
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
@@ -71,13 +71,7 @@ impl<T: Transport> HandlerCtx for RtHandlerCtx<'_, T> {
         payload: Payload,
     ) -> Result<(), AmError> {
         let cluster = &self.thread.cluster;
-        let nodes = cluster.cfg.run.topology.nodes;
-        if dst.0 >= nodes {
-            return Err(AmError::NoSuchNode { node: dst.0, nodes });
-        }
-        if handler.index() >= cluster.handlers.len() {
-            return Err(AmError::UnknownHandler { id: handler.0, len: cluster.handlers.len() });
-        }
+        check_send_target(dst, cluster.cfg.run.topology.nodes, handler, cluster.handlers.len())?;
         if payload.len() > MAX_PAYLOAD {
             return Err(AmError::PayloadTooLarge {
                 what: format!("handler '{}''s protocol message payload", self.guard.handler()),

@@ -4,6 +4,7 @@
 
 use super::Submitted;
 use super::*;
+use finegrain_core::check_send_target;
 
 impl<'a, 'h, T> Engine<'a, 'h, T> {
     pub(super) fn on_arrive(&mut self, slot: u32) {
@@ -774,14 +775,7 @@ impl HandlerCtx for SimHandlerCtx<'_, '_> {
         args: Args,
         payload: Payload,
     ) -> Result<(), AmError> {
-        let refused = if dst.0 >= self.nodes {
-            Some(AmError::NoSuchNode { node: dst.0, nodes: self.nodes })
-        } else if handler.index() >= self.handlers {
-            Some(AmError::UnknownHandler { id: handler.0, len: self.handlers })
-        } else {
-            None
-        };
-        if let Some(e) = refused {
+        if let Err(e) = check_send_target(dst, self.nodes, handler, self.handlers) {
             self.error.get_or_insert_with(|| e.clone());
             return Err(e);
         }
