@@ -3,10 +3,10 @@
 //! barrier and locks.
 
 use crate::node::NodeState;
-use crate::protocol::{WANT_READ, WANT_WRITE};
+use crate::protocol::{args, WANT_READ, WANT_WRITE};
 use crate::sync::{barrier_key, lock_key};
 use crate::{Dsm, LockId, Shared};
-use finegrain_core::{Access, AmError, Args, NodeId, Payload, Proc, Region, SyncKey};
+use finegrain_core::{Access, AmError, NodeId, Payload, Proc, Region, SyncKey};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -17,10 +17,6 @@ pub struct DsmProc<'a, P: Proc> {
     node: &'a NodeState,
     /// Barriers this thread has passed.
     barriers: Cell<u64>,
-}
-
-fn args(words: &[u64]) -> Args {
-    Args::new(words).expect("at most 4 words")
 }
 
 impl<'a, P: Proc> DsmProc<'a, P> {

@@ -79,8 +79,9 @@ fn key(block: u64) -> SyncKey {
     SyncKey::Key(block)
 }
 
-fn args(words: &[u64]) -> Args {
-    Args::new(words).expect("protocol messages carry at most 4 words")
+/// A message's argument words (the library's messages carry at most 4).
+pub(crate) fn args(words: &[u64]) -> Args {
+    Args::new(words).expect("the DSM's messages carry at most 4 words")
 }
 
 /// Where the simulator finds a block's directory entry and tag: entries

@@ -9,8 +9,8 @@
 //! message carries one key, each lock its own, so a parallel dispatch
 //! queue serializes exactly the handlers that share state.
 
-use crate::protocol::{State, BARRIER_KEY};
-use finegrain_core::{AmError, Args, HandlerCtx, Message, NodeId, Payload, SyncKey};
+use crate::protocol::{args, State, BARRIER_KEY};
+use finegrain_core::{AmError, HandlerCtx, Message, NodeId, Payload, SyncKey};
 use std::sync::atomic::Ordering;
 
 pub(crate) fn barrier_key() -> SyncKey {
@@ -19,10 +19,6 @@ pub(crate) fn barrier_key() -> SyncKey {
 
 pub(crate) fn lock_key(lock: u32) -> SyncKey {
     SyncKey::Key(BARRIER_KEY + 1 + lock as u64)
-}
-
-fn args(words: &[u64]) -> Args {
-    Args::new(words).expect("sync messages carry at most 4 words")
 }
 
 /// At node 0: a node's threads all reached barrier `epoch`.
