@@ -93,13 +93,6 @@ pub struct Barnes {
     pub eps: f64,
     pub dt: f64,
     pub seed: u64,
-    /// Read every child slot of the tree build under its cell's lock. Off,
-    /// as in SPLASH-2, a slot is read without the lock and locked only to
-    /// change it; that read races (benignly: an empty or body slot is read
-    /// again under the lock) with another thread's change, which the DSM's
-    /// coherence check reports when their timing overlaps.
-    #[serde(default)]
-    pub locked_reads: bool,
     #[serde(skip)]
     lay: Option<Layout>,
 }
@@ -113,7 +106,6 @@ impl PartialEq for Barnes {
             && self.eps == o.eps
             && self.dt == o.dt
             && self.seed == o.seed
-            && self.locked_reads == o.locked_reads
     }
 }
 
@@ -133,7 +125,7 @@ const FRAME_DEPTH: u64 = 6;
 impl Barnes {
     /// For tests: 128 bodies, 2 steps.
     pub fn tiny(seed: u64) -> Barnes {
-        Barnes { bodies: 128, steps: 2, theta: 1.0, eps: 0.05, dt: 0.025, seed, locked_reads: false, lay: None }
+        Barnes { bodies: 128, steps: 2, theta: 1.0, eps: 0.05, dt: 0.025, seed, lay: None }
     }
 
     /// The study's quick set: 1024 bodies, 1 step (about 150K shared
@@ -500,7 +492,9 @@ impl Barnes {
             }
             let o = octant(p, c) as u64;
             let slot = cell * CELL_WORDS + o;
-            let mut ch = if self.locked_reads { EMPTY } else { d.read(lay.cells, slot).await? };
+            // As in SPLASH-2: read the slot without the lock, take it only to
+            // change the slot (an empty or body slot is read again under it).
+            let mut ch = d.read(lay.cells, slot).await?;
             if ch == EMPTY || ch & BODY_TAG != 0 {
                 let lock = lay.cell_locks[(cell % CELL_LOCKS as u64) as usize];
                 d.lock(lock).await?;
@@ -783,12 +777,9 @@ mod tests {
         let sim = run_sim(Barnes::tiny(1), 2, 2).unwrap();
         assert_eq!(sim.len(), 4);
         assert!(sim.iter().all(|r| r.phases.times["force"] > 0));
-        // Natively the unlocked slot reads' benign race may trip the
-        // coherence check (see `locked_reads`); the simulator's run above is
-        // deterministic and does not.
-        run_native(Barnes { locked_reads: true, ..Barnes::tiny(2) }, 2, 2).unwrap();
-        run_native(Barnes { locked_reads: true, ..Barnes::tiny(3) }, 3, 1).unwrap();
-        let sim = run_sim(Barnes { locked_reads: true, ..Barnes::tiny(4) }, 3, 2).unwrap();
+        run_native(Barnes::tiny(2), 2, 2).unwrap();
+        run_native(Barnes::tiny(3), 3, 1).unwrap();
+        let sim = run_sim(Barnes::tiny(4), 3, 2).unwrap();
         assert_eq!(sim.len(), 6);
     }
 
