@@ -43,11 +43,6 @@ pub const PREFIX_CYCLES: u64 = 2;
 /// store into the run bound there. An estimate.
 pub const PERMUTE_CYCLES: u64 = 4;
 
-/// The most threads the sort runs on: the histogram arrays are allocated
-/// before the run, for this many rows, because the layout is made before
-/// the thread count is known to the program.
-pub const MAX_RANKS: u32 = 256;
-
 /// Shared arrays a program allocated in its layout. They are not part of
 /// its configuration: serde skips them and `==` ignores them.
 #[derive(Clone, Copy)]
@@ -101,6 +96,9 @@ pub struct Radix {
 
 #[derive(Clone, Copy, Debug)]
 struct Arrays {
+    /// Threads the layout was made for: `hist` and `rank` have a row for
+    /// each of them and no more.
+    threads: u32,
     keys: [Shared; 2],
     /// Row t: thread t's histogram of the pass's digit.
     hist: Shared,
@@ -296,21 +294,33 @@ impl DsmProgram for Radix {
         }
         let n = self.keys;
         let keys = [b.alloc_with(input(self.seed, n, self.key_bits), Home::Blocked), b.alloc(n, Home::Blocked)];
-        // The thread count is not known here, so the rows cannot be homed
-        // at their threads; round-robin pages at least spread them.
-        let rows = MAX_RANKS as u64 * self.buckets();
+        // One row per thread of the run (the builder knows the DSM's
+        // shape), so the arrays take no more pages than the run needs and
+        // any thread count fits. The rows keep round-robin pages, which
+        // spread them over the nodes: homing row t at thread t's node
+        // would make that thread's own accesses local, but would change
+        // the simulated times, so it is left for a change of its own.
+        let threads = b.nodes() * b.threads_per_node();
+        let rows = threads as u64 * self.buckets();
         let hist = b.alloc(rows, Home::RoundRobin);
         let rank = b.alloc(rows, Home::RoundRobin);
         let density = b.alloc(self.buckets(), Home::Blocked);
-        self.arrays.set(Arrays { keys, hist, rank, density });
+        self.arrays.set(Arrays { threads, keys, hist, rank, density });
     }
 
     async fn run<P: Proc>(&self, d: &DsmProc<'_, P>, phases: &mut Phases) -> Result<Vec<u64>, AmError> {
         self.validate().map_err(AmError::NotAllowed)?;
-        if d.ranks() > MAX_RANKS {
-            return Err(AmError::NotAllowed(format!("radix on {} threads; allowed at most {MAX_RANKS}", d.ranks())));
-        }
         let a = *self.arrays.get("radix")?;
+        // `hist` and `rank` have rows for the layout's threads only. Arrays
+        // laid out with another builder (another shape) are refused here,
+        // naming both counts, rather than failing later on an index.
+        if d.ranks() != a.threads {
+            return Err(AmError::NotAllowed(format!(
+                "radix laid out for {} threads but run on {}",
+                a.threads,
+                d.ranks()
+            )));
+        }
         let mine = block(self.keys, d.ranks(), d.rank());
         let mut keys = vec![0u64; (mine.end - mine.start) as usize];
         for pass in 0..self.passes() {
@@ -417,6 +427,54 @@ mod tests {
         assert!(e.contains("radix_bits = 20"), "{e}");
     }
 
+    /// `hist` and `rank` have one row per thread of the builder's shape.
+    #[test]
+    fn layout_sizes_the_rows_for_the_run() {
+        let mut cfg = Radix::tiny(1);
+        let mut b = finegrain_dsm::Dsm::builder(3, 5, finegrain_dsm::DsmConfig::default()).unwrap();
+        cfg.layout(&mut b);
+        let a = *cfg.arrays.get("radix").unwrap();
+        assert_eq!(a.threads, 15);
+        assert_eq!(a.hist.len(), 15 * cfg.buckets());
+        assert_eq!(a.rank.len(), 15 * cfg.buckets());
+    }
+
+    /// Arrays laid out for another shape are refused before any access.
+    #[test]
+    fn a_run_on_another_shape_than_the_layout_is_refused() {
+        use crate::dsm::testing::run_sim;
+        struct OtherShape(Radix);
+        impl DsmProgram for OtherShape {
+            type Answer = Vec<u64>;
+            fn name(&self) -> &'static str {
+                "radix"
+            }
+            fn input(&self) -> String {
+                self.0.input()
+            }
+            fn layout(&mut self, _: &mut DsmBuilder) {
+                let mut b = finegrain_dsm::Dsm::builder(1, 1, finegrain_dsm::DsmConfig::default()).unwrap();
+                self.0.layout(&mut b);
+            }
+            async fn run<P: Proc>(&self, d: &DsmProc<'_, P>, phases: &mut Phases) -> Result<Vec<u64>, AmError> {
+                self.0.run(d, phases).await
+            }
+            fn check(&self, answers: &[&Vec<u64>]) -> Result<(), String> {
+                self.0.check(answers)
+            }
+        }
+        let e = run_sim(OtherShape(Radix::tiny(1)), 2, 2).unwrap_err();
+        assert!(e.contains("radix laid out for 1 threads but run on 4"), "{e}");
+    }
+
+    /// More threads than the 256 the rows were once fixed at: 5 nodes of
+    /// 60 (the simulator allows at most 64 processors a node).
+    #[test]
+    fn runs_right_on_300_threads() {
+        use crate::dsm::testing::run_sim;
+        assert_eq!(run_sim(Radix::tiny(8), 5, 60).unwrap().len(), 300);
+    }
+
     #[test]
     fn runs_right_on_the_simulator_and_natively() {
         use crate::dsm::testing::{run_native, run_sim};
@@ -424,5 +482,7 @@ mod tests {
         assert_eq!(sim.len(), 4);
         assert!(sim.iter().all(|r| r.total > 0));
         assert_eq!(run_native(Radix::tiny(6), 2, 2).unwrap().len(), 4);
+        // An odd thread count, with rows for exactly its 3 threads.
+        assert_eq!(run_sim(Radix::tiny(7), 3, 1).unwrap().len(), 3);
     }
 }
