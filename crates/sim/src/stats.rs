@@ -268,9 +268,11 @@ pub struct RunStats {
 pub enum TraceEvent {
     /// A message handed to the NI (or, `local`, to its own node's
     /// dispatch queue): `from` the cycle its sender started moving it,
-    /// `sent` when the sender was done, `arrive` when it reached the
+    /// `sent` when the sender was done, `injected` when the sender's link
+    /// had sent its payload (`network.payload_cycles_per_byte`; the
+    /// network's latency runs from there), `arrive` when it reached the
     /// destination's queue.
-    Message { handler: u32, src: u32, dst: u32, local: bool, from: u64, sent: u64, arrive: u64 },
+    Message { handler: u32, src: u32, dst: u32, local: bool, from: u64, sent: u64, injected: u64, arrive: u64 },
     /// A handler's run, beside its [`HandlerSpan`]: `start` when its
     /// processor began dispatching it, `body` when its first instruction
     /// ran, `first_global` when its first access to the global segment

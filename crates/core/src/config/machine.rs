@@ -2,7 +2,7 @@
 //! caches, bus, network interface, network, interrupts, protocol handlers,
 //! parallel dispatch hardware), validated.
 
-use super::{ConfigError, CoprocessorParams, DmaCalibration, RoleArbitration, MAX_CYCLES};
+use super::{ConfigError, CoprocessorParams, DmaCalibration, PpKind, RoleArbitration, MAX_CYCLES};
 use serde::{Deserialize, Serialize};
 
 /// Switches for the overheads the scheduling study separates, so each can be
@@ -109,6 +109,18 @@ pub struct NetworkParams {
     /// off.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub latency_includes_ports: bool,
+    /// Cycles the sender's link takes per byte of a message's payload
+    /// before the constant latency starts: the header and arguments ride in
+    /// the message's first flit, the payload follows at the link's
+    /// bandwidth, and the sender's port is busy for it (contention at the
+    /// interfaces). 0: payloads cost only their words' port time. Records
+    /// made before it ran with 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub payload_cycles_per_byte: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -255,6 +267,29 @@ pub struct PdqParams {
     /// off.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub smp_line_transfers: bool,
+    /// Releasing a thread stalled on the device (a block access fault, or
+    /// any `Proc::wait_until`) once a handler has made its condition true,
+    /// by the kind of protocol processor that ran it: what the thread pays
+    /// before it goes on, in place of its spin's cache hit. 0: the hit
+    /// only. Records made before they existed ran with 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hardware_resume_cycles: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub embedded_resume_cycles: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub smp_resume_cycles: u64,
+}
+
+impl PdqParams {
+    /// What a thread released by the device pays before it goes on, when
+    /// the node's protocol processors are of `kind` (see the fields).
+    pub fn resume_cycles(&self, kind: PpKind) -> u64 {
+        match kind {
+            PpKind::Hardware => self.hardware_resume_cycles,
+            PpKind::Embedded => self.embedded_resume_cycles,
+            PpKind::Smp => self.smp_resume_cycles,
+        }
+    }
 }
 
 /// The node's memory beyond what the caches and the protocol use.
@@ -585,7 +620,8 @@ impl MachineConfig {
         let mut fields = Vec::new();
         flatten("", &tree, &mut fields);
         for (field, v) in fields {
-            let cost = ["_cycles", "_latency", "_occupancy", "_per_word"].iter().any(|s| field.ends_with(s));
+            let cost =
+                ["_cycles", "_latency", "_occupancy", "_per_word", "_per_byte"].iter().any(|s| field.ends_with(s));
             if cost && v > MAX_CYCLES as i64 {
                 return Err(ConfigError::invalid(&field, v, format!("allowed at most {MAX_CYCLES} cycles")));
             }

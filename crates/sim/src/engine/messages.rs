@@ -48,7 +48,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let by = self.mover(p);
         let sent = self.ni.send(&mut self.nodes[n].mem, self.now, t, n, by, &msg);
         self.nodes[n].stats.messages_sent += 1;
-        self.trace_message(&msg, false, t, sent.done, sent.arrive);
+        self.trace_message(&msg, false, t, [sent.done, sent.injected, sent.arrive]);
         let slot = self.store_message(msg);
         self.queue.push(sent.arrive, EventKind::Arrive { msg: slot });
         sent.done
@@ -75,17 +75,20 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             }
         };
         self.nodes[n].stats.local_events += 1;
-        self.trace_message(&msg, true, t, done, arrive);
+        self.trace_message(&msg, true, t, [done, done, arrive]);
         let slot = self.store_message(msg);
         self.queue.push(arrive, EventKind::Arrive { msg: slot });
         done
     }
 
     /// Records a message's passage in a traced run.
-    fn trace_message(&mut self, msg: &Message, local: bool, from: u64, sent: u64, arrive: u64) {
+    /// `times`: when the sender was done, the payload injected, the
+    /// message arrived.
+    fn trace_message(&mut self, msg: &Message, local: bool, from: u64, times: [u64; 3]) {
         if self.cfg.trace_handlers {
             let (handler, src, dst) = (msg.handler.0 as u32, msg.src_node.0, msg.dst_node.0);
-            self.trace.push(TraceEvent::Message { handler, src, dst, local, from, sent, arrive });
+            let [sent, injected, arrive] = times;
+            self.trace.push(TraceEvent::Message { handler, src, dst, local, from, sent, injected, arrive });
         }
     }
 

@@ -295,18 +295,28 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let Some(next) = self.poll_task(t) else { return };
         let n = self.procs[p].node;
         let th = &mut self.threads[t];
-        match next {
+        let hit = self.cfg.machine.cache.hit_cycles;
+        let cost = match next {
             Deferred::Op(Op::Await) if th.shared.charged.get() == 0 => {
                 th.state = ThreadState::Awaiting;
                 self.nodes[n].awaiting += 1;
+                hit
             }
             next => {
                 th.deferred = Some(next);
                 th.state = ThreadState::Ready;
+                hit.max(self.device_resume_cycles())
             }
-        }
-        let hit = self.cfg.machine.cache.hit_cycles;
-        self.start_busy(p, Cat::Wait, hit, 0, After::Nothing);
+        };
+        self.start_busy(p, Cat::Wait, cost, 0, After::Nothing);
+    }
+
+    /// What a thread the dispatch device releases pays before it goes on
+    /// (`pdq.*_resume_cycles`, by the kind of the node's protocol
+    /// processors); 0 on a machine without a dispatch device.
+    fn device_resume_cycles(&self) -> u64 {
+        let kind = self.cfg.run.dispatch.pp_kind;
+        self.cfg.machine.pdq.as_ref().map_or(0, |d| d.resume_cycles(kind))
     }
 
     /// A thread's idle period ended: its processor runs it again as soon

@@ -36,6 +36,9 @@ pub(crate) struct Cm5Ni {
     network_latency: u64,
     /// `network.latency_includes_ports`: the latency spans both ports.
     latency_includes_ports: bool,
+    /// `network.payload_cycles_per_byte`: the sender's link injects the
+    /// payload before the latency starts.
+    payload_cycles_per_byte: u64,
     /// `pdq.smp_line_transfers`: processors on the bus move a message as
     /// lines (the dispatch register's, then the payload's).
     line_transfers: bool,
@@ -73,6 +76,7 @@ impl Cm5Ni {
             port_cycles_per_word: ni.port_cycles_per_word,
             network_latency: m.network.latency_cycles,
             latency_includes_ports: m.network.latency_includes_ports,
+            payload_cycles_per_byte: m.network.payload_cycles_per_byte,
             line_transfers: m.pdq.as_ref().is_some_and(|d| d.smp_line_transfers),
             line_bytes: m.cache.line_bytes as usize,
             line_write_occupancy: m.bus.writeback_occupancy,
@@ -115,8 +119,9 @@ impl NiModel for Cm5Ni {
     /// time (uncached stores; an embedded processor on its own device;
     /// with line transfers, the header and arguments as words and the
     /// payload as posted line writes from its cache), then the source's
-    /// injection port sends the words, the network adds its latency, and
-    /// the destination's ejection port takes them.
+    /// injection port sends the words (and its link the payload's bytes,
+    /// `network.payload_cycles_per_byte`), the network adds its latency,
+    /// and the destination's ejection port takes them.
     #[inline(always)] // one call site; a call costs the arguments' spills
     fn send(&mut self, mem: &mut NodeMemory, now: u64, t: u64, src: usize, by: Mover, msg: &Message) -> Sent {
         let words = self.header_words + self.body_words(msg);
@@ -131,10 +136,12 @@ impl NiModel for Cm5Ni {
             Mover::Bus { .. } => mem.bus.train(now, t, words, Phases::Write, self.write_occupancy, self.write_latency),
         };
         let busy = words * self.port_cycles_per_word;
-        let out_start = self.ports[src].out.reserve(now, done, busy);
-        let at_dst = self.ejection_from(out_start, busy);
+        let inject = msg.payload.len() as u64 * self.payload_cycles_per_byte;
+        let out_start = self.ports[src].out.reserve(now, done, busy + inject);
+        let injected = out_start + inject;
+        let at_dst = self.ejection_from(injected, busy);
         let arrive = self.ports[msg.dst_node.index()].inp.reserve(now, at_dst, busy) + busy;
-        Sent { done, arrive }
+        Sent { done, injected, arrive }
     }
 
     /// The message waits in the NI's receive queue; the arrival register
@@ -309,11 +316,23 @@ mod tests {
         // Header, one argument, eight payload words.
         let msg = message(1, 64);
         let sent = ni.send(&mut memory(&m), 0, 0, 0, by, &msg);
-        assert_eq!(sent.arrive, sent.done + m.network.latency_cycles);
-        // A second message at once leaves after the first's injection and
-        // arrives that much later.
-        let busy = 11 * m.ni.port_cycles_per_word;
+        let inject = 64 * m.network.payload_cycles_per_byte;
+        assert!(inject > 0, "hpca99's link injects payloads");
+        assert_eq!(sent.injected, sent.done + inject, "the payload goes out after the header");
+        assert_eq!(sent.arrive, sent.injected + m.network.latency_cycles);
+        // A second message at once leaves after the first's injection
+        // (its words' port time and its payload) and arrives that much
+        // later.
+        let busy = 11 * m.ni.port_cycles_per_word + inject;
         let again = ni.send(&mut memory(&m), 0, 0, 0, by, &msg);
         assert_eq!(again.arrive, sent.arrive + busy);
+    }
+
+    #[test]
+    fn a_message_without_payload_costs_the_link_nothing_beyond_its_words() {
+        let m = machine("hpca99");
+        let mut ni = Cm5Ni::new(&m, &Topology { nodes: 2, procs_per_node: 2 });
+        let sent = ni.send(&mut memory(&m), 0, 0, 0, Mover::Device { word_cycles: 1 }, &message(1, 0));
+        assert_eq!((sent.injected, sent.arrive), (sent.done, sent.done + m.network.latency_cycles));
     }
 }

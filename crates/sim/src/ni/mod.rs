@@ -106,11 +106,14 @@ pub(crate) enum Mover {
     Device { word_cycles: u64 },
 }
 
-/// A message handed to the NI: when the sending processor is done, and
-/// when the message is in the destination's NI (its `Arrive` event).
+/// A message handed to the NI: when the sending processor is done, when
+/// the sender's link has injected its payload (the network's constant
+/// latency runs from there), and when the message is in the destination's
+/// NI (its `Arrive` event).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Sent {
     pub done: u64,
+    pub injected: u64,
     pub arrive: u64,
 }
 
