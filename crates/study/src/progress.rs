@@ -41,10 +41,12 @@ pub fn show_while<R>(job: Job, done: &AtomicU64, f: impl FnOnce() -> R) -> R {
 }
 
 /// Runs the simulation `f`, which answers `total` requests, showing how
-/// many it has answered while it runs.
-pub fn one_run<R>(total: u64, f: impl FnOnce() -> R) -> R {
+/// many it has answered while it runs; with no known total (a program
+/// whose messages are not requests, such as the DSM's), only the time it
+/// has taken.
+pub fn one_run<R>(total: Option<u64>, f: impl FnOnce() -> R) -> R {
     let answered = Arc::new(AtomicU64::new(0));
-    let job = Job { label: "simulating", unit: "requests answered", total };
+    let job = Job { label: "simulating", unit: "requests answered", total: total.unwrap_or(0) };
     show_while(job, &answered, || finegrain_sim::progress::observed(&answered, f))
 }
 
@@ -76,6 +78,12 @@ fn show(job: Job, done: &AtomicU64, finished: &AtomicBool) {
 }
 
 fn new_bar(job: Job) -> ProgressBar {
+    if job.total == 0 {
+        let b = ProgressBar::new_spinner();
+        let template = format!("{} {{spinner}} {{elapsed}}", job.label);
+        b.set_style(ProgressStyle::with_template(&template).expect("valid template"));
+        return b;
+    }
     let b = ProgressBar::new(job.total);
     let template = format!("{} [{{bar:30}}] {{pos}}/{{len}} {}{{msg}}", job.label, job.unit);
     b.set_style(ProgressStyle::with_template(&template).expect("valid template").progress_chars("=> "));
@@ -85,6 +93,9 @@ fn new_bar(job: Job) -> ProgressBar {
 /// The line written every few seconds when standard error is not a
 /// terminal.
 fn line(job: Job, elapsed: Duration, done: u64) -> String {
+    if job.total == 0 {
+        return format!("{}: {} elapsed", job.label, FormattedDuration(elapsed));
+    }
     format!(
         "{}: {done}/{} {}, {} elapsed{}",
         job.label,
@@ -124,5 +135,11 @@ mod tests {
             line(job, Duration::from_secs(10), 10),
             "pdq-micro (quick): 10/40 runs, 00:00:10 elapsed, ~00:00:30 left"
         );
+    }
+
+    #[test]
+    fn work_of_unknown_size_shows_only_its_time() {
+        let job = Job { label: "simulating", unit: "requests answered", total: 0 };
+        assert_eq!(line(job, Duration::from_secs(7), 0), "simulating: 00:00:07 elapsed");
     }
 }

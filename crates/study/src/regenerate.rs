@@ -94,7 +94,7 @@ pub fn regenerate<L: Labels>(text: &str) -> Result<Rerun> {
     if record.id != expected {
         bail!("it names id = {} but its labels make {expected}; {DESCRIBED}", record.id);
     }
-    let total = record.workload.total_requests(&record.config).unwrap_or(0);
+    let total = record.workload.total_requests(&record.config);
     let out = progress::one_run(total, || record.workload.simulate(&record.config))?;
     let now = serde_json::to_value(&out.stats).context("statistics to JSON")?;
     let mut differences = Vec::new();

@@ -214,7 +214,7 @@ fn launch_self(a: &RunArgs, workload: Workload) -> Result<()> {
 /// prints what it measured.
 fn simulate(a: &RunArgs, run: SimRun) -> Result<()> {
     let t0 = Instant::now();
-    let total = run.workload.total_requests(&run.config).unwrap_or(0);
+    let total = run.workload.total_requests(&run.config);
     let out = finegrain_study::progress::one_run(total, || run.workload.simulate(&run.config))?;
     let wall = Wall::of(t0.elapsed(), &out.stats);
     // The record first: output closed early must not lose it.
