@@ -269,13 +269,17 @@ pub struct PdqParams {
     pub smp_line_transfers: bool,
     /// Releasing a thread stalled on the device (a block access fault, or
     /// any `Proc::wait_until`) once a handler has made its condition true,
-    /// by the kind of protocol processor that ran it: what the thread pays
+    /// on a node whose protocol processors are hardware engines (the two
+    /// fields below: embedded, SMP): what the thread pays
     /// before it goes on, in place of its spin's cache hit. 0: the hit
     /// only. Records made before they existed ran with 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub hardware_resume_cycles: u64,
+    /// The same release on a node of embedded protocol processors.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub embedded_resume_cycles: u64,
+    /// The same release on a node of SMP protocol processors (dedicated or
+    /// multiplexed).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub smp_resume_cycles: u64,
 }
