@@ -2,6 +2,7 @@
 //! configuration and seed); wall-clock figures live apart, in the caller's
 //! record, so the statistics of two identical runs are byte-identical.
 
+use finegrain_core::config::is_zero;
 use finegrain_core::SyncKey;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -379,11 +380,6 @@ fn describe(a: Option<HandlerSpan>, b: HandlerSpan) -> String {
         "node {}: a {:?} handler on processor {} ran {s2}..{e2} while a {:?} handler on processor {} ran {s1}..{e1}",
         a.node, b.key, b.proc, a.key, a.proc
     )
-}
-
-/// Serde's test for counters left out of records while zero.
-fn is_zero(v: &u64) -> bool {
-    *v == 0
 }
 
 #[cfg(test)]

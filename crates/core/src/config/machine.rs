@@ -119,7 +119,9 @@ pub struct NetworkParams {
     pub payload_cycles_per_byte: u64,
 }
 
-fn is_zero(n: &u64) -> bool {
+/// Serde's test for a count or cost left out of records while zero (a
+/// field older records ran without).
+pub fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 

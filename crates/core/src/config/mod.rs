@@ -24,7 +24,7 @@ pub use error::{plain_type_names, ConfigError};
 pub use input::{parse_toml, read_input};
 pub use limits::{INPUT_FILE_LIMIT, MAX_CYCLES, MAX_NODES, MAX_REQUESTS};
 pub use machine::{
-    BusParams, CacheParams, Calibration, ComputeParams, DsmParams, Effects, InterruptParams, MachineConfig,
+    is_zero, BusParams, CacheParams, Calibration, ComputeParams, DsmParams, Effects, InterruptParams, MachineConfig,
     MemoryParams, NetworkParams, NiKind, NiParams, PdqParams, ProcessorParams, ProtocolParams,
 };
 pub use presets::PRESETS;
