@@ -37,5 +37,7 @@ macro_rules! say {
 /// cannot be written the note is dropped rather than the command failed.
 pub fn note(args: std::fmt::Arguments) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "note: {args}");
+    // One write, so notes of node processes sharing a pipe never
+    // interleave (see `main`'s error line).
+    let _ = std::io::stderr().lock().write_all(format!("note: {args}\n").as_bytes());
 }

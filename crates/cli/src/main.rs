@@ -49,9 +49,14 @@ fn main() -> ExitCode {
         Err(e) => {
             // One line: the outermost context, then its causes.
             let msg = e.chain().map(|c| c.to_string()).collect::<Vec<_>>().join(": ");
-            // Nowhere is left to report a failure to write this: the exit
-            // status still says the command failed.
-            let _ = writeln!(std::io::stderr().lock(), "error: {}", usage::one_line(&msg));
+            // One write of the whole line: standard error is unbuffered, so
+            // `writeln!` would write the prefix and the message separately,
+            // and node processes sharing the launcher's pipe would interleave
+            // their lines. A single write below the pipe's atomic size
+            // (4 KiB) arrives whole. Nowhere is left to report a failure to
+            // write this: the exit status still says the command failed.
+            let line = format!("error: {}\n", usage::one_line(&msg));
+            let _ = std::io::stderr().lock().write_all(line.as_bytes());
             ExitCode::from(2)
         }
     }
