@@ -554,7 +554,7 @@ pub fn home_measures(machine: &MachineConfig, stats: &RunStats) -> HomeMeasures 
     let compute: Vec<f64> = home
         .procs
         .iter()
-        .filter(|p| p.role == "compute")
+        .filter(|p| p.role == finegrain_sim::ProcRole::Compute)
         .map(|p| p.cycles.compute as f64 / stats.sim_cycles.max(1) as f64)
         .collect();
     HomeMeasures {

@@ -40,8 +40,15 @@ pub enum Command {
         /// Output directory.
         #[arg(long, default_value = "out")]
         out: PathBuf,
+        /// The output directory of an earlier reproduction (repeatable):
+        /// each planned run it holds an exact record of (same study,
+        /// labels, configuration, seed and workload) is taken from there
+        /// instead of simulated, so a long study can be put together from
+        /// pieces or finished after a stop. May be --out itself.
+        #[arg(long, value_name = "DIR")]
+        reuse: Vec<PathBuf>,
         /// List the available experiments.
-        #[arg(long, conflicts_with_all = ["quick", "out"])]
+        #[arg(long, conflicts_with_all = ["quick", "out", "reuse"])]
         list: bool,
     },
     /// Regenerate one simulated run from its JSON record (a study's or a

@@ -60,6 +60,24 @@ fn unknown_experiment() {
 }
 
 #[test]
+fn a_reuse_directory_without_records_is_refused_before_any_run() {
+    let d = temp_dir("reuse-nothing");
+    assert_one_line_error(
+        &[
+            "reproduce",
+            "pdq-micro",
+            "--quick",
+            "--out",
+            d.join("out").to_str().unwrap(),
+            "--reuse",
+            d.to_str().unwrap(),
+        ],
+        &["invalid --reuse", "has no runs/ directory", "allowed the --out directory of an earlier"],
+    );
+    assert!(!d.join("out").join("results.csv").exists(), "nothing ran");
+}
+
+#[test]
 fn missing_subcommands_and_arguments_are_named() {
     assert_one_line_error(&[], &["`finegrain` needs a subcommand", "run, fetch-add, sweep, reproduce"]);
     assert_one_line_error(&["bench"], &["`finegrain bench` needs a subcommand", "pingpong", "sim"]);

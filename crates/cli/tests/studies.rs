@@ -262,6 +262,7 @@ p99_queue_delay_cycles,pp_busy_wait_fraction,seed";
     // checks fail in the quick run, as in the full one (SMP under uniform
     // keys went from 1.09 to 1.12).
     check_claims(&d, "pdq-micro", &[2, 0, 0], &[4, 0]);
+    check_reuse(&d, "pdq-micro");
     let report = std::fs::read_to_string(d.join("report.md")).unwrap();
     let h1 = report.lines().find(|l| l.starts_with("hypothesis H1:")).expect("a hypothesis H1 line");
     assert!(h1.contains("embedded uniform") && h1.contains("smp zipf:1"), "H1 per kind: {h1}");
@@ -325,6 +326,28 @@ p99_queue_delay_cycles,pp_busy_wait_fraction,seed";
     check_rerun(&d, unsplit, "identical");
     let split = "smp-pdq-k4-keys4096-uniform-no-migration.json";
     check_mislabelled(&d, split, "effect_off", serde_json::json!("split_bus"), "with split_bus on");
+}
+
+/// The same study with `--reuse` of its output takes every run from there
+/// (the report and the command say so) and writes the same records and
+/// results, byte for byte.
+fn check_reuse(d: &Path, study: &str) {
+    let again = d.with_extension("reused");
+    let out =
+        finegrain(&["reproduce", study, "--quick", "--out", again.to_str().unwrap(), "--reuse", d.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let note = String::from_utf8_lossy(&out.stderr);
+    assert!(note.contains("none was simulated now"), "{note}");
+    let report = std::fs::read_to_string(again.join("report.md")).unwrap();
+    assert!(report.contains("none was simulated now"), "the report says where its runs came from");
+    for entry in std::fs::read_dir(d.join("runs")).unwrap() {
+        let name = entry.unwrap().file_name();
+        let (was, now) = (d.join("runs").join(&name), again.join("runs").join(&name));
+        assert_eq!(std::fs::read(was).unwrap(), std::fs::read(now).unwrap(), "{name:?}");
+    }
+    let csv = |dir: &Path| std::fs::read(dir.join("results.csv")).unwrap();
+    assert_eq!(csv(d), csv(&again), "results.csv");
+    std::fs::remove_dir_all(&again).unwrap();
 }
 
 /// A study's report has one decided verdict, with its numbers, per claim of

@@ -49,7 +49,7 @@ mod thread;
 pub use config::SimConfig;
 pub use engine::cycles_consistent;
 pub use platform::Simulator;
-pub use stats::RunStats;
+pub use stats::{ProcRole, RunStats};
 pub use thread::{mix_seed, SimProc};
 
 use finegrain_core::{AmError, ConfigError, HandlerTable, WorkloadError};

@@ -4,12 +4,12 @@
 
 use finegrain_core::config::is_zero;
 use finegrain_core::SyncKey;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// Where a processor's cycles went. The categories are exclusive: they add
 /// up to the run's simulated cycles for every processor.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cycles {
     /// Synthetic or charged computation.
     pub compute: u64,
@@ -69,7 +69,7 @@ impl Cycles {
 }
 
 /// Cache misses by the effect they belong to, with the cycles they cost.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MissStats {
     /// A compute access to an own segment line that protocol state had
     /// evicted (indirect overhead: interference).
@@ -104,11 +104,10 @@ impl MissStats {
     }
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcStats {
-    /// "compute" for processors running a thread, "protocol" for dedicated
-    /// protocol processors.
-    pub role: &'static str,
+    /// Written "compute" or "protocol".
+    pub role: ProcRole,
     pub cycles: Cycles,
     pub handlers: u64,
     pub interrupts: u64,
@@ -117,7 +116,18 @@ pub struct ProcStats {
     pub misses: MissStats,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+/// What a processor is for in a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProcRole {
+    /// It runs a thread (and, under some policies, handlers too).
+    #[default]
+    Compute,
+    /// A dedicated protocol processor.
+    Protocol,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct BusStats {
     pub transactions: u64,
     /// The transactions' occupancy, both phases together on a split bus.
@@ -125,9 +135,9 @@ pub struct BusStats {
     /// How much later than on an idle bus the transactions were done.
     pub wait_cycles: u64,
     /// Split bus only: the address bus's and the data bus's busy cycles.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub address_busy_cycles: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_busy_cycles: Option<u64>,
 }
 
@@ -154,7 +164,7 @@ impl BusStats {
     }
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct NodeStats {
     pub procs: Vec<ProcStats>,
     pub bus: BusStats,
@@ -164,7 +174,7 @@ pub struct NodeStats {
     /// protocol messages a handler sent its own node), which no network
     /// carried; `messages_received` counts them too. Left out of records
     /// when none, as in every run before local events existed.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub local_events: u64,
     pub max_receive_queue: u64,
     /// Interrupts raised on this node that found the role already taken
@@ -176,12 +186,12 @@ pub struct NodeStats {
     /// When the last handler on this node finished.
     pub last_handler_end: u64,
     /// Policy coprocessor only (absent, and not serialized, otherwise).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coproc: Option<CoprocStats>,
 }
 
 /// What a node's communication co-processor did.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CoprocStats {
     /// Handlers its thread engine ran (coproc-am).
     pub handlers: u64,
@@ -196,18 +206,18 @@ pub struct CoprocStats {
     /// and remote event triggers it sent, handlers run by its hardware
     /// with no thread (a put's or store's words written by the DMA, a
     /// get's read by it), and counter threads its DMAs' completions woke.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub direct_dmas: u64,
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub remote_adds: u64,
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub direct_handlers: u64,
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub counter_threads: u64,
 }
 
 /// A distribution of waiting times, in cycles.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct DelayStats {
     pub count: u64,
     pub mean_cycles: f64,
@@ -216,7 +226,7 @@ pub struct DelayStats {
 }
 
 /// Request latency as the requesting thread saw it (issue to resume).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencyStats {
     pub count: u64,
     pub mean_cycles: f64,
@@ -224,7 +234,7 @@ pub struct LatencyStats {
     pub max_cycles: u64,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunStats {
     /// Cycle at which the last thread finished.
     pub sim_cycles: u64,
@@ -239,9 +249,9 @@ pub struct RunStats {
     /// One-way messages threads sent with `Proc::send_keyed`, and the
     /// replies their handlers chose to send (left out of records when
     /// none, as in every run before one-way messages existed).
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub one_way: u64,
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub one_way_replies: u64,
     pub interrupts: u64,
     pub handlers: u64,
@@ -255,16 +265,16 @@ pub struct RunStats {
     pub misses: MissStats,
     pub nodes: Vec<NodeStats>,
     /// Every handler run, when the configuration asks for a trace.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub handler_spans: Vec<HandlerSpan>,
     /// With the handler trace: every message's passage and every thread
     /// access to memory, in the order they were timed.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub trace: Vec<TraceEvent>,
 }
 
 /// A step of a traced run (`SimConfig::trace_handlers`), in cycles.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
 pub enum TraceEvent {
     /// A message handed to the NI (or, `local`, to its own node's
@@ -294,7 +304,7 @@ pub enum TraceEvent {
 }
 
 /// One handler run: who ran it, its key, and when (cycles).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HandlerSpan {
     pub node: u32,
     /// Processor within the node.

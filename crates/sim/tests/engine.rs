@@ -780,7 +780,12 @@ mod paper_mechanisms {
         let (a, b) = (run(&via), run(&direct));
         assert_eq!(a.requests, b.requests);
         let pp_handler = |s: &finegrain_sim::RunStats| {
-            s.nodes.iter().flat_map(|n| &n.procs).filter(|p| p.role != "compute").map(|p| p.cycles.handler).sum::<u64>()
+            s.nodes
+                .iter()
+                .flat_map(|n| &n.procs)
+                .filter(|p| p.role != finegrain_sim::ProcRole::Compute)
+                .map(|p| p.cycles.handler)
+                .sum::<u64>()
         };
         assert!(pp_handler(&a) > pp_handler(&b), "the protocol processors send them");
         assert!(a.request_latency.mean_cycles > b.request_latency.mean_cycles, "the hand-off takes time");

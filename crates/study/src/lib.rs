@@ -7,7 +7,8 @@
 //! - [`studies`]: the reproduced studies, registered in one list;
 //! - [`record`]: the one run record every simulated run leaves;
 //!   [`regenerate`] reruns one from its record with its labels' type, and
-//!   [`rerun`] picks that type by the record's study;
+//!   [`rerun`] picks that type by the record's study; [`reuse`] takes
+//!   finished runs from earlier records (`reproduce --reuse`);
 //! - [`claim`]: claims as values (statement, source, test, verdict);
 //! - [`sweep`]: `finegrain sweep`, any workload over any grid of
 //!   configuration fields, no claims;
@@ -27,6 +28,7 @@ pub mod record;
 pub mod regenerate;
 pub mod report;
 pub mod rerun;
+pub mod reuse;
 pub mod runner;
 pub mod single;
 pub mod studies;
@@ -34,12 +36,19 @@ pub mod study;
 pub mod sweep;
 
 /// Runs the experiment `name` (a shipped study's name, or a path to an
-/// experiment file) into `out`.
-pub fn reproduce(name: &str, quick: bool, out: &std::path::Path) -> anyhow::Result<study::Reproduced> {
+/// experiment file) into `out`, taking the runs the output directories
+/// `reuse` hold exact records of instead of simulating them.
+pub fn reproduce(
+    name: &str,
+    quick: bool,
+    out: &std::path::Path,
+    reuse: &[std::path::PathBuf],
+) -> anyhow::Result<study::Reproduced> {
     let src = studies::source(name)?;
     let header = experiment::header(&src)?;
+    let earlier = reuse::Earlier::new(reuse)?;
     match studies::find(&header.study) {
-        Some(s) => s.reproduce(&src, quick, out),
+        Some(s) => s.reproduce(&src, quick, out, &earlier),
         None => anyhow::bail!("invalid study = {} in {}: allowed {}", header.study, src.origin, studies::names()),
     }
 }

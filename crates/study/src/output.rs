@@ -9,8 +9,12 @@ use std::path::Path;
 /// Writes `value` as pretty JSON to `path` (every record and result file the
 /// command line writes).
 pub fn write_json<T: serde::Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
-    std::fs::write(path, serde_json::to_string_pretty(value)? + "\n")
-        .with_context(|| format!("writing {}", path.display()))
+    std::fs::write(path, json_text(value)?).with_context(|| format!("writing {}", path.display()))
+}
+
+/// The text [`write_json`] writes for `value`.
+pub fn json_text<T: serde::Serialize + ?Sized>(value: &T) -> Result<String> {
+    Ok(serde_json::to_string_pretty(value)? + "\n")
 }
 
 /// Fails now, before a run, if the record could not be written to `path`

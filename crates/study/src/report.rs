@@ -26,6 +26,8 @@ pub struct Parts<'a, L> {
     pub sections: Vec<Section>,
     pub figures: &'a [Figure],
     pub records: &'a [&'a RunRecord<L>],
+    /// With `--reuse`: which runs came from earlier records.
+    pub reused: Option<&'a str>,
     pub started: Instant,
 }
 
@@ -48,6 +50,9 @@ pub fn render<L>(p: &Parts<L>) -> String {
         p.records.len(),
         p.src.arg
     );
+    if let Some(reused) = p.reused {
+        let _ = writeln!(s, "{reused}\n");
+    }
     if !p.setup.is_empty() {
         let _ = writeln!(s, "{}\n", p.setup);
     }

@@ -12,6 +12,7 @@ use crate::experiment::{Header, Source};
 use crate::figures::Figure;
 use crate::record::{Labels, RunRecord, Wall};
 use crate::report::{self, Section};
+use crate::reuse::{Earlier, Found};
 use crate::{output, runner};
 use anyhow::{Context, Result};
 use finegrain_apps::WorkloadSpec;
@@ -70,20 +71,21 @@ pub trait Study: Sized + Sync + 'static {
 pub struct Reproduced {
     pub report: PathBuf,
     pub verdicts: Vec<String>,
+    /// With `--reuse`: how many runs were taken from earlier records.
+    pub reused: Option<String>,
 }
 
-/// Runs study `S` from `src` into `out`.
-pub fn reproduce<S: Study>(src: &Source, quick: bool, out: &Path) -> Result<Reproduced> {
+/// Runs study `S` from `src` into `out`, taking the runs `earlier` holds
+/// records of instead of simulating them.
+pub fn reproduce<S: Study>(src: &Source, quick: bool, out: &Path, earlier: &Earlier) -> Result<Reproduced> {
     let study = S::load(src, quick)?;
     output::prepare_out(out)?;
     let started = Instant::now();
     let planned = study.plan()?;
     let header = study.header();
     let mode = if quick { "quick" } else { "full" };
-    let label = format!("{} ({mode})", header.name);
-    let records = runner::run_all(&planned, &label, host_bytes, SimConfig::HOST_BYTES_LIMIT, |p| {
-        run_planned(S::NAME, &header.name, p)
-    })?;
+    let (records, reused) = run_or_reuse(S::NAME, &header.name, mode, &planned, earlier)?;
+    let reused_line = reused.as_ref().map(|r| r.line(earlier, planned.len()));
     let runs = study.view(records);
     let csv = csv(&study, &runs);
     let records: Vec<&RunRecord<S::Labels>> = runs.iter().map(S::record).collect();
@@ -99,11 +101,82 @@ pub fn reproduce<S: Study>(src: &Source, quick: bool, out: &Path) -> Result<Repr
         sections: study.sections(&runs, &claims),
         figures: &figures,
         records: &records,
+        reused: reused_line.as_deref(),
         started,
     });
     let path = out.join("report.md");
     std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-    Ok(Reproduced { report: path, verdicts: claims.iter().map(Claim::line).collect() })
+    Ok(Reproduced { report: path, verdicts: claims.iter().map(Claim::line).collect(), reused: reused_line })
+}
+
+/// What `--reuse` did for a study: runs taken from earlier records, and
+/// planned runs whose earlier records were of another run.
+pub struct Reused {
+    pub taken: usize,
+    pub differing: usize,
+}
+
+impl Reused {
+    /// The report's sentence on where the runs came from.
+    fn line(&self, earlier: &Earlier, total: usize) -> String {
+        let dirs: Vec<String> = earlier.dirs().iter().map(|d| format!("`{}`", d.display())).collect();
+        let differing = match self.differing {
+            0 => String::new(),
+            n => format!(
+                "; {n} planned run(s) had a record there of another configuration, workload or finegrain and were \
+                 simulated again"
+            ),
+        };
+        let simulated = match total - self.taken {
+            0 => "none was simulated now".to_string(),
+            n => format!("the other {n} were simulated now"),
+        };
+        format!(
+            "{} of the {total} runs were taken from the records of earlier runs in {} (same study, labels, \
+             configuration, seed and workload, so the same statistics as simulating them){differing}; {simulated}. \
+             Without `--reuse` the same command simulates every run and gives the same results.",
+            self.taken,
+            dirs.join(", ")
+        )
+    }
+}
+
+/// Simulates the planned runs on all cores, in plan order, except those
+/// `earlier` holds exact records of, which are taken as they are.
+fn run_or_reuse<L: Labels>(
+    study: &str,
+    experiment: &str,
+    mode: &str,
+    planned: &[Planned<L>],
+    earlier: &Earlier,
+) -> Result<(Vec<RunRecord<L>>, Option<Reused>)> {
+    let mut found = Vec::with_capacity(planned.len());
+    let mut differing = 0;
+    for p in planned {
+        found.push(match earlier.find(study, experiment, p)? {
+            Found::Same(r, _) => Some(*r),
+            Found::Differs(_) => {
+                differing += 1;
+                None
+            }
+            Found::None => None,
+        });
+    }
+    let to_run: Vec<&Planned<L>> = planned.iter().zip(&found).filter(|(_, f)| f.is_none()).map(|(p, _)| p).collect();
+    let taken = planned.len() - to_run.len();
+    let label = format!("{experiment} ({mode})");
+    let simulated = runner::run_all(
+        &to_run,
+        &label,
+        |p| host_bytes(p),
+        SimConfig::HOST_BYTES_LIMIT,
+        |p| run_planned(study, experiment, p),
+    )?;
+    let mut simulated = simulated.into_iter();
+    let records = found.into_iter().map(|f| f.or_else(|| simulated.next())).collect::<Option<Vec<_>>>();
+    let records = records.context("a simulated run went missing while merging the taken ones")?;
+    let reused = (!earlier.is_empty()).then_some(Reused { taken, differing });
+    Ok((records, reused))
 }
 
 /// The most host memory a planned run's simulated caches may take.
@@ -146,7 +219,7 @@ pub trait AnyStudy: Sync {
     fn name(&self) -> &'static str;
     /// The shipped experiment file's text.
     fn experiment(&self) -> &'static str;
-    fn reproduce(&self, src: &Source, quick: bool, out: &Path) -> Result<Reproduced>;
+    fn reproduce(&self, src: &Source, quick: bool, out: &Path, earlier: &Earlier) -> Result<Reproduced>;
     /// Regenerates one of its records (`finegrain rerun`), checking the
     /// record's labels with the study's own label type.
     fn rerun(&self, record: &str) -> Result<crate::regenerate::Rerun>;
@@ -168,8 +241,8 @@ impl<S: Study> AnyStudy for Registered<S> {
         S::EXPERIMENT
     }
 
-    fn reproduce(&self, src: &Source, quick: bool, out: &Path) -> Result<Reproduced> {
-        reproduce::<S>(src, quick, out)
+    fn reproduce(&self, src: &Source, quick: bool, out: &Path, earlier: &Earlier) -> Result<Reproduced> {
+        reproduce::<S>(src, quick, out, earlier)
     }
 
     fn rerun(&self, record: &str) -> Result<crate::regenerate::Rerun> {

@@ -3,7 +3,7 @@
 use crate::say;
 use anyhow::{bail, Result};
 use finegrain_study::{experiment, studies};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// Lists the shipped studies with their titles.
@@ -16,7 +16,7 @@ pub fn list() -> Result<()> {
     Ok(())
 }
 
-pub fn reproduce(name: Option<String>, quick: bool, out: &Path, list_them: bool) -> Result<()> {
+pub fn reproduce(name: Option<String>, quick: bool, out: &Path, reuse: &[PathBuf], list_them: bool) -> Result<()> {
     if list_them {
         if let Some(name) = name {
             bail!("--list takes no experiment name (got '{name}'): it lists them all");
@@ -27,7 +27,10 @@ pub fn reproduce(name: Option<String>, quick: bool, out: &Path, list_them: bool)
         bail!("missing experiment name: give one of `finegrain reproduce --list`");
     };
     let t0 = Instant::now();
-    let done = finegrain_study::reproduce(&name, quick, out)?;
+    let done = finegrain_study::reproduce(&name, quick, out, reuse)?;
+    if let Some(reused) = &done.reused {
+        crate::note(format_args!("{reused}"));
+    }
     for line in &done.verdicts {
         say!("{line}");
     }

@@ -37,7 +37,9 @@ use crate::event::{DirectStep, EventKind, EventQueue};
 use crate::memory::{AddressMap, NodeMemory, WordTransfer};
 use crate::ni::{Mover, Ni, NiModel};
 use crate::notify::{Notifier, Notify};
-use crate::stats::{DelayStats, HandlerSpan, KeyCheck, LatencyStats, NodeStats, ProcStats, RunStats, TraceEvent};
+use crate::stats::{
+    DelayStats, HandlerSpan, KeyCheck, LatencyStats, NodeStats, ProcRole, ProcStats, RunStats, TraceEvent,
+};
 use crate::thread::{mix_seed, Op, OpFault, OpResult, SimProc, ThreadShared};
 use crate::SimError;
 use finegrain_core::config::MAX_CYCLES;
@@ -462,7 +464,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     completion: None,
                     send_first: None,
                     rng: ChaCha8Rng::seed_from_u64(mix_seed(cfg.run.seed, n as u64 + 1, p as u64 + 0x1000)),
-                    stats: ProcStats { role: if p < compute { "compute" } else { "protocol" }, ..ProcStats::default() },
+                    stats: ProcStats {
+                        role: if p < compute { ProcRole::Compute } else { ProcRole::Protocol },
+                        ..ProcStats::default()
+                    },
                 });
             }
             for t in 0..compute {
