@@ -131,6 +131,26 @@ mod tests {
         }
     }
 
+    /// The paper-input files run by path load and plan, and the 8x8 piece
+    /// is exactly the 8x8 part of the five shapes, run for run, so
+    /// `--reuse` of its output leaves only the other two shapes to simulate.
+    #[test]
+    fn the_paper_input_pieces_fit_together() {
+        let file = |name: &str| format!("{}/../../experiments/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+        let plan = |name: &str| -> Vec<Planned<RunLabels>> {
+            let src = Source::from_path(&file(name)).unwrap();
+            PdqDsm::load(&src, false).unwrap().plan().unwrap()
+        };
+        let (whole, piece) = (plan("pdq-dsm-paper"), plan("pdq-dsm-paper-blocks"));
+        assert_eq!((whole.len(), piece.len()), (280, 168));
+        let json = |p: &Planned<RunLabels>| serde_json::to_string(&(&p.labels, &p.config, &p.workload)).unwrap();
+        let whole: std::collections::BTreeMap<String, String> =
+            whole.iter().map(|p| (p.labels.id(), json(p))).collect();
+        for p in &piece {
+            assert_eq!(whole.get(&p.labels.id()), Some(&json(p)), "{} is not the same run", p.labels.id());
+        }
+    }
+
     #[test]
     fn a_grid_without_s_coma_is_refused() {
         let text = crate::studies::source("pdq-dsm").unwrap().text.replace("\"s-coma\", ", "");
