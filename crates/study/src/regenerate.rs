@@ -11,24 +11,23 @@ use serde::Deserialize;
 use serde_json::Value;
 
 /// A record as read back, its labels typed by its kind: what regenerates
-/// it and what is checked against the rerun. The wall-clock block, if
-/// any, is read and not compared.
+/// it and what is checked against the rerun (and what `--reuse` takes).
+/// The wall-clock block, if any, is read and not compared.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-#[allow(dead_code)] // study, experiment and wall are read to refuse malformed records, not used
-struct RecordIn<L> {
-    study: String,
+pub(crate) struct RecordIn<L> {
+    pub(crate) study: String,
     #[serde(default)]
-    experiment: Option<String>,
-    id: String,
-    labels: L,
-    config: SimConfig,
-    workload: WorkloadSpec,
-    stats: Value,
+    pub(crate) experiment: Option<String>,
+    pub(crate) id: String,
+    pub(crate) labels: L,
+    pub(crate) config: SimConfig,
+    pub(crate) workload: WorkloadSpec,
+    pub(crate) stats: Value,
     #[serde(default)]
-    measures: Option<Value>,
+    pub(crate) measures: Option<Value>,
     #[serde(default)]
-    wall: Option<crate::record::Wall>,
+    pub(crate) wall: Option<crate::record::Wall>,
 }
 
 /// Parses a record, naming the field at fault in plain words.

@@ -10,12 +10,11 @@
 //! the same bytes it was written as: a record edited by hand, or written
 //! by a finegrain whose records differ, is simulated again instead.
 
-use crate::record::{Labels, RunRecord, Wall};
+use crate::record::{Labels, RunRecord};
+use crate::regenerate::RecordIn;
 use crate::study::Planned;
 use anyhow::{bail, Context, Result};
-use finegrain_apps::WorkloadSpec;
-use finegrain_sim::{RunStats, SimConfig};
-use serde::Deserialize;
+use finegrain_sim::RunStats;
 use std::path::{Path, PathBuf};
 
 /// The output directories of earlier runs to take records from, in the
@@ -34,23 +33,6 @@ pub enum Found<L> {
     Differs(Vec<PathBuf>),
     /// No record of this id.
     None,
-}
-
-/// A record as written, its labels and statistics typed.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RecordIn<L> {
-    study: String,
-    #[serde(default)]
-    experiment: Option<String>,
-    id: String,
-    labels: L,
-    config: SimConfig,
-    workload: WorkloadSpec,
-    stats: RunStats,
-    #[serde(default)]
-    measures: Option<serde_json::Value>,
-    wall: Wall,
 }
 
 impl Earlier {
@@ -103,6 +85,7 @@ fn same_run<L: Labels>(path: &Path, study: &str, experiment: &str, p: &Planned<L
     // A file that is not a record of this study's kind at all is another
     // run as far as this plan is concerned: simulate, do not fail.
     let Ok(r) = crate::regenerate::from_json::<RecordIn<L>>(&text) else { return Ok(None) };
+    let (Ok(stats), Some(wall)) = (serde_json::from_value::<RunStats>(r.stats), r.wall) else { return Ok(None) };
     let same = r.study == study
         && r.experiment.as_deref() == Some(experiment)
         && r.id == p.labels.id()
@@ -119,9 +102,9 @@ fn same_run<L: Labels>(path: &Path, study: &str, experiment: &str, p: &Planned<L
         labels: r.labels,
         config: r.config,
         workload: r.workload,
-        stats: r.stats,
+        stats,
         measures: r.measures,
-        wall: r.wall,
+        wall,
     };
     let again = crate::output::json_text(&record).with_context(|| format!("writing {} again", path.display()))?;
     Ok((again == text).then_some(record))
