@@ -262,7 +262,7 @@ p99_queue_delay_cycles,pp_busy_wait_fraction,seed";
     // checks fail in the quick run, as in the full one (SMP under uniform
     // keys went from 1.09 to 1.12).
     check_claims(&d, "pdq-micro", &[2, 0, 0], &[4, 0]);
-    check_reuse(&d, "pdq-micro");
+    check_reuse(&d, "pdq-micro", &out.stdout);
     let report = std::fs::read_to_string(d.join("report.md")).unwrap();
     let h1 = report.lines().find(|l| l.starts_with("hypothesis H1:")).expect("a hypothesis H1 line");
     assert!(h1.contains("embedded uniform") && h1.contains("smp zipf:1"), "H1 per kind: {h1}");
@@ -330,8 +330,9 @@ p99_queue_delay_cycles,pp_busy_wait_fraction,seed";
 
 /// The same study with `--reuse` of its output takes every run from there
 /// (the report and the command say so) and writes the same records and
-/// results, byte for byte.
-fn check_reuse(d: &Path, study: &str) {
+/// results, byte for byte; stopped part way, it is finished by `--reuse`
+/// of its own output.
+fn check_reuse(d: &Path, study: &str, first_stdout: &[u8]) {
     let again = d.with_extension("reused");
     let out =
         finegrain(&["reproduce", study, "--quick", "--out", again.to_str().unwrap(), "--reuse", d.to_str().unwrap()]);
@@ -347,6 +348,30 @@ fn check_reuse(d: &Path, study: &str) {
     }
     let csv = |dir: &Path| std::fs::read(dir.join("results.csv")).unwrap();
     assert_eq!(csv(d), csv(&again), "results.csv");
+    // A study stopped part way: three records missing. `--reuse` of its
+    // own output simulates just those three, to the same statistics and
+    // the same verdicts.
+    let mut names: Vec<_> = std::fs::read_dir(again.join("runs")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    names.sort();
+    for name in &names[..3] {
+        std::fs::remove_file(again.join("runs").join(name)).unwrap();
+    }
+    let dir = again.to_str().unwrap();
+    let resumed = finegrain(&["reproduce", study, "--quick", "--out", dir, "--reuse", dir]);
+    assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
+    let note = String::from_utf8_lossy(&resumed.stderr);
+    assert!(note.contains("the other 3 were simulated now"), "{note}");
+    let stats = |dir: &Path, name: &std::ffi::OsStr| {
+        let text = std::fs::read_to_string(dir.join("runs").join(name)).unwrap();
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()["stats"].clone()
+    };
+    for name in &names[..3] {
+        assert_eq!(stats(d, name), stats(&again, name), "{name:?} simulated again");
+    }
+    let verdicts = |stdout: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(stdout).lines().filter(|l| !l.starts_with("report: ")).map(String::from).collect()
+    };
+    assert_eq!(verdicts(first_stdout), verdicts(&resumed.stdout));
     std::fs::remove_dir_all(&again).unwrap();
 }
 

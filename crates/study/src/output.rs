@@ -115,14 +115,16 @@ pub fn prepare_out(out: &Path) -> Result<()> {
 
 /// Removes the files with extension `ext` a previous study left in `dir`
 /// (`runs/*.json`, `figures/*.svg`: the tool's own directories), so they
-/// hold only what this study writes. Nothing else there is touched.
-fn remove_old_outputs(dir: &Path, ext: &str) -> Result<()> {
+/// hold only what this study writes; files named in `keep` (records this
+/// study wrote as its runs finished) stay. Nothing else there is touched.
+fn remove_old_outputs(dir: &Path, ext: &str, keep: &std::collections::HashSet<String>) -> Result<()> {
     let entries = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
     for entry in entries {
         let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
         let path = entry.path();
         let is_file = entry.file_type().with_context(|| format!("reading {}", path.display()))?.is_file();
-        if is_file && path.extension().is_some_and(|e| e == ext) {
+        let kept = entry.file_name().to_str().is_some_and(|n| keep.contains(n));
+        if is_file && !kept && path.extension().is_some_and(|e| e == ext) {
             std::fs::remove_file(&path).with_context(|| format!("removing old output {}", path.display()))?;
         }
     }
@@ -132,7 +134,7 @@ fn remove_old_outputs(dir: &Path, ext: &str) -> Result<()> {
 /// Writes what every study and sweep writes before its figures and report
 /// into `out`: `runs/<id>.json` per record (its whole configuration, seed
 /// and statistics; records and figures of earlier studies in `runs/` and
-/// `figures/` are removed first), `results.csv` and, for a study, a copy
+/// `figures/` are removed first, except records of this study's runs), `results.csv` and, for a study, a copy
 /// of its experiment file. Creates `figures/` for what follows.
 pub fn write_records<L: serde::Serialize>(
     out: &Path,
@@ -142,8 +144,9 @@ pub fn write_records<L: serde::Serialize>(
 ) -> Result<()> {
     prepare_out(out)?;
     let runs = out.join("runs");
-    remove_old_outputs(&runs, "json")?;
-    remove_old_outputs(&out.join("figures"), "svg")?;
+    let written: std::collections::HashSet<String> = records.iter().map(|r| format!("{}.json", r.id)).collect();
+    remove_old_outputs(&runs, "json", &written)?;
+    remove_old_outputs(&out.join("figures"), "svg", &Default::default())?;
     for r in records {
         write_json(&runs.join(format!("{}.json", r.id)), r)?;
     }

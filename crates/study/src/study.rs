@@ -84,7 +84,7 @@ pub fn reproduce<S: Study>(src: &Source, quick: bool, out: &Path, earlier: &Earl
     let planned = study.plan()?;
     let header = study.header();
     let mode = if quick { "quick" } else { "full" };
-    let (records, reused) = run_or_reuse(S::NAME, &header.name, mode, &planned, earlier)?;
+    let (records, reused) = run_or_reuse(S::NAME, &header.name, mode, &planned, earlier, out)?;
     let reused_line = reused.as_ref().map(|r| r.line(earlier, planned.len()));
     let runs = study.view(records);
     let csv = csv(&study, &runs);
@@ -142,13 +142,16 @@ impl Reused {
 }
 
 /// Simulates the planned runs on all cores, in plan order, except those
-/// `earlier` holds exact records of, which are taken as they are.
+/// `earlier` holds exact records of, which are taken as they are. Each
+/// simulated run's record goes to `out/runs/` as soon as it is done, so a
+/// study stopped part way can be finished with `--reuse` of its `out`.
 fn run_or_reuse<L: Labels>(
     study: &str,
     experiment: &str,
     mode: &str,
     planned: &[Planned<L>],
     earlier: &Earlier,
+    out: &Path,
 ) -> Result<(Vec<RunRecord<L>>, Option<Reused>)> {
     let mut found = Vec::with_capacity(planned.len());
     let mut differing = 0;
@@ -170,7 +173,11 @@ fn run_or_reuse<L: Labels>(
         &label,
         |p| host_bytes(p),
         SimConfig::HOST_BYTES_LIMIT,
-        |p| run_planned(study, experiment, p),
+        |p| {
+            let record = run_planned(study, experiment, p)?;
+            output::write_json(&out.join("runs").join(format!("{}.json", record.id)), &record)?;
+            Ok(record)
+        },
     )?;
     let mut simulated = simulated.into_iter();
     let records = found.into_iter().map(|f| f.or_else(|| simulated.next())).collect::<Option<Vec<_>>>();
