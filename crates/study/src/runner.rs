@@ -33,6 +33,11 @@ where
     progress::show_while(job, &done, || {
         specs
             .par_iter()
+            // One run per task, so a core that runs out of work takes any
+            // run not yet started: left to rayon's own chunking, one core
+            // could be left with a tail of long runs (a paper-input grid's
+            // last cholesky runs) while the other stood idle.
+            .with_max_len(1)
             .map(|s| {
                 let need = bytes(s);
                 memory.take(need);
