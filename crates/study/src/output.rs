@@ -4,12 +4,18 @@
 use crate::experiment::{is_preset_path, preset_beside, Source};
 use crate::record::RunRecord;
 use anyhow::{bail, Context, Result};
+use std::collections::HashSet;
 use std::path::Path;
 
 /// Writes `value` as pretty JSON to `path` (every record and result file the
 /// command line writes).
 pub fn write_json<T: serde::Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
     std::fs::write(path, json_text(value)?).with_context(|| format!("writing {}", path.display()))
+}
+
+/// The file name of run `id`'s record in `runs/`.
+pub fn record_file(id: &str) -> String {
+    format!("{id}.json")
 }
 
 /// The text [`write_json`] writes for `value`.
@@ -117,7 +123,7 @@ pub fn prepare_out(out: &Path) -> Result<()> {
 /// (`runs/*.json`, `figures/*.svg`: the tool's own directories), so they
 /// hold only what this study writes; files named in `keep` (records this
 /// study wrote as its runs finished) stay. Nothing else there is touched.
-fn remove_old_outputs(dir: &Path, ext: &str, keep: &std::collections::HashSet<String>) -> Result<()> {
+fn remove_old_outputs(dir: &Path, ext: &str, keep: &HashSet<String>) -> Result<()> {
     let entries = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
     for entry in entries {
         let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
@@ -134,21 +140,26 @@ fn remove_old_outputs(dir: &Path, ext: &str, keep: &std::collections::HashSet<St
 /// Writes what every study and sweep writes before its figures and report
 /// into `out`: `runs/<id>.json` per record (its whole configuration, seed
 /// and statistics; records and figures of earlier studies in `runs/` and
-/// `figures/` are removed first, except records of this study's runs), `results.csv` and, for a study, a copy
-/// of its experiment file. Creates `figures/` for what follows.
+/// `figures/` are removed first), `results.csv` and, for a study, a copy
+/// of its experiment file. Records whose file names are in `on_disk` were
+/// written as their runs finished and are left as they are. Creates
+/// `figures/` for what follows.
 pub fn write_records<L: serde::Serialize>(
     out: &Path,
     experiment: Option<&Source>,
     records: &[&RunRecord<L>],
+    on_disk: &HashSet<String>,
     csv: &str,
 ) -> Result<()> {
     prepare_out(out)?;
     let runs = out.join("runs");
-    let written: std::collections::HashSet<String> = records.iter().map(|r| format!("{}.json", r.id)).collect();
-    remove_old_outputs(&runs, "json", &written)?;
-    remove_old_outputs(&out.join("figures"), "svg", &Default::default())?;
+    remove_old_outputs(&runs, "json", on_disk)?;
+    remove_old_outputs(&out.join("figures"), "svg", &HashSet::new())?;
     for r in records {
-        write_json(&runs.join(format!("{}.json", r.id)), r)?;
+        let name = record_file(&r.id);
+        if !on_disk.contains(&name) {
+            write_json(&runs.join(name), r)?;
+        }
     }
     let results = out.join("results.csv");
     std::fs::write(&results, csv).with_context(|| format!("writing {}", results.display()))?;

@@ -28,9 +28,9 @@ pub struct Earlier {
 pub enum Found<L> {
     /// A record of exactly this run: taken, from this file.
     Same(Box<RunRecord<L>>, PathBuf),
-    /// Records of this id that are not this run (another configuration,
+    /// A record of this id that is not this run (another configuration,
     /// workload or finegrain): it is simulated.
-    Differs(Vec<PathBuf>),
+    Differs,
     /// No record of this id.
     None,
 }
@@ -64,18 +64,18 @@ impl Earlier {
     /// The first earlier record of exactly run `p` of study `study`.
     pub fn find<L: Labels>(&self, study: &str, experiment: &str, p: &Planned<L>) -> Result<Found<L>> {
         let id = p.labels.id();
-        let mut differing = Vec::new();
+        let mut found = Found::None;
         for dir in &self.dirs {
-            let path = dir.join("runs").join(format!("{id}.json"));
+            let path = dir.join("runs").join(crate::output::record_file(&id));
             if !path.is_file() {
                 continue;
             }
             match same_run(&path, study, experiment, p)? {
                 Some(record) => return Ok(Found::Same(Box::new(record), path)),
-                None => differing.push(path),
+                None => found = Found::Differs,
             }
         }
-        Ok(if differing.is_empty() { Found::None } else { Found::Differs(differing) })
+        Ok(found)
     }
 }
 
@@ -147,13 +147,13 @@ mod tests {
         // Another seed under the same id: simulated again.
         let mut other = plan[0].clone();
         other.config.run.seed += 1;
-        assert!(matches!(earlier.find("pdq-micro", "pdq-micro", &other).unwrap(), Found::Differs(_)));
+        assert!(matches!(earlier.find("pdq-micro", "pdq-micro", &other).unwrap(), Found::Differs));
         // Another experiment name: simulated again.
-        assert!(matches!(earlier.find("pdq-micro", "elsewhere", &plan[0]).unwrap(), Found::Differs(_)));
+        assert!(matches!(earlier.find("pdq-micro", "elsewhere", &plan[0]).unwrap(), Found::Differs));
         // Statistics edited by hand no longer read back as written.
         let text = std::fs::read_to_string(&path).unwrap();
         std::fs::write(&path, text.replacen("\"events\": ", "\"events\":  ", 1)).unwrap();
-        assert!(matches!(earlier.find("pdq-micro", "pdq-micro", &plan[0]).unwrap(), Found::Differs(_)));
+        assert!(matches!(earlier.find("pdq-micro", "pdq-micro", &plan[0]).unwrap(), Found::Differs));
     }
 
     #[test]

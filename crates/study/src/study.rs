@@ -17,6 +17,7 @@ use crate::{output, runner};
 use anyhow::{Context, Result};
 use finegrain_apps::WorkloadSpec;
 use finegrain_sim::SimConfig;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -84,12 +85,12 @@ pub fn reproduce<S: Study>(src: &Source, quick: bool, out: &Path, earlier: &Earl
     let planned = study.plan()?;
     let header = study.header();
     let mode = if quick { "quick" } else { "full" };
-    let (records, reused) = run_or_reuse(S::NAME, &header.name, mode, &planned, earlier, out)?;
+    let Ran { records, on_disk, reused } = run_or_reuse(S::NAME, &header.name, mode, &planned, earlier, out)?;
     let reused_line = reused.as_ref().map(|r| r.line(earlier, planned.len()));
     let runs = study.view(records);
     let csv = csv(&study, &runs);
     let records: Vec<&RunRecord<S::Labels>> = runs.iter().map(S::record).collect();
-    output::write_records(out, Some(src), &records, &csv)?;
+    output::write_records(out, Some(src), &records, &on_disk, &csv)?;
     let claims = study.claims(&runs);
     let figures = study.figures(&runs, out)?;
     let text = report::render(&report::Parts {
@@ -141,6 +142,14 @@ impl Reused {
     }
 }
 
+/// A study's runs, done: their records in plan order, the record files
+/// already written as the runs finished, and what `--reuse` took.
+struct Ran<L> {
+    records: Vec<RunRecord<L>>,
+    on_disk: HashSet<String>,
+    reused: Option<Reused>,
+}
+
 /// Simulates the planned runs on all cores, in plan order, except those
 /// `earlier` holds exact records of, which are taken as they are. Each
 /// simulated run's record goes to `out/runs/` as soon as it is done, so a
@@ -152,13 +161,13 @@ fn run_or_reuse<L: Labels>(
     planned: &[Planned<L>],
     earlier: &Earlier,
     out: &Path,
-) -> Result<(Vec<RunRecord<L>>, Option<Reused>)> {
+) -> Result<Ran<L>> {
     let mut found = Vec::with_capacity(planned.len());
     let mut differing = 0;
     for p in planned {
         found.push(match earlier.find(study, experiment, p)? {
             Found::Same(r, _) => Some(*r),
-            Found::Differs(_) => {
+            Found::Differs => {
                 differing += 1;
                 None
             }
@@ -175,15 +184,16 @@ fn run_or_reuse<L: Labels>(
         SimConfig::HOST_BYTES_LIMIT,
         |p| {
             let record = run_planned(study, experiment, p)?;
-            output::write_json(&out.join("runs").join(format!("{}.json", record.id)), &record)?;
+            output::write_json(&out.join("runs").join(output::record_file(&record.id)), &record)?;
             Ok(record)
         },
     )?;
+    let on_disk = simulated.iter().map(|r| output::record_file(&r.id)).collect();
     let mut simulated = simulated.into_iter();
     let records = found.into_iter().map(|f| f.or_else(|| simulated.next())).collect::<Option<Vec<_>>>();
     let records = records.context("a simulated run went missing while merging the taken ones")?;
     let reused = (!earlier.is_empty()).then_some(Reused { taken, differing });
-    Ok((records, reused))
+    Ok(Ran { records, on_disk, reused })
 }
 
 /// The most host memory a planned run's simulated caches may take.

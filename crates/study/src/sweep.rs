@@ -288,7 +288,7 @@ impl Sweep {
             run_planned(KIND, &self.name, p)
         })?;
         let refs: Vec<&RunRecord<SweepLabels>> = records.iter().collect();
-        output::write_records(out, None, &refs, &csv(&self.axes, &records))?;
+        output::write_records(out, None, &refs, &Default::default(), &csv(&self.axes, &records))?;
         let summary = summary(&self.axes, &records);
         let path = out.join("summary.md");
         let text = format!(
