@@ -13,6 +13,7 @@ pub mod config;
 pub mod error;
 pub mod handler;
 pub mod ids;
+pub mod keymap;
 pub mod memory;
 pub mod message;
 pub mod pdq;
@@ -26,6 +27,7 @@ pub use config::{
 pub use error::AmError;
 pub use handler::{check_send_target, HandlerCtx, HandlerFn, HandlerInfo, HandlerTable, LibraryOp, ReplyGuard};
 pub use ids::{HandlerId, NodeId, ThreadId};
+pub use keymap::KeyMap;
 pub use memory::{Access, Region};
 pub use message::{Args, Message, MsgKind, Payload, Reply, SyncKey, MAX_ARGS};
 pub use pdq::{Dispatched, InService, Pdq};

@@ -22,41 +22,19 @@
 //! key could not tell a handler's second completion from its run-mate's
 //! first, and would free a key another handler still holds.
 
+use crate::keymap::KeyMap;
 use crate::message::SyncKey;
-use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// Hashes a key with one multiply (Fibonacci hashing): keys are integers
-/// chosen by the application, the set is probed on every dispatch, and
-/// SipHash's protection against crafted keys buys nothing here.
-#[derive(Default)]
-struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    fn write_u64(&mut self, k: u64) {
-        self.0 = (self.0 ^ k).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
+use std::collections::VecDeque;
 
 /// Most entries one [`Pdq::dispatch_batch`] call hands out.
 pub const MAX_BATCH: usize = 32;
 
 /// Keys in service, each with the sequence number of its entry to complete
 /// next (the oldest of a run taken with [`Pdq::dispatch_batch`]).
-type KeyHolds = HashMap<u64, u64, BuildHasherDefault<KeyHasher>>;
+type KeyHolds = KeyMap<u64>;
 
 /// A run's later entries: each run entry's sequence number to the next's.
-type RunLinks = HashMap<u64, u64, BuildHasherDefault<KeyHasher>>;
+type RunLinks = KeyMap<u64>;
 
 /// One queued entry.
 #[derive(Clone, Debug)]

@@ -80,6 +80,21 @@ pub trait Proc {
     /// run has nothing left to do, or nothing arrives within the runtime's
     /// progress timeout) fails the run with an error naming it.
     fn wait_until(&self, done: impl Fn() -> bool) -> impl Future<Output = Result<(), AmError>>;
+    /// [`Proc::wait_until`] for a condition that only the code of a
+    /// handler with synchronization key `key` can make true at this node:
+    /// state the key protects, as a parallel dispatch queue has it (a
+    /// DSM's block, a lock). Handlers with the sequential or the nosync
+    /// key may touch anything, so they count too (and with either as `key`
+    /// this is plain `wait_until`). The platform still checks the
+    /// condition after every handler here, at the same cost; the simulator
+    /// knows a check after handlers of other keys finds it false, and
+    /// saves itself the work of polling the thread (its debug builds poll
+    /// anyway and fail the run if the promise was broken). The result is
+    /// the same as `wait_until`'s.
+    fn wait_until_keyed(&self, key: SyncKey, done: impl Fn() -> bool) -> impl Future<Output = Result<(), AmError>> {
+        let _ = key;
+        self.wait_until(done)
+    }
     /// Touches memory of this node (for example data a reply handler left in
     /// this thread's receive buffer).
     fn access(&self, region: Region, offset: u64, len: u32, kind: Access) -> impl Future<Output = ()>;

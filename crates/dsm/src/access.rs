@@ -245,7 +245,13 @@ impl<'a, P: Proc> DsmProc<'a, P> {
             self.p.send_keyed(me, ids.fault, SyncKey::Key(block), a, Payload::none()).await?;
         }
         let node = self.node;
-        self.p.wait_until(|| node.state(block) >= want || !node.request_outstanding(block, want)).await
+        // Only the block's handlers (its key) change its tag and settle its
+        // requests.
+        self.p
+            .wait_until_keyed(SyncKey::Key(block), || {
+                node.state(block) >= want || !node.request_outstanding(block, want)
+            })
+            .await
     }
 
     /// Waits until every thread of every node has called `barrier`.
@@ -259,7 +265,8 @@ impl<'a, P: Proc> DsmProc<'a, P> {
             let ids = self.dsm.shared.ids();
             self.p.send_keyed(NodeId(0), ids.arrive, barrier_key(), args(&[epoch]), Payload::none()).await?;
         }
-        self.p.wait_until(|| node.barrier_released.load(Ordering::Acquire) >= epoch).await
+        // Only the barrier's release handler moves its epoch on.
+        self.p.wait_until_keyed(barrier_key(), || node.barrier_released.load(Ordering::Acquire) >= epoch).await
     }
 
     /// Takes `lock`, waiting in its queue at its home.
@@ -271,7 +278,8 @@ impl<'a, P: Proc> DsmProc<'a, P> {
         self.p.send_keyed(NodeId(lock.0 % nodes), ids.acquire, lock_key(lock.0), a, Payload::none()).await?;
         let slot = &self.node.granted[t as usize];
         let want = lock.0 as u64 + 1;
-        self.p.wait_until(|| slot.load(Ordering::Acquire) == want).await?;
+        // Only the lock's grant handler hands it to this thread.
+        self.p.wait_until_keyed(lock_key(lock.0), || slot.load(Ordering::Acquire) == want).await?;
         slot.store(0, Ordering::Release);
         Ok(())
     }

@@ -13,8 +13,8 @@
 //! - static partitioning: one FIFO per protocol processor, chosen by key.
 
 use finegrain_core::pdq::{NotInService, Pdq};
-use finegrain_core::{Discipline, SyncKey};
-use std::collections::{HashMap, VecDeque};
+use finegrain_core::{Discipline, KeyMap, SyncKey};
+use std::collections::VecDeque;
 
 pub(crate) enum NodeQueue {
     Fifo(VecDeque<u32>),
@@ -23,7 +23,7 @@ pub(crate) enum NodeQueue {
         /// With affinity: the processor that last took each key (looked up
         /// only, never iterated, so the hash order cannot leak into
         /// results).
-        last_server: Option<HashMap<u64, usize>>,
+        last_server: Option<KeyMap<usize>>,
         /// With affinity: how often the oldest entry may be passed over.
         max_passes: u32,
     },
@@ -44,7 +44,7 @@ impl NodeQueue {
             Discipline::Serial | Discipline::SpinLock => NodeQueue::Fifo(VecDeque::new()),
             Discipline::Pdq => NodeQueue::Pdq {
                 queue: Pdq::new(window),
-                last_server: (affinity_passes > 0).then(HashMap::new),
+                last_server: (affinity_passes > 0).then(KeyMap::default),
                 max_passes: affinity_passes,
             },
             Discipline::Static => {
@@ -152,7 +152,7 @@ impl NodeQueue {
 pub(crate) struct KeyLocks {
     /// Membership and lookup only, never iterated, so the hash order cannot
     /// leak into results.
-    releases: HashMap<u64, VecDeque<Release>>,
+    releases: KeyMap<VecDeque<Release>>,
 }
 
 /// A release still to come: when, and whether a waiter's cache holds a

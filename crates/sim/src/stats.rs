@@ -5,7 +5,6 @@
 use finegrain_core::config::is_zero;
 use finegrain_core::SyncKey;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 /// Where a processor's cycles went. The categories are exclusive: they add
 /// up to the run's simulated cycles for every processor.
@@ -341,8 +340,11 @@ pub fn key_conflict(spans: &[HandlerSpan]) -> Option<String> {
 /// at once, and a sequential handler runs beside no other. Nosync handlers
 /// never conflict. The simulator runs a handler's code in one step, so a
 /// workload cannot see such an overlap in its data (a fetch&add's words
-/// stay right); the handlers' times can. Memory grows with the keys seen,
-/// not with the handlers.
+/// stay right); the handlers' times can. It keeps only the handlers a later
+/// one could still overlap (those ending after the latest start), so its
+/// memory and each check's cost stay those of the handlers in flight: a
+/// map of every key seen grew with a DSM's blocks (hundreds of thousands)
+/// and cost a cache miss per handler.
 #[derive(Debug, Default)]
 pub struct KeyCheck {
     /// The latest-ending handler so far with its end (0: none yet), and
@@ -350,12 +352,16 @@ pub struct KeyCheck {
     /// to two comparisons.
     any: (u64, Option<HandlerSpan>),
     sequential: (u64, Option<HandlerSpan>),
-    /// Per key, its latest handler.
-    last_of_key: HashMap<u64, HandlerSpan>,
+    /// Per numbered key, its latest handler, while it may still overlap
+    /// one to come.
+    live: Vec<HandlerSpan>,
 }
 
 impl KeyCheck {
     /// Admits the next handler to start, or describes the one it overlaps.
+    /// Handlers come in the order they start, and a handler's key is held
+    /// from its start at the earliest, so no later handler can overlap one
+    /// that ended by `s.start`.
     pub fn admit(&mut self, s: HandlerSpan) -> Result<(), String> {
         let (start, end) = s.exclusive();
         if self.sequential.0 > start {
@@ -368,9 +374,12 @@ impl KeyCheck {
                 }
                 self.sequential = (end, Some(s));
             }
-            SyncKey::Key(k) => {
-                if let Some(o) = self.last_of_key.insert(k, s).filter(|o| o.exclusive().1 > start) {
-                    return Err(describe(Some(o), s));
+            SyncKey::Key(_) => {
+                self.live.retain(|o| o.exclusive().1 > s.start);
+                match self.live.iter_mut().find(|o| o.key == s.key) {
+                    Some(o) if o.exclusive().1 > start => return Err(describe(Some(*o), s)),
+                    Some(o) => *o = s,
+                    None => self.live.push(s),
                 }
             }
             SyncKey::NoSync => {}
@@ -454,5 +463,24 @@ mod tests {
         assert_eq!(key_conflict(&[a, b]), None);
         b.lock = Some((19, 45));
         assert!(key_conflict(&[a, b]).is_some());
+    }
+
+    #[test]
+    fn the_check_keeps_only_handlers_in_flight() {
+        let mut check = KeyCheck::default();
+        // Two processors, each running 10,000 short handlers on keys of its
+        // own, back to back.
+        for i in 0..10_000u64 {
+            check.admit(span(0, SyncKey::Key(2 * i), 10 * i, 10 * i + 10)).unwrap();
+            check.admit(span(1, SyncKey::Key(2 * i + 1), 10 * i + 5, 10 * i + 15)).unwrap();
+            assert!(check.live.len() <= 3, "{} spans kept", check.live.len());
+        }
+        // A long one on a key, then the same key again while it runs.
+        check.admit(span(0, SyncKey::Key(7), 100_000, 100_500)).unwrap();
+        for i in 0..100 {
+            check.admit(span(1, SyncKey::Key(1_000_000 + i), 100_001 + i, 100_002 + i)).unwrap();
+        }
+        let e = check.admit(span(1, SyncKey::Key(7), 100_200, 100_300)).unwrap_err();
+        assert!(e.contains("ran 100200..100300") && e.contains("ran 100000..100500"), "{e}");
     }
 }

@@ -48,7 +48,9 @@ pub(crate) enum Op {
     },
     /// `Proc::wait_until` found its condition false: done once a handler
     /// has run at the thread's node, when the condition is checked again.
-    Await,
+    /// With a key (`Proc::wait_until_keyed`), only handlers of that key (or
+    /// the sequential or nosync key) can have made it true.
+    Await(Option<u64>),
     Access {
         region: Region,
         offset: u64,
@@ -170,6 +172,20 @@ impl SimProc {
     fn submit(&self, op: Op) -> OpFuture<'_> {
         OpFuture { shared: &self.shared, op: Some(op) }
     }
+
+    /// `wait_until` and `wait_until_keyed` (`watch`: the key, if one).
+    async fn wait(&self, watch: Option<u64>, done: impl Fn() -> bool) -> Result<(), AmError> {
+        loop {
+            if done() {
+                return Ok(());
+            }
+            match self.submit(Op::Await(watch)).await {
+                OpResult::Done => {}
+                OpResult::Failed(e) => return Err(e),
+                OpResult::Reply(_) => return Err(AmError::Aborted("a wait completed with a reply".into())),
+            }
+        }
+    }
 }
 
 impl Proc for SimProc {
@@ -239,16 +255,15 @@ impl Proc for SimProc {
     /// condition is checked again, so the mailbox holds one at a time. A
     /// wait nothing ends is the engine's to report (no event left).
     async fn wait_until(&self, done: impl Fn() -> bool) -> Result<(), AmError> {
-        loop {
-            if done() {
-                return Ok(());
-            }
-            match self.submit(Op::Await).await {
-                OpResult::Done => {}
-                OpResult::Failed(e) => return Err(e),
-                OpResult::Reply(_) => return Err(AmError::Aborted("a wait completed with a reply".into())),
-            }
-        }
+        self.wait(None, done).await
+    }
+
+    async fn wait_until_keyed(&self, key: SyncKey, done: impl Fn() -> bool) -> Result<(), AmError> {
+        let watch = match key {
+            SyncKey::Key(k) => Some(k),
+            SyncKey::Sequential | SyncKey::NoSync => None,
+        };
+        self.wait(watch, done).await
     }
 
     async fn access(&self, region: Region, offset: u64, len: u32, kind: Access) {

@@ -426,3 +426,73 @@ fn a_serving_waiter_keeps_the_role_while_its_condition_is_false() {
         assert!(acquires <= 2, "{what}: {acquires} role acquisitions for {n} handlers");
     }
 }
+
+/// Node 0's threads send one-way messages to node 1 under two keys, whose
+/// handlers count them apart; node 1's threads wait for the count of key
+/// 1, with `wait(p, counts)`.
+fn keyed_counts<W, F>(cfg: &SimConfig, wait: W) -> Result<RunStats, SimError>
+where
+    W: Fn(finegrain_sim::SimProc, Counters) -> F + Copy,
+    F: std::future::Future<Output = Result<(), AmError>>,
+{
+    let n = 12;
+    let counts = Counters::new(2);
+    let mut table = HandlerTable::new();
+    let c = counts.clone();
+    let count = table
+        .register(info("count"), move |ctx, m: &Message| {
+            ctx.access(Region::Global, m.args.get(0) * 8, 8, Access::Write);
+            c.bump(m.args.get(0) as usize);
+            Ok(())
+        })
+        .unwrap();
+    let out = simulate(cfg, &table, |p| {
+        let counts = counts.clone();
+        async move {
+            if p.node().0 == 0 {
+                for i in 0..n {
+                    let k = i % 2;
+                    p.send_keyed(NodeId(1), count, SyncKey::Key(1 + k), Args::new(&[k])?, Payload::none()).await?;
+                    p.work(40).await;
+                }
+                Ok(())
+            } else {
+                wait(p, counts).await
+            }
+        }
+    })?;
+    Ok(out.stats)
+}
+
+/// `Proc::wait_until_keyed` promises that only handlers of its key make
+/// the condition true: the run is the same as with `wait_until` (the
+/// simulator only skips polls whose result it knows), and a broken promise
+/// fails the run in debug builds (release builds wait on, here to the end).
+#[test]
+fn a_keyed_wait_is_the_same_run_and_a_broken_key_is_caught() {
+    let setups = SETUPS.into_iter().chain([("hpca97", Policy::Fixed { protocol_procs: 1 }, 3)]);
+    for (preset, policy, ppn) in setups {
+        let what = format!("{} x{ppn}", policy.label());
+        let cfg = config(preset, policy, ppn, 3);
+        let tpn = policy.compute_procs(ppn) as u64;
+        let want = 6 * tpn; // key 1's share of node 0's messages
+        let plain = keyed_counts(&cfg, move |p, c| async move { p.wait_until(|| c.get(0) == want).await })
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let keyed =
+            keyed_counts(
+                &cfg,
+                move |p, c| async move { p.wait_until_keyed(SyncKey::Key(1), || c.get(0) == want).await },
+            )
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(plain, keyed, "{what}");
+        let broken =
+            keyed_counts(
+                &cfg,
+                move |p, c| async move { p.wait_until_keyed(SyncKey::Key(2), || c.get(0) == want).await },
+            );
+        if cfg!(debug_assertions) {
+            let e = broken.expect_err(&what).to_string();
+            assert!(e.contains("wait_until_keyed (key 2) came true with no handler of that key"), "{what}: {e}");
+        }
+    }
+}

@@ -506,7 +506,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let outcome = f(&mut ctx, msg);
         self.running = Running::Engine;
         let (end, reply, error, replied) = (ctx.t, ctx.reply, ctx.error, ctx.guard.replied());
-        self.nodes[n].handlers_run += 1;
+        self.handler_code_ran(n, msg.key);
         self.handler_outcome(&info.name, msg, outcome.err().or(error), replied)?;
         Some((end, reply))
     }
@@ -860,7 +860,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let outcome = f(&mut ctx, msg);
         self.running = Running::Engine;
         let (reply, error, replied) = (ctx.reply, ctx.error, ctx.guard.replied());
-        self.nodes[n].handlers_run += 1;
+        self.handler_code_ran(n, msg.key);
         self.coproc.as_mut().expect("policy coprocessor").stats[n].direct_handlers += 1;
         self.handler_outcome(&info.name, msg, outcome.err().or(error), replied)?;
         Some(reply)

@@ -283,7 +283,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let (t_after, reply, ctx_error, replied) = (ctx.t, ctx.reply, ctx.error, ctx.guard.replied());
         let sends = ctx.sends;
         let first_global = ctx.first_global;
-        self.nodes[n].handlers_run += 1;
+        self.handler_code_ran(n, msg.key);
         t = t_after;
         if let Err(e) = outcome {
             return self.fail(SimError::Handler(e));
@@ -512,6 +512,23 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     }
 
     /// Threads are numbered node-major, like processors.
+    /// A handler with `key` has run its code at node `n`: its effects are
+    /// visible from now on. Threads awaiting a condition that a handler of
+    /// this key could have made true must check it for real next time
+    /// (`Proc::wait_until_keyed`); the sequential and nosync keys may
+    /// touch anything.
+    pub(super) fn handler_code_ran(&mut self, n: usize, key: SyncKey) {
+        self.nodes[n].handlers_run += 1;
+        let any = !matches!(key, SyncKey::Key(_));
+        let first = self.thread_index(n, 0);
+        let threads = self.nodes[n].threads as usize;
+        for th in &mut self.threads[first..first + threads] {
+            if th.watch.is_some_and(|w| any || key == SyncKey::Key(w)) {
+                th.dirty = true;
+            }
+        }
+    }
+
     pub(super) fn thread_index(&self, n: usize, local_thread: u32) -> usize {
         let per_node = self.nodes[n].threads as usize;
         n * per_node + local_thread as usize

@@ -33,7 +33,7 @@ mod threads;
 use crate::bus::Phases;
 use crate::config::SimConfig;
 use crate::dispatch::{KeyLocks, NodeQueue, Watched};
-use crate::event::{DirectStep, EventKind, EventQueue};
+use crate::event::{DirectStep, EventKind, EventQueue, Reserved};
 use crate::memory::{AddressMap, NodeMemory, WordTransfer};
 use crate::ni::{Mover, Ni, NiModel};
 use crate::notify::{Notifier, Notify};
@@ -222,6 +222,12 @@ struct Thread<'a, T> {
     checked_at: u64,
     /// What the thread does once its charged cycles are computed.
     deferred: Option<Deferred>,
+    /// The key of the `Proc::wait_until_keyed` it last awaited in, if any
+    /// (see [`Engine::handler_code_ran`]).
+    watch: Option<u64>,
+    /// A handler that could make its awaited condition true has run at its
+    /// node since it last checked it.
+    dirty: bool,
 }
 
 /// A thread step waiting behind charged computation.
@@ -239,6 +245,10 @@ struct Processor {
     /// end events are recognised.
     gen: u32,
     busy: bool,
+    /// The end of a quiet wait ([`Engine::start_quiet_wait`]) whose event
+    /// was reserved, not pushed: until its place passes, the processor is
+    /// busy as far as anyone waking it is concerned.
+    quiet_until: Option<Reserved>,
     wake_pending: bool,
     cat: Cat,
     since: u64,
@@ -444,6 +454,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     dedicated: p >= compute,
                     gen: 0,
                     busy: false,
+                    quiet_until: None,
                     wake_pending: false,
                     cat: Cat::Idle,
                     since: 0,
@@ -498,6 +509,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     waiting_on: None,
                     checked_at: 0,
                     deferred: None,
+                    watch: None,
+                    dirty: false,
                 });
             }
         }
@@ -654,6 +667,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let pr = &mut self.procs[p];
         pr.gen = pr.gen.wrapping_add(1);
         pr.busy = true;
+        pr.quiet_until = None;
         pr.wake_pending = false;
         pr.cat = cat;
         pr.stall_until = now + stall;
@@ -661,6 +675,47 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let gen = pr.gen;
         let end = self.deadline(duration);
         self.queue.push(end, EventKind::ProcWake { proc: p as u32, gen });
+    }
+
+    /// Whether a processor whose thread waits in `Proc::wait_until` can wait
+    /// out a check of its condition that found it false quietly
+    /// ([`Engine::start_quiet_wait`]): what it does when the check ends is
+    /// go idle, waiting, and nothing but a wake-up can change that. So its
+    /// compute processors never serve (the policy is Fixed) and it is doing
+    /// nothing a role, an interrupt or a co-processor would return it to.
+    fn can_wait_quietly(&self, p: usize) -> bool {
+        let pr = &self.procs[p];
+        !self.cfg.run.policy.compute_procs_handle()
+            && self.coproc.is_none()
+            && !pr.holds_role
+            && !pr.in_interrupt
+            && pr.saved_work.is_none()
+            && !pr.announced
+    }
+
+    /// A check of a `wait_until` condition that found it false, `duration`
+    /// cycles of waiting: [`Engine::start_busy`] for [`Cat::Wait`] with its
+    /// end event reserved instead of pushed. At that end the processor
+    /// would only go idle waiting, as it is now in every respect but that a
+    /// wake-up before the end must wait for the end ([`Engine::wake`] then
+    /// pushes the reserved event, which runs where it would have). Checks
+    /// like this are most of a DSM run's events: every handler's end wakes
+    /// every thread waiting at its node (see [`Engine::wake_awaiting`]).
+    fn start_quiet_wait(&mut self, p: usize, duration: u64) {
+        debug_assert!(self.can_wait_quietly(p));
+        self.account(p);
+        let end = self.deadline(duration);
+        let reserved = self.queue.reserve(end);
+        let now = self.now;
+        let pr = &mut self.procs[p];
+        pr.gen = pr.gen.wrapping_add(1);
+        pr.busy = false;
+        pr.quiet_until = Some(reserved);
+        pr.wake_pending = false;
+        // Busy or idle, a waiting check's cycles are waiting.
+        pr.cat = Cat::Wait;
+        pr.stall_until = now;
+        pr.after = After::Nothing;
     }
 
     /// The cycle `duration` from now. Durations come from the application
@@ -679,6 +734,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.account(p);
         let pr = &mut self.procs[p];
         pr.busy = false;
+        pr.quiet_until = None;
         pr.cat = cat;
         pr.stall_until = 0;
         // An acting PP holding the role for want of a successor may now
@@ -742,6 +798,15 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// Makes an idle processor reconsider what to do, now.
     fn wake(&mut self, p: usize) {
         let pr = &mut self.procs[p];
+        if let Some(end) = pr.quiet_until.take() {
+            if !self.queue.passed(end) {
+                // Still checking: it sees the wake-up when the check ends.
+                pr.busy = true;
+                let gen = pr.gen;
+                self.queue.push_reserved(end, EventKind::ProcWake { proc: p as u32, gen });
+                return;
+            }
+        }
         if pr.busy || pr.wake_pending {
             return;
         }
@@ -879,7 +944,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let sim = self.now;
         let mut stats = RunStats {
             sim_cycles: sim,
-            events: self.queue.popped(),
+            events: self.queue.handled(),
             messages: self.delivered,
             requests: self.requests,
             replies: self.replies,

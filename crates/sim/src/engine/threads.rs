@@ -53,10 +53,14 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     // this one, or dropped) when this one's is handed over
                     // (`thread_ready`): no check here, on every poll.
                     Some(op) => {
-                        if matches!(op, Op::Await) {
+                        let th = &mut self.threads[t];
+                        if let Op::Await(watch) = op {
                             // The condition was checked in this poll.
-                            let n = self.procs[self.threads[t].proc].node;
-                            self.threads[t].checked_at = self.nodes[n].handlers_run;
+                            th.checked_at = self.nodes[self.procs[th.proc].node].handlers_run;
+                            th.dirty = false;
+                            th.watch = watch;
+                        } else {
+                            th.watch = None;
                         }
                         Some(Deferred::Op(op))
                     }
@@ -124,7 +128,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 // The thread goes on once the message is on its way.
                 self.send_from_thread(t, msg, After::ThreadOpDone);
             }
-            Op::Await => self.start_await(t),
+            Op::Await(_) => self.start_await(t),
             Op::Access { region, offset, len, kind } => {
                 let threads = self.nodes[n].threads;
                 match self.nodes[n].mem.map().lines(region, offset, len, threads) {
@@ -289,17 +293,17 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// the simulator does not see: its handlers' and threads' accesses to
     /// it (`access`) are what charge its transfers between caches.
     pub(super) fn start_recheck(&mut self, p: usize, t: usize) {
-        if !self.thread_ready(t, OpResult::Done) {
-            return;
-        }
-        let Some(next) = self.poll_task(t) else { return };
         let n = self.procs[p].node;
+        let Some(next) = self.check_condition(t) else { return };
         let th = &mut self.threads[t];
         let hit = self.cfg.machine.cache.hit_cycles;
         let cost = match next {
-            Deferred::Op(Op::Await) if th.shared.charged.get() == 0 => {
+            Deferred::Op(Op::Await(_)) if th.shared.charged.get() == 0 => {
                 th.state = ThreadState::Awaiting;
                 self.nodes[n].awaiting += 1;
+                if self.can_wait_quietly(p) {
+                    return self.start_quiet_wait(p, hit);
+                }
                 hit
             }
             next => {
@@ -309,6 +313,38 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             }
         };
         self.start_busy(p, Cat::Wait, cost, 0, After::Nothing);
+    }
+
+    /// Checks thread `t`'s awaited condition: its next step (another
+    /// `Op::Await` if the condition is still false), or None if the run is
+    /// ending. A thread awaiting with a key that no handler of that key
+    /// has touched since its last check would find its condition false
+    /// again: the result of polling it is known, so it is not polled (in
+    /// release builds; debug builds poll it and hold it to its promise).
+    fn check_condition(&mut self, t: usize) -> Option<Deferred> {
+        let th = &mut self.threads[t];
+        let clean = th.watch.filter(|_| !th.dirty);
+        if clean.is_some() && !cfg!(debug_assertions) {
+            th.checked_at = self.nodes[self.procs[th.proc].node].handlers_run;
+            return Some(Deferred::Op(Op::Await(clean)));
+        }
+        if !self.thread_ready(t, OpResult::Done) {
+            return None;
+        }
+        let next = self.poll_task(t)?;
+        let still_waits = matches!(next, Deferred::Op(Op::Await(_))) && self.threads[t].shared.charged.get() == 0;
+        if let Some(key) = clean.filter(|_| !still_waits) {
+            self.fail_thread(
+                t,
+                AmError::NotAllowed(format!(
+                "a condition awaited with wait_until_keyed (key {key}) came true with no handler of that key run at \
+                 its node since it was last checked; allowed: a key whose handlers are the only ones that change \
+                 what the condition reads, or plain wait_until"
+            )),
+            );
+            return None;
+        }
+        Some(next)
     }
 
     /// What a thread the dispatch device releases pays before it goes on
