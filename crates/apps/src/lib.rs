@@ -100,6 +100,27 @@ pub struct Simulated {
 }
 
 impl WorkloadSpec {
+    /// Roughly how many seconds of one core simulating it takes on
+    /// `config`: an estimate from the input's size, for running a study's
+    /// long runs first and saying how long the rest will take, never for a
+    /// result. Messages simulate at about a million a second; the DSM
+    /// programs' figures were measured at their paper inputs on 64
+    /// processors (see [`dsm::spec::planned_seconds`]).
+    pub fn planned_seconds(&self, config: &finegrain_sim::SimConfig) -> f64 {
+        const MESSAGES_PER_SECOND: f64 = 1e6;
+        let topology = config.run.topology;
+        let compute = config.run.policy.compute_procs(topology.procs_per_node) as f64;
+        match self {
+            WorkloadSpec::Micro(m) => 2.0 * (m.requests_per_node * topology.nodes as u64) as f64 / MESSAGES_PER_SECOND,
+            WorkloadSpec::FetchAdd(f) => {
+                2.0 * f.requests_per_thread as f64 * compute * topology.nodes as f64 / MESSAGES_PER_SECOND
+            }
+            // The co-processor study's programs take a second or less each.
+            WorkloadSpec::Splitc(_) => 0.5,
+            WorkloadSpec::Dsm(d) => dsm::spec::planned_seconds(d, config),
+        }
+    }
+
     /// The workload's name as records tag it.
     pub fn name(&self) -> &'static str {
         match self {

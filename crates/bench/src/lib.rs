@@ -25,6 +25,7 @@ pub mod measure;
 pub mod native;
 pub mod platforms;
 pub mod sim;
+pub mod sim_paper;
 pub mod splitc;
 
 pub use finegrain_rt::probe::Effort;

@@ -47,8 +47,18 @@ pub enum Command {
         /// pieces or finished after a stop. May be --out itself.
         #[arg(long, value_name = "DIR")]
         reuse: Vec<PathBuf>,
+        /// Run only share I of N of the runs (a batch job's array task,
+        /// each share's runs planned to take about as long), leaving their
+        /// records in --out without a report; gather the shares with
+        /// --reuse. Under mpirun the runs are spread over the ranks instead.
+        #[arg(long, value_name = "I/N")]
+        shard: Option<String>,
+        /// Write the planned runs to DIR/plan.json (longest first, with
+        /// their planned cost) and run nothing.
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "reuse", "shard"])]
+        plan: Option<PathBuf>,
         /// List the available experiments.
-        #[arg(long, conflicts_with_all = ["quick", "out", "reuse"])]
+        #[arg(long, conflicts_with_all = ["quick", "out", "reuse", "shard", "plan"])]
         list: bool,
     },
     /// Regenerate one simulated run from its JSON record (a study's or a
@@ -147,12 +157,26 @@ pub enum BenchCommand {
     /// Simulated messages and events per wall second, one core.
     #[command(allow_negative_numbers = true)]
     Sim {
-        /// Repetitions, 1..=1000; the median is reported.
-        #[arg(long, default_value_t = 5)]
-        rounds: u32,
+        /// Repetitions, 1..=1000 (--paper: 1..=100); the median is
+        /// reported [default: 5; --paper: 1].
+        #[arg(long)]
+        rounds: Option<u32>,
         /// Requests each node's threads make per run, 1..=1e9.
         #[arg(long, default_value_t = 50_000)]
         requests_per_node: u64,
+        /// Time runs at the papers' inputs (the pdq-dsm study's, on 8x8)
+        /// instead of the microbenchmarks, each as a `finegrain run` child.
+        #[arg(long)]
+        paper: bool,
+        /// With --paper: another finegrain executable (an older build) to
+        /// time on the same runs in turn, comparing its records with this
+        /// build's.
+        #[arg(long, value_name = "FINEGRAIN", requires = "paper")]
+        against: Option<PathBuf>,
+        /// With --paper: the runs, comma-separated [default: em3d, fft,
+        /// barnes, radix, cholesky].
+        #[arg(long, value_delimiter = ',', requires = "paper")]
+        runs: Vec<String>,
         /// Also write the table as JSON.
         #[arg(long)]
         json: Option<PathBuf>,

@@ -14,8 +14,13 @@ use crate::stats::RtStats;
 use crate::transport::mpi::{self as mpi_transport, Mpi, MpiPlace, TAG_REPORT};
 use finegrain_core::{Platform, Ran, Workload};
 use mpi::ffi;
+use mpi::point_to_point::{Destination, MatchedReceiveVec, Source};
 use mpi::topology::Communicator;
 use mpi::Threading;
+
+/// The tag of [`MpiEnv::send_bytes_to`]'s messages: apart from the
+/// transport's active messages, control words and end-of-run reports.
+const TAG_BYTES: i32 = 14;
 
 /// This process's MPI rank, initialised with the thread level the
 /// transport needs. MPI is finalised when it is dropped.
@@ -54,6 +59,28 @@ impl MpiEnv {
             multiple: want == Threading::Multiple,
             _universe: universe,
         })
+    }
+
+    /// Sends `bytes` to `rank`, under a tag of their own (messages between
+    /// ranks that are not nodes of a run: a study's workers and the rank
+    /// that hands them runs). Returns once the buffer may be reused.
+    pub fn send_bytes_to(&self, rank: u32, bytes: &[u8]) {
+        self._universe.world().process_at_rank(rank as i32).send_with_tag(bytes, TAG_BYTES);
+    }
+
+    /// A message [`MpiEnv::send_bytes_to`] sent here, from any rank, if
+    /// one has arrived: its sender and its bytes. Never waits, so a rank
+    /// that has other work (a study's first rank runs runs too) can poll.
+    pub fn try_receive_bytes(&self) -> Option<(u32, Vec<u8>)> {
+        let world = self._universe.world();
+        let matched = world.any_process().immediate_matched_probe_with_tag(TAG_BYTES)?;
+        let (bytes, status) = matched.matched_receive_vec::<u8>();
+        Some((status.source_rank() as u32, bytes))
+    }
+
+    /// Waits for a message [`MpiEnv::send_bytes_to`] sent here from `rank`.
+    pub fn receive_bytes_from(&self, rank: u32) -> Vec<u8> {
+        self._universe.world().process_at_rank(rank as i32).receive_vec_with_tag::<u8>(TAG_BYTES).0
     }
 
     /// Refuses a run whose nodes have more threads than MPI was set up for.

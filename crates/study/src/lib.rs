@@ -14,8 +14,10 @@
 //!   configuration fields, no claims;
 //! - [`single`]: the record of one `finegrain run`;
 //! - [`experiment`], [`output`], [`runner`], [`progress`], [`figures`],
-//!   [`report`]: experiment files and inputs, output directories, parallel
-//!   runs, progress, SVG charts, report skeleton.
+//!   [`report`]: experiment files and inputs, output directories, runs on
+//!   all cores longest first (or one share of a batch job), progress, SVG
+//!   charts, report skeleton; `ranks` (feature `mpi`) spreads a study's
+//!   runs over the ranks of an `mpirun`.
 
 #![forbid(unsafe_code)]
 
@@ -24,6 +26,8 @@ pub mod experiment;
 pub mod figures;
 pub mod output;
 pub mod progress;
+#[cfg(feature = "mpi")]
+pub mod ranks;
 pub mod record;
 pub mod regenerate;
 pub mod report;
@@ -37,18 +41,32 @@ pub mod sweep;
 
 /// Runs the experiment `name` (a shipped study's name, or a path to an
 /// experiment file) into `out`, taking the runs the output directories
-/// `reuse` hold exact records of instead of simulating them.
+/// `reuse` hold exact records of instead of simulating them, and
+/// simulating the others as `spread` says. None on an MPI rank that only
+/// ran runs for the first.
 pub fn reproduce(
     name: &str,
     quick: bool,
     out: &std::path::Path,
     reuse: &[std::path::PathBuf],
-) -> anyhow::Result<study::Reproduced> {
+    spread: &study::Spread,
+) -> anyhow::Result<Option<study::Reproduced>> {
     let src = studies::source(name)?;
     let header = experiment::header(&src)?;
     let earlier = reuse::Earlier::new(reuse)?;
     match studies::find(&header.study) {
-        Some(s) => s.reproduce(&src, quick, out, &earlier),
+        Some(s) => s.reproduce(&src, quick, out, &earlier, spread),
+        None => anyhow::bail!("invalid study = {} in {}: allowed {}", header.study, src.origin, studies::names()),
+    }
+}
+
+/// Writes the planned runs of experiment `name` to `dir/plan.json`
+/// (`finegrain reproduce --plan`); returns a summary to print.
+pub fn plan(name: &str, quick: bool, dir: &std::path::Path) -> anyhow::Result<String> {
+    let src = studies::source(name)?;
+    let header = experiment::header(&src)?;
+    match studies::find(&header.study) {
+        Some(s) => s.write_plan(&src, quick, dir),
         None => anyhow::bail!("invalid study = {} in {}: allowed {}", header.study, src.origin, studies::names()),
     }
 }

@@ -27,7 +27,8 @@ pub struct Parts<'a, L> {
     pub figures: &'a [Figure],
     pub records: &'a [&'a RunRecord<L>],
     /// With `--reuse`: which runs came from earlier records.
-    pub reused: Option<&'a str>,
+    /// Where the runs came from: earlier records, MPI ranks.
+    pub notes: &'a [String],
     pub started: Instant,
 }
 
@@ -50,8 +51,8 @@ pub fn render<L>(p: &Parts<L>) -> String {
         p.records.len(),
         p.src.arg
     );
-    if let Some(reused) = p.reused {
-        let _ = writeln!(s, "{reused}\n");
+    for note in p.notes {
+        let _ = writeln!(s, "{note}\n");
     }
     if !p.setup.is_empty() {
         let _ = writeln!(s, "{}\n", p.setup);

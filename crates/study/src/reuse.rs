@@ -36,20 +36,33 @@ pub enum Found<L> {
 }
 
 impl Earlier {
-    /// Checks that each directory holds a study's records (`runs/`), so a
-    /// mistyped path is an error before any run, not a silent
-    /// simulate-everything.
+    /// Checks that each directory holds a study's records (`runs/`), or
+    /// holds directories that do (the output directories of a batch job's
+    /// shares, taken in name order), so a mistyped path is an error before
+    /// any run, not a silent simulate-everything.
     pub fn new(dirs: &[PathBuf]) -> Result<Earlier> {
+        let mut found = Vec::new();
         for d in dirs {
-            if !d.join("runs").is_dir() {
+            if d.join("runs").is_dir() {
+                found.push(d.clone());
+                continue;
+            }
+            let mut inner: Vec<PathBuf> = std::fs::read_dir(d)
+                .map(|entries| {
+                    entries.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.join("runs").is_dir()).collect()
+                })
+                .unwrap_or_default();
+            if inner.is_empty() {
                 bail!(
-                    "invalid --reuse {}: it has no runs/ directory; allowed the --out directory of an earlier \
-                     `finegrain reproduce`",
+                    "invalid --reuse {}: it has no runs/ directory, nor directories that have one; allowed the --out \
+                     directory of an earlier `finegrain reproduce`, or a directory of them (a batch job's shares)",
                     d.display()
                 );
             }
+            inner.sort();
+            found.extend(inner);
         }
-        Ok(Earlier { dirs: dirs.to_vec() })
+        Ok(Earlier { dirs: found })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -82,9 +95,22 @@ impl Earlier {
 /// The record at `path` if it is exactly run `p`, read back byte for byte.
 fn same_run<L: Labels>(path: &Path, study: &str, experiment: &str, p: &Planned<L>) -> Result<Option<RunRecord<L>>> {
     let text = crate::experiment::read_input(path)?;
-    // A file that is not a record of this study's kind at all is another
+    record_of(&text, study, experiment, p).with_context(|| format!("reading {} again", path.display()))
+}
+
+/// The record `text` holds if it is exactly run `p` (study, experiment,
+/// labels, configuration and workload) and reads back into the same
+/// bytes: a record from a file, or from another process that simulated
+/// the run.
+pub(crate) fn record_of<L: Labels>(
+    text: &str,
+    study: &str,
+    experiment: &str,
+    p: &Planned<L>,
+) -> Result<Option<RunRecord<L>>> {
+    // A text that is not a record of this study's kind at all is another
     // run as far as this plan is concerned: simulate, do not fail.
-    let Ok(r) = crate::regenerate::from_json::<RecordIn<L>>(&text) else { return Ok(None) };
+    let Ok(r) = crate::regenerate::from_json::<RecordIn<L>>(text) else { return Ok(None) };
     let (Ok(stats), Some(wall)) = (serde_json::from_value::<RunStats>(r.stats), r.wall) else { return Ok(None) };
     let same = r.study == study
         && r.experiment.as_deref() == Some(experiment)
@@ -106,7 +132,7 @@ fn same_run<L: Labels>(path: &Path, study: &str, experiment: &str, p: &Planned<L
         measures: r.measures,
         wall,
     };
-    let again = crate::output::json_text(&record).with_context(|| format!("writing {} again", path.display()))?;
+    let again = crate::output::json_text(&record)?;
     Ok((again == text).then_some(record))
 }
 
@@ -161,5 +187,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let e = Earlier::new(&[dir.path().to_path_buf()]).unwrap_err().to_string();
         assert!(e.starts_with("invalid --reuse ") && e.contains("has no runs/ directory"), "{e}");
+        // A directory of shares' outputs stands for each of them.
+        for share in ["shard-2", "shard-1"] {
+            std::fs::create_dir_all(dir.path().join(share).join("runs")).unwrap();
+        }
+        let earlier = Earlier::new(&[dir.path().to_path_buf()]).unwrap();
+        assert_eq!(earlier.dirs(), &[dir.path().join("shard-1"), dir.path().join("shard-2")]);
     }
 }

@@ -10,10 +10,11 @@
 use crate::claim::Claim;
 use crate::experiment::{Header, Source};
 use crate::figures::Figure;
+use crate::output;
 use crate::record::{Labels, RunRecord, Wall};
 use crate::report::{self, Section};
 use crate::reuse::{Earlier, Found};
-use crate::{output, runner};
+use crate::runner::{self, Work};
 use anyhow::{Context, Result};
 use finegrain_apps::WorkloadSpec;
 use finegrain_sim::SimConfig;
@@ -68,29 +69,115 @@ pub trait Study: Sized + Sync + 'static {
     fn sections(&self, runs: &[Self::Run], claims: &[Claim]) -> Vec<Section>;
 }
 
-/// What a reproduction leaves: its report, and each claim's verdict line.
+/// What a reproduction leaves: its report and each claim's verdict line
+/// (none for one share of a batch job, which leaves only its runs'
+/// records), and notes on where the runs came from.
 pub struct Reproduced {
-    pub report: PathBuf,
+    pub report: Option<PathBuf>,
     pub verdicts: Vec<String>,
-    /// With `--reuse`: how many runs were taken from earlier records.
-    pub reused: Option<String>,
+    /// Runs taken from earlier records (`--reuse`), how they were spread
+    /// over MPI ranks, which share a shard ran.
+    pub notes: Vec<String>,
+}
+
+/// Where a study's runs are simulated.
+pub enum Spread {
+    /// On this host's cores.
+    Cores,
+    /// Share `index` (1-based) of `count`: one task of a batch job, which
+    /// leaves its runs' records for `reproduce --reuse` to gather.
+    Shard { index: u32, count: u32 },
+    /// Over the MPI ranks of this `mpirun`.
+    #[cfg(feature = "mpi")]
+    Ranks(finegrain_rt::MpiEnv),
+}
+
+impl Spread {
+    /// The ranks of an `mpirun` that started this process with more than
+    /// one (Open MPI's or a PMI launcher's environment says so), else this
+    /// host's cores.
+    pub fn detect() -> Result<Spread> {
+        let size = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"]
+            .iter()
+            .find_map(|v| std::env::var(v).ok())
+            .and_then(|s| s.parse::<u32>().ok())
+            .unwrap_or(1);
+        if size <= 1 {
+            return Ok(Spread::Cores);
+        }
+        #[cfg(feature = "mpi")]
+        {
+            let env = finegrain_rt::MpiEnv::init(1).map_err(anyhow::Error::msg)?;
+            Ok(Spread::Ranks(env))
+        }
+        #[cfg(not(feature = "mpi"))]
+        anyhow::bail!(
+            "started by mpirun with {size} ranks, but this finegrain was built without MPI (--no-default-features); \
+             allowed: a build with the mpi feature, or one process (its runs use every core)"
+        )
+    }
+
+    /// `--shard I/N`: share I of N, 1 <= I <= N <= 100000.
+    pub fn shard(text: &str) -> Result<Spread> {
+        let bad = || {
+            anyhow::anyhow!(
+                "invalid --shard {text}: allowed I/N, share I of N with 1 <= I <= N <= 100000 (for a Slurm array \
+                 --array=1-N: --shard $SLURM_ARRAY_TASK_ID/N)"
+            )
+        };
+        let (i, n) = text.split_once('/').ok_or_else(bad)?;
+        let (index, count) = (i.trim().parse::<u32>().map_err(|_| bad())?, n.trim().parse::<u32>().map_err(|_| bad())?);
+        if !(1..=100_000).contains(&count) || !(1..=count).contains(&index) {
+            return Err(bad());
+        }
+        Ok(Spread::Shard { index, count })
+    }
+
+    /// Whether this process writes the outputs (not an MPI worker rank).
+    fn writes(&self) -> bool {
+        match self {
+            #[cfg(feature = "mpi")]
+            Spread::Ranks(env) => env.rank == 0,
+            _ => true,
+        }
+    }
 }
 
 /// Runs study `S` from `src` into `out`, taking the runs `earlier` holds
-/// records of instead of simulating them.
-pub fn reproduce<S: Study>(src: &Source, quick: bool, out: &Path, earlier: &Earlier) -> Result<Reproduced> {
+/// records of instead of simulating them, simulating the rest as `spread`
+/// says. None on an MPI rank other than the first, which only ran runs.
+pub fn reproduce<S: Study>(
+    src: &Source,
+    quick: bool,
+    out: &Path,
+    earlier: &Earlier,
+    spread: &Spread,
+) -> Result<Option<Reproduced>> {
     let study = S::load(src, quick)?;
-    output::prepare_out(out)?;
-    let started = Instant::now();
     let planned = study.plan()?;
     let header = study.header();
     let mode = if quick { "quick" } else { "full" };
-    let Ran { records, on_disk, reused } = run_or_reuse(S::NAME, &header.name, mode, &planned, earlier, out)?;
-    let reused_line = reused.as_ref().map(|r| r.line(earlier, planned.len()));
+    #[cfg(feature = "mpi")]
+    if let Spread::Ranks(env) = spread {
+        if env.rank != 0 {
+            let experiment = header.name.clone();
+            crate::ranks::serve(env, &planned, |p| record_text(S::NAME, &experiment, p))?;
+            return Ok(None);
+        }
+    }
+    debug_assert!(spread.writes());
+    output::prepare_out(out)?;
+    let started = Instant::now();
+    let ran = run_or_reuse(S::NAME, &header.name, mode, &planned, earlier, out, spread)?;
+    let mut notes: Vec<String> = ran.reused.as_ref().map(|r| r.line(earlier, planned.len())).into_iter().collect();
+    notes.extend(ran.spread_line);
+    let Some(records) = ran.records else {
+        return Ok(Some(Reproduced { report: None, verdicts: Vec::new(), notes }));
+    };
     let runs = study.view(records);
     let csv = csv(&study, &runs);
     let records: Vec<&RunRecord<S::Labels>> = runs.iter().map(S::record).collect();
-    output::write_records(out, Some(src), &records, &on_disk, &csv)?;
+    output::write_records(out, Some(src), &records, &ran.on_disk, &csv)?;
     let claims = study.claims(&runs);
     let figures = study.figures(&runs, out)?;
     let text = report::render(&report::Parts {
@@ -102,12 +189,12 @@ pub fn reproduce<S: Study>(src: &Source, quick: bool, out: &Path, earlier: &Earl
         sections: study.sections(&runs, &claims),
         figures: &figures,
         records: &records,
-        reused: reused_line.as_deref(),
+        notes: &notes,
         started,
     });
     let path = out.join("report.md");
     std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-    Ok(Reproduced { report: path, verdicts: claims.iter().map(Claim::line).collect(), reused: reused_line })
+    Ok(Some(Reproduced { report: Some(path), verdicts: claims.iter().map(Claim::line).collect(), notes }))
 }
 
 /// What `--reuse` did for a study: runs taken from earlier records, and
@@ -142,18 +229,20 @@ impl Reused {
     }
 }
 
-/// A study's runs, done: their records in plan order, the record files
-/// already written as the runs finished, and what `--reuse` took.
+/// A study's runs, done: their records in plan order (None for a shard,
+/// which has only its share), the record files already written as the
+/// runs finished, what `--reuse` took, and how the runs were spread.
 struct Ran<L> {
-    records: Vec<RunRecord<L>>,
+    records: Option<Vec<RunRecord<L>>>,
     on_disk: HashSet<String>,
     reused: Option<Reused>,
+    spread_line: Option<String>,
 }
 
-/// Simulates the planned runs on all cores, in plan order, except those
-/// `earlier` holds exact records of, which are taken as they are. Each
-/// simulated run's record goes to `out/runs/` as soon as it is done, so a
-/// study stopped part way can be finished with `--reuse` of its `out`.
+/// Simulates the planned runs, longest first, as `spread` says, except
+/// those `earlier` holds exact records of, which are taken as they are.
+/// Each simulated run's record goes to `out/runs/` as soon as it is done,
+/// so a study stopped part way can be finished with `--reuse` of its `out`.
 fn run_or_reuse<L: Labels>(
     study: &str,
     experiment: &str,
@@ -161,6 +250,7 @@ fn run_or_reuse<L: Labels>(
     planned: &[Planned<L>],
     earlier: &Earlier,
     out: &Path,
+    spread: &Spread,
 ) -> Result<Ran<L>> {
     let mut found = Vec::with_capacity(planned.len());
     let mut differing = 0;
@@ -174,26 +264,71 @@ fn run_or_reuse<L: Labels>(
             Found::None => None,
         });
     }
-    let to_run: Vec<&Planned<L>> = planned.iter().zip(&found).filter(|(_, f)| f.is_none()).map(|(p, _)| p).collect();
+    let work = Work {
+        specs: planned,
+        costs: planned.iter().map(|p| p.workload.planned_seconds(&p.config)).collect(),
+        names: planned.iter().map(|p| p.labels.id()).collect(),
+    };
+    let to_run: Vec<usize> = (0..planned.len()).filter(|&i| found[i].is_none()).collect();
     let taken = planned.len() - to_run.len();
-    let label = format!("{experiment} ({mode})");
-    let simulated = runner::run_all(
-        &to_run,
-        &label,
-        |p| host_bytes(p),
-        SimConfig::HOST_BYTES_LIMIT,
-        |p| {
-            let record = run_planned(study, experiment, p)?;
-            output::write_json(&out.join("runs").join(output::record_file(&record.id)), &record)?;
-            Ok(record)
-        },
-    )?;
-    let on_disk = simulated.iter().map(|r| output::record_file(&r.id)).collect();
-    let mut simulated = simulated.into_iter();
-    let records = found.into_iter().map(|f| f.or_else(|| simulated.next())).collect::<Option<Vec<_>>>();
-    let records = records.context("a simulated run went missing while merging the taken ones")?;
     let reused = (!earlier.is_empty()).then_some(Reused { taken, differing });
-    Ok(Ran { records, on_disk, reused })
+    let label = format!("{experiment} ({mode})");
+    let write = |p: &Planned<L>| -> Result<RunRecord<L>> {
+        let record = run_planned(study, experiment, p)?;
+        output::write_json(&out.join("runs").join(output::record_file(&record.id)), &record)?;
+        Ok(record)
+    };
+    let (simulated, spread_line) = match spread {
+        Spread::Cores => {
+            (runner::on_cores(&work, &to_run, &label, |p| host_bytes(p), SimConfig::HOST_BYTES_LIMIT, write)?, None)
+        }
+        Spread::Shard { index, count } => {
+            let share = work.share(*index, *count);
+            let mine: Vec<usize> = share.iter().copied().filter(|&i| found[i].is_none()).collect();
+            let label = format!("{label}, share {index}/{count}");
+            runner::on_cores(&work, &mine, &label, |p| host_bytes(p), SimConfig::HOST_BYTES_LIMIT, write)?;
+            let line = shard_line(&work, &share, mine.len(), *index, *count);
+            let on_disk = mine.iter().map(|&i| output::record_file(&work.names[i])).collect();
+            return Ok(Ran { records: None, on_disk, reused, spread_line: Some(line) });
+        }
+        #[cfg(feature = "mpi")]
+        Spread::Ranks(env) => {
+            let read = |i: usize, text: &str| -> Result<RunRecord<L>> {
+                let record = crate::reuse::record_of(text, study, experiment, &planned[i])?
+                    .ok_or_else(|| anyhow::anyhow!("it is not a record of run {} of this plan", work.names[i]))?;
+                let path = out.join("runs").join(output::record_file(&record.id));
+                std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+                Ok(record)
+            };
+            let run = |p: &Planned<L>| record_text(study, experiment, p);
+            let (records, tally) = crate::ranks::coordinate(env, &work, &to_run, &label, run, read)?;
+            (records, Some(tally.line(to_run.len())))
+        }
+    };
+    let on_disk = to_run.iter().map(|&i| output::record_file(&work.names[i])).collect();
+    let records = found.into_iter().zip(simulated).map(|(f, s)| f.or(s)).collect::<Option<Vec<_>>>();
+    let records = records.context("a simulated run went missing while merging the taken ones")?;
+    Ok(Ran { records: Some(records), on_disk, reused, spread_line })
+}
+
+/// A shard's note: which share it ran, and how to gather the shares.
+fn shard_line<S>(work: &Work<S>, share: &[usize], simulated: usize, index: u32, count: u32) -> String {
+    format!(
+        "share {index}/{count}: {} of the {} runs ({simulated} simulated now, the rest taken from earlier records), \
+         planned {:.0} of {:.0} core-seconds; no report: gather the shares with `finegrain reproduce EXPERIMENT \
+         --reuse DIR --out OUT`, DIR holding every share's output directory",
+        share.len(),
+        work.specs.len(),
+        work.cost_of(share),
+        work.costs.iter().sum::<f64>()
+    )
+}
+
+/// Simulates one planned run into its record's text, as `runs/<id>.json`
+/// holds it (what an MPI worker rank sends rank 0).
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+fn record_text<L: Labels>(study: &str, experiment: &str, p: &Planned<L>) -> Result<String> {
+    output::json_text(&run_planned(study, experiment, p)?)
 }
 
 /// The most host memory a planned run's simulated caches may take.
@@ -230,13 +365,75 @@ fn csv<S: Study>(study: &S, runs: &[S::Run]) -> String {
     s
 }
 
+/// One planned run as `reproduce --plan` writes it.
+#[derive(serde::Serialize)]
+struct PlannedRun<'a, L> {
+    id: String,
+    /// An estimate from the input's size (see
+    /// [`WorkloadSpec::planned_seconds`]).
+    planned_seconds: f64,
+    labels: &'a L,
+    config: &'a SimConfig,
+    workload: &'a WorkloadSpec,
+}
+
+/// Writes study `S`'s planned runs to `dir/plan.json` (longest first, each
+/// with its planned cost and everything that runs it), for a batch job to
+/// size its array; returns a summary to print.
+pub fn write_plan<S: Study>(src: &Source, quick: bool, dir: &Path) -> Result<String> {
+    let study = S::load(src, quick)?;
+    let planned = study.plan()?;
+    let header = study.header();
+    let work = Work {
+        specs: &planned,
+        costs: planned.iter().map(|p| p.workload.planned_seconds(&p.config)).collect(),
+        names: planned.iter().map(|p| p.labels.id()).collect(),
+    };
+    let order = work.longest_first();
+    let runs: Vec<PlannedRun<S::Labels>> = order
+        .iter()
+        .map(|&i| PlannedRun {
+            id: work.names[i].clone(),
+            planned_seconds: work.costs[i],
+            labels: &planned[i].labels,
+            config: &planned[i].config,
+            workload: &planned[i].workload,
+        })
+        .collect();
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mode = if quick { "quick" } else { "full" };
+    let file = serde_json::json!({ "study": S::NAME, "experiment": header.name, "mode": mode, "runs": runs });
+    let path = dir.join("plan.json");
+    output::write_json(&path, &file)?;
+    let total: f64 = work.costs.iter().sum();
+    let longest = order
+        .first()
+        .map_or(String::new(), |&i| format!("; the longest, {}, about {:.0} s", work.names[i], work.costs[i]));
+    Ok(format!(
+        "{}: {} runs ({mode}), planned {:.1} core-hours{longest}; written to {} (longest first)",
+        header.name,
+        planned.len(),
+        total / 3600.0,
+        path.display()
+    ))
+}
+
 /// A study as the registry holds it: what `reproduce` and `rerun` need,
 /// whatever its types.
 pub trait AnyStudy: Sync {
     fn name(&self) -> &'static str;
     /// The shipped experiment file's text.
     fn experiment(&self) -> &'static str;
-    fn reproduce(&self, src: &Source, quick: bool, out: &Path, earlier: &Earlier) -> Result<Reproduced>;
+    fn reproduce(
+        &self,
+        src: &Source,
+        quick: bool,
+        out: &Path,
+        earlier: &Earlier,
+        spread: &Spread,
+    ) -> Result<Option<Reproduced>>;
+    /// Writes its planned runs (`finegrain reproduce --plan`).
+    fn write_plan(&self, src: &Source, quick: bool, dir: &Path) -> Result<String>;
     /// Regenerates one of its records (`finegrain rerun`), checking the
     /// record's labels with the study's own label type.
     fn rerun(&self, record: &str) -> Result<crate::regenerate::Rerun>;
@@ -258,8 +455,19 @@ impl<S: Study> AnyStudy for Registered<S> {
         S::EXPERIMENT
     }
 
-    fn reproduce(&self, src: &Source, quick: bool, out: &Path, earlier: &Earlier) -> Result<Reproduced> {
-        reproduce::<S>(src, quick, out, earlier)
+    fn reproduce(
+        &self,
+        src: &Source,
+        quick: bool,
+        out: &Path,
+        earlier: &Earlier,
+        spread: &Spread,
+    ) -> Result<Option<Reproduced>> {
+        reproduce::<S>(src, quick, out, earlier, spread)
+    }
+
+    fn write_plan(&self, src: &Source, quick: bool, dir: &Path) -> Result<String> {
+        write_plan::<S>(src, quick, dir)
     }
 
     fn rerun(&self, record: &str) -> Result<crate::regenerate::Rerun> {

@@ -93,6 +93,34 @@ pub struct DsmSpec {
     pub dsm: DsmConfig,
 }
 
+/// Roughly how many seconds of one core simulating `spec` on `config`
+/// takes: the program's time at its paper input on 64 processors under
+/// Hurricane 1pp (measured here, 2026-12, on one core of a 2-core VM),
+/// scaled by its input's size against the paper's (with the power the
+/// quick and paper inputs' times gave: cholesky's work grows faster than
+/// its columns), and by who runs the handlers (SMP protocol processors on
+/// the memory bus and Mult's idle compute processors give the simulator
+/// more bus transactions and role changes). An estimate for ordering runs
+/// and showing the time left, never for a result.
+pub fn planned_seconds(spec: &DsmSpec, config: &SimConfig) -> f64 {
+    use finegrain_core::{Policy, PpKind};
+    let (seconds, size, paper_size, power) = match &spec.program {
+        ProgramSpec::Barnes(b) => (8.0, (b.bodies * b.steps as u64) as f64, 16384.0 * 2.0, 1.0),
+        ProgramSpec::Cholesky(c) => (100.0, c.grid.iter().map(|&g| g as f64).product(), 4096.0, 2.2),
+        ProgramSpec::Em3d(e) => (2.5, e.nodes as f64, 76_800.0, 1.0),
+        ProgramSpec::Fft(f) => (9.0, (1u64 << f.log_points) as f64, (1u64 << 20) as f64, 1.0),
+        ProgramSpec::Fmm(f) => (1.0, f.particles as f64, 16384.0, 1.0),
+        ProgramSpec::Radix(r) => (11.0, r.keys as f64, (4u64 << 20) as f64, 1.0),
+        ProgramSpec::WaterSp(w) => (2.0, (w.lattice as f64).powi(3) * w.steps as f64, 16f64.powi(3) * 3.0, 1.0),
+    };
+    let handlers = match (config.run.policy, config.run.dispatch.pp_kind) {
+        (Policy::Floating, _) => 1.8,
+        (_, PpKind::Smp) => 1.3,
+        _ => 1.0,
+    };
+    seconds * (size / paper_size).powf(power) * handlers
+}
+
 /// The handler instructions a machine's `[dsm]` section gives.
 pub fn handler_costs(d: &DsmParams) -> HandlerCosts {
     HandlerCosts {

@@ -60,9 +60,18 @@ pub fn bench(what: BenchCommand) -> Result<()> {
             say!("{}", finegrain_bench::splitc::splitc_table(&b).trim_end());
             Ok(())
         }
-        BenchCommand::Sim { rounds, requests_per_node, json } => {
+        BenchCommand::Sim { rounds, requests_per_node, paper, against, runs, json } => {
             check_writable(json.as_deref(), &[])?;
-            let rows = bench::sim(rounds, requests_per_node)?;
+            if paper {
+                let rows = finegrain_bench::sim_paper::paper(against.as_deref(), rounds.unwrap_or(1), &runs)?;
+                write(json, &rows)?;
+                say!("{}", finegrain_bench::sim_paper::paper_table(&rows).trim_end());
+                if rows.iter().any(|r| r.same_records == Some(false)) {
+                    anyhow::bail!("the two builds' records differ (beyond wall-clock figures) on a run marked DIFFER");
+                }
+                return Ok(());
+            }
+            let rows = bench::sim(rounds.unwrap_or(5), requests_per_node)?;
             write(json, &rows)?;
             say!("{}", bench::sim_table(&rows).trim_end());
             Ok(())

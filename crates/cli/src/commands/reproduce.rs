@@ -2,21 +2,33 @@
 
 use crate::say;
 use anyhow::{bail, Result};
+use finegrain_study::study::Spread;
 use finegrain_study::{experiment, studies};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 /// Lists the shipped studies with their titles.
 pub fn list() -> Result<()> {
-    for s in studies::STUDIES {
-        let src = studies::source(s.name())?;
+    for name in studies::experiment_names() {
+        let src = studies::source(name)?;
         let header = experiment::header(&src)?;
-        say!("{:<20} {}", s.name(), header.title);
+        say!("{:<22} {}", name, header.title);
     }
     Ok(())
 }
 
-pub fn reproduce(name: Option<String>, quick: bool, out: &Path, reuse: &[PathBuf], list_them: bool) -> Result<()> {
+/// What `reproduce` was asked to do with an experiment.
+pub struct What {
+    pub quick: bool,
+    pub out: PathBuf,
+    pub reuse: Vec<PathBuf>,
+    /// `--shard I/N`, as given.
+    pub shard: Option<String>,
+    /// `--plan DIR`.
+    pub plan: Option<PathBuf>,
+}
+
+pub fn reproduce(name: Option<String>, what: &What, list_them: bool) -> Result<()> {
     if list_them {
         if let Some(name) = name {
             bail!("--list takes no experiment name (got '{name}'): it lists them all");
@@ -26,14 +38,27 @@ pub fn reproduce(name: Option<String>, quick: bool, out: &Path, reuse: &[PathBuf
     let Some(name) = name else {
         bail!("missing experiment name: give one of `finegrain reproduce --list`");
     };
+    if let Some(dir) = &what.plan {
+        say!("{}", finegrain_study::plan(&name, what.quick, dir)?);
+        return Ok(());
+    }
+    let spread = match &what.shard {
+        Some(s) => Spread::shard(s)?,
+        None => Spread::detect()?,
+    };
     let t0 = Instant::now();
-    let done = finegrain_study::reproduce(&name, quick, out, reuse)?;
-    if let Some(reused) = &done.reused {
-        crate::note(format_args!("{reused}"));
+    let Some(done) = finegrain_study::reproduce(&name, what.quick, &what.out, &what.reuse, &spread)? else {
+        return Ok(()); // an MPI rank that ran runs for the first
+    };
+    for note in &done.notes {
+        crate::note(format_args!("{note}"));
     }
     for line in &done.verdicts {
         say!("{line}");
     }
-    say!("report: {} ({:.1} s)", done.report.display(), t0.elapsed().as_secs_f64());
+    match &done.report {
+        Some(report) => say!("report: {} ({:.1} s)", report.display(), t0.elapsed().as_secs_f64()),
+        None => say!("records: {} ({:.1} s)", what.out.join("runs").display(), t0.elapsed().as_secs_f64()),
+    }
     Ok(())
 }

@@ -20,6 +20,21 @@ pub static STUDIES: &[&dyn AnyStudy] = &[
     &Registered::<pdq_dsm::PdqDsm>::STUDY,
 ];
 
+/// Experiment files shipped beside the studies' own: another grid of a
+/// study, run by name like a study (`finegrain reproduce pdq-dsm-paper`).
+pub static MORE_EXPERIMENTS: &[(&str, &str)] = &[
+    // pdq-dsm's five machine shapes at the paper inputs (all six claims).
+    ("pdq-dsm-paper", include_str!("../../../../experiments/pdq-dsm-paper.toml")),
+    // Its 8x8 shapes alone (a piece for --reuse).
+    ("pdq-dsm-paper-blocks", include_str!("../../../../experiments/pdq-dsm-paper-blocks.toml")),
+];
+
+/// Every experiment `reproduce` knows by name: the studies', then the
+/// other shipped files.
+pub fn experiment_names() -> Vec<&'static str> {
+    STUDIES.iter().map(|s| s.name()).chain(MORE_EXPERIMENTS.iter().map(|e| e.0)).collect()
+}
+
 /// The study named `name`.
 pub fn find(name: &str) -> Option<&'static dyn AnyStudy> {
     STUDIES.iter().copied().find(|s| s.name() == name)
@@ -36,8 +51,13 @@ pub fn source(name: &str) -> Result<Source> {
     if Source::names_a_file(name) {
         return Source::from_path(name);
     }
-    match find(name) {
-        Some(s) => Ok(Source::shipped(name, s.experiment())),
-        None => bail!("unknown experiment '{name}': allowed {} (or a path to a .toml file)", names()),
+    if let Some(s) = find(name) {
+        return Ok(Source::shipped(name, s.experiment()));
+    }
+    match MORE_EXPERIMENTS.iter().find(|e| e.0 == name) {
+        Some(e) => Ok(Source::shipped(name, e.1)),
+        None => {
+            bail!("unknown experiment '{name}': allowed {} (or a path to a .toml file)", experiment_names().join(", "))
+        }
     }
 }
