@@ -21,11 +21,12 @@ use std::time::Instant;
 /// keys need more than the default 64 MiB).
 const PAPER_SEGMENT_BYTES: u64 = 128 << 20;
 
-/// One run of the set: its name and the `finegrain run` arguments after
-/// the preset.
+/// One run of the set: its name and its `finegrain run` arguments; DSM
+/// runs get the paper-input preset (`--preset`) first.
 struct PaperRun {
     name: &'static str,
     args: &'static [&'static str],
+    dsm: bool,
 }
 
 macro_rules! dsm {
@@ -48,6 +49,7 @@ macro_rules! dsm {
                 "--seed",
                 "1999",
             ],
+            dsm: true,
         }
     };
 }
@@ -55,7 +57,7 @@ macro_rules! dsm {
 /// The runs `--paper` knows: the pdq-dsm study's paper inputs on 8x8
 /// (64-byte blocks), the applications under Hurricane 1pp and the
 /// longest-running one (cholesky) and fft under the other kinds of
-/// protocol processor.
+/// protocol processor, and the scheduling-micro study's longest run.
 const RUNS: &[PaperRun] = &[
     dsm!("em3d", "em3d", "hurricane-1pp"),
     dsm!("fft", "fft", "hurricane-1pp"),
@@ -70,6 +72,17 @@ const RUNS: &[PaperRun] = &[
     dsm!("cholesky-smp", "cholesky", "hurricane1-4pp"),
     dsm!("cholesky-s-coma", "cholesky", "s-coma"),
     dsm!("cholesky-mult", "cholesky", "mult"),
+    // The scheduling-micro study's longest run: fetch-block under
+    // Floating on 6-processor nodes at U = 0.95, Oint 5000 (its full
+    // grid's 16000 requests per node).
+    PaperRun {
+        name: "sched-micro",
+        args: &[
+            "--preset", "hpca97", "--policy", "floating", "--procs-per-node", "6", "--protocol", "fetch", "--u",
+            "0.95", "--oint", "5000", "--requests-per-node", "16000", "--seed", "1997",
+        ],
+        dsm: false,
+    },
 ];
 
 /// The runs measured when none are named: the four the speed issue
@@ -138,10 +151,13 @@ pub fn paper(against: Option<&Path>, rounds: u32, which: &[String]) -> Result<Ve
         let against_median_seconds = (!theirs.is_empty()).then(|| median(theirs));
         rows.push(PaperRow {
             run: run.name.to_string(),
-            args: format!(
-                "run --preset hpca99 (+ [memory] global_segment_bytes = {PAPER_SEGMENT_BYTES}) {}",
-                run.args.join(" ")
-            ),
+            args: match run.dsm {
+                true => format!(
+                    "run --preset hpca99 (+ [memory] global_segment_bytes = {PAPER_SEGMENT_BYTES}) {}",
+                    run.args.join(" ")
+                ),
+                false => format!("run {}", run.args.join(" ")),
+            },
             rounds,
             events: count("events"),
             messages: count("messages"),
@@ -180,11 +196,13 @@ fn write_preset(dir: &Path) -> Result<PathBuf> {
 /// Runs `run` with the executable `exe`, its record to `json`: the wall
 /// seconds and the record.
 fn time_run(exe: &Path, preset: &Path, run: &PaperRun, json: &Path) -> Result<(f64, serde_json::Value)> {
+    let mut cmd = Command::new(exe);
+    cmd.arg("run");
+    if run.dsm {
+        cmd.arg("--preset").arg(preset);
+    }
     let t0 = Instant::now();
-    let out = Command::new(exe)
-        .arg("run")
-        .arg("--preset")
-        .arg(preset)
+    let out = cmd
         .args(run.args)
         .arg("--json")
         .arg(json)

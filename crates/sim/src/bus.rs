@@ -11,7 +11,6 @@
 
 use crate::stats::BusStats;
 use finegrain_core::config::BusParams;
-use std::collections::VecDeque;
 
 /// Busy time on a calendar: one interval [start, end), or a word train:
 /// `len`-cycle intervals `period` apart from `start`, the last ending at
@@ -74,12 +73,12 @@ impl Busy {
 #[derive(Clone, Debug, Default)]
 pub struct Calendar {
     /// Busy time, sorted and non-overlapping (so the ends are sorted too,
-    /// which lets a reservation binary-search its place), from the first
-    /// interval that had not ended at the last reservation. A double-ended
-    /// queue: a transaction issued now among reservations made ahead (a
-    /// long computation's sampled misses, a read's data phase) goes in near
-    /// the front, and only the few intervals before it move.
-    busy: VecDeque<Busy>,
+    /// which lets a reservation binary-search its place).
+    /// Entries before `head` are expired; they are dropped in batches.
+    busy: Vec<Busy>,
+    head: usize,
+    /// Length beyond which expired intervals are looked for again.
+    prune_at: usize,
     pub transactions: u64,
     pub busy_cycles: u64,
     pub wait_cycles: u64,
@@ -108,7 +107,7 @@ impl Calendar {
 
     /// Whether nothing is reserved after cycle `t`.
     fn clear_from(&self, t: u64) -> bool {
-        self.busy.back().is_none_or(|last| last.end <= t)
+        self.busy.last().is_none_or(|last| last.end <= t)
     }
 
     /// Finds the earliest gap when reservations lie after `t`. (A split
@@ -139,19 +138,22 @@ impl Calendar {
         start
     }
 
-    /// The position of the first interval that ends after `t`. What ends
-    /// between the clock and `t` is little (requests come for the present
-    /// or soon after), so it is looked for from the front, a few steps
-    /// through adjacent entries, and by bisection only past those (a
-    /// calendar can hold thousands of intervals reserved ahead).
+    /// The position of the first live interval that ends after `t`. The
+    /// intervals reserved ahead of `t` are few and at the end (most live
+    /// ones have ended by `t`: a DSM node's calendars held some 38, all
+    /// but 4 of them before `t`), so it is looked for from the end, a few
+    /// steps through adjacent entries, and by bisection only past those.
     #[inline(always)]
     fn first_ending_after(&self, t: u64) -> usize {
         const STEPS: usize = 8;
-        let (front, _) = self.busy.as_slices();
-        if let Some(at) = front.iter().take(STEPS).position(|b| b.end > t) {
-            return at;
+        let mut at = self.busy.len();
+        for _ in 0..STEPS {
+            if at == self.head || self.busy[at - 1].end <= t {
+                return at;
+            }
+            at -= 1;
         }
-        self.busy.partition_point(|b| b.end <= t)
+        self.head + self.busy[self.head..at].partition_point(|b| b.end <= t)
     }
 
     /// Reserves `count` transactions issued back to back by one processor:
@@ -205,35 +207,49 @@ impl Calendar {
             self.push_after(now, start, start + count * len);
             return;
         }
-        self.busy.push_back(Busy::train(start, count, len, period));
+        self.busy.push(Busy::train(start, count, len, period));
         self.prune(now);
     }
 
     /// Appends an interval that starts at or after the last one ends,
-    /// merging when they touch; forgets expired intervals (as the slow
-    /// path does), which changes no placement.
+    /// merging when they touch; prunes expired intervals now and then (as
+    /// the slow path does), which changes no placement.
     #[inline(always)] // on every transaction's path; the pruning is out of line
     fn push_after(&mut self, now: u64, start: u64, end: u64) {
-        match self.busy.back_mut() {
+        match self.busy.last_mut() {
             Some(last) if last.end == start && !last.is_train() => *last = Busy::interval(last.start, end),
-            _ => self.busy.push_back(Busy::interval(start, end)),
+            _ => self.busy.push(Busy::interval(start, end)),
         }
         self.prune(now);
     }
 
-    /// Forgets the intervals that ended by `now`: nothing can be requested
-    /// before the clock, so they can hold no transaction up.
+    /// Forgets expired intervals once a few more have been added since
+    /// they were last looked for.
     #[inline(always)]
     fn prune(&mut self, now: u64) {
-        while self.busy.front().is_some_and(|b| b.end <= now) {
-            self.busy.pop_front();
+        if self.busy.len() > self.prune_at {
+            self.forget_before(now);
         }
+    }
+
+    #[inline(never)]
+    fn forget_before(&mut self, now: u64) {
+        // Ends are sorted: the expired prefix is found by bisection.
+        self.head += self.busy[self.head..].partition_point(|b| b.end <= now);
+        if self.head >= 32 && self.head * 2 >= self.busy.len() {
+            self.busy.drain(..self.head);
+            self.head = 0;
+        }
+        // Look again once as many intervals have been added as are live
+        // now (at least 64), so that many live ones (a message's word
+        // trains reserved ahead) do not make every reservation look.
+        self.prune_at = self.busy.len() + (self.busy.len() - self.head).max(64);
     }
 
     /// Inserts an interval at position `at`, merging with touching
     /// neighbours that are intervals too, to keep the calendar short.
     fn insert(&mut self, at: usize, iv: Busy) {
-        let touches_prev = at > 0 && self.busy[at - 1].end == iv.start && !self.busy[at - 1].is_train();
+        let touches_prev = at > self.head && self.busy[at - 1].end == iv.start && !self.busy[at - 1].is_train();
         let touches_next = at < self.busy.len() && self.busy[at].start == iv.end && !self.busy[at].is_train();
         match (touches_prev, touches_next) {
             (true, true) => {
@@ -252,8 +268,7 @@ impl Calendar {
         let b = self.busy[at];
         let after = Busy::train(b.word_start(word + 1), b.words() - word - 1, b.len, b.period);
         self.busy[at] = Busy::train(b.start, word + 1, b.len, b.period);
-        self.busy.insert(at + 1, iv);
-        self.busy.insert(at + 2, after);
+        self.busy.splice(at + 1..at + 1, [iv, after]);
     }
 
     /// The live busy intervals, trains spelled out word by word and
@@ -262,7 +277,7 @@ impl Calendar {
     #[cfg(test)]
     fn intervals(&self) -> Vec<(u64, u64)> {
         let mut out: Vec<(u64, u64)> = Vec::new();
-        for b in &self.busy {
+        for b in &self.busy[self.head..] {
             for k in 0..b.words() {
                 let (s, e) = (b.word_start(k), b.word_start(k) + b.len);
                 match out.last_mut() {
