@@ -71,7 +71,8 @@ pub enum Command {
         #[arg(long)]
         json: Option<PathBuf>,
     },
-    /// Measure a preset's calibration targets (Lmin) back.
+    /// Print a preset's parameter ledger (where each value comes from), then
+    /// measure back the numbers its paper states about primitives.
     Calibrate {
         /// Preset name or path to a preset .toml file.
         #[arg(default_value = "hpca97")]

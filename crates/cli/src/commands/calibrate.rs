@@ -5,6 +5,7 @@ use anyhow::{bail, Result};
 use finegrain_apps::dsm::spec::handler_costs;
 use finegrain_apps::micro::{self, Protocol};
 use finegrain_core::config::DsmSystem;
+use finegrain_core::config::{Ledger, ProvenanceKind};
 use finegrain_core::{DmaCalibration, HandlerTable, MachineConfig, Proc};
 use finegrain_dsm::{Dsm, DsmConfig, Home};
 use finegrain_sim::stats::TraceEvent;
@@ -18,6 +19,7 @@ const DMA_ROUNDS: u64 = 100;
 
 pub fn calibrate(preset: &str) -> Result<()> {
     let machine = MachineConfig::load(preset)?;
+    print_ledger(&machine)?;
     if let Some(cal) = machine.dma_calibration.clone() {
         return calibrate_dma(&machine, &cal);
     }
@@ -59,6 +61,42 @@ pub fn calibrate(preset: &str) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The preset's ledger, kind by kind: what the paper states, what follows
+/// from it, what was fitted to a stated primitive number (measured back
+/// below), and the estimates with the verdicts that move with them.
+fn print_ledger(machine: &MachineConfig) -> Result<()> {
+    let ledger = &machine.ledger;
+    if ledger.is_empty() {
+        say!("preset {}: no [ledger] (a preset of one's own may leave it out)", machine.name);
+        say!("");
+        return Ok(());
+    }
+    say!("preset {}: where each of its {} parameters comes from ({})", machine.name, ledger.0.len(), counts(ledger));
+    for kind in ProvenanceKind::ALL {
+        if ledger.of_kind(kind).next().is_none() {
+            continue;
+        }
+        say!("");
+        say!("{}:", kind.name());
+        for (path, p) in ledger.of_kind(kind) {
+            say!("  {path:<36} {}", p.source);
+            if let Some(moves) = &p.moves {
+                say!("  {:<36} moves: {moves}", "");
+            }
+        }
+    }
+    say!("");
+    Ok(())
+}
+
+fn counts(ledger: &Ledger) -> String {
+    ProvenanceKind::ALL
+        .iter()
+        .map(|&k| format!("{} {}", ledger.of_kind(k).count(), k.name()))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A co-processor preset: the one-way time of a flag moved by bare DMA

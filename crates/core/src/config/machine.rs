@@ -2,7 +2,7 @@
 //! caches, bus, network interface, network, interrupts, protocol handlers,
 //! parallel dispatch hardware), validated.
 
-use super::{ConfigError, CoprocessorParams, DmaCalibration, PpKind, RoleArbitration, MAX_CYCLES};
+use super::{ConfigError, CoprocessorParams, DmaCalibration, Ledger, PpKind, RoleArbitration, MAX_CYCLES};
 use serde::{Deserialize, Serialize};
 
 /// Switches for the overheads the scheduling study separates, so each can be
@@ -394,6 +394,10 @@ pub struct MachineConfig {
     /// of the DSM papers; absent elsewhere and left out of records).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dsm: Option<DsmParams>,
+    /// Where each parameter's value comes from (the preset's `[ledger]`):
+    /// documentation, left out of records and of comparisons.
+    #[serde(default, skip_serializing)]
+    pub ledger: Ledger,
 }
 
 impl MachineConfig {

@@ -11,6 +11,7 @@ mod coprocessor;
 mod dsm;
 mod error;
 mod input;
+mod ledger;
 mod limits;
 mod machine;
 mod presets;
@@ -22,6 +23,7 @@ pub use coprocessor::{CoprocessorParams, DmaCalibration};
 pub use dsm::{DsmSystem, DSM_PPS};
 pub use error::{plain_type_names, ConfigError};
 pub use input::{parse_toml, read_input};
+pub use ledger::{Kind as ProvenanceKind, Ledger, Provenance};
 pub use limits::{INPUT_FILE_LIMIT, MAX_CYCLES, MAX_NODES, MAX_REQUESTS};
 pub use machine::{
     is_zero, BusParams, CacheParams, Calibration, ComputeParams, DsmParams, Effects, InterruptParams, MachineConfig,

@@ -41,6 +41,10 @@ impl MachineConfig {
     pub fn from_toml(origin: &str, text: &str) -> Result<MachineConfig, ConfigError> {
         let m: MachineConfig = parse_toml(origin, text)?;
         require_named(origin, text)?;
+        // A ledger is optional in a preset of one's own, and whole if given.
+        if !m.ledger.is_empty() {
+            m.ledger.check(origin, text)?;
+        }
         m.validate()?;
         Ok(m)
     }
