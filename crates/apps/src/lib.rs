@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod coproc_primitives;
 pub mod dsm;
 pub mod fetch_add;
 pub mod micro;

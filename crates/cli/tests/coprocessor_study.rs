@@ -43,9 +43,12 @@ fn quick_coprocessor_study_writes_a_row_per_run_and_pins_its_claims() {
     // One verdict line per claim, in the report and on stdout. Pinned to
     // what the data give (this pin moves only on purpose, when the model
     // changes): none of the three supported, main-am's slow sending
-    // threads the cause of claim 1 and most of claim 2.
+    // threads the cause of claim 1 and most of claim 2. Re-pinned after
+    // the blind re-read of the tests (2026-12-07, docs/claim-tests-reread.md):
+    // claim 2's get and store need a ratio band now, claim 3 bounds
+    // wator's gain.
     let report = std::fs::read_to_string(d.join("report.md")).unwrap();
-    for (claim, fails) in [(1, 1), (2, 2), (3, 5)] {
+    for (claim, fails) in [(1, 1), (2, 3), (3, 6)] {
         let prefix = format!("claim {claim}: ");
         let lines: Vec<&str> = report.lines().filter(|l| l.starts_with(&prefix)).collect();
         assert_eq!(lines.len(), 1, "{report}");

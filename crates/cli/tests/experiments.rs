@@ -60,14 +60,14 @@ fn temp_dir(name: &str) -> PathBuf {
 const SCHEDULING_QUICK: &str = r#"
 protocols = ["null", "fetch"]
 procs_per_node = [1, 2, 3, 4]
-target_u = [0.1, 0.5, 0.9]
-oint_cycles = [200, 5000]
+target_u = [0.1, 0.3, 0.5, 0.7, 0.9]
+oint_cycles = [200, 20000]
 requests_per_node = 40
-cost_performance_u = [0.5]
-replicates = 1
+cost_performance_u = [0.3, 0.7]
+replicates = 2
 "#;
 const PDQ_QUICK: &str = r#"
-protocol_procs = [1, 4]
+protocol_procs = [1, 2, 4]
 keys = [1, 8]
 kinds = ["embedded", "smp"]
 disciplines = ["serial", "pdq", "spin-lock", "static"]
@@ -85,12 +85,7 @@ load_think_cycles = 2000
 fn experiment(dir: &Path, study: &str, name: &str, edits: &[(&str, &str)]) -> PathBuf {
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../experiments/{study}.toml"));
     let mut table: toml::Table = std::fs::read_to_string(shipped).unwrap().parse().unwrap();
-    let quick = if study == "pdq-micro" {
-        table.insert("requester_nodes".into(), 1.into());
-        PDQ_QUICK
-    } else {
-        SCHEDULING_QUICK
-    };
+    let quick = if study == "pdq-micro" { PDQ_QUICK } else { SCHEDULING_QUICK };
     table.insert("quick".into(), toml::Value::Table(quick.parse().unwrap()));
     for (key, value) in edits {
         let value = format!("v = {value}").parse::<toml::Table>().unwrap().remove("v").unwrap();
@@ -128,9 +123,9 @@ fn a_value_listed_twice_in_any_list_field_is_rejected() {
     let scheduling = [
         ("quick.protocols", r#"["null", "fetch", "null"]"#, "null"),
         ("quick.procs_per_node", "[1, 2, 2, 3, 4]", "2"),
-        ("quick.target_u", "[0.1, 0.5, 0.9, 0.5]", "0.50"),
+        ("quick.target_u", "[0.1, 0.3, 0.5, 0.7, 0.9, 0.5]", "0.50"),
         // Run ids name U to two decimals: these two would share records.
-        ("quick.target_u", "[0.1, 0.5, 0.501, 0.9]", "0.50"),
+        ("quick.target_u", "[0.1, 0.3, 0.5, 0.501, 0.7, 0.9]", "0.50"),
         ("quick.oint_cycles", "[200, 2000, 200]", "200"),
         ("quick.cost_performance_u", "[0.5, 0.5]", "0.50"),
         ("quick.sensitivity", r#"["migration", "migration"]"#, "migration"),
@@ -145,7 +140,7 @@ fn a_value_listed_twice_in_any_list_field_is_rejected() {
         );
     }
     let pdq = [
-        ("quick.protocol_procs", "[1, 4, 4]", "4"),
+        ("quick.protocol_procs", "[1, 2, 4, 4]", "4"),
         ("quick.keys", "[1, 8, 8]", "8"),
         ("quick.kinds", r#"["embedded", "smp", "smp"]"#, "smp"),
         ("quick.disciplines", r#"["serial", "pdq", "spin-lock", "static", "pdq"]"#, "pdq"),
@@ -208,7 +203,7 @@ fn huge_cycle_and_request_counts_are_rejected() {
         // Known once Lmin is measured, still before any run.
         (
             "quick.target_u",
-            "[0.1, 0.5, 0.9, 0.9999999]",
+            "[0.1, 0.3, 0.5, 0.7, 0.9, 0.9999999]",
             &["quick.target_u = 0.9999999", "mean compute time", "allowed at most 1000000000"][..],
         ),
     ] {
@@ -275,12 +270,13 @@ fn csv_records(out: &Path) -> Vec<String> {
 }
 
 #[test]
-fn claim_4s_reruns_run_once_when_its_low_and_high_u_are_one() {
-    let d = temp_dir("claim4-one-u");
+fn claim_4s_reruns_run_once_each() {
+    let d = temp_dir("claim4-reruns");
     let out = d.join("out");
-    // U low (the first from 0.1) and U high (the last up to 0.9) are both 0.5.
-    let edits = [("quick.target_u", "[0.05, 0.5, 0.95]"), ("quick.arbitration_sensitivity", "[\"lowest\"]")];
-    let file = experiment(&d, "scheduling-micro", "one-u", &edits);
+    // Claim 4 is judged at the cost-performance U of 0.3 and 0.7, which are
+    // also main-grid U values: the reruns must not repeat a record.
+    let edits = [("quick.arbitration_sensitivity", "[\"lowest\"]")];
+    let file = experiment(&d, "scheduling-micro", "claim4", &edits);
     let o = finegrain(&d, &["reproduce", file.to_str().unwrap(), "--quick", "--out", out.to_str().unwrap()]);
     assert_eq!(o.code, Some(0), "{}", o.stderr);
     let rows = csv_records(&out);

@@ -61,13 +61,21 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
     // from the quick grid: the protocol thread's context moving with the
     // role costs Floating ~20 migration misses a request (see README,
     // "Latest scheduling-micro verdicts", and docs/scheduling-micro.md).
-    check_claims(&d, "scheduling-micro", &[0, 2, 2, 6, 4], &[]);
-    // Claim 5 names a best system only when every seed puts it ahead, and
-    // says how the seeds decided at each of its four points.
+    // Re-pinned after the blind re-read of the tests (2026-12-07, see
+    // docs/claim-tests-reread.md): claim 1 is now judged at the paper's Oint
+    // of 200 cycles and the high Oint only, and its communication-bound
+    // point fails (Single 1.73 x Fixed at both Oints: at U = 0.05 the
+    // single processor takes no interrupts).
+    check_claims(&d, "scheduling-micro", &[1, 3, 3, 7, 4], &[]);
+    // Claim 5 names a best system only when its paired lead over each
+    // rival exceeds twice its standard error over the seeds, and says so
+    // at each of its four points.
     let report = std::fs::read_to_string(d.join("report.md")).unwrap();
     let claim5 = report.lines().find(|l| l.starts_with("claim 5:")).expect("a claim 5 line");
-    let decided = claim5.matches(" best in all 3 seeds").count() + claim5.matches("no winner, seeds disagree").count();
+    assert_eq!(claim5.matches("best of each (").count(), 4, "{claim5}");
+    let decided = claim5.matches(" best: ").count() + claim5.matches("no clear winner, a tie: ").count();
     assert_eq!(decided, 4, "{claim5}");
+    assert!(claim5.contains("(SE, 3 seeds)"), "{claim5}");
     check_rerun(&d, "fetch-fixed-p2-u0.05-oint200-r0.json", "scheduling microbenchmark on preset hpca97");
     check_sensitivity(
         &d,
@@ -94,7 +102,7 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
     let mechanisms = report.split("## Claims without the paper's Section 5 mechanisms").nth(1).expect("a section");
     assert!(mechanisms.contains("- without protocol_thread: ") && mechanisms.contains("  - claim 5: "), "{mechanisms}");
     let failing = report.split("## What the reruns say about the failing claims").nth(1).expect("a section");
-    assert!(failing.contains("- claim 3 (2 checks fail): without protocol_thread: supported"), "{failing}");
+    assert!(failing.contains("- claim 3 (3 checks fail): without protocol_thread: supported"), "{failing}");
     // Claim 1 again with Oint paid on delivery (the preset pays it on
     // return): the record says so, ran so, and reruns; a label the
     // configuration contradicts is refused.
@@ -144,7 +152,7 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
     let sensitivity = "no-migration-fetch-floating-p2-u0.30-oint200-r0.json";
     check_mislabelled(&d, sensitivity, "effect_off", serde_json::json!("data_placement"), "with data_placement on");
     // Claim 4 again under the arbitration the preset does not use.
-    let record = "arbitration-lowest-null-floating-p8-u0.10-oint200-r1.json";
+    let record = "arbitration-lowest-null-floating-p8-u0.30-oint200-r1.json";
     check_rule_rerun(
         &d,
         "## Sensitivity of claim 4",
@@ -260,12 +268,15 @@ p99_queue_delay_cycles,pp_busy_wait_fraction,seed";
     // partitioning does not; H2 holds (see README). Since hpca99 was
     // recalibrated against HPCA 1999 Table 1 (2026-11-29) all four of H1's
     // checks fail in the quick run, as in the full one (SMP under uniform
-    // keys went from 1.09 to 1.12).
-    check_claims(&d, "pdq-micro", &[2, 0, 0], &[4, 0]);
+    // keys went from 1.09 to 1.12). Re-pinned after the blind re-read
+    // (2026-12-07): claim 1 also checks that more keys never cost
+    // throughput (4096 keys fall below 4), H1 checks 2 and 4 processors
+    // under Zipf keys apart.
+    check_claims(&d, "pdq-micro", &[3, 0, 0], &[6, 0]);
     check_reuse(&d, "pdq-micro", &out.stdout);
     let report = std::fs::read_to_string(d.join("report.md")).unwrap();
     let h1 = report.lines().find(|l| l.starts_with("hypothesis H1:")).expect("a hypothesis H1 line");
-    assert!(h1.contains("embedded uniform") && h1.contains("smp zipf:1"), "H1 per kind: {h1}");
+    assert!(h1.contains("embedded uniform") && h1.contains("smp 2 processors zipf:1"), "H1 per kind: {h1}");
     check_rerun(&d, "smp-pdq-k4-keys64-zipf1.json", "fetch&add on preset hpca99");
     // A record's id and sweep must be the ones its configuration makes.
     let record = "embedded-pdq-k4-keys4096-uniform-seq0.010.json";

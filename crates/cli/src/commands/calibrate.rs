@@ -128,6 +128,20 @@ fn calibrate_dma(machine: &MachineConfig, cal: &DmaCalibration) -> Result<()> {
             cal.tolerance
         );
     }
+    print_coproc_primitives(machine)
+}
+
+/// The rest of what the co-processor paper states about its primitives
+/// (Table 1's round trips, Figure 3's values), measured back with each
+/// residual. Not fitted yet, so not checked against a tolerance: these
+/// are what a fit of the preset's estimates would aim at.
+fn print_coproc_primitives(machine: &MachineConfig) -> Result<()> {
+    say!("");
+    say!("stated primitive numbers (IPPS 1996 Table 1 round trips, Figure 3 as Section 5.2 gives it), measured:");
+    say!("{:<34} {:>10} {:>10} {:>8}", "primitive", "measured", "paper", "error");
+    for t in finegrain_apps::coproc_primitives::measure(machine)? {
+        say!("{:<34} {:>10.1} {:>10.1} {:>7.1}%  {}", t.name, t.measured, t.paper, t.error() * 100.0, t.unit);
+    }
     Ok(())
 }
 

@@ -58,34 +58,16 @@ fn table1_section(runs: &[&Run]) -> Section {
         }
     }
     let mut body = String::from(
-        "Latency in us; one way is half the round trip (the paper's method). Active Message rows: the mean over \
-         the seeds (the range over them in parentheses when they differ).\n\n",
+        "Latency in us; one way is shown as half the round trip. The paper computes only the DMA row that way \
+         (Section 5.1); its Active Message one-way times (Table 1: 12.5 and 30 us) are not half their round trips, \
+         so this column's Active Message rows are not compared with them. Active Message rows: the mean over the \
+         seeds (the range over them in parentheses when they differ).\n\n",
     );
     body += &markdown_table(&["operation", "one way (us)", "round trip (us)"], &rows);
     if let (Some(main), Some(coproc)) = (&t.main_am, &t.coproc_am) {
         body += &format!("\ncoproc-am / main-am: {:.2}.\n", coproc.mean / main.mean);
     }
     Section { heading: "Table 1 as measured".into(), body }
-}
-
-/// The paper's Figure 3 values (us; bandwidth MB/s), Section 5.2's text.
-fn paper_figure3(p: Primitive, lib: CoprocLibrary) -> Option<f64> {
-    use CoprocLibrary::{CoprocAm, MainAm, Optimized};
-    Some(match (p, lib) {
-        (Primitive::Get, MainAm) => 24.0,
-        (Primitive::Get, CoprocAm) => 54.0,
-        (Primitive::Get, Optimized) => 34.0,
-        (Primitive::Store, MainAm) => 13.0,
-        (Primitive::Store, CoprocAm) => 30.0,
-        (Primitive::Store, Optimized) => 22.0,
-        (Primitive::Put, MainAm) => 24.0,
-        (Primitive::Put, Optimized) => 22.0,
-        (Primitive::BulkStore, MainAm) => 27.0,
-        (Primitive::BulkStore, Optimized) => 23.0,
-        (Primitive::BulkPut, MainAm) => 32.0,
-        (Primitive::BulkPut, Optimized) => 38.0,
-        _ => return None,
-    })
 }
 
 fn figure3_section(runs: &[&Run]) -> Section {
@@ -96,7 +78,8 @@ fn figure3_section(runs: &[&Run]) -> Section {
             vec![if p == Primitive::BulkPut { "bulk bandwidth (MB/s)".into() } else { format!("{} (us)", p.label()) }];
         for lib in SPLITC_LIBRARIES {
             let measured = f.get(p, lib).map_or("-".to_string(), |r| range(r, 1.0));
-            let paper = paper_figure3(p, lib).map_or(String::new(), |v| format!(" [{v:.0}]"));
+            let paper =
+                finegrain_apps::coproc_primitives::figure3(p, lib).map_or(String::new(), |v| format!(" [{v:.0}]"));
             row.push(measured + &paper);
         }
         rows.push(row);
@@ -111,7 +94,8 @@ fn figure3_section(runs: &[&Run]) -> Section {
 }
 
 fn table2_section(runs: &[&Run], grid: &Grid) -> Section {
-    let t = Table2::of(runs);
+    // The grid's own node count; claim 3 judges only the paper's 16.
+    let t = Table2::on(runs, grid.nodes);
     let mut rows = Vec::new();
     for p in t.programs() {
         let time = |lib: CoprocLibrary| t.time.get(&(p.clone(), lib.label())).map_or("-".into(), |r| range(r, 1e-3));
@@ -128,7 +112,7 @@ fn table2_section(runs: &[&Run], grid: &Grid) -> Section {
     let wait = |lib: CoprocLibrary| t.read_wait.get(lib.label()).map(|r| r.mean);
     if let (Some(m), Some(o)) = (wait(CoprocLibrary::MainAm), wait(CoprocLibrary::Optimized)) {
         body += &format!(
-            "\n{WATOR}'s remote reads waited {m:.1} us on average under main-am and {o:.1} us under the optimized \
+            "\n{WATOR}'s remote reads waited (issue to data on the requesting node) {m:.1} us on average under main-am and {o:.1} us under the optimized \
              library (the paper: 600-800 against 25-33 us).\n"
         );
     }

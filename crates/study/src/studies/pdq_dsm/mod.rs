@@ -3,8 +3,9 @@
 //! Hurricane (1, 2, 4 embedded PPs), Hurricane-1 (1, 2, 4 dedicated SMP
 //! PPs) and Mult, on the baseline 8x8 machine (Figure 7), at clustering
 //! degrees 16x4 and 4x16 (Figures 8, 9) and with 32- and 128-byte blocks
-//! (Figures 10, 11), with the paper's six claims judged on the data, and
-//! runs beyond the paper (key affinity, a modern machine).
+//! (Figures 10, 11), with the paper's six claims and one hypothesis of
+//! finegrain's (32-byte blocks) judged on the data, and runs beyond the
+//! paper (key affinity, a modern machine).
 //!
 //! - `grid`: the experiment file and its checks;
 //! - `plan`: reading it and the runs it makes;

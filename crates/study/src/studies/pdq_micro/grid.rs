@@ -45,8 +45,9 @@ pub struct Grid {
     /// processors are sometimes all computing.
     pub mult_think_cycles: f64,
     /// Requester think time (mean cycles between a reply and the next
-    /// request) of the fixed-load sweep: SMP and embedded PDQ at one
-    /// offered load, compared by latency and queueing delay.
+    /// request) of the fixed-load sweep: SMP and embedded PDQ with one
+    /// think time (closed-loop requesters, so the offered load is only
+    /// roughly the same), compared by latency and queueing delay.
     pub load_think_cycles: f64,
     pub sequential_fractions: Vec<f64>,
     /// Effects switched off, one at a time, in extra runs of hypothesis H2's SMP
@@ -56,13 +57,14 @@ pub struct Grid {
     /// Run every PDQ point of the dedicated kinds again with the dispatch
     /// device's key affinity on, passing an entry over at most this many
     /// times (an extension of the paper's device; 0: no such runs); the
-    /// report checks claims 4 and 5 on them too.
+    /// report checks claim 1 and hypotheses H1 and H2 (saturation) on them
+    /// too.
     #[serde(default)]
     pub affinity_passes: u32,
 }
 
 impl Grid {
-    /// The claims need 1 and 4 protocol processors, one key and more keys
+    /// The claims need 1, 2 and 4 protocol processors, one key and more keys
     /// than 4 processors, embedded and smp processors, every discipline and
     /// at least two home utilizations in the Mult sweep; no list repeats a
     /// value (runs would share an id).
@@ -75,10 +77,11 @@ impl Grid {
             );
         }
         check_distinct(&field("protocol_procs"), &self.protocol_procs, u32::to_string)?;
-        for need in [1, 4] {
+        for need in [1, 2, 4] {
             if !self.protocol_procs.contains(&need) {
                 bail!(
-                    "invalid {} = {:?}: must contain 1 and 4 (the claims compare them), values 1..={compute_procs}",
+                    "invalid {} = {:?}: must contain 1, 2 and 4 (the claims compare 1 and 4; hypothesis H1 looks at \
+                     2, Section 1's case), values 1..={compute_procs}",
                     field("protocol_procs"),
                     self.protocol_procs
                 );
@@ -183,11 +186,11 @@ pub enum Sweep {
     MultHomeU,
     /// PDQ with a share of sequential requests.
     Sequential,
-    /// Claim 5's scaling points with one effect of the model off.
+    /// Hypothesis H2's scaling points with one effect of the model off.
     Sensitivity,
     /// The dedicated kinds' PDQ points with the device's key affinity on.
     Affinity,
-    /// SMP and embedded PDQ at a fixed offered load (requesters think
+    /// SMP and embedded PDQ at a fixed think time (requesters think
     /// between requests).
     Load,
 }

@@ -61,8 +61,8 @@ pub(super) fn load(src: &Source) -> Result<Experiment> {
             );
         }
     }
-    // Claims 1 and 3 read throughput and busy-wait along processor and key
-    // counts in list order.
+    // The claims read throughput, busy-wait and queue delay along processor
+    // and key counts from the smallest up (and sort their own copies too).
     for grid in [&mut e.full, &mut e.quick] {
         grid.protocol_procs.sort();
         grid.keys.sort();

@@ -29,6 +29,29 @@ impl Run {
         spent as f64 / self.home.requests.max(1) as f64
     }
 
+    /// Cycles the home's protocol processors spend per request in handlers
+    /// alone (busy-wait left out): the handler's own work, lock accesses
+    /// included.
+    pub fn handler_cycles_per_request(&self) -> f64 {
+        let handler: u64 = self.record.stats.nodes[0].procs.iter().map(|p| p.cycles.handler).sum();
+        handler as f64 / self.home.requests.max(1) as f64
+    }
+
+    /// The busiest dedicated protocol processor's share of the home's
+    /// handlers (1/k when k of them share the work evenly); `None` without
+    /// dedicated protocol processors or handlers.
+    pub fn busiest_protocol_share(&self) -> Option<f64> {
+        let counts: Vec<u64> = self.record.stats.nodes[0]
+            .procs
+            .iter()
+            .filter(|p| p.role == finegrain_sim::ProcRole::Protocol)
+            .map(|p| p.handlers)
+            .collect();
+        let total: u64 = counts.iter().sum();
+        let most = counts.iter().copied().max()?;
+        (total > 0).then(|| most as f64 / total as f64)
+    }
+
     /// Protocol state that moved cache to cache at the home, per request.
     pub fn migration_per_request(&self) -> f64 {
         let migration: u64 = self.record.stats.nodes[0].procs.iter().map(|p| p.misses.migration).sum();

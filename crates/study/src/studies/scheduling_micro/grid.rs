@@ -1,6 +1,7 @@
 //! The experiment file of the scheduling study: its grids and their
 //! checks, and the variants its sensitivity runs make of the preset.
 
+use super::claims::{COMM_BOUND_U, PAPER_OINT, PAPER_US};
 use crate::experiment::{check_distinct, check_distinct_decimals, shown, EffectOff, MAX_CYCLES, MAX_REQUESTS};
 use anyhow::{bail, Result};
 use finegrain_apps::micro::Protocol;
@@ -39,19 +40,19 @@ pub struct Grid {
     pub cost_performance_u: Vec<f64>,
     pub replicates: u32,
     /// Effects switched off, one at a time, in extra runs of claim 5's
-    /// points (cost-performance at low Oint); the report gives the claim's
+    /// points (cost-performance at Oint 200); the report gives the claim's
     /// verdict without each.
     #[serde(default)]
     pub sensitivity: Vec<EffectOff>,
     /// Relinquish rules other than the preset's, each in extra runs of
-    /// claim 2's points (null handler, two processors, the lowest and the
+    /// claim 2's points (null handler, two processors, Oint 200 and the
     /// highest Oint); the report gives the claim's verdict under each.
     #[serde(default)]
     pub relinquish_sensitivity: Vec<Relinquish>,
     /// Role arbitrations other than the preset's, each in extra runs of
     /// claim 4's points (Floating at every processor count from 2, the
-    /// claim's low and high U, the lowest Oint); the report gives the
-    /// claim's verdict under each.
+    /// claim's U of 0.3 and 0.7, Oint 200); the report gives the claim's
+    /// verdict under each.
     #[serde(default)]
     pub arbitration_sensitivity: Vec<RoleArbitration>,
     /// Shares of Oint (percent) paid on the interrupt's return, after the
@@ -71,7 +72,8 @@ impl Grid {
     /// The claims need null and fetch, Single (1), the two-processor node
     /// (2) and two more counts, U values on both sides of claim 2's
     /// thresholds, a low and a high Oint, and cost-performance points that
-    /// were simulated; no list repeats a value (runs would share an id).
+    /// were simulated; no list repeats a value (runs would share an id);
+    /// and the points the claims are judged at.
     pub(super) fn validate(&self, table: &str) -> Result<()> {
         let field = |f: &str| format!("{table}.{f}");
         check_distinct(&field("protocols"), &self.protocols, Protocol::to_string)?;
@@ -145,6 +147,52 @@ impl Grid {
             bail!("invalid {} = {r}: allowed percentages 0..=100 of Oint", field("return_sensitivity"));
         }
         check_distinct(&field("return_sensitivity"), &self.return_sensitivity, u32::to_string)?;
+        self.validate_claim_points(table)
+    }
+
+    /// The points the claims are judged at (see `claims.rs`): the paper's
+    /// Oint of 200 cycles (Section 2, Figure 5), a communication-bound U
+    /// (at most 0.1: claims 1 to 3), U = 0.5 (claim 2), Figure 5's U = 0.3
+    /// and 0.7 among the cost-performance U (claims 4 and 5), and two seeds
+    /// at least (claim 5 pairs them for a standard error). A grid without
+    /// them could not decide every claim.
+    fn validate_claim_points(&self, table: &str) -> Result<()> {
+        let field = |f: &str| format!("{table}.{f}");
+        let has = |list: &[f64], u: f64| list.iter().any(|&x| (x - u).abs() < 1e-9);
+        if !self.oint_cycles.contains(&PAPER_OINT) {
+            bail!(
+                "invalid {} = {:?}: must contain {PAPER_OINT}, the paper's interrupt overhead (Section 2, Figure 5), \
+                 at which the claims are judged",
+                field("oint_cycles"),
+                self.oint_cycles
+            );
+        }
+        if !self.target_u.iter().any(|&u| u <= COMM_BOUND_U + 1e-9) {
+            bail!(
+                "invalid {} = {:?}: must contain a U of at most {COMM_BOUND_U} (communication-bound, C << Lmin: \
+                 claims 1 to 3)",
+                field("target_u"),
+                self.target_u
+            );
+        }
+        if !has(&self.target_u, 0.5) {
+            bail!("invalid {} = {:?}: must contain 0.5 (claim 2 looks at it)", field("target_u"), self.target_u);
+        }
+        if !PAPER_US.iter().all(|&u| has(&self.cost_performance_u, u)) {
+            bail!(
+                "invalid {} = {:?}: must contain 0.3 and 0.7, the paper's U for its processor sweeps (Section 5, \
+                 Figure 5: claims 4 and 5)",
+                field("cost_performance_u"),
+                self.cost_performance_u
+            );
+        }
+        if self.replicates < 2 {
+            bail!(
+                "invalid {} = {}: allowed at least 2 seeds (claim 5 pairs them for a standard error)",
+                field("replicates"),
+                self.replicates
+            );
+        }
         Ok(())
     }
 

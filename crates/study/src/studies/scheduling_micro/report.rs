@@ -1,6 +1,8 @@
 //! The study's figures and its report's own sections.
 
-use super::claims::{arbitration_body, f2, high_u, oint_range, sorted_oints, sorted_u, Sensitivity, View};
+use super::claims::{
+    arbitration_body, f2, high_oint, sorted_oints, sorted_u, Sensitivity, View, CLAIM4_US, PAPER_OINT,
+};
 use super::grid::{Experiment, Grid};
 use super::runs::Run;
 use crate::claim::{Claim, Verdict};
@@ -16,9 +18,9 @@ use std::path::Path;
 pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[Run]) -> Result<Vec<Figure>> {
     let v = View::baseline(records);
     let us = sorted_u(grid);
-    let (lo, _) = oint_range(grid);
-    // Every Oint of the grid: claim 1 is judged at each, not only at the
-    // lowest and highest.
+    let lo = PAPER_OINT;
+    // Every Oint of the grid: claims 1 and 2 are judged at 200 and the
+    // highest, the others are drawn for context.
     let oints = sorted_oints(grid);
     let mut figs = Vec::new();
     let by_u = |policy: &str, ppn: u32| -> Vec<Series> {
@@ -62,11 +64,10 @@ pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[Run]) -> Result<V
     let mut procs: Vec<u32> = grid.procs_per_node.iter().copied().filter(|&p| p >= 2).collect();
     procs.sort();
     procs.dedup();
-    let u_low = us.iter().copied().find(|&u| u >= 0.1).unwrap_or(us[0]);
-    let u_high = high_u(&us);
+    // Claim 4's U (0.3 and 0.7).
     let mut series = Vec::new();
     for &p in &grid.protocols {
-        for u in [u_low, u_high] {
+        for u in CLAIM4_US {
             let pts = procs.iter().filter_map(|&n| v.norm(p, "floating", n, u, lo).map(|x| (n as f64, x))).collect();
             series.push(Series { name: format!("{p}, U={u}"), points: pts });
         }
@@ -153,7 +154,8 @@ pub(super) fn sections(
         section("Sensitivity of claim 1", s);
     }
     if !sensitivity.claim2.is_empty() {
-        let (lo, hi) = oint_range(grid);
+        let lo = PAPER_OINT;
+        let hi = high_oint(&sorted_oints(grid)).unwrap_or(lo);
         let mut s = format!(
             "Claim 2's points (null handler, 2 processors per node, Oint {lo} and {hi}) run again with another rule \
              for when an acting protocol processor with work of its own gives the role up; the study's own rule is {}. \
@@ -170,7 +172,7 @@ pub(super) fn sections(
     }
     if !sensitivity.claim5.is_empty() {
         let mut s = String::from(
-            "Claim 5's points (cost-performance at low Oint) run again with one mechanism of the model switched off \
+            "Claim 5's points (cost-performance at Oint 200) run again with one mechanism of the model switched off \
              (an effect, or the split-transaction bus: `split_bus` holds the bus for a transaction's whole \
              occupancy) and the same compute times, to show which decides the verdict. These runs are in \
              `runs/no-<mechanism>-*.json` (its name with dashes) and are not used for the verdicts above.\n\n",
@@ -273,13 +275,16 @@ fn calibration(machine: &MachineConfig, lmin: &BTreeMap<Protocol, f64>) -> Strin
 }
 
 /// Single/Fixed and Floating-2/Fixed with their interrupts per request,
-/// at the lowest and highest Oint (the baseline runs, as the verdicts).
+/// at Oint 200 and the highest Oint (the baseline runs, as the verdicts).
 fn normalized_table(grid: &Grid, records: &[Run]) -> String {
     let v = View::baseline(records);
-    let (lo, hi) = oint_range(grid);
+    let lo = PAPER_OINT;
+    let hi = high_oint(&sorted_oints(grid)).unwrap_or(lo);
+    let mut oints = vec![lo, hi];
+    oints.dedup();
     let mut rows = Vec::new();
     for &p in &grid.protocols {
-        for o in [lo, hi] {
+        for &o in &oints {
             for u in sorted_u(grid) {
                 let cell = |x: Option<f64>| x.map(f2).unwrap_or_else(|| "-".into());
                 rows.push(vec![

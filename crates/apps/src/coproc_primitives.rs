@@ -1,0 +1,145 @@
+//! The numbers the IPPS 1996 co-processor paper states about its
+//! primitives, and the same primitives measured on a simulated machine:
+//! the calibration targets of preset ipps96 besides the bare DMA flag.
+//!
+//! - Table 1 (Section 5.1): the null Active Message's round trip with the
+//!   handlers on the main processor (23 us) and on the co-processor
+//!   (52 us); its one-way rows (12.5 and 30 us) are not half the round
+//!   trips, and the ping-pong measures round trips, so only those are
+//!   targets here;
+//! - Figure 3 (Section 5.2, the values its text states): one-word get,
+//!   put and store, the 32-byte bulk store, and the bandwidth of long bulk
+//!   puts, under the three Split-C libraries.
+//!
+//! A primitive is measured as the coprocessor study measures it (two
+//! nodes, one main processor each, seed 1996), so the numbers here are the
+//! study's.
+
+use crate::micro::{self, MicroConfig, Protocol};
+use crate::splitc::primitives::{Primitive, PrimitivesConfig};
+use crate::splitc::spec::ProgramSpec;
+use finegrain_core::{CoprocLibrary, MachineConfig, Policy, Topology};
+use finegrain_sim::{SimConfig, SimError};
+
+/// Table 1's round trips of a null Active Message, us.
+pub const TABLE1_ROUND_TRIP_US: [(CoprocLibrary, f64); 2] =
+    [(CoprocLibrary::MainAm, 23.0), (CoprocLibrary::CoprocAm, 52.0)];
+
+/// Figure 3's values as Section 5.2's text states them (us; the bulk
+/// put's bandwidth in MB/s). The text leaves the other bars out.
+pub const FIGURE3: [(Primitive, CoprocLibrary, f64); 12] = {
+    use CoprocLibrary::{CoprocAm, MainAm, Optimized};
+    [
+        (Primitive::Get, MainAm, 24.0),
+        (Primitive::Get, CoprocAm, 54.0),
+        (Primitive::Get, Optimized, 34.0),
+        (Primitive::Store, MainAm, 13.0),
+        (Primitive::Store, CoprocAm, 30.0),
+        (Primitive::Store, Optimized, 22.0),
+        (Primitive::Put, MainAm, 24.0),
+        (Primitive::Put, Optimized, 22.0),
+        (Primitive::BulkStore, MainAm, 27.0),
+        (Primitive::BulkStore, Optimized, 23.0),
+        (Primitive::BulkPut, MainAm, 32.0),
+        (Primitive::BulkPut, Optimized, 38.0),
+    ]
+};
+
+/// The paper's Figure 3 value for one primitive and library, if stated.
+pub fn figure3(p: Primitive, lib: CoprocLibrary) -> Option<f64> {
+    FIGURE3.iter().find(|(q, l, _)| *q == p && *l == lib).map(|t| t.2)
+}
+
+/// Two nodes, one main processor each (Sections 5.1 and 5.2).
+const PAIR: Topology = Topology { nodes: 2, procs_per_node: 1 };
+const SEED: u64 = 1996;
+/// Timed repetitions (ping-pong round trips, primitive operations).
+const REPS: u64 = 200;
+/// A long bulk put: 64 KiB.
+const BULK_WORDS: u64 = 8192;
+const BULK_REPS: u64 = 5;
+
+/// One stated number and its measurement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Target {
+    /// What it is: `table1 round trip main-am`, `figure3 get optimized`.
+    pub name: String,
+    pub unit: &'static str,
+    pub paper: f64,
+    pub measured: f64,
+}
+
+impl Target {
+    /// Measured over paper, less one.
+    pub fn error(&self) -> f64 {
+        (self.measured - self.paper) / self.paper
+    }
+}
+
+fn config(machine: &MachineConfig, library: CoprocLibrary) -> SimConfig {
+    SimConfig::new(machine.clone(), PAIR, Policy::Coprocessor { library }, SEED)
+}
+
+/// Table 1's round trips and Figure 3's stated values, measured on
+/// `machine` (a preset with a co-processor).
+pub fn measure(machine: &MachineConfig) -> Result<Vec<Target>, SimError> {
+    let mut out = Vec::new();
+    for (library, paper) in TABLE1_ROUND_TRIP_US {
+        let w = MicroConfig {
+            protocol: Protocol::Null,
+            mean_compute_cycles: 0.0,
+            requests_per_node: REPS,
+            single_requester: true,
+        };
+        let stats = micro::simulate(&config(machine, library), &w)?.stats;
+        let measured = machine.cycles_to_us(stats.request_latency.mean_cycles);
+        out.push(Target { name: format!("table1 round trip {}", library.label()), unit: "us", paper, measured });
+    }
+    for (p, library, paper) in FIGURE3 {
+        let cfg = match p {
+            Primitive::BulkPut => PrimitivesConfig::bandwidth(BULK_WORDS, BULK_REPS),
+            _ => PrimitivesConfig::figure3(p, REPS),
+        };
+        let words = cfg.words;
+        let (_, measures) = ProgramSpec::Primitives(cfg).simulate(&config(machine, library))?;
+        // The primitives program always records its operations; a run
+        // without them is a bug, not a number.
+        let per_op = measures.per_event("op", "ops").ok_or_else(|| {
+            SimError::Invariant(format!("the primitives program recorded no ops for {} {}", p.label(), library.label()))
+        })?;
+        let per_op = machine.cycles_to_us(per_op);
+        let (measured, unit) = match p {
+            Primitive::BulkPut => ((words * 8) as f64 / per_op, "MB/s"),
+            p if p.ping_pong() => (per_op / 2.0, "us"),
+            _ => (per_op, "us"),
+        };
+        out.push(Target { name: format!("figure3 {} {}", p.label(), library.label()), unit, paper, measured });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figure3_gives_the_stated_bars_and_nothing_else() {
+        assert_eq!(figure3(Primitive::Get, CoprocLibrary::Optimized), Some(34.0));
+        assert_eq!(figure3(Primitive::BulkPut, CoprocLibrary::MainAm), Some(32.0));
+        // The text states no co-processor put or bulk bars.
+        assert_eq!(figure3(Primitive::Put, CoprocLibrary::CoprocAm), None);
+        assert_eq!(figure3(Primitive::BulkStore, CoprocLibrary::CoprocAm), None);
+    }
+
+    #[test]
+    fn every_stated_number_is_measured_once_and_deterministically() {
+        let m = MachineConfig::load("ipps96").unwrap();
+        let a = measure(&m).unwrap();
+        assert_eq!(a.len(), TABLE1_ROUND_TRIP_US.len() + FIGURE3.len());
+        assert!(a.iter().all(|t| t.measured.is_finite() && t.measured > 0.0), "{a:?}");
+        let rt = |lib: &str| a.iter().find(|t| t.name == format!("table1 round trip {lib}")).unwrap().measured;
+        // Handlers on the slower co-processor take longer (Section 5.1).
+        assert!(rt("coproc-am") > rt("main-am"), "{a:?}");
+        assert_eq!(measure(&m).unwrap(), a, "same machine, same seed, same numbers");
+    }
+}
