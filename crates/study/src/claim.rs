@@ -18,6 +18,38 @@ pub struct ClaimSpec {
     pub source: &'static str,
     /// How the data decide it: the numbers compared and the bounds used.
     pub test: &'static str,
+    /// Whether the numbers it compares were targets of the preset's fit.
+    pub basis: Basis,
+}
+
+/// Calibrate, then predict: a claim whose own numbers (or the primitives
+/// they are made of) were targets when the preset's unknowns were fitted
+/// says little about the model when it holds; every other claim is a
+/// prediction. A report marks each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Basis {
+    /// No number the claim compares was a fit target.
+    Predicted,
+    /// Its numbers were fit targets, as the text says (which targets).
+    Calibrated(&'static str),
+}
+
+impl Basis {
+    /// `predicted` or `calibrated`, the report's column.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Basis::Predicted => "predicted",
+            Basis::Calibrated(_) => "calibrated",
+        }
+    }
+
+    /// The report's sentence about it.
+    pub fn words(&self) -> String {
+        match self {
+            Basis::Predicted => "predicted: no number it compares was a target of the preset's fit".into(),
+            Basis::Calibrated(why) => format!("calibrated: {why}"),
+        }
+    }
 }
 
 /// Whose claim it is. A report keeps the two apart, so that no test of

@@ -104,10 +104,10 @@ fn summary(claims: &[Claim]) -> String {
                 Origin::Paper => c.spec.number.to_string(),
                 Origin::Hypothesis => format!("H{} (finegrain's)", c.spec.number),
             };
-            vec![id, c.spec.title.to_string(), c.verdict.status().to_string()]
+            vec![id, c.spec.title.to_string(), c.verdict.status().to_string(), c.spec.basis.label().to_string()]
         })
         .collect();
-    s += &markdown_table(&["claim", "about", "verdict"], &rows);
+    s += &markdown_table(&["claim", "about", "verdict", "basis"], &rows);
     s.push('\n');
     s
 }
@@ -117,12 +117,13 @@ fn summary(claims: &[Claim]) -> String {
 fn claim(c: &Claim) -> String {
     let spec = &c.spec;
     format!(
-        "### {}: {}\n\n{}\n\n- Source: {}\n- Test: {}\n\n{}\n\n",
+        "### {}: {}\n\n{}\n\n- Source: {}\n- Test: {}\n- Basis: {}\n\n{}\n\n",
         spec.heading(),
         spec.title,
         spec.statement,
         spec.source,
         spec.test,
+        spec.basis.words(),
         c.line()
     )
 }

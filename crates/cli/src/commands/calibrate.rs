@@ -133,13 +133,26 @@ fn calibrate_dma(machine: &MachineConfig, cal: &DmaCalibration) -> Result<()> {
 
 /// The rest of what the co-processor paper states about its primitives
 /// (Table 1's round trips, Figure 3's values), measured back with each
-/// residual. Not fitted yet, so not checked against a tolerance: these
-/// are what a fit of the preset's estimates would aim at.
+/// residual, then the fit of the preset's fitted unknowns to Figure 3
+/// done again: a preset at the fit's fixed point prints the same values.
 fn print_coproc_primitives(machine: &MachineConfig) -> Result<()> {
+    use finegrain_apps::coproc_primitives::{fit, measure};
     say!("");
     say!("stated primitive numbers (IPPS 1996 Table 1 round trips, Figure 3 as Section 5.2 gives it), measured:");
+    print_targets(&measure(machine)?)?;
+    say!("");
+    say!("fit of the unknowns to Figure 3 (Table 1 held out), again from this preset:");
+    let f = fit(machine)?;
+    for (field, v) in &f.values {
+        say!("  {field} = {v}");
+    }
+    say!("  root-mean-square ln(measured / paper) over Figure 3: {:.3}", f.rms_log_error);
+    print_targets(&f.targets)
+}
+
+fn print_targets(targets: &[finegrain_apps::coproc_primitives::Target]) -> Result<()> {
     say!("{:<34} {:>10} {:>10} {:>8}", "primitive", "measured", "paper", "error");
-    for t in finegrain_apps::coproc_primitives::measure(machine)? {
+    for t in targets {
         say!("{:<34} {:>10.1} {:>10.1} {:>7.1}%  {}", t.name, t.measured, t.paper, t.error() * 100.0, t.unit);
     }
     Ok(())

@@ -165,8 +165,8 @@ fn rerun_section(runs: &[Run], claims: &[Claim]) -> Option<Section> {
     }
     let mut body = String::from(
         "Every main-am run ran again with `coprocessor.send_thread_instructions = 0` (runs `*-main-am-free-send-thread-*`): \
-         the sending co-processor thread's own code, an estimate the paper does not give (30 instructions at 3 MIPS, \
-         10 us a message), then takes no time, while the DMA, the depth-one buffer and the main processor's polling \
+         the sending co-processor thread's own code (a count the paper does not give, fitted in the preset to \
+         Figure 3) then takes no time, while the DMA, the depth-one buffer and the main processor's polling \
          stay. Each claim judged again with those main-am runs in place of the study's:\n\n",
     );
     let again = judge(&rerun);

@@ -16,7 +16,7 @@
 //! slower system by X%" reads as X points of normalized performance
 //! (Claim 1 says why).
 
-use crate::claim::{Check, Claim, ClaimSpec, Origin};
+use crate::claim::{Basis, Check, Claim, ClaimSpec, Origin};
 use std::collections::BTreeMap;
 
 /// The applications by the paper's three classes (Section 5.2).
@@ -174,6 +174,7 @@ fn max_of(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
 pub const CLAIM_1: ClaimSpec = ClaimSpec {
     number: 1,
     origin: Origin::Paper,
+    basis: Basis::Predicted,
     title: "Hardware beats one software protocol processor",
     statement: "On the baseline cluster of eight 8-way SMPs with 64-byte blocks, Hurricane with a single embedded \
                 protocol processor delivers on average roughly two thirds (about 0.68) of the all-hardware \
@@ -235,6 +236,7 @@ pub fn checks_1(t: &Times) -> Vec<Check> {
 pub const CLAIM_2: ClaimSpec = ClaimSpec {
     number: 2,
     origin: Origin::Paper,
+    basis: Basis::Predicted,
     title: "Three classes of applications",
     statement: "water-sp computes most of the time and every system runs it nearly as fast as S-COMA. barnes and \
                 fmm are latency-bound: parallel protocol processors add little to Hurricane (2 and 4 PPs gain at \
@@ -326,6 +328,7 @@ pub fn checks_2(t: &Times) -> Vec<Check> {
 pub const CLAIM_3: ClaimSpec = ClaimSpec {
     number: 3,
     origin: Origin::Paper,
+    basis: Basis::Predicted,
     title: "Averages of the parallel systems against S-COMA",
     statement: "Averaged over the applications, Hurricane with four embedded protocol processors runs about 12% \
                 faster than S-COMA, Hurricane-1 with four dedicated SMP processors reaches about 76% of \
@@ -357,6 +360,7 @@ pub fn checks_3(t: &Times) -> Vec<Check> {
 pub const CLAIM_4: ClaimSpec = ClaimSpec {
     number: 4,
     origin: Origin::Paper,
+    basis: Basis::Predicted,
     title: "Fatter nodes favour parallel protocol processors",
     statement: "With the same 64 processors as 16 4-way or 4 16-way nodes, fatter nodes put single-processor \
                 Hurricane further behind S-COMA on most applications and hurt single-processor Hurricane-1 \
@@ -462,6 +466,7 @@ pub fn checks_4(t: &Times) -> Vec<Check> {
 pub const CLAIM_5: ClaimSpec = ClaimSpec {
     number: 5,
     origin: Origin::Paper,
+    basis: Basis::Predicted,
     title: "Block size moves the software/hardware gap",
     statement: "Going from 64- to 128-byte protocol blocks brings single-processor Hurricane closer to S-COMA on \
                 cholesky, em3d, fft, radix and water-sp, where the software overhead is spread over more data, \
@@ -536,6 +541,7 @@ pub fn checks_5(t: &Times) -> Vec<Check> {
 pub const CLAIM_6: ClaimSpec = ClaimSpec {
     number: 6,
     origin: Origin::Paper,
+    basis: Basis::Predicted,
     title: "Headline: PDQ on idle processors against one dedicated processor",
     statement: "On a cluster of four 16-way SMPs, running the protocol with PDQ on whichever processors are idle \
                 (Hurricane-1 Mult) runs the applications on average 2.6 times as fast as a single dedicated SMP \
@@ -564,6 +570,7 @@ pub fn checks_6(t: &Times) -> Vec<Check> {
 pub const HYPOTHESIS_1: ClaimSpec = ClaimSpec {
     number: 1,
     origin: Origin::Hypothesis,
+    basis: Basis::Predicted,
     title: "Smaller blocks widen the software/hardware gap",
     statement: "Halving the protocol block from 64 to 32 bytes leaves the software protocols less data transfer \
                 over which to spread their per-handler overhead, so outside the false-sharing applications \

@@ -3,7 +3,7 @@
 
 use super::grid::{Grid, Sweep};
 use super::runs::Run;
-use crate::claim::{Check, Claim, ClaimSpec, Origin, Verdict};
+use crate::claim::{Basis, Check, Claim, ClaimSpec, Origin, Verdict};
 use crate::experiment::shown;
 use finegrain_apps::serving::Kind;
 use finegrain_core::Discipline;
@@ -20,6 +20,7 @@ pub(super) const CLAIMS: [ClaimSpec; 5] = [
     ClaimSpec {
         number: 1,
         origin: Origin::Paper,
+        basis: Basis::Predicted,
         title: "Parallel dispatch scales with distinct keys",
         statement: "PDQ hands handlers whose keys differ to several protocol processors at once, and a key that is \
                     busy does not hold back the entries of other keys. So with many distinct keys, throughput on \
@@ -48,6 +49,7 @@ pub(super) const CLAIMS: [ClaimSpec; 5] = [
     ClaimSpec {
         number: 2,
         origin: Origin::Paper,
+        basis: Basis::Predicted,
         title: "One key: PDQ is serial dispatch, and never spins",
         statement: "PDQ runs the handlers of one key one after another, so with a single key it delivers what serial \
                     dispatch does, however many protocol processors it has; and because entries wait in the queue \
@@ -72,6 +74,7 @@ pub(super) const CLAIMS: [ClaimSpec; 5] = [
     ClaimSpec {
         number: 3,
         origin: Origin::Paper,
+        basis: Basis::Predicted,
         title: "Spin-locks in handlers lose to PDQ",
         statement: "A spin-lock per resource inside the handler adds memory work to every handler, even without \
                     contention (for the fetch&add handler the lock doubles its memory accesses); and when handlers \
@@ -101,6 +104,7 @@ pub(super) const CLAIMS: [ClaimSpec; 5] = [
     ClaimSpec {
         number: 1,
         origin: Origin::Hypothesis,
+        basis: Basis::Predicted,
         title: "Static partitioning suffers from load imbalance",
         statement: "Partitioning messages statically among protocol processors (one queue each, a key always on \
                     the same processor) falls clearly behind a single shared queue when a few keys are popular, \
@@ -125,6 +129,7 @@ pub(super) const CLAIMS: [ClaimSpec; 5] = [
     ClaimSpec {
         number: 2,
         origin: Origin::Hypothesis,
+        basis: Basis::Predicted,
         title: "SMP and embedded protocol processors, and idle ones",
         statement: "Dedicated SMP protocol processors (Hurricane-1) spend longer per request than embedded ones \
                     (Hurricane), so with requesters thinking equally long between requests, requests queue longer \

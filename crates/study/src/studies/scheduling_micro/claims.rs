@@ -3,7 +3,7 @@
 
 use super::grid::{Grid, Mechanism, Variant};
 use super::runs::Run;
-use crate::claim::{Check, Claim, ClaimSpec, Origin, Verdict};
+use crate::claim::{Basis, Check, Claim, ClaimSpec, Origin, Verdict};
 use crate::experiment::EffectOff;
 use finegrain_apps::micro::Protocol;
 use finegrain_core::config::{ProtocolParams, Relinquish, RoleArbitration};
@@ -17,6 +17,7 @@ pub(super) const CLAIMS: [ClaimSpec; 5] = [
     ClaimSpec {
         number: 1,
         origin: Origin::Paper,
+        basis: Basis::Predicted,
         title: "Single vs Fixed (null handler)",
         statement: "On the null handler, a uniprocessor node gains more from an added dedicated protocol processor \
                     the less it computes, until it is communication-bound: then its lone processor is often idle, \
@@ -37,6 +38,7 @@ pub(super) const CLAIMS: [ClaimSpec; 5] = [
     ClaimSpec {
         number: 2,
         origin: Origin::Paper,
+        basis: Basis::Predicted,
         title: "Floating vs Fixed on two processors (null handler)",
         statement: "On two processors running the null handler, a high interrupt overhead makes Floating behave \
                     like Fixed at every utilization: the two processors take turns as protocol processor and so \
@@ -59,6 +61,7 @@ pub(super) const CLAIMS: [ClaimSpec; 5] = [
     ClaimSpec {
         number: 3,
         origin: Origin::Paper,
+        basis: Basis::Predicted,
         title: "Fetch-block: a dedicated protocol processor helps less",
         statement: "A dedicated protocol processor helps the heavier fetch-block protocol less than the null \
                     handler, since the overheads it removes are a smaller share of the round trip; it beats \
@@ -83,6 +86,7 @@ pub(super) const CLAIMS: [ClaimSpec; 5] = [
     ClaimSpec {
         number: 4,
         origin: Origin::Paper,
+        basis: Basis::Predicted,
         title: "More processors per node",
         statement: "At a low utilization, adding processors per node raises protocol demand, and Fixed, which \
                     spends less protocol-processor time per request, overtakes Floating until the protocol \
@@ -108,6 +112,7 @@ pub(super) const CLAIMS: [ClaimSpec; 5] = [
     ClaimSpec {
         number: 5,
         origin: Origin::Paper,
+        basis: Basis::Predicted,
         title: "Cost-performance at low interrupt overhead",
         statement: "For the null handler, adding a dedicated protocol processor to a uniprocessor node is \
                     cost-effective at U = 0.3 and 0.7, using the second processor to compute is better still, \
