@@ -64,6 +64,12 @@ fn quick_coprocessor_study_writes_a_row_per_run_and_pins_its_claims() {
         assert!(row.ends_with("| calibrated |"), "{row}");
     }
     assert!(report.lines().any(|l| l.starts_with("| 3 | ") && l.ends_with("| predicted |")), "{report}");
+    // The estimates the verdicts rest on, from the preset's ledger: the
+    // fitted unknowns are not among them.
+    let estimates = report.split("## The estimates these verdicts rest on").nth(1).expect("an estimates section");
+    let estimates = estimates.split("\n## ").next().unwrap();
+    assert!(estimates.contains("| `coprocessor.handler_instructions` |"), "{estimates}");
+    assert!(!estimates.contains("send_thread_instructions"), "a fitted parameter listed: {estimates}");
     for heading in ["Table 1 as measured", "Figure 3 as measured", "Table 2 as measured", "What the reruns say"] {
         assert!(report.contains(&format!("## {heading}")), "no {heading}: {report}");
     }

@@ -76,6 +76,7 @@ pub fn render<L>(p: &Parts<L>) -> String {
         let _ = writeln!(s, "## {}\n\n{}", section.heading, section.body.trim_end());
         s.push('\n');
     }
+    s += &estimates(&p.src.preset(&h.preset));
     let _ = writeln!(s, "## Figures\n");
     for f in p.figures {
         let _ = writeln!(s, "- [{}]({})", f.caption, f.file);
@@ -139,6 +140,38 @@ fn simulator<L>(records: &[&RunRecord<L>], started: Instant) -> String {
         messages as f64 / busy / 1e6,
         started.elapsed().as_secs_f64()
     )
+}
+
+/// The preset's estimates (values the paper gives no figure for) and
+/// what its ledger says moves with each: the verdicts above rest on them.
+/// Estimates the ledger says move nothing are left out.
+fn estimates(preset: &str) -> String {
+    use finegrain_core::config::ProvenanceKind;
+    let mut s = String::from(
+        "## The estimates these verdicts rest on
+
+",
+    );
+    let machine = match finegrain_core::MachineConfig::load(preset) {
+        Ok(m) => m,
+        Err(e) => return s + &format!("The preset's ledger could not be read: {e}\n\n"),
+    };
+    let rows: Vec<Vec<String>> = machine
+        .ledger
+        .of_kind(ProvenanceKind::Estimate)
+        .filter(|(_, p)| !p.moves.as_deref().is_some_and(|m| m.starts_with("none")))
+        .map(|(field, p)| vec![format!("`{field}`"), p.source.clone(), p.moves.clone().unwrap_or_default()])
+        .collect();
+    let _ = writeln!(
+        s,
+        "Parameters of preset `{}` the paper gives no figure for and no stated number could fit (`finegrain \
+         calibrate {}` prints every parameter's source, fitted ones with their residuals), and what moves with each \
+         as far as it was measured:\n",
+        machine.name, preset
+    );
+    s += &markdown_table(&["parameter", "why this value", "what moves with it"], &rows);
+    s.push('\n');
+    s
 }
 
 /// A markdown table from a header and rows.
