@@ -95,6 +95,15 @@ pub trait Proc {
         let _ = key;
         self.wait_until(done)
     }
+    /// [`Proc::wait_until_keyed`] for a memory block's data after an access
+    /// to it missed (a DSM's block access fault): once the condition holds
+    /// the thread reissues the access. A platform that models the release
+    /// of a stalled access (the simulator's `pdq.*_resume_cycles` with
+    /// `pdq.resume_after_misses_only`) charges it here only; to every other
+    /// platform this is `wait_until_keyed`.
+    fn wait_for_block(&self, key: SyncKey, done: impl Fn() -> bool) -> impl Future<Output = Result<(), AmError>> {
+        self.wait_until_keyed(key, done)
+    }
     /// Touches memory of this node (for example data a reply handler left in
     /// this thread's receive buffer).
     fn access(&self, region: Region, offset: u64, len: u32, kind: Access) -> impl Future<Output = ()>;

@@ -248,9 +248,7 @@ impl<'a, P: Proc> DsmProc<'a, P> {
         // Only the block's handlers (its key) change its tag and settle its
         // requests.
         self.p
-            .wait_until_keyed(SyncKey::Key(block), || {
-                node.state(block) >= want || !node.request_outstanding(block, want)
-            })
+            .wait_for_block(SyncKey::Key(block), || node.state(block) >= want || !node.request_outstanding(block, want))
             .await
     }
 

@@ -86,6 +86,9 @@ pub(crate) struct ThreadShared {
     pub charged: Cell<u64>,
     /// The engine's clock when it last polled the thread.
     pub now: Cell<u64>,
+    /// The thread waits in `Proc::wait_for_block`: released, it reissues
+    /// an access that missed.
+    pub waits_for_block: Cell<bool>,
 }
 
 impl ThreadShared {
@@ -100,6 +103,7 @@ impl ThreadShared {
             result: RefCell::new(None),
             charged: Cell::new(0),
             now: Cell::new(0),
+            waits_for_block: Cell::new(false),
         }
     }
 
@@ -188,6 +192,15 @@ impl SimProc {
     }
 }
 
+/// The key a keyed wait watches: none for the sequential and nosync keys,
+/// whose handlers may touch anything.
+fn watched(key: SyncKey) -> Option<u64> {
+    match key {
+        SyncKey::Key(k) => Some(k),
+        SyncKey::Sequential | SyncKey::NoSync => None,
+    }
+}
+
 impl Proc for SimProc {
     fn node(&self) -> NodeId {
         self.shared.node
@@ -259,11 +272,14 @@ impl Proc for SimProc {
     }
 
     async fn wait_until_keyed(&self, key: SyncKey, done: impl Fn() -> bool) -> Result<(), AmError> {
-        let watch = match key {
-            SyncKey::Key(k) => Some(k),
-            SyncKey::Sequential | SyncKey::NoSync => None,
-        };
-        self.wait(watch, done).await
+        self.wait(watched(key), done).await
+    }
+
+    async fn wait_for_block(&self, key: SyncKey, done: impl Fn() -> bool) -> Result<(), AmError> {
+        self.shared.waits_for_block.set(true);
+        let waited = self.wait(watched(key), done).await;
+        self.shared.waits_for_block.set(false);
+        waited
     }
 
     async fn access(&self, region: Region, offset: u64, len: u32, kind: Access) {

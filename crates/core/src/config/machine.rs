@@ -284,12 +284,20 @@ pub struct PdqParams {
     /// multiplexed).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub smp_resume_cycles: u64,
+    /// Charge the resume cycles above only where Table 1 (HPCA 1999
+    /// Section 5.1) puts them: to a thread released from a block access
+    /// fault, which reissues the access that missed (`Proc::wait_for_block`).
+    /// Off, every release from a wait pays them (barriers, locks, page
+    /// mapping too), as records made before the switch existed ran.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resume_after_misses_only: bool,
 }
 
 impl PdqParams {
     /// What a thread released by the device pays before it goes on, when
     /// the node's protocol processors are of `kind` (see the fields).
     pub fn resume_cycles(&self, kind: PpKind) -> u64 {
+        // (Whether a given release pays them: `resume_after_misses_only`.)
         match kind {
             PpKind::Hardware => self.hardware_resume_cycles,
             PpKind::Embedded => self.embedded_resume_cycles,

@@ -225,6 +225,11 @@ struct Thread<'a, T> {
     /// The key of the `Proc::wait_until_keyed` it last awaited in, if any
     /// (see [`Engine::handler_code_ran`]).
     watch: Option<u64>,
+    /// Its last wait was `Proc::wait_for_block`: released, it reissues an
+    /// access that missed (read when the wait was submitted, since the
+    /// thread's own code runs on past the wait before the engine charges
+    /// its release).
+    reissues: bool,
     /// A handler that could make its awaited condition true has run at its
     /// node since it last checked it.
     dirty: bool,
@@ -510,6 +515,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     checked_at: 0,
                     deferred: None,
                     watch: None,
+                    reissues: false,
                     dirty: false,
                 });
             }

@@ -59,6 +59,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                             th.checked_at = self.nodes[self.procs[th.proc].node].handlers_run;
                             th.dirty = false;
                             th.watch = watch;
+                            th.reissues = th.shared.waits_for_block.get();
                         } else {
                             th.watch = None;
                         }
@@ -307,9 +308,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                 hit
             }
             next => {
+                let reissues = th.reissues;
                 th.deferred = Some(next);
                 th.state = ThreadState::Ready;
-                hit.max(self.device_resume_cycles())
+                hit.max(self.device_resume_cycles(reissues))
             }
         };
         self.start_busy(p, Cat::Wait, cost, 0, After::Nothing);
@@ -349,10 +351,13 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
 
     /// What a thread the dispatch device releases pays before it goes on
     /// (`pdq.*_resume_cycles`, by the kind of the node's protocol
-    /// processors); 0 on a machine without a dispatch device.
-    fn device_resume_cycles(&self) -> u64 {
+    /// processors); 0 on a machine without a dispatch device, and, with
+    /// `pdq.resume_after_misses_only`, for a thread that does not reissue
+    /// a missed access (`reissues`).
+    fn device_resume_cycles(&self, reissues: bool) -> u64 {
         let kind = self.cfg.run.dispatch.pp_kind;
-        self.cfg.machine.pdq.as_ref().map_or(0, |d| d.resume_cycles(kind))
+        let pdq = self.cfg.machine.pdq.as_ref();
+        pdq.filter(|d| reissues || !d.resume_after_misses_only).map_or(0, |d| d.resume_cycles(kind))
     }
 
     /// A thread's idle period ended: its processor runs it again as soon
