@@ -18,7 +18,7 @@
 use crate::micro::{self, MicroConfig, Protocol};
 use crate::splitc::primitives::{Primitive, PrimitivesConfig};
 use crate::splitc::spec::ProgramSpec;
-use finegrain_core::{CoprocLibrary, MachineConfig, Policy, Topology};
+use finegrain_core::{ConfigError, CoprocLibrary, CoprocessorParams, MachineConfig, Policy, Topology};
 use finegrain_sim::{SimConfig, SimError};
 
 /// Table 1's round trips of a null Active Message, us.
@@ -83,6 +83,13 @@ fn config(machine: &MachineConfig, library: CoprocLibrary) -> SimConfig {
 /// Table 1's round trips and Figure 3's stated values, measured on
 /// `machine` (a preset with a co-processor).
 pub fn measure(machine: &MachineConfig) -> Result<Vec<Target>, SimError> {
+    let mut out = measure_table1(machine)?;
+    out.extend(measure_figure3(machine)?);
+    Ok(out)
+}
+
+/// Table 1's null Active Message round trips (the fit's held-out targets).
+pub fn measure_table1(machine: &MachineConfig) -> Result<Vec<Target>, SimError> {
     let mut out = Vec::new();
     for (library, paper) in TABLE1_ROUND_TRIP_US {
         let w = MicroConfig {
@@ -95,6 +102,12 @@ pub fn measure(machine: &MachineConfig) -> Result<Vec<Target>, SimError> {
         let measured = machine.cycles_to_us(stats.request_latency.mean_cycles);
         out.push(Target { name: format!("table1 round trip {}", library.label()), unit: "us", paper, measured });
     }
+    Ok(out)
+}
+
+/// Figure 3's stated values (the fit's targets).
+pub fn measure_figure3(machine: &MachineConfig) -> Result<Vec<Target>, SimError> {
+    let mut out = Vec::new();
     for (p, library, paper) in FIGURE3 {
         let cfg = match p {
             Primitive::BulkPut => PrimitivesConfig::bandwidth(BULK_WORDS, BULK_REPS),
@@ -124,16 +137,13 @@ pub fn measure(machine: &MachineConfig) -> Result<Vec<Target>, SimError> {
 pub struct Unknown {
     pub field: &'static str,
     pub range: (u32, u32),
-    get: fn(&MachineConfig) -> u32,
-    set: fn(&mut MachineConfig, u32),
+    at: fn(&mut CoprocessorParams) -> &mut u32,
 }
 
-fn coproc(m: &MachineConfig) -> &finegrain_core::CoprocessorParams {
-    m.coprocessor.as_ref().expect("a co-processor preset")
-}
-
-fn coproc_mut(m: &mut MachineConfig) -> &mut finegrain_core::CoprocessorParams {
-    m.coprocessor.as_mut().expect("a co-processor preset")
+impl Unknown {
+    fn get(&self, c: &CoprocessorParams) -> u32 {
+        *(self.at)(&mut c.clone())
+    }
 }
 
 /// The unknowns the fit sets, each the cost of one library's own code
@@ -142,30 +152,10 @@ fn coproc_mut(m: &mut MachineConfig) -> &mut finegrain_core::CoprocessorParams {
 /// optimized library's completion thread (its put and get) and the link
 /// (the bulk bandwidths). Four unknowns against twelve targets.
 pub const UNKNOWNS: [Unknown; 4] = [
-    Unknown {
-        field: "coprocessor.send_thread_instructions",
-        range: (0, 80),
-        get: |m| coproc(m).send_thread_instructions,
-        set: |m, v| coproc_mut(m).send_thread_instructions = v,
-    },
-    Unknown {
-        field: "coprocessor.dispatch_instructions",
-        range: (0, 80),
-        get: |m| coproc(m).dispatch_instructions,
-        set: |m, v| coproc_mut(m).dispatch_instructions = v,
-    },
-    Unknown {
-        field: "coprocessor.completion_instructions",
-        range: (0, 120),
-        get: |m| coproc(m).completion_instructions,
-        set: |m, v| coproc_mut(m).completion_instructions = v,
-    },
-    Unknown {
-        field: "coprocessor.dma_link_mb_per_s",
-        range: (20, 100),
-        get: |m| coproc(m).dma_link_mb_per_s,
-        set: |m, v| coproc_mut(m).dma_link_mb_per_s = v,
-    },
+    Unknown { field: "coprocessor.send_thread_instructions", range: (0, 80), at: |c| &mut c.send_thread_instructions },
+    Unknown { field: "coprocessor.dispatch_instructions", range: (0, 80), at: |c| &mut c.dispatch_instructions },
+    Unknown { field: "coprocessor.completion_instructions", range: (0, 120), at: |c| &mut c.completion_instructions },
+    Unknown { field: "coprocessor.dma_link_mb_per_s", range: (20, 100), at: |c| &mut c.dma_link_mb_per_s },
 ];
 
 /// What the fit found: each unknown's value, and every stated number
@@ -178,10 +168,10 @@ pub struct Fit {
     pub targets: Vec<Target>,
 }
 
-fn figure3_error(targets: &[Target]) -> f64 {
-    let fitted: Vec<f64> =
-        targets.iter().filter(|t| t.name.starts_with("figure3 ")).map(|t| (t.measured / t.paper).ln()).collect();
-    (fitted.iter().map(|e| e * e).sum::<f64>() / fitted.len() as f64).sqrt()
+/// Root mean square of ln(measured / paper).
+fn rms_log_error(targets: &[Target]) -> f64 {
+    let sum: f64 = targets.iter().map(|t| (t.measured / t.paper).ln().powi(2)).sum();
+    (sum / targets.len() as f64).sqrt()
 }
 
 /// Fits [`UNKNOWNS`] to Figure 3's twelve stated values (never to Table 1,
@@ -191,24 +181,32 @@ fn figure3_error(targets: &[Target]) -> f64 {
 /// nothing. Ties keep the smaller value, so the result depends only on the
 /// machine.
 pub fn fit(machine: &MachineConfig) -> Result<Fit, SimError> {
-    let mut m = machine.clone();
-    let error_at = |m: &MachineConfig| -> Result<f64, SimError> { Ok(figure3_error(&measure(m)?)) };
-    let mut best = error_at(&m)?;
+    let Some(start) = machine.coprocessor.clone() else {
+        return Err(SimError::Config(ConfigError::invalid(
+            "coprocessor",
+            "none",
+            "the co-processor fit needs a preset with a [coprocessor] table (ipps96)",
+        )));
+    };
+    let with = |c: &CoprocessorParams| MachineConfig { coprocessor: Some(c.clone()), ..machine.clone() };
+    let error_at = |c: &CoprocessorParams| -> Result<f64, SimError> { Ok(rms_log_error(&measure_figure3(&with(c))?)) };
+    let mut c = start;
+    let mut best = error_at(&c)?;
     for _pass in 0..10 {
         let mut changed = false;
         for u in UNKNOWNS {
-            let current = (u.get)(&m);
+            let current = u.get(&c);
             let mut pick = (best, current);
             for v in u.range.0..=u.range.1 {
-                let mut trial = m.clone();
-                (u.set)(&mut trial, v);
+                let mut trial = c.clone();
+                *(u.at)(&mut trial) = v;
                 let e = error_at(&trial)?;
                 if e < pick.0 - 1e-12 || (e <= pick.0 + 1e-12 && v < pick.1) {
                     pick = (e, v);
                 }
             }
             if pick.1 != current {
-                (u.set)(&mut m, pick.1);
+                *(u.at)(&mut c) = pick.1;
                 best = pick.0;
                 changed = true;
             }
@@ -217,12 +215,12 @@ pub fn fit(machine: &MachineConfig) -> Result<Fit, SimError> {
             break;
         }
     }
-    let targets = measure(&m)?;
-    Ok(Fit {
-        values: UNKNOWNS.iter().map(|u| (u.field, (u.get)(&m))).collect(),
-        rms_log_error: figure3_error(&targets),
-        targets,
-    })
+    let fitted = with(&c);
+    let figure3 = measure_figure3(&fitted)?;
+    let rms_log_error = rms_log_error(&figure3);
+    let mut targets = measure_table1(&fitted)?;
+    targets.extend(figure3);
+    Ok(Fit { values: UNKNOWNS.iter().map(|u| (u.field, u.get(&c))).collect(), rms_log_error, targets })
 }
 
 #[cfg(test)]
@@ -236,11 +234,19 @@ mod tests {
         let m = MachineConfig::load("ipps96").unwrap();
         let f = fit(&m).unwrap();
         for (field, v) in &f.values {
-            let shipped = UNKNOWNS.iter().find(|u| u.field == *field).map(|u| (u.get)(&m)).unwrap();
+            let shipped =
+                UNKNOWNS.iter().find(|u| u.field == *field).map(|u| u.get(m.coprocessor.as_ref().unwrap())).unwrap();
             assert_eq!(*v, shipped, "{field}: refit gives {v}, the preset ships {shipped}");
         }
         assert!(f.targets.iter().any(|t| t.name == "table1 round trip main-am"));
         assert!(f.rms_log_error.is_finite());
+    }
+
+    #[test]
+    fn a_machine_without_a_coprocessor_is_refused_in_one_line() {
+        let m = MachineConfig::load("hpca99").unwrap();
+        let e = fit(&m).unwrap_err().to_string();
+        assert!(e.contains("[coprocessor]") && !e.contains('\n'), "{e}");
     }
 
     #[test]
