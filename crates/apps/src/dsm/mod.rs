@@ -14,6 +14,7 @@ pub mod em3d;
 pub mod fft;
 pub mod fmm;
 pub mod radix;
+pub mod remote_miss;
 pub mod spec;
 pub mod water;
 

@@ -117,6 +117,14 @@ pub struct NetworkParams {
     /// made before it ran with 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub payload_cycles_per_byte: u64,
+    /// The sender stays busy until its payload is on the link (the
+    /// injection is part of its occupancy, waiting for a busy port
+    /// included), as HPCA 1999 Table 1 counts the 64-byte block's sending
+    /// in the home's protocol occupancy. Off, the sender goes on once its
+    /// words are in the NI and the port injects the payload alone. Records
+    /// made before it ran with it off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub payload_occupies_sender: bool,
 }
 
 /// Serde's test for a count or cost left out of records while zero (a

@@ -52,7 +52,7 @@ impl MachineConfig {
 
 /// Fields that run records made before them may omit (they ran without
 /// them), but a preset must name: the table, the field, what it allows.
-const NAMED_IN_PRESETS: [(&str, &str, &str); 13] = [
+const NAMED_IN_PRESETS: [(&str, &str, &str); 14] = [
     ("bus", "address_phase_cycles", "the split bus's address phase, a positive number of cycles"),
     ("protocol", "role_arbitration", "lowest or round-robin"),
     ("protocol", "protocol_thread", "true or false"),
@@ -63,6 +63,11 @@ const NAMED_IN_PRESETS: [(&str, &str, &str); 13] = [
     ("pdq", "affinity_passes", "0 for the paper's device, or how often key affinity may pass an entry over"),
     ("network", "latency_includes_ports", "true (the latency spans both ports) or false (ports added at both ends)"),
     ("network", "payload_cycles_per_byte", "cycles per payload byte on the sender's link, 0 for none"),
+    (
+        "network",
+        "payload_occupies_sender",
+        "true (the sender waits for its payload's injection) or false (the port alone)",
+    ),
     ("pdq", "hardware_resume_cycles", "cycles to release a stalled thread, 0 for the spin's cache hit"),
     ("pdq", "embedded_resume_cycles", "cycles to release a stalled thread, 0 for the spin's cache hit"),
     ("pdq", "smp_resume_cycles", "cycles to release a stalled thread, 0 for the spin's cache hit"),

@@ -39,6 +39,9 @@ pub(crate) struct Cm5Ni {
     /// `network.payload_cycles_per_byte`: the sender's link injects the
     /// payload before the latency starts.
     payload_cycles_per_byte: u64,
+    /// `network.payload_occupies_sender`: the sender is done when its
+    /// payload is injected.
+    payload_occupies_sender: bool,
     /// `pdq.smp_line_transfers`: processors on the bus move a message as
     /// lines (the dispatch register's, then the payload's).
     line_transfers: bool,
@@ -77,6 +80,7 @@ impl Cm5Ni {
             network_latency: m.network.latency_cycles,
             latency_includes_ports: m.network.latency_includes_ports,
             payload_cycles_per_byte: m.network.payload_cycles_per_byte,
+            payload_occupies_sender: m.network.payload_occupies_sender,
             line_transfers: m.pdq.as_ref().is_some_and(|d| d.smp_line_transfers),
             line_bytes: m.cache.line_bytes as usize,
             line_write_occupancy: m.bus.writeback_occupancy,
@@ -121,7 +125,9 @@ impl NiModel for Cm5Ni {
     /// payload as posted line writes from its cache), then the source's
     /// injection port sends the words (and its link the payload's bytes,
     /// `network.payload_cycles_per_byte`), the network adds its latency,
-    /// and the destination's ejection port takes them.
+    /// and the destination's ejection port takes them. The sender is done
+    /// with its words in the NI, or, with `network.payload_occupies_sender`,
+    /// once its payload is out.
     #[inline(always)] // one call site; a call costs the arguments' spills
     fn send(&mut self, mem: &mut NodeMemory, now: u64, t: u64, src: usize, by: Mover, msg: &Message) -> Sent {
         let words = self.header_words + self.body_words(msg);
@@ -141,6 +147,7 @@ impl NiModel for Cm5Ni {
         let injected = out_start + inject;
         let at_dst = self.ejection_from(injected, busy);
         let arrive = self.ports[msg.dst_node.index()].inp.reserve(now, at_dst, busy) + busy;
+        let done = if self.payload_occupies_sender { done.max(injected) } else { done };
         Sent { done, injected, arrive }
     }
 
@@ -285,8 +292,10 @@ mod tests {
 
     #[test]
     fn with_line_transfers_a_message_moves_as_the_register_line_and_payload_lines() {
-        let m = machine("hpca99");
+        let mut m = machine("hpca99");
         assert!(m.pdq.as_ref().unwrap().smp_line_transfers);
+        // The sender's own time only (not its payload's injection).
+        m.network.payload_occupies_sender = false;
         let mut ni = Cm5Ni::new(&m, &Topology { nodes: 2, procs_per_node: 2 });
         let by = Mover::Bus { local: 1 };
         let register = m.ni.register_read_latency;
@@ -309,8 +318,9 @@ mod tests {
 
     #[test]
     fn a_latency_that_includes_the_ports_is_the_whole_passage_and_the_ports_still_queue() {
-        let m = machine("hpca99");
+        let mut m = machine("hpca99");
         assert!(m.network.latency_includes_ports);
+        m.network.payload_occupies_sender = false;
         let mut ni = Cm5Ni::new(&m, &Topology { nodes: 2, procs_per_node: 2 });
         let by = Mover::Device { word_cycles: 1 };
         // Header, one argument, eight payload words.
@@ -326,6 +336,26 @@ mod tests {
         let busy = 11 * m.ni.port_cycles_per_word + inject;
         let again = ni.send(&mut memory(&m), 0, 0, 0, by, &msg);
         assert_eq!(again.arrive, sent.arrive + busy);
+    }
+
+    #[test]
+    fn a_sender_the_payload_occupies_is_done_when_it_is_out_and_waits_for_a_busy_port() {
+        let mut m = machine("hpca99");
+        assert!(m.network.payload_occupies_sender, "hpca99 charges the injection to the sender (Table 1)");
+        let mut ni = Cm5Ni::new(&m, &Topology { nodes: 2, procs_per_node: 2 });
+        let by = Mover::Device { word_cycles: 1 };
+        let msg = message(1, 64);
+        let first = ni.send(&mut memory(&m), 0, 0, 0, by, &msg);
+        assert_eq!(first.done, first.injected);
+        // A second at once waits for the port, and its sender with it.
+        let second = ni.send(&mut memory(&m), 0, 0, 0, by, &msg);
+        assert_eq!(second.done, second.injected);
+        assert!(second.done > first.done + 64 * m.network.payload_cycles_per_byte, "{first:?} {second:?}");
+        // Off, the same sends leave their senders after the words alone.
+        m.network.payload_occupies_sender = false;
+        let mut ni = Cm5Ni::new(&m, &Topology { nodes: 2, procs_per_node: 2 });
+        let off = ni.send(&mut memory(&m), 0, 0, 0, by, &msg);
+        assert!(off.done < off.injected && off.injected == first.injected, "{off:?} {first:?}");
     }
 
     #[test]
