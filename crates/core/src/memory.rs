@@ -19,10 +19,14 @@ pub enum Region {
     /// write, as large as the platform's model of it allows.
     Global,
     /// A shared-memory protocol's state at this node: a DSM's directory
-    /// entries and its per-block access tags, kept by the library that
-    /// names it (offsets are the library's own), which handlers read and
-    /// write as they serve blocks.
+    /// entries, kept by the library that names it (offsets are the
+    /// library's own), which handlers read and write as they serve blocks.
     Directory,
+    /// A shared-memory protocol's per-block access tags (fine-grain access
+    /// control), in the same space as `Directory` and named by the same
+    /// library's offsets: with a dispatch device they are the device's
+    /// state, where the directory may be memory (`pdq.directory_in_memory`).
+    AccessTags,
 }
 
 /// Whether a memory access reads or writes.

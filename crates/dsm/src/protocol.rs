@@ -145,7 +145,7 @@ fn on_page(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmErr
     if !node.mapped(page) {
         node.map(page);
         let blocks = s.space.blocks_per_page();
-        ctx.access(Region::Directory, tag_offset(&s.space, page * blocks), blocks as u32, Access::Write);
+        ctx.access(Region::AccessTags, tag_offset(&s.space, page * blocks), blocks as u32, Access::Write);
     }
     Ok(())
 }
@@ -154,7 +154,7 @@ fn on_page(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmErr
 fn on_fault(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
     let (block, want) = (m.args.get(0), m.args.get(1) as u8);
     let node = s.node(ctx);
-    ctx.access(Region::Directory, tag_offset(&s.space, block), 1, Access::Read);
+    ctx.access(Region::AccessTags, tag_offset(&s.space, block), 1, Access::Read);
     if node.state(block) >= want {
         node.settle_request(block, want);
         return Ok(());
@@ -258,7 +258,7 @@ fn grant(
         ctx.access(Region::Global, block * bytes as u64, bytes, Access::Read);
         home.read_block(block)
     });
-    ctx.access(Region::Directory, tag_offset(&s.space, block), 1, Access::Write);
+    ctx.access(Region::AccessTags, tag_offset(&s.space, block), 1, Access::Write);
     home.unlock_block(block, home_tag);
     match words {
         None => {
@@ -300,7 +300,7 @@ fn on_inv(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmErro
     }
     let node = s.node(ctx);
     node.lock_block(block);
-    ctx.access(Region::Directory, tag_offset(&s.space, block), 1, Access::Write);
+    ctx.access(Region::AccessTags, tag_offset(&s.space, block), 1, Access::Write);
     node.unlock_block(block, INVALID);
     let home = s.space.home_of_block(block);
     ctx.send(NodeId(home), s.ids().inv_ack, key(block), args(&[block]), Payload::none())
@@ -316,7 +316,7 @@ fn on_fetch(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmEr
     node.lock_block(block);
     ctx.access(Region::Global, block * bytes as u64, bytes, Access::Read);
     let words = node.read_block(block);
-    ctx.access(Region::Directory, tag_offset(&s.space, block), 1, Access::Write);
+    ctx.access(Region::AccessTags, tag_offset(&s.space, block), 1, Access::Write);
     node.unlock_block(block, if want == READ_WRITE { INVALID } else { READ_ONLY });
     let home = s.space.home_of_block(block);
     ctx.send(NodeId(home), s.ids().fetch_reply, key(block), args(&[block]), words_payload(&words))
@@ -377,7 +377,7 @@ fn on_data(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmErr
         let bytes = block_bytes(&s.space);
         ctx.access(Region::Global, block * bytes as u64, bytes, Access::Overwrite);
         node.write_block(block, &payload_words(&m.payload));
-        ctx.access(Region::Directory, tag_offset(&s.space, block), 1, Access::Write);
+        ctx.access(Region::AccessTags, tag_offset(&s.space, block), 1, Access::Write);
         want
     } else {
         state

@@ -262,7 +262,7 @@ pub struct PdqParams {
     pub hardware_action_cycles: u64,
     /// A hardware protocol engine: reading or writing one word of the
     /// device's own state (a DSM's directory entries and access tags,
-    /// `Region::Directory`).
+    /// `Region::Directory` and `Region::AccessTags`).
     #[serde(default)]
     pub hardware_state_cycles: u64,
     /// SMP protocol processors move messages to and from the device as
@@ -292,6 +292,17 @@ pub struct PdqParams {
     /// multiplexed).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub smp_resume_cycles: u64,
+    /// Software protocol processors (embedded, SMP) keep a DSM's directory
+    /// entries (`Region::Directory`) in node memory, through their data
+    /// caches, so the entries move between the caches of processors that
+    /// serve neighbouring blocks (HPCA 1999 Section 5.2: parallel protocol
+    /// execution pays for protocol state migrating among the protocol
+    /// processors' caches); the access tags stay on the device. Off, the
+    /// entries are device state like the tags. A hardware engine keeps
+    /// both on the device either way. Records made before it ran with it
+    /// off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub directory_in_memory: bool,
     /// Charge the resume cycles above only where Table 1 (HPCA 1999
     /// Section 5.1) puts them: to a thread released from a block access
     /// fault, which reissues the access that missed (`Proc::wait_for_block`).

@@ -52,7 +52,7 @@ impl MachineConfig {
 
 /// Fields that run records made before them may omit (they ran without
 /// them), but a preset must name: the table, the field, what it allows.
-const NAMED_IN_PRESETS: [(&str, &str, &str); 14] = [
+const NAMED_IN_PRESETS: [(&str, &str, &str); 15] = [
     ("bus", "address_phase_cycles", "the split bus's address phase, a positive number of cycles"),
     ("protocol", "role_arbitration", "lowest or round-robin"),
     ("protocol", "protocol_thread", "true or false"),
@@ -71,6 +71,7 @@ const NAMED_IN_PRESETS: [(&str, &str, &str); 14] = [
     ("pdq", "hardware_resume_cycles", "cycles to release a stalled thread, 0 for the spin's cache hit"),
     ("pdq", "embedded_resume_cycles", "cycles to release a stalled thread, 0 for the spin's cache hit"),
     ("pdq", "smp_resume_cycles", "cycles to release a stalled thread, 0 for the spin's cache hit"),
+    ("pdq", "directory_in_memory", "true (software protocol processors cache the directory) or false (device state)"),
 ];
 
 /// A preset names every field, including those records may omit (in the

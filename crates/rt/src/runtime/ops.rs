@@ -564,13 +564,13 @@ impl<T: Transport> ThreadCtx<T> {
             Region::RecvBuffer(t) => node.recv.get(t.index()).map(|s| &s[..]),
             // Its real words belong to the library that names it (Split-C's
             // segments), which reads and writes them itself.
-            Region::Global | Region::Directory => None,
+            Region::Global | Region::Directory | Region::AccessTags => None,
         }
     }
 
     /// Touches real memory (reads, or writes) of a region of this node.
     pub(super) fn touch(&self, region: Region, offset: u64, len: u32, kind: Access) -> Result<(), String> {
-        if matches!(region, Region::Global | Region::Directory) {
+        if matches!(region, Region::Global | Region::Directory | Region::AccessTags) {
             return Ok(());
         }
         let words = self.region(region).ok_or_else(|| format!("{region:?} does not exist on this node"))?;

@@ -155,14 +155,35 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         })
     }
 
-    /// How processor `p` reaches `Region::Directory`: on a machine with a
-    /// dispatch device it is the device's own state (a DSM's directory
-    /// entries and access tags, beside the fine-grain access control), read
-    /// and written a word at a time, by a hardware engine in its own
-    /// cycles, by an embedded processor on its cache bus (as message
-    /// words), and by a processor on the memory bus with uncached loads and
-    /// posted uncached stores. Without a dispatch device it is memory,
-    /// through the caches.
+    /// How processor `p` reaches `region` (memory for any region but the
+    /// protocol state): a DSM's access tags as [`Engine::state_access`]
+    /// says, its directory entries the same unless
+    /// `pdq.directory_in_memory` puts them in memory for a software
+    /// protocol processor.
+    pub(super) fn region_access(&self, p: usize, region: Region) -> StateAccess {
+        match region {
+            Region::AccessTags => self.state_access(p),
+            Region::Directory if !self.directory_in_memory(p) => self.state_access(p),
+            _ => StateAccess::Memory,
+        }
+    }
+
+    /// Whether processor `p` keeps the directory entries in memory: a
+    /// software protocol processor (or a thread) on a machine whose device
+    /// leaves the directory to them.
+    fn directory_in_memory(&self, p: usize) -> bool {
+        let in_memory = self.cfg.machine.pdq.as_ref().is_some_and(|d| d.directory_in_memory);
+        in_memory && self.on_device(p) != Some(PpKind::Hardware)
+    }
+
+    /// How processor `p` reaches the device's protocol state: on a machine
+    /// with a dispatch device it is the device's own state (a DSM's access
+    /// tags, beside the fine-grain access control, and its directory
+    /// entries unless they are memory), read and written a word at a time,
+    /// by a hardware engine in its own cycles, by an embedded processor on
+    /// its cache bus (as message words), and by a processor on the memory
+    /// bus with uncached loads and posted uncached stores. Without a
+    /// dispatch device it is memory, through the caches.
     pub(super) fn state_access(&self, p: usize) -> StateAccess {
         let m = &self.cfg.machine;
         let Some(pdq) = m.pdq.as_ref() else { return StateAccess::Memory };
@@ -181,10 +202,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// A thread's access to device state (see [`Engine::state_access`]):
     /// its latency, or None if `region` is memory.
     pub(super) fn device_state_access(&mut self, p: usize, region: Region, len: u32, kind: Access) -> Option<u64> {
-        if region != Region::Directory {
-            return None;
-        }
-        let state = self.state_access(p);
+        let state = self.region_access(p, region);
         let n = self.procs[p].node;
         state.time(&mut self.nodes[n].mem, self.now, self.now, len, kind)
     }
@@ -259,6 +277,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let threads = self.nodes[n].threads;
         let device = self.device_access(p);
         let state = self.state_access(p);
+        let directory = self.region_access(p, Region::Directory);
         let mut ctx = SimHandlerCtx {
             mem: &mut self.nodes[n].mem,
             now: self.now,
@@ -274,6 +293,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             error: None,
             device,
             state,
+            directory,
             instructions_free: action.is_some(),
             first_global: None,
         };
@@ -653,8 +673,10 @@ struct SimHandlerCtx<'m, 'n> {
     error: Option<AmError>,
     /// An embedded processor reaches memory as a cacheless bus agent.
     device: Option<DeviceAccess>,
-    /// How it reaches `Region::Directory`.
+    /// How it reaches `Region::AccessTags`.
     state: StateAccess,
+    /// How it reaches `Region::Directory`.
+    directory: StateAccess,
     /// A hardware engine: charged instructions cost nothing.
     instructions_free: bool,
     /// When its first access to the global segment began (for the trace).
@@ -672,8 +694,8 @@ struct Traced {
     done: u64,
 }
 
-/// How a processor reaches `Region::Directory` (see
-/// [`Engine::state_access`]).
+/// How a processor reaches `Region::Directory` or `Region::AccessTags` (see
+/// [`Engine::region_access`]).
 #[derive(Clone, Copy, Debug)]
 pub(super) enum StateAccess {
     /// Memory, through the caches (no dispatch device).
@@ -746,6 +768,17 @@ impl DeviceAccess {
 }
 
 impl SimHandlerCtx<'_, '_> {
+    /// How the handler reaches `region` if it is device state; None if
+    /// it is memory.
+    fn device_state(&self, region: Region) -> Option<StateAccess> {
+        let state = match region {
+            Region::AccessTags => self.state,
+            Region::Directory => self.directory,
+            _ => return None,
+        };
+        (!matches!(state, StateAccess::Memory)).then_some(state)
+    }
+
     /// Records a refused reply, which ends the run, and hands the error
     /// back to the handler: the guard's, or else (`None`) that the reply
     /// names `handler`, which the table lacks. Out of line, so the checks
@@ -815,8 +848,9 @@ impl HandlerCtx for SimHandlerCtx<'_, '_> {
 
     fn access(&mut self, region: Region, offset: u64, len: u32, kind: Access) {
         match self.mem.map().lines(region, offset, len, self.threads) {
-            Ok(_) if region == Region::Directory && !matches!(self.state, StateAccess::Memory) => {
-                self.t += self.state.time(self.mem, self.now, self.t, len, kind).unwrap_or(0);
+            Ok(_) if self.device_state(region).is_some() => {
+                let state = self.device_state(region).expect("just checked");
+                self.t += state.time(self.mem, self.now, self.t, len, kind).unwrap_or(0);
             }
             Ok((first, count)) => {
                 if region == Region::Global && self.first_global.is_none() {

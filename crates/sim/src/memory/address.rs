@@ -338,7 +338,7 @@ impl AddressMap {
                 (self.recv + t.0 * RECV_LINES, RECV_LINES as u64 * lb, "receive buffer")
             }
             Region::Global => (self.global, self.global_bytes, "global segment"),
-            Region::Directory => (self.directory, self.directory_bytes, "directory"),
+            Region::Directory | Region::AccessTags => (self.directory, self.directory_bytes, "directory"),
         };
         // The offset comes from the application: near u64::MAX the sum
         // would wrap past the bound (and the line arithmetic below and in
