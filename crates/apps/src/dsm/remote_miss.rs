@@ -301,10 +301,10 @@ mod tests {
     /// word does.
     #[test]
     fn the_directory_in_memory_moves_only_the_smp_directory_lookup() {
-        let device = MachineConfig::load("hpca99").unwrap();
-        assert!(!device.pdq.as_ref().unwrap().directory_in_memory);
-        let mut memory = device.clone();
-        memory.pdq.as_mut().unwrap().directory_in_memory = true;
+        let memory = MachineConfig::load("hpca99").unwrap();
+        assert!(memory.pdq.as_ref().unwrap().directory_in_memory, "hpca99 keeps the directory in memory");
+        let mut device = memory.clone();
+        device.pdq.as_mut().unwrap().directory_in_memory = false;
         let (a, b) = (measure(&device).unwrap(), measure(&memory).unwrap());
         assert_eq!(a[0], b[0], "S-COMA");
         assert_eq!(a[1], b[1], "Hurricane");
