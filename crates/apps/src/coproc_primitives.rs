@@ -15,6 +15,7 @@
 //! nodes, one main processor each, seed 1996), so the numbers here are the
 //! study's.
 
+use crate::fit::{coordinate_descent, Unknown as _};
 use crate::micro::{self, MicroConfig, Protocol};
 use crate::splitc::primitives::{Primitive, PrimitivesConfig};
 use crate::splitc::spec::ProgramSpec;
@@ -140,9 +141,16 @@ pub struct Unknown {
     at: fn(&mut CoprocessorParams) -> &mut u32,
 }
 
-impl Unknown {
-    fn get(&self, c: &CoprocessorParams) -> u32 {
-        *(self.at)(&mut c.clone())
+impl crate::fit::Unknown<CoprocessorParams> for Unknown {
+    fn range(&self) -> (u64, u64) {
+        (self.range.0 as u64, self.range.1 as u64)
+    }
+    fn get(&self, c: &CoprocessorParams) -> u64 {
+        *(self.at)(&mut c.clone()) as u64
+    }
+    fn set(&self, c: &mut CoprocessorParams, v: u64) {
+        // The ranges are u32s, so every value searched fits.
+        *(self.at)(c) = v as u32;
     }
 }
 
@@ -162,7 +170,7 @@ pub const UNKNOWNS: [Unknown; 4] = [
 /// measured at those values (Figure 3's, fitted to; Table 1's, held out).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Fit {
-    pub values: Vec<(&'static str, u32)>,
+    pub values: Vec<(&'static str, u64)>,
     /// Root mean square of ln(measured / paper) over Figure 3's values.
     pub rms_log_error: f64,
     pub targets: Vec<Target>,
@@ -189,32 +197,10 @@ pub fn fit(machine: &MachineConfig) -> Result<Fit, SimError> {
         )));
     };
     let with = |c: &CoprocessorParams| MachineConfig { coprocessor: Some(c.clone()), ..machine.clone() };
-    let error_at = |c: &CoprocessorParams| -> Result<f64, SimError> { Ok(rms_log_error(&measure_figure3(&with(c))?)) };
-    let mut c = start;
-    let mut best = error_at(&c)?;
-    for _pass in 0..10 {
-        let mut changed = false;
-        for u in UNKNOWNS {
-            let current = u.get(&c);
-            let mut pick = (best, current);
-            for v in u.range.0..=u.range.1 {
-                let mut trial = c.clone();
-                *(u.at)(&mut trial) = v;
-                let e = error_at(&trial)?;
-                if e < pick.0 - 1e-12 || (e <= pick.0 + 1e-12 && v < pick.1) {
-                    pick = (e, v);
-                }
-            }
-            if pick.1 != current {
-                *(u.at)(&mut c) = pick.1;
-                best = pick.0;
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
+    let error = |c: &CoprocessorParams| -> Result<Option<f64>, SimError> {
+        Ok(Some(rms_log_error(&measure_figure3(&with(c))?)))
+    };
+    let c = coordinate_descent(start, &UNKNOWNS, error)?;
     let fitted = with(&c);
     let figure3 = measure_figure3(&fitted)?;
     let rms_log_error = rms_log_error(&figure3);

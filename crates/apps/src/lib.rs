@@ -11,6 +11,7 @@
 pub mod coproc_primitives;
 pub mod dsm;
 pub mod fetch_add;
+pub mod fit;
 pub mod micro;
 pub mod serving;
 pub mod splitc;

@@ -11,6 +11,7 @@
 //! column, where protocol processors sit on the memory bus.
 
 use super::spec::handler_costs;
+use crate::fit::{coordinate_descent, Unknown as _};
 use finegrain_core::config::DsmSystem;
 use finegrain_core::{ConfigError, HandlerTable, MachineConfig, Policy, Proc, Topology};
 use finegrain_dsm::{Dsm, DsmConfig, Home};
@@ -162,10 +163,15 @@ pub struct Unknown {
     at: fn(&mut MachineConfig) -> &mut u64,
 }
 
-impl Unknown {
-    /// The unknown's value in `m`.
-    pub fn get(&self, m: &MachineConfig) -> u64 {
+impl crate::fit::Unknown<MachineConfig> for Unknown {
+    fn range(&self) -> (u64, u64) {
+        self.range
+    }
+    fn get(&self, m: &MachineConfig) -> u64 {
         *(self.at)(&mut m.clone())
+    }
+    fn set(&self, m: &mut MachineConfig, v: u64) {
+        *(self.at)(m) = v;
     }
 }
 
@@ -222,37 +228,13 @@ pub struct Fit {
 /// changes nothing. Values the machine refuses are skipped; ties keep the
 /// smaller value, so the result depends only on the machine.
 pub fn fit(machine: &MachineConfig) -> Result<Fit, SimError> {
-    let mut m = machine.clone();
-    let error_at = |m: &MachineConfig| -> Result<f64, SimError> { Ok(rms_step_error(&measure(m)?)) };
-    let mut best = error_at(&m)?;
-    for _pass in 0..10 {
-        let mut changed = false;
-        for u in UNKNOWNS {
-            let current = u.get(&m);
-            let mut pick = (best, current);
-            for v in u.range.0..=u.range.1 {
-                let mut trial = m.clone();
-                *(u.at)(&mut trial) = v;
-                // A value the machine refuses (a latency below its bus
-                // occupancy) lies outside the search.
-                let e = match error_at(&trial) {
-                    Err(SimError::Config(_)) => continue,
-                    e => e?,
-                };
-                if e < pick.0 - 1e-9 || (e <= pick.0 + 1e-9 && v < pick.1) {
-                    pick = (e, v);
-                }
-            }
-            if pick.1 != current {
-                *(u.at)(&mut m) = pick.1;
-                best = pick.0;
-                changed = true;
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
+    // A value the machine refuses (a latency below its bus occupancy) lies
+    // outside the search.
+    let m = coordinate_descent(machine.clone(), &UNKNOWNS, |m| match measure(m) {
+        Ok(steps) => Ok(Some(rms_step_error(&steps))),
+        Err(SimError::Config(_)) => Ok(None),
+        Err(e) => Err(e),
+    })?;
     let steps = measure(&m)?;
     Ok(Fit {
         values: UNKNOWNS.iter().map(|u| (u.field, u.get(&m))).collect(),
