@@ -381,6 +381,43 @@ fn a_mechanism_rerun_the_preset_cannot_make_is_rejected() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// The context-switch map reruns the grid at other switch costs: the
+/// preset's own would repeat the study's runs under another name, a
+/// preset without the protocol thread pays no switch, and a context of
+/// no bytes is the protocol thread switched off (another rerun's job).
+#[test]
+fn a_switch_cost_rerun_the_preset_cannot_make_is_rejected() {
+    assert_rejected(
+        "scheduling-micro",
+        &[("quick.switch_sensitivity", "[{ cycles = 256, bytes = 512 }]")],
+        &["invalid quick.switch_sensitivity = [256/512]: 256/512 is the preset's own cost; allowed other"],
+    );
+    assert_rejected(
+        "scheduling-micro",
+        &[("quick.switch_sensitivity", "[{ cycles = 32, bytes = 0 }]")],
+        &["invalid quick.switch_sensitivity = { cycles = 32, bytes = 0 }: allowed bytes 1..=65536"],
+    );
+    assert_rejected(
+        "scheduling-micro",
+        &[("quick.switch_sensitivity", "[{ cycles = 32, bytes = 64 }, { cycles = 32, bytes = 64 }]")],
+        &["quick.switch_sensitivity", "32/64"],
+    );
+    let d = temp_dir("no-thread-switch-preset");
+    let preset =
+        preset_with(&d, "hpca97", "hpca97-no-thread.toml", "protocol_thread = true", "protocol_thread = false");
+    assert_rejected(
+        "scheduling-micro",
+        &[
+            ("preset", &preset),
+            ("full.mechanism_sensitivity", "[]"),
+            ("quick.mechanism_sensitivity", "[]"),
+            ("quick.switch_sensitivity", "[{ cycles = 32, bytes = 64 }]"),
+        ],
+        &["invalid quick.switch_sensitivity = [32/64]: the preset has protocol_thread = false"],
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// Affinity reruns switch the device's key affinity on: a preset that has
 /// it on already would repeat the main runs under another name.
 #[test]

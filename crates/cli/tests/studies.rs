@@ -103,6 +103,36 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
     assert!(mechanisms.contains("- without protocol_thread: ") && mechanisms.contains("  - claim 5: "), "{mechanisms}");
     let failing = report.split("## What the reruns say about the failing claims").nth(1).expect("a section");
     assert!(failing.contains("- claim 3 (3 checks fail): without protocol_thread: supported"), "{failing}");
+    // The context-switch map: every claim again at each other cost of the
+    // switches to and from the protocol thread; the records say so, ran
+    // so and rerun; a label the configuration contradicts is refused. The
+    // map's rows are pinned like the verdicts (docs/scheduling-micro.md).
+    let switched = "switch64-context128-null-floating-p2-u0.50-oint200-r0.json";
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("runs").join(switched)).unwrap()).unwrap();
+    assert_eq!(json["labels"]["context_switch"], serde_json::json!({ "cycles": 64, "bytes": 128 }));
+    assert_eq!(json["config"]["machine"]["protocol"]["context_switch_cycles"], 64, "{switched}");
+    assert_eq!(json["config"]["machine"]["protocol"]["context_bytes"], 128, "{switched}");
+    check_rerun(&d, switched, "identical");
+    check_mislabelled(
+        &d,
+        "null-floating-p2-u0.50-oint200-r0.json",
+        "context_switch",
+        serde_json::json!({ "cycles": 64, "bytes": 128 }),
+        "it names context_switch = 64/128 (cycles/bytes) but its configuration runs with 256/512",
+    );
+    let map = report.split("## The context-switch map").nth(1).expect("a section");
+    let map = map.split("\n## ").next().unwrap();
+    for row in [
+        "| free (protocol_thread off) | no (1) | no (3) | **yes** | no (1) | no (3) |",
+        "| 32/64 | no (1) | no (3) | **yes** | no (2) | no (4) |",
+        "| 64/128 | no (1) | no (4) | **yes** | no (3) | no (4) |",
+        "| 128/256 | **yes** | no (3) | no (1) | no (5) | no (4) |",
+        "| 256/512 (the preset's: the verdicts above) | no (1) | no (3) | no (3) | no (7) | no (4) |",
+    ] {
+        assert!(map.contains(row), "the map lacks {row}: {map}");
+    }
+    assert!(failing.contains("switch 128/256: supported"), "{failing}");
     // Claim 1 again with Oint paid on delivery (the preset pays it on
     // return): the record says so, ran so, and reruns; a label the
     // configuration contradicts is refused.
@@ -115,9 +145,14 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
     check_mislabelled(&d, returning, "interrupt_return_percent", serde_json::json!(10), "pays 0% of Oint on return");
     // Its CSV row says so too, so it is never taken for a baseline run.
     let row = csv.lines().find(|l| l.contains(&format!("runs/{returning},"))).expect("a row for the rerun");
-    assert!(header.ends_with(",interrupt_return_percent,mechanism_off") && row.ends_with(",0,"), "{row}");
+    assert!(
+        header.ends_with(",interrupt_return_percent,mechanism_off,context_switch") && row.ends_with(",0,,"),
+        "{row}"
+    );
     let row = csv.lines().find(|l| l.contains(&format!("runs/{without},"))).expect("a row for the rerun");
-    assert!(row.ends_with(",protocol_thread"), "{row}");
+    assert!(row.ends_with(",protocol_thread,"), "{row}");
+    let row = csv.lines().find(|l| l.contains(&format!("runs/{switched},"))).expect("a row for the rerun");
+    assert!(row.ends_with(",64/128"), "{row}");
     let report = std::fs::read_to_string(d.join("report.md")).unwrap();
     assert!(report.contains("## Sensitivity of claim 1") && report.contains("- 0% on return: "), "{report}");
     // Claim 2 again under the relinquish rules the study does not use.

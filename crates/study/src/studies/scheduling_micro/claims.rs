@@ -1,7 +1,7 @@
 //! The paper's five findings as claims, their verdicts computed from the
 //! study's runs, and the figures they quote.
 
-use super::grid::{Grid, Mechanism, Variant};
+use super::grid::{ContextSwitch, Grid, Mechanism, Variant};
 use super::runs::Run;
 use crate::claim::{Basis, Check, Claim, ClaimSpec, Origin, Verdict};
 use crate::experiment::EffectOff;
@@ -165,6 +165,11 @@ impl<'a> View<'a> {
     /// The study's own runs (no sensitivity setting).
     pub(super) fn baseline(records: &'a [Run]) -> View<'a> {
         View { records, variant: Variant::BASELINE, replicate: None }
+    }
+
+    /// The runs of one sensitivity setting, every seed's.
+    pub(super) fn of_variant(records: &'a [Run], variant: Variant) -> View<'a> {
+        View { records, variant, replicate: None }
     }
 
     fn select(&self, protocol: Protocol, policy: &str, ppn: u32, u: f64, oint: u64) -> Vec<&Run> {
@@ -331,6 +336,8 @@ pub(super) struct Sensitivity {
     pub(super) claim4: Vec<(RoleArbitration, Verdict)>,
     /// Every claim (1 to 5) without each mechanism of Section 5.
     pub(super) mechanisms: Vec<(Mechanism, Vec<Verdict>)>,
+    /// Every claim (1 to 5) at each other cost of the context switches.
+    pub(super) switches: Vec<(ContextSwitch, Vec<Verdict>)>,
     /// The rules the study's own runs follow: the run's relinquish rule
     /// and the preset's role arbitration.
     pub(super) own_relinquish: Relinquish,
@@ -380,6 +387,17 @@ pub(super) fn sensitivity(
                     ..View::baseline(records)
                 };
                 (m, judge_all(&v, grid).to_vec())
+            })
+            .collect(),
+        switches: grid
+            .switch_sensitivity
+            .iter()
+            .map(|&c| {
+                let v = View {
+                    variant: Variant { context_switch: Some(c), ..Variant::BASELINE },
+                    ..View::baseline(records)
+                };
+                (c, judge_all(&v, grid).to_vec())
             })
             .collect(),
         own_relinquish,
@@ -1311,6 +1329,7 @@ mod tests {
             relinquish_sensitivity: Vec::new(),
             arbitration_sensitivity: Vec::new(),
             mechanism_sensitivity: Vec::new(),
+            switch_sensitivity: Vec::new(),
             return_sensitivity: Vec::new(),
         }
     }

@@ -66,6 +66,13 @@ pub struct Grid {
     /// times; the report judges every claim again without each.
     #[serde(default)]
     pub mechanism_sensitivity: Vec<Mechanism>,
+    /// Costs of the two context switches to and from the protocol thread
+    /// other than the preset's, each in a rerun of every point of the grid
+    /// with the same compute times; the report judges every claim again at
+    /// each and draws the map of where each holds as the cost moves (the
+    /// paper gives no cost, Section 5).
+    #[serde(default)]
+    pub switch_sensitivity: Vec<ContextSwitch>,
 }
 
 impl Grid {
@@ -147,6 +154,24 @@ impl Grid {
             bail!("invalid {} = {r}: allowed percentages 0..=100 of Oint", field("return_sensitivity"));
         }
         check_distinct(&field("return_sensitivity"), &self.return_sensitivity, u32::to_string)?;
+        check_distinct(&field("switch_sensitivity"), &self.switch_sensitivity, |c| c.label())?;
+        if let Some(c) = self.switch_sensitivity.iter().find(|c| c.bytes == 0 || c.bytes > MAX_CONTEXT_BYTES) {
+            bail!(
+                "invalid {} = {{ cycles = {}, bytes = {} }}: allowed bytes 1..={MAX_CONTEXT_BYTES} (a switch saves \
+                 and restores a register file; no context at all is mechanism_sensitivity's protocol_thread)",
+                field("switch_sensitivity"),
+                c.cycles,
+                c.bytes
+            );
+        }
+        if let Some(c) = self.switch_sensitivity.iter().find(|c| c.cycles > MAX_CYCLES) {
+            bail!(
+                "invalid {} = {{ cycles = {}, bytes = {} }}: allowed cycles 0..={MAX_CYCLES}",
+                field("switch_sensitivity"),
+                c.cycles,
+                c.bytes
+            );
+        }
         self.validate_claim_points(table)
     }
 
@@ -232,6 +257,7 @@ impl Grid {
                 if on.is_empty() { "none".to_string() } else { on.join(", ") }
             );
         }
+        self.check_switches(table, preset)?;
         if self.arbitration_sensitivity.contains(&preset.role_arbitration) {
             bail!(
                 "invalid {table}.arbitration_sensitivity = [{}]: {} is the preset's own arbitration; allowed the \
@@ -242,10 +268,38 @@ impl Grid {
         }
         Ok(())
     }
+
+    /// A switch cost rerun needs the protocol thread on in the preset (it
+    /// costs nothing otherwise) and must differ from the preset's own.
+    fn check_switches(&self, table: &str, preset: &ProtocolParams) -> Result<()> {
+        if self.switch_sensitivity.is_empty() {
+            return Ok(());
+        }
+        let listed = self.switch_sensitivity.iter().map(|c| c.label()).collect::<Vec<_>>().join(", ");
+        if !preset.protocol_thread {
+            bail!(
+                "invalid {table}.switch_sensitivity = [{listed}]: the preset has protocol_thread = false, so no \
+                 context switch is paid; allowed an empty list with it"
+            );
+        }
+        let own = ContextSwitch::of(preset);
+        if self.switch_sensitivity.contains(&own) {
+            bail!(
+                "invalid {table}.switch_sensitivity = [{listed}]: {} is the preset's own cost; allowed other \
+                 cycles / bytes pairs",
+                own.label()
+            );
+        }
+        Ok(())
+    }
 }
 
 /// Most replicates of every point a sweep may ask for.
 const MAX_REPLICATES: u32 = 1000;
+
+/// Largest saved context a switch sensitivity may ask for: 64 KiB, far
+/// beyond any register file (the rule's full SPARC V8 save is 512).
+const MAX_CONTEXT_BYTES: u32 = 65536;
 
 /// What a sensitivity run changes in the preset's machine; the study's own
 /// runs change nothing. A record's labels hold its fields.
@@ -262,12 +316,21 @@ pub struct Variant {
     /// A mechanism of the paper's Section 5 switched off (every claim's
     /// reruns).
     pub mechanism_off: Option<Mechanism>,
+    /// Another cost of the switches to and from the protocol thread (every
+    /// claim's reruns: the context-switch map).
+    pub context_switch: Option<ContextSwitch>,
 }
 
 impl Variant {
     /// The study's own runs.
-    pub(crate) const BASELINE: Variant =
-        Variant { effect_off: None, relinquish: None, arbitration: None, return_percent: None, mechanism_off: None };
+    pub(crate) const BASELINE: Variant = Variant {
+        effect_off: None,
+        relinquish: None,
+        arbitration: None,
+        return_percent: None,
+        mechanism_off: None,
+        context_switch: None,
+    };
 
     /// The start of a run id that names what the run changes.
     pub(super) fn id_prefix(&self) -> String {
@@ -283,6 +346,9 @@ impl Variant {
         }
         if let Some(m) = self.mechanism_off {
             let _ = write!(s, "without-{}-", m.name().replace('_', "-"));
+        }
+        if let Some(c) = self.context_switch {
+            let _ = write!(s, "switch{}-context{}-", c.cycles, c.bytes);
         }
         s
     }
@@ -304,6 +370,9 @@ impl Variant {
         if let Some(mechanism) = self.mechanism_off {
             mechanism.apply(m);
         }
+        if let Some(c) = self.context_switch {
+            c.apply(m);
+        }
     }
 
     /// The variant whose runs stand for `policy` under this one. Fixed's
@@ -314,7 +383,9 @@ impl Variant {
     /// rule. Their reruns pair with the study's own runs of those policies.
     /// A mechanism switched off changes every policy (Fixed's requests
     /// pass through its protocol processor, Single's processor switches to
-    /// the protocol thread), so its runs pair with each other.
+    /// the protocol thread), so its runs pair with each other; so does a
+    /// switch cost (Fixed's dedicated processor never switches, but the
+    /// context's size moves every save area in its memory map).
     pub(super) fn seen_by(self, policy: &str) -> Variant {
         match policy {
             "fixed" => Variant { relinquish: None, arbitration: None, return_percent: None, ..self },
@@ -367,5 +438,36 @@ impl Mechanism {
 impl std::fmt::Display for Mechanism {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// A cost of the two context switches to and from the protocol thread
+/// (HPCA 1997, Section 5, Figure 2), which the paper does not give: the
+/// study's `switch_sensitivity` reruns the whole grid at each, mapping where
+/// each claim holds as this unknown moves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextSwitch {
+    /// Instructions of one switch (`protocol.context_switch_cycles`).
+    pub cycles: u64,
+    /// Bytes of a saved context, written and read through the caches at
+    /// each switch (`protocol.context_bytes`).
+    pub bytes: u32,
+}
+
+impl ContextSwitch {
+    /// The preset's own cost.
+    pub fn of(protocol: &ProtocolParams) -> ContextSwitch {
+        ContextSwitch { cycles: protocol.context_switch_cycles, bytes: protocol.context_bytes }
+    }
+
+    pub fn apply(self, machine: &mut MachineConfig) {
+        machine.protocol.context_switch_cycles = self.cycles;
+        machine.protocol.context_bytes = self.bytes;
+    }
+
+    /// `cycles/bytes`, as the report's map and the results table give it.
+    pub fn label(self) -> String {
+        format!("{}/{}", self.cycles, self.bytes)
     }
 }

@@ -1,7 +1,7 @@
 //! What one run of the scheduling study is: its labels, the id they make,
 //! and the check that they describe the run's configuration (`rerun`).
 
-use super::grid::{Mechanism, Variant};
+use super::grid::{ContextSwitch, Mechanism, Variant};
 use crate::experiment::EffectOff;
 use crate::record::{describe_value, Labels};
 use finegrain_apps::micro::{self, Protocol};
@@ -45,6 +45,10 @@ pub struct RunLabels {
     /// reruns).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mechanism_off: Option<Mechanism>,
+    /// Another cost of the switches to and from the protocol thread
+    /// (every claim's reruns: the context-switch map).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_switch: Option<ContextSwitch>,
 }
 
 impl RunLabels {
@@ -76,6 +80,7 @@ impl RunLabels {
             arbitration: variant.arbitration,
             return_percent: variant.return_percent,
             mechanism_off: variant.mechanism_off,
+            context_switch: variant.context_switch,
         }
     }
 
@@ -87,6 +92,7 @@ impl RunLabels {
             arbitration: self.arbitration,
             return_percent: self.return_percent,
             mechanism_off: self.mechanism_off,
+            context_switch: self.context_switch,
         }
     }
 }
@@ -136,6 +142,16 @@ impl Labels for RunLabels {
         let protocol = &c.machine.protocol;
         if let Some(m) = self.mechanism_off.filter(|m| m.is_on(protocol)) {
             return Err(format!("it names mechanism_off = {m} but its configuration runs with {m} on"));
+        }
+        if let Some(named) = self.context_switch {
+            let configured = ContextSwitch::of(protocol);
+            if named != configured {
+                return Err(format!(
+                    "it names context_switch = {} (cycles/bytes) but its configuration runs with {}",
+                    named.label(),
+                    configured.label()
+                ));
+            }
         }
         named_rule("relinquish_rule", self.relinquish, c.run.relinquish, Relinquish::label)?;
         named_rule("arbitration_rule", self.arbitration, protocol.role_arbitration, RoleArbitration::label)?;

@@ -136,6 +136,16 @@ pub(super) fn plan(
                     }
                 }
             }
+            // And at each other cost of the context switches: the map of
+            // where each claim holds as the paper's unknown moves.
+            for &switch in &grid.switch_sensitivity {
+                for &oint in &grid.oint_cycles {
+                    for &target_u in &grid.target_u {
+                        let variant = Variant { context_switch: Some(switch), ..Variant::BASELINE };
+                        point(target_u, oint, &grid.procs_per_node, variant);
+                    }
+                }
+            }
             for &effect in &grid.sensitivity {
                 for &target_u in &grid.cost_performance_u {
                     point(

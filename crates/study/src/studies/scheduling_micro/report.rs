@@ -3,7 +3,7 @@
 use super::claims::{
     arbitration_body, f2, high_oint, sorted_oints, sorted_u, Sensitivity, View, CLAIM4_US, PAPER_OINT,
 };
-use super::grid::{Experiment, Grid};
+use super::grid::{ContextSwitch, Experiment, Grid, Mechanism, Variant};
 use super::runs::Run;
 use crate::claim::{Claim, Verdict};
 use crate::figures::{Chart, Figure, Series};
@@ -185,6 +185,9 @@ pub(super) fn sections(
     if !sensitivity.mechanisms.is_empty() {
         section("Claims without the paper's Section 5 mechanisms", mechanisms_body(sensitivity));
     }
+    if !sensitivity.switches.is_empty() {
+        section("The context-switch map", switch_map_body(grid, records, machine, claims, sensitivity));
+    }
     if let Some(body) = failing_claims_body(claims, sensitivity) {
         section("What the reruns say about the failing claims", body);
     }
@@ -212,6 +215,86 @@ fn mechanisms_body(sensitivity: &Sensitivity) -> String {
     s
 }
 
+/// Every claim at each cost of the context switches the paper leaves
+/// open, with the protocol thread switched off as the free end when that
+/// rerun was made and the preset's own cost (the study's verdicts) in
+/// its place: where each claim holds as the unknown moves.
+fn switch_map_body(
+    grid: &Grid,
+    records: &[Run],
+    machine: &MachineConfig,
+    claims: &[Claim],
+    sensitivity: &Sensitivity,
+) -> String {
+    let own = ContextSwitch::of(&machine.protocol);
+    let rule = machine
+        .ledger
+        .0
+        .get("protocol.context_switch_cycles")
+        .map(|p| format!("{} ({})", p.source, p.kind.name()))
+        .unwrap_or_else(|| "not recorded in the preset's ledger".into());
+    let mut s = format!(
+        "The paper charges a processor that takes the protocol processor's role two context switches, to and from \
+         the protocol thread, and their cache pollution (Section 5, Figure 2), but gives no cost for them. The \
+         study's own runs use the preset's {} (cycles of one switch / bytes of context written and read through \
+         the caches), by a rule that looks at no claim: {rule}. Every point of the grid was run again at each \
+         other cost (the experiment's `switch_sensitivity`; same compute times and seeds; \
+         `runs/switch<cycles>-context<bytes>-*.json`, not used for the verdicts above), and every claim judged \
+         again. Each cell is the verdict, with the number of the claim's checks that fail; the last column is \
+         Floating/Fixed on two processors, null handler, at the highest Oint, over U (claim 2's ratio).\n\n",
+        own.label()
+    );
+    let mut rows: Vec<(Option<ContextSwitch>, String, Vec<Verdict>, Variant)> = Vec::new();
+    if let Some((_, v)) = sensitivity.mechanisms.iter().find(|(m, _)| *m == Mechanism::ProtocolThread) {
+        let variant = Variant { mechanism_off: Some(Mechanism::ProtocolThread), ..Variant::BASELINE };
+        rows.push((None, "free (protocol_thread off)".into(), v.clone(), variant));
+    }
+    for (c, v) in &sensitivity.switches {
+        let variant = Variant { context_switch: Some(*c), ..Variant::BASELINE };
+        rows.push((Some(*c), c.label(), v.clone(), variant));
+    }
+    let own_verdicts = claims.iter().map(|c| c.verdict.clone()).collect();
+    rows.push((
+        Some(own),
+        format!("{} (the preset's: the verdicts above)", own.label()),
+        own_verdicts,
+        Variant::BASELINE,
+    ));
+    rows.sort_by_key(|(c, ..)| c.map(|c| (c.cycles, c.bytes)));
+    let hi = high_oint(&sorted_oints(grid)).unwrap_or(PAPER_OINT);
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(_, name, verdicts, variant)| {
+            let v = View::of_variant(records, *variant);
+            let ratios: Vec<f64> =
+                sorted_u(grid).into_iter().filter_map(|u| v.norm(Protocol::Null, "floating", 2, u, hi)).collect();
+            let range = match (ratios.iter().cloned().reduce(f64::min), ratios.iter().cloned().reduce(f64::max)) {
+                (Some(lo), Some(hi)) => format!("{}-{}", f2(lo), f2(hi)),
+                _ => "-".into(),
+            };
+            let mut row = vec![name.clone()];
+            row.extend(verdicts.iter().map(map_cell));
+            row.push(range);
+            row
+        })
+        .collect();
+    let mut header = vec!["switch cycles / context bytes".to_string()];
+    header.extend(claims.iter().map(|c| format!("claim {}", c.spec.number)));
+    header.push(format!("Floating/Fixed, 2 processors, null, Oint {hi}"));
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    s += &markdown_table(&header, &table);
+    s
+}
+
+/// `yes`, `no (k)` with k failing checks, or `not decided`.
+fn map_cell(v: &Verdict) -> String {
+    match (v.decided, v.supported) {
+        (false, _) => "not decided".into(),
+        (true, true) => "**yes**".into(),
+        (true, false) => format!("no ({})", v.failed_checks),
+    }
+}
+
 /// For each claim the study's own runs do not support, how many of its
 /// checks fail in each rerun that judged it again: a rerun under which it
 /// holds points at the mechanism that fails it. None when every claim holds.
@@ -229,6 +312,9 @@ fn failing_claims_body(claims: &[Claim], sensitivity: &Sensitivity) -> Option<St
         }
         for (m, verdicts) in &sensitivity.mechanisms {
             reruns.extend(verdicts.iter().filter(|v| v.claim == n).map(|v| (format!("without {m}"), v)));
+        }
+        for (c, verdicts) in &sensitivity.switches {
+            reruns.extend(verdicts.iter().filter(|v| v.claim == n).map(|v| (format!("switch {}", c.label()), v)));
         }
         let judged: Vec<String> =
             reruns.iter().map(|(setting, v)| format!("{setting}: {}", checks_failing(v))).collect();

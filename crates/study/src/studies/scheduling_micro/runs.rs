@@ -68,14 +68,15 @@ pub(super) const CSV_HEADER: &str =
     "protocol,policy,procs_per_node,compute_procs,target_u,measured_u,oint_cycles,seed,sim_cycles,\
 time_norm_fixed,cost_performance,requests,interrupts,pp_occupancy,events,wall_seconds,replicate,lmin_cycles,\
 mean_compute_cycles,messages,mean_request_latency_cycles,migration_misses,placement_misses,interference_misses,\
-role_cycles,messages_per_wall_second,record,effect_off,relinquish,arbitration,interrupt_return_percent,mechanism_off";
+role_cycles,messages_per_wall_second,record,effect_off,relinquish,arbitration,interrupt_return_percent,mechanism_off,\
+context_switch";
 
 pub(super) fn csv_row(run: &Run) -> String {
     let opt = |v: Option<f64>| v.map(|x| format!("{x:.4}")).unwrap_or_default();
     let (r, st, perf) = (run.l(), &run.record.stats, &run.record.wall);
     let variant = r.variant();
     format!(
-            "{},{},{},{},{},{:.4},{},{},{},{},{},{},{},{:.4},{},{:.4},{},{:.1},{:.1},{},{:.1},{},{},{},{},{:.0},runs/{}.json,{},{},{},{},{}",
+            "{},{},{},{},{},{:.4},{},{},{},{},{},{},{},{:.4},{},{:.4},{},{:.1},{:.1},{},{:.1},{},{},{},{},{:.0},runs/{}.json,{},{},{},{},{},{}",
             r.protocol,
             r.policy,
             r.procs_per_node,
@@ -107,6 +108,7 @@ pub(super) fn csv_row(run: &Run) -> String {
             variant.relinquish.map(|r| r.label()).unwrap_or_default(),
             variant.arbitration.map(|a| a.label()).unwrap_or_default(),
             variant.return_percent.map(|p| p.to_string()).unwrap_or_default(),
-            variant.mechanism_off.map(|m| m.to_string()).unwrap_or_default()
+            variant.mechanism_off.map(|m| m.to_string()).unwrap_or_default(),
+            variant.context_switch.map(|c| c.label()).unwrap_or_default()
     )
 }
