@@ -222,6 +222,34 @@ impl Dsm {
     pub fn bytes(&self) -> u64 {
         self.shared.space.words() * 8
     }
+
+    /// What the protocol has done so far that the paper's Stache does not
+    /// describe, every node's together.
+    pub fn protocol_counts(&self) -> ProtocolCounts {
+        let c = &self.shared.counts;
+        let get = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        ProtocolCounts {
+            blocks_placed: get(&c.blocks_placed),
+            upgrades_with_data: get(&c.upgrades_with_data),
+            held_requeues: get(&c.held_requeues),
+        }
+    }
+}
+
+/// Counts of protocol work beyond the paper's Stache, to measure its cost.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProtocolCounts {
+    /// Blocks a DATA message placed at a requester (each a miss served
+    /// from another node).
+    pub blocks_placed: u64,
+    /// Of those, writes to a block the requester held read-only: the home
+    /// sent the whole block though the requester's copy was current (an
+    /// upgrade that a data-less grant could serve).
+    pub upgrades_with_data: u64,
+    /// Invalidations and fetches a node put back in its own queue because
+    /// the block had just arrived for a waiting thread (see the hold in
+    /// `node.rs`): each one more handler run.
+    pub held_requeues: u64,
 }
 
 impl DsmBuilder {
@@ -269,7 +297,7 @@ impl DsmBuilder {
             }
             words.into_iter().map(AtomicU64::new).collect()
         });
-        let shared = Arc::new(protocol::State { space, nodes, ids: OnceLock::new() });
+        let shared = Arc::new(protocol::State { space, nodes, ids: OnceLock::new(), counts: Default::default() });
         let ids = protocol::register(&shared, &self.cfg.costs, table)?;
         let _ = shared.ids.set(ids);
         Ok(Dsm { shared, threads: self.threads, cfg: Arc::new(self.cfg), shadow })

@@ -33,6 +33,7 @@ use crate::HandlerCosts;
 use finegrain_core::{
     Access, AmError, Args, HandlerCtx, HandlerId, HandlerInfo, HandlerTable, Message, NodeId, Payload, Region, SyncKey,
 };
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The key of barrier messages and the first lock's (locks follow it):
@@ -63,6 +64,16 @@ pub(crate) struct State {
     pub space: Arc<Space>,
     pub nodes: Vec<NodeState>,
     pub ids: std::sync::OnceLock<Ids>,
+    pub counts: Counts,
+}
+
+/// What the protocol did that the paper's Stache does not describe, counted
+/// so its cost can be measured (see [`crate::ProtocolCounts`]).
+#[derive(Default)]
+pub(crate) struct Counts {
+    pub blocks_placed: AtomicU64,
+    pub upgrades_with_data: AtomicU64,
+    pub held_requeues: AtomicU64,
 }
 
 impl State {
@@ -290,6 +301,7 @@ fn deferred(s: &State, ctx: &mut dyn HandlerCtx, m: &Message, block: u64) -> Res
         return Ok(false);
     }
     ctx.send(NodeId(node.node), m.handler, key(block), m.args, Payload::none())?;
+    s.counts.held_requeues.fetch_add(1, Ordering::Relaxed);
     Ok(true)
 }
 
@@ -374,6 +386,12 @@ fn on_data(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmErr
     // A copy that already allows as much is newer than the home's (a
     // repeated request's answer): keep it.
     let placed = if state < want {
+        s.counts.blocks_placed.fetch_add(1, Ordering::Relaxed);
+        if state == READ_ONLY {
+            // A write to a block read here: the copy was current, the
+            // block's bytes travelled for nothing.
+            s.counts.upgrades_with_data.fetch_add(1, Ordering::Relaxed);
+        }
         let bytes = block_bytes(&s.space);
         ctx.access(Region::Global, block * bytes as u64, bytes, Access::Overwrite);
         node.write_block(block, &payload_words(&m.payload));
