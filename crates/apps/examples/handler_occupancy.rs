@@ -9,9 +9,9 @@
 // protocol's other work beyond the paper's: invalidations and fetches put
 // back in the queue while a block is held for the thread it just arrived
 // for (their runs found in the trace: the message each sends to its own
-// node), and upgrades that carry the whole block to a node whose
-// read-only copy was current (counted; their payload's injection cycles
-// at the home are what a data-less grant would save at least):
+// node), and upgrades: writes granted to a current read-only copy, which
+// carry no data (until 2026-12-07 they carried the whole block; a grant
+// that still does is counted with its payload's injection cycles):
 //
 //   cargo run --release -p finegrain-apps --example handler_occupancy -- fft hurricane-1pp
 use finegrain_apps::dsm::spec::{handler_costs, ProgramSpec};
@@ -117,6 +117,7 @@ fn beyond_stache<G: DsmProgram>(
         requeue_cycles as f64 / counts.held_requeues.max(1) as f64,
         share(requeue_cycles)
     );
+    println!("upgrades (no data)     {:>9}", counts.upgrades);
     println!(
         "upgrades with data     {:>9} {upgrade_cycles:>14} {:>12.1} {:>6.1}%  (payload injection only; {:.1}% of blocks placed)",
         counts.upgrades_with_data,

@@ -41,6 +41,11 @@ impl Conformance {
         Ok(Conformance { dsm, slots, counter, adds, board, lock })
     }
 
+    /// The DSM's counts of protocol work (see [`crate::ProtocolCounts`]).
+    pub fn protocol_counts(&self) -> crate::ProtocolCounts {
+        self.dsm.protocol_counts()
+    }
+
     /// One thread's program; returns what it found wrong.
     pub async fn run<P: Proc>(&self, p: &P) -> Result<Vec<String>, AmError> {
         let d = self.dsm.on(p)?;

@@ -230,6 +230,7 @@ impl Dsm {
         let get = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
         ProtocolCounts {
             blocks_placed: get(&c.blocks_placed),
+            upgrades: get(&c.upgrades),
             upgrades_with_data: get(&c.upgrades_with_data),
             held_requeues: get(&c.held_requeues),
         }
@@ -242,9 +243,11 @@ pub struct ProtocolCounts {
     /// Blocks a DATA message placed at a requester (each a miss served
     /// from another node).
     pub blocks_placed: u64,
-    /// Of those, writes to a block the requester held read-only: the home
-    /// sent the whole block though the requester's copy was current (an
-    /// upgrade that a data-less grant could serve).
+    /// Writes granted to a node's current read-only copy by a grant
+    /// without data (an upgrade; not among `blocks_placed`).
+    pub upgrades: u64,
+    /// Blocks placed over a current read-only copy: an upgrade whose grant
+    /// still carried the block (the protocol sends none; kept to show it).
     pub upgrades_with_data: u64,
     /// Invalidations and fetches a node put back in its own queue because
     /// the block had just arrived for a waiting thread (see the hold in

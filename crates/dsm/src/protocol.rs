@@ -72,6 +72,7 @@ pub(crate) struct State {
 #[derive(Default)]
 pub(crate) struct Counts {
     pub blocks_placed: AtomicU64,
+    pub upgrades: AtomicU64,
     pub upgrades_with_data: AtomicU64,
     pub held_requeues: AtomicU64,
 }
@@ -246,6 +247,12 @@ fn grant(
         DirState::Exclusive(o) => bit(o),
         DirState::Idle => 0,
     };
+    // A write to a block the requester holds read-only: its copy is
+    // current (any write since would have invalidated it here first), so
+    // the grant carries no data, as in any directory protocol's upgrade.
+    let upgrade = requester != home.node
+        && want == READ_WRITE
+        && matches!(entry.state, DirState::Shared(x) if x & bit(requester) != 0);
     let (state, home_tag, want) = if entry.state == DirState::Exclusive(requester) {
         // A repeated request from the owner: it keeps its copy.
         (entry.state, INVALID, READ_WRITE)
@@ -265,23 +272,19 @@ fn grant(
     ctx.access(Region::Directory, dir_offset(block), 8, Access::Write);
     let bytes = block_bytes(&s.space);
     home.lock_block(block);
-    let words = (requester != home.node).then(|| {
+    let words = (requester != home.node && !upgrade).then(|| {
         ctx.access(Region::Global, block * bytes as u64, bytes, Access::Read);
         home.read_block(block)
     });
     ctx.access(Region::AccessTags, tag_offset(&s.space, block), 1, Access::Write);
     home.unlock_block(block, home_tag);
-    match words {
-        None => {
-            home.settle_request(block, want);
-            Ok(())
-        }
-        Some(words) => {
-            entry.busy = Some(Txn { requester, want, awaiting: 0, data_sent: true });
-            let a = args(&[block, want as u64]);
-            ctx.send(NodeId(requester), s.ids().data, key(block), a, words_payload(&words))
-        }
+    if requester == home.node {
+        home.settle_request(block, want);
+        return Ok(());
     }
+    entry.busy = Some(Txn { requester, want, awaiting: 0, data_sent: true });
+    let payload = words.map_or_else(Payload::none, |w| words_payload(&w));
+    ctx.send(NodeId(requester), s.ids().data, key(block), args(&[block, want as u64]), payload)
 }
 
 /// Serves deferred requests while the block has no open transaction.
@@ -369,10 +372,13 @@ fn answered(s: &State, ctx: &mut dyn HandlerCtx, block: u64, fetched: Option<Vec
     if txn.awaiting > 0 {
         return Ok(());
     }
-    if entry.state != DirState::Idle && txn.want == READ_WRITE {
+    if txn.want == READ_WRITE {
         // Invalidations done: the requester's own read-only copy, if any,
-        // is all that remains.
-        entry.state = DirState::Idle;
+        // is all that remains (kept, so the grant need not send the block).
+        entry.state = match entry.state {
+            DirState::Shared(x) if x != 0 && txn.requester != home.node => DirState::Shared(x),
+            _ => DirState::Idle,
+        };
     }
     entry.busy = None;
     grant(s, ctx, &mut entry, block, txn.requester, txn.want)?;
@@ -385,11 +391,20 @@ fn on_data(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmErr
     let state = node.lock_block(block);
     // A copy that already allows as much is newer than the home's (a
     // repeated request's answer): keep it.
-    let placed = if state < want {
+    let placed = if m.payload.is_empty() {
+        // An upgrade: the home granted a write to the read-only copy here.
+        if state != READ_ONLY || want != READ_WRITE {
+            node.unlock_block(block, state);
+            return Err(protocol_error(block, node.node, "a data-less grant reached a node without a read-only copy"));
+        }
+        s.counts.upgrades.fetch_add(1, Ordering::Relaxed);
+        ctx.access(Region::AccessTags, tag_offset(&s.space, block), 1, Access::Write);
+        want
+    } else if state < want {
         s.counts.blocks_placed.fetch_add(1, Ordering::Relaxed);
         if state == READ_ONLY {
-            // A write to a block read here: the copy was current, the
-            // block's bytes travelled for nothing.
+            // A write to a block read here whose grant still carried the
+            // block (none should: see `grant`).
             s.counts.upgrades_with_data.fetch_add(1, Ordering::Relaxed);
         }
         let bytes = block_bytes(&s.space);

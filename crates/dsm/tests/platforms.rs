@@ -24,6 +24,16 @@ fn sim(nodes: u32, procs: u32, threads: u32, policy: Policy, discipline: Discipl
     .unwrap_or_else(|e| panic!("{policy:?} {discipline:?} {kind:?}: {e}"));
     let wrong: Vec<String> = out.results.into_iter().flatten().collect();
     assert!(wrong.is_empty(), "{wrong:?}");
+    upgrades_carry_no_data(&c);
+}
+
+/// The program writes blocks its node read (the counter's read-modify-
+/// writes): each such write is granted without the block, whose copy the
+/// coherence check has just found current.
+fn upgrades_carry_no_data(c: &Conformance) {
+    let counts = c.protocol_counts();
+    assert!(counts.upgrades > 0, "{counts:?}");
+    assert_eq!(counts.upgrades_with_data, 0, "{counts:?}");
 }
 
 #[test]
@@ -44,6 +54,7 @@ fn simulated_mult_on_idle_processors_with_128_byte_blocks() {
 fn native(nodes: u32, procs: u32, threads: u32, policy: Policy, discipline: Discipline) {
     let mut table = HandlerTable::new();
     let c = Conformance::register(nodes, threads, checked(), &mut table).unwrap();
+    let counted = c.clone();
     let mut cfg = finegrain_rt::RtConfig::new(Topology { nodes, procs_per_node: procs }, policy);
     cfg.run.dispatch.discipline = discipline;
     let out = finegrain_rt::run(&cfg, &table, move |p| {
@@ -53,6 +64,7 @@ fn native(nodes: u32, procs: u32, threads: u32, policy: Policy, discipline: Disc
     .unwrap_or_else(|e| panic!("{policy:?} {discipline:?}: {e}"));
     let wrong: Vec<String> = out.results.into_iter().flatten().collect();
     assert!(wrong.is_empty(), "{wrong:?}");
+    upgrades_carry_no_data(&counted);
 }
 
 #[test]
