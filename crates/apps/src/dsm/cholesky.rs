@@ -1,42 +1,50 @@
-//! cholesky: sparse Cholesky factorization A = L * L^T with a task queue
-//! (HPCA 1999 Table 2: "Sparse cholesky factorization", input tk29.O).
+//! cholesky: sparse Cholesky factorization A = L * L^T by supernodal
+//! fan-out, as SPLASH-2's CHOLESKY (HPCA 1999 Table 2: "Sparse cholesky
+//! factorization", input tk29.O).
 //!
-//! The input: tk29.O (BCSSTK29, 13,992 columns of a structural model) is
-//! not available here, so the matrix is a seeded one of the same family: a
-//! 3-D grid's 7-point Laplacian-like pattern plus each of the remaining
-//! 27-point neighbours with probability `fill_percent`, random negative
-//! off-diagonal weights and a dominant diagonal (so it is symmetric
-//! positive definite). It is ordered by nested dissection of the grid, as
-//! SPLASH-2's inputs come ordered to limit fill, and factored
-//! symbolically before the run (as SPLASH-2 does before its timed
-//! section): the structure of L is known to every thread, and L's values,
-//! column by column, start as A's in a shared array.
+//! The input: tk29.O (BCSSTK29, the stiffness matrix of a Boeing 767 rear
+//! pressure bulkhead, 13,992 columns) is not available here, so the matrix
+//! is a seeded one of its kind: a shell structure meshed as a surface of
+//! `mesh[0] x mesh[1]` nodes with `dofs` degrees of freedom each (6 for a
+//! shell element: three displacements, three rotations), each node coupled
+//! to itself and its 8 neighbours (the corners of the quadrilateral
+//! elements it shares) by dense `dofs x dofs` blocks of random negative
+//! weights, with a dominant diagonal (so it is symmetric positive
+//! definite). The paper size, 48 x 48 nodes of 6, has 13,824 columns. It
+//! is ordered by nested dissection of the mesh, a node's degrees of
+//! freedom together, as SPLASH-2's inputs come ordered to limit fill, and
+//! factored symbolically before the run (as SPLASH-2 does before its timed
+//! section): every thread knows L's structure.
 //!
-//! The factorization is right-looking, a column at a time, with dynamic
-//! scheduling as in SPLASH-2: a shared task queue under a lock holds the
-//! columns whose updates are all done. A thread takes a column j, computes
-//! it (the square root of its diagonal, the column divided by it), then
-//! for every row i below the diagonal applies j's update to column i
-//! (column i minus L[i][j] times j's rows from i down) under i's lock, and
-//! counts the update; the update that makes column i complete puts i on
-//! the queue. Columns are read and written as ranges; they are homed
-//! round-robin by page, and every update reads a column other threads
-//! wrote and writes one others will read: the producer/consumer traffic,
-//! with many compulsory misses, that HPCA 1999 Section 4 describes for
-//! cholesky.
+//! The factorization is SPLASH-2's fan-out: L's columns form supernodes
+//! (runs of columns with one structure below their diagonal block, from
+//! the elimination tree), cut into panels of at most `panel_columns`
+//! columns, each owned by one thread and homed at its node: whole subtrees
+//! of the elimination tree small enough for one thread ("domains") go to
+//! one thread, balanced by work, and the panels above them to the least
+//! loaded thread in turn. A panel is complete once every panel that
+//! modifies it has: its owner then factors it (each column's square root
+//! and scaling, and the updates among its own columns) and sends a task
+//! to the owner of every panel it modifies, through that thread's task
+//! queue (a shared array under a lock). An owner takes its tasks and, for
+//! each, fetches the source panel whole (remote supernodes come in as
+//! whole blocks, the compulsory misses HPCA 1999 Section 4 describes for
+//! cholesky) and applies its updates to its own panel, which no other
+//! thread writes.
 //!
 //! The answer is checked twice, within a stated tolerance: L * L^T against
 //! A on L's structure, and L against a sequential factorization of the
 //! same matrix (updates there come in column order, here in whatever order
-//! the threads make them, so the two differ by rounding only).
+//! the tasks arrive, so the two differ by rounding only).
 
-use super::radix::{block, Laid};
+use super::radix::Laid;
 use super::{DsmProgram, Phases};
 use finegrain_core::{AmError, Proc};
 use finegrain_dsm::{DsmBuilder, DsmProc, Home, LockId, Shared};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+use std::ops::Range;
 use std::sync::Arc;
 
 /// Cycles per entry of an update: a multiply-subtract and matching the
@@ -53,29 +61,27 @@ pub const MATCH_CYCLES: u64 = 1;
 pub const SQRT_CYCLES: u64 = 30;
 pub const SCALE_CYCLES: u64 = 1;
 
-/// Cycles an idle thread waits before looking at the task queue again, at
+/// Cycles an idle thread waits before looking at its task queue again, at
 /// first; doubled each time it finds it empty, up to [`MAX_WAIT_CYCLES`].
 pub const WAIT_CYCLES: u64 = 100;
 pub const MAX_WAIT_CYCLES: u64 = 3200;
 
-/// Locks guarding columns against simultaneous updates (column i takes
-/// lock i mod this).
-pub const COLUMN_LOCKS: u32 = 256;
-
 /// L * L^T may differ from A, and L from the sequential factor, by this
 /// much relative to the largest entry of A (of L): the rounding of sums
-/// of a few hundred products, and of taking them in another order, is far
-/// below it.
+/// of a few thousand products, and of taking them in another order, is
+/// far below it.
 pub const TOLERANCE: f64 = 1e-9;
 
-/// The matrix.
+/// The matrix and how the factorization cuts it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Cholesky {
-    /// The grid: one column per point.
-    pub grid: [u32; 3],
-    /// Percent of the non-face 27-point neighbour pairs that are coupled.
-    pub fill_percent: u32,
+    /// The shell's mesh of nodes.
+    pub mesh: [u32; 2],
+    /// Degrees of freedom per node: one column each.
+    pub dofs: u32,
+    /// Most columns of a panel: the unit of ownership and of a task.
+    pub panel_columns: u32,
     pub seed: u64,
     #[serde(skip)]
     arrays: Laid<Arrays>,
@@ -84,16 +90,15 @@ pub struct Cholesky {
 #[derive(Clone, Debug)]
 struct Arrays {
     sym: Arc<Symbolic>,
-    /// L's values, column by column (A's at first).
-    l: Shared,
-    /// Updates each column still waits for.
-    pending: Shared,
-    /// Columns ready to compute, in the order they became ready.
-    queue: Shared,
-    /// The queue's head and tail.
-    ends: Shared,
-    queue_lock: LockId,
-    column_locks: Vec<LockId>,
+    plan: Arc<Plan>,
+    /// Per thread: the values of the panels it owns, one after another
+    /// (A's at first), homed at its node.
+    owned: Vec<Shared>,
+    /// Per thread: its task queue (a task per word) and the queue's head
+    /// and tail, homed at its node, under its lock.
+    queues: Vec<Shared>,
+    ends: Vec<Shared>,
+    locks: Vec<LockId>,
 }
 
 /// L's structure (and A on it), column by column: rows ascending, the
@@ -108,7 +113,7 @@ pub struct Symbolic {
 }
 
 impl Symbolic {
-    fn col(&self, j: usize) -> std::ops::Range<usize> {
+    fn col(&self, j: usize) -> Range<usize> {
         self.start[j]..self.start[j + 1]
     }
 
@@ -116,93 +121,234 @@ impl Symbolic {
         self.rows.len()
     }
 
-    /// Updates column j receives: one from each column k < j whose
-    /// structure holds row j.
-    fn updates(&self) -> Vec<u64> {
-        let mut count = vec![0u64; self.n];
-        for j in 0..self.n {
-            for &i in &self.rows[self.col(j)][1..] {
-                count[i as usize] += 1;
-            }
-        }
-        count
+    /// Column j's parent in the elimination tree: its first row below the
+    /// diagonal.
+    fn parent(&self, j: usize) -> Option<usize> {
+        self.rows.get(self.start[j] + 1).filter(|_| self.col(j).len() > 1).map(|&r| r as usize)
     }
 
     /// Multiply-adds of the factorization.
     pub fn flops(&self) -> u64 {
         (0..self.n).map(|j| (self.col(j).len() as u64).pow(2)).sum()
     }
+
+    /// The fundamental supernodes: maximal runs of columns j, j+1, ...
+    /// where each is its successor's only child and has the same structure
+    /// below the diagonal plus the successor itself.
+    pub fn supernodes(&self) -> Vec<Range<usize>> {
+        let mut children = vec![0u32; self.n];
+        for j in 0..self.n {
+            if let Some(p) = self.parent(j) {
+                children[p] += 1;
+            }
+        }
+        let mut out: Vec<Range<usize>> = Vec::new();
+        for (j, &own_children) in children.iter().enumerate() {
+            let continues = j > 0
+                && self.parent(j - 1) == Some(j)
+                && own_children == 1
+                && self.col(j - 1).len() == self.col(j).len() + 1;
+            match out.last_mut() {
+                Some(last) if continues => last.end = j + 1,
+                _ => out.push(j..j + 1),
+            }
+        }
+        out
+    }
+}
+
+/// Who owns which panel, where its values live, and the tasks between
+/// panels: a function of L's structure, the panel width and the number of
+/// threads only, so every thread (and the check) makes the same one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    /// Each panel's columns.
+    pub panels: Vec<Range<usize>>,
+    /// The panel of each column.
+    panel_of: Vec<u32>,
+    /// Each panel's thread.
+    pub owner: Vec<u32>,
+    /// Where each panel's values start in its owner's array.
+    offset: Vec<u64>,
+    /// Per thread: its panels, ascending.
+    pub owned: Vec<Vec<u32>>,
+    /// Per panel: the other panels that modify it.
+    sources: Vec<u32>,
+    /// Per panel: the panels it modifies, ascending.
+    targets: Vec<Vec<u32>>,
+    /// Per thread: the tasks it receives.
+    tasks: Vec<u64>,
+    pub supernodes: usize,
+}
+
+impl Plan {
+    pub fn new(sym: &Symbolic, panel_columns: usize, ranks: u32) -> Plan {
+        let supernodes = sym.supernodes();
+        let panels: Vec<Range<usize>> = supernodes
+            .iter()
+            .flat_map(|s| s.clone().step_by(panel_columns).map(move |c| c..(c + panel_columns).min(s.end)))
+            .collect();
+        let mut panel_of = vec![0u32; sym.n];
+        for (p, cols) in panels.iter().enumerate() {
+            panel_of[cols.clone()].fill(p as u32);
+        }
+        let (targets, work) = Plan::targets_and_work(sym, &panels, &panel_of);
+        let mut sources = vec![0u32; panels.len()];
+        for t in targets.iter().flatten() {
+            sources[*t as usize] += 1;
+        }
+        let owner = Plan::map(sym, &panels, &panel_of, &work, ranks);
+        let mut owned = vec![Vec::new(); ranks as usize];
+        let mut offset = vec![0u64; panels.len()];
+        let mut used = vec![0u64; ranks as usize];
+        for (p, cols) in panels.iter().enumerate() {
+            let r = owner[p] as usize;
+            owned[r].push(p as u32);
+            offset[p] = used[r];
+            used[r] += (sym.start[cols.end] - sym.start[cols.start]) as u64;
+        }
+        let mut tasks = vec![0u64; ranks as usize];
+        for t in targets.iter().flatten() {
+            tasks[owner[*t as usize] as usize] += 1;
+        }
+        Plan { panels, panel_of, owner, offset, owned, sources, targets, tasks, supernodes: supernodes.len() }
+    }
+
+    /// Each panel's targets (the other panels its columns update), and the
+    /// multiply-adds that land in each panel (its work).
+    fn targets_and_work(sym: &Symbolic, panels: &[Range<usize>], panel_of: &[u32]) -> (Vec<Vec<u32>>, Vec<u64>) {
+        let mut targets = vec![Vec::new(); panels.len()];
+        let mut work = vec![0u64; panels.len()];
+        for (p, cols) in panels.iter().enumerate() {
+            for j in cols.clone() {
+                let c = sym.col(j);
+                work[p] += c.len() as u64;
+                for (k, &i) in sym.rows[c.clone()].iter().enumerate().skip(1) {
+                    let t = panel_of[i as usize];
+                    work[t as usize] += (c.len() - k) as u64;
+                    if t as usize != p && targets[p].last() != Some(&t) {
+                        targets[p].push(t);
+                    }
+                }
+            }
+            targets[p].sort_unstable();
+            targets[p].dedup();
+        }
+        (targets, work)
+    }
+
+    /// Each panel's thread: subtrees of at most a thread's share of the
+    /// work (domains) whole to the least loaded thread, largest first; the
+    /// panels above them one by one, in order, to the least loaded.
+    fn map(sym: &Symbolic, panels: &[Range<usize>], panel_of: &[u32], work: &[u64], ranks: u32) -> Vec<u32> {
+        let n = panels.len();
+        let parent: Vec<Option<usize>> =
+            panels.iter().map(|c| sym.parent(c.end - 1).map(|r| panel_of[r] as usize)).collect();
+        // Children come before parents (every update goes to a later
+        // column), so one pass in order sums each subtree.
+        let mut subtree = work.to_vec();
+        let mut children = vec![Vec::new(); n];
+        for p in 0..n {
+            if let Some(q) = parent[p] {
+                subtree[q] += subtree[p];
+                children[q].push(p);
+            }
+        }
+        let share = work.iter().sum::<u64>().div_ceil(ranks as u64);
+        let is_domain = |p: usize| subtree[p] <= share && parent[p].is_none_or(|q| subtree[q] > share);
+        let mut domains: Vec<usize> = (0..n).filter(|&p| is_domain(p)).collect();
+        domains.sort_by_key(|&p| (std::cmp::Reverse(subtree[p]), p));
+        let mut load = vec![0u64; ranks as usize];
+        let least = |load: &[u64]| (0..load.len()).min_by_key(|&r| (load[r], r)).unwrap_or(0);
+        let mut owner = vec![u32::MAX; n];
+        for root in domains {
+            let r = least(&load);
+            load[r] += subtree[root];
+            let mut stack = vec![root];
+            while let Some(p) = stack.pop() {
+                owner[p] = r as u32;
+                stack.extend(&children[p]);
+            }
+        }
+        for p in 0..n {
+            if owner[p] == u32::MAX {
+                let r = least(&load);
+                load[r] += work[p];
+                owner[p] = r as u32;
+            }
+        }
+        owner
+    }
+
+    /// The words of panel `p`'s values.
+    fn len(&self, sym: &Symbolic, p: usize) -> usize {
+        let cols = &self.panels[p];
+        sym.start[cols.end] - sym.start[cols.start]
+    }
 }
 
 impl Cholesky {
-    pub fn new(grid: [u32; 3], fill_percent: u32, seed: u64) -> Cholesky {
-        Cholesky { grid, fill_percent, seed, arrays: Laid::default() }
+    pub fn new(mesh: [u32; 2], dofs: u32, seed: u64) -> Cholesky {
+        Cholesky { mesh, dofs, panel_columns: PANEL_COLUMNS, seed, arrays: Laid::default() }
     }
 
-    /// A 16 x 16 x 16 grid: 4,096 columns, L with 424K entries (420K
-    /// column updates, 81M multiply-adds). Fewer columns than tk29.O's
-    /// 13,992: the factorization makes one locked update (a range read and
-    /// write) per entry of L, the simulator makes about 7K of them a second
-    /// on 8 x 8 threads, and the 3-D grid of tk29.O's size (24 x 24 x 24)
-    /// fills L with 2.5M entries: several minutes a run, against about one
-    /// for this grid.
+    /// 48 x 48 nodes of 6 degrees of freedom: 13,824 columns, against
+    /// tk29.O's 13,992.
     pub fn paper(seed: u64) -> Cholesky {
-        Cholesky::new([16, 16, 16], 20, seed)
+        Cholesky::new([48, 48], 6, seed)
     }
 
-    /// An 8 x 8 x 4 grid: 256 columns, L with 5.9K entries (5.7K column
-    /// updates).
+    /// 16 x 16 nodes of 6: 1,536 columns.
     pub fn quick(seed: u64) -> Cholesky {
-        Cholesky { grid: [8, 8, 4], ..Cholesky::paper(seed) }
+        Cholesky::new([16, 16], 6, seed)
     }
 
-    /// A 4 x 4 x 3 grid: 48 columns, for tests.
+    /// 5 x 4 nodes of 3: 60 columns, for tests (narrow panels, so that
+    /// supernodes split).
     pub fn tiny(seed: u64) -> Cholesky {
-        Cholesky { grid: [4, 4, 3], ..Cholesky::paper(seed) }
+        Cholesky { panel_columns: 4, ..Cholesky::new([5, 4], 3, seed) }
     }
 
     pub fn validate(&self) -> Result<(), String> {
-        if self.grid.contains(&0) || self.columns() > 1 << 20 {
+        if self.mesh.contains(&0) || self.dofs == 0 || self.columns() > 1 << 20 {
             return Err(format!(
-                "cholesky: invalid grid = {:?}; allowed sides of 1 or more, at most 1048576 points",
-                self.grid
+                "cholesky: invalid mesh = {:?} with dofs = {}; allowed sides and dofs of 1 or more, at most \
+                 1048576 columns",
+                self.mesh, self.dofs
             ));
         }
-        if self.fill_percent > 100 {
-            return Err(format!("cholesky: invalid fill_percent = {}; allowed 0..=100", self.fill_percent));
+        if self.panel_columns == 0 {
+            return Err("cholesky: invalid panel_columns = 0; allowed 1 or more".into());
         }
         Ok(())
     }
 
     pub fn columns(&self) -> u64 {
-        self.grid.iter().map(|&g| g as u64).product()
+        self.mesh.iter().map(|&g| g as u64).product::<u64>() * self.dofs as u64
     }
 
-    /// Grid point (x, y, z)'s number in the grid's natural order.
-    fn point(&self, [x, y, z]: [u32; 3]) -> usize {
-        let [nx, ny, _] = self.grid;
-        (x + nx * (y + ny * z)) as usize
+    /// Mesh node (x, y)'s number in the mesh's natural order.
+    fn point(&self, [x, y]: [u32; 2]) -> usize {
+        (x + self.mesh[0] * y) as usize
     }
 
-    /// The nested-dissection order: `order[k]` is the grid point that
-    /// becomes column k.
+    /// The nested-dissection order of the mesh's nodes: `order[k]` is the
+    /// node whose degrees of freedom come k-th.
     pub fn order(&self) -> Vec<usize> {
-        let mut order = Vec::with_capacity(self.columns() as usize);
-        self.dissect([0, 0, 0], self.grid, &mut order);
+        let mut order = Vec::with_capacity((self.mesh[0] * self.mesh[1]) as usize);
+        self.dissect([0, 0], self.mesh, &mut order);
         order
     }
 
-    /// Orders the box [lo, hi): both halves, then the plane separating
-    /// them (with 27-point couplings a plane one point thick separates).
-    fn dissect(&self, lo: [u32; 3], hi: [u32; 3], order: &mut Vec<usize>) {
-        let ext = [0, 1, 2].map(|d| hi[d] - lo[d]);
-        let d = (0..3).max_by_key(|&d| (ext[d], 3 - d)).unwrap_or(0);
+    /// Orders the box [lo, hi): both halves, then the line separating them
+    /// (with 9-point couplings a line one node thick separates).
+    fn dissect(&self, lo: [u32; 2], hi: [u32; 2], order: &mut Vec<usize>) {
+        let ext = [hi[0] - lo[0], hi[1] - lo[1]];
+        let d = if ext[1] > ext[0] { 1 } else { 0 };
         if ext[d] <= 2 {
-            for z in lo[2]..hi[2] {
-                for y in lo[1]..hi[1] {
-                    for x in lo[0]..hi[0] {
-                        order.push(self.point([x, y, z]));
-                    }
+            for y in lo[1]..hi[1] {
+                for x in lo[0]..hi[0] {
+                    order.push(self.point([x, y]));
                 }
             }
             return;
@@ -218,32 +364,41 @@ impl Cholesky {
         self.dissect(sep_lo, sep_hi, order);
     }
 
-    /// The seeded matrix in the grid's natural order: for each point, its
-    /// couplings to later points (point, value), and its diagonal.
+    /// The seeded matrix, in columns numbered node by node in the mesh's
+    /// natural order: for each column, its couplings to later columns
+    /// (column, value), and its diagonal.
     fn matrix(&self) -> (Vec<Vec<(usize, f64)>>, Vec<f64>) {
         let n = self.columns() as usize;
-        let [nx, ny, nz] = self.grid;
+        let [nx, ny] = self.mesh;
+        let dofs = self.dofs as usize;
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
         let mut upper = vec![Vec::new(); n];
         let mut diag = vec![0.0; n];
-        for z in 0..nz {
-            for y in 0..ny {
-                for x in 0..nx {
-                    let p = self.point([x, y, z]);
-                    for (dx, dy, dz) in later_neighbours() {
-                        let (qx, qy, qz) = (x as i64 + dx, y as i64 + dy, z as i64 + dz);
-                        if qx < 0 || qy < 0 || qx >= nx as i64 || qy >= ny as i64 || qz >= nz as i64 {
-                            continue;
+        let mut couple = |a: usize, b: usize, rng: &mut ChaCha8Rng| {
+            let v = -rng.gen_range(0.1..1.0);
+            upper[a].push((b, v));
+            diag[a] -= v;
+            diag[b] -= v;
+        };
+        for y in 0..ny {
+            for x in 0..nx {
+                let p = self.point([x, y]) * dofs;
+                // The node's own block, above its diagonal.
+                for a in 0..dofs {
+                    for b in a + 1..dofs {
+                        couple(p + a, p + b, &mut rng);
+                    }
+                }
+                for (dx, dy) in [(1, 0), (-1, 1), (0, 1), (1, 1)] {
+                    let (qx, qy) = (x as i64 + dx, y as i64 + dy);
+                    if qx < 0 || qx >= nx as i64 || qy >= ny as i64 {
+                        continue;
+                    }
+                    let q = self.point([qx as u32, qy as u32]) * dofs;
+                    for a in 0..dofs {
+                        for b in 0..dofs {
+                            couple(p + a, q + b, &mut rng);
                         }
-                        let face = dx.abs() + dy.abs() + dz.abs() == 1;
-                        if !face && rng.gen_range(0..100) >= self.fill_percent {
-                            continue;
-                        }
-                        let q = self.point([qx as u32, qy as u32, qz as u32]);
-                        let v = -rng.gen_range(0.1..1.0);
-                        upper[p].push((q, v));
-                        diag[p] -= v;
-                        diag[q] -= v;
                     }
                 }
             }
@@ -257,7 +412,9 @@ impl Cholesky {
     /// L's structure for the nested-dissection order, with A on it.
     pub fn symbolic(&self) -> Symbolic {
         let n = self.columns() as usize;
-        let order = self.order();
+        let dofs = self.dofs as usize;
+        let order: Vec<usize> =
+            self.order().into_iter().flat_map(|node| (0..dofs).map(move |a| node * dofs + a)).collect();
         let mut column_of = vec![0usize; n];
         for (k, &p) in order.iter().enumerate() {
             column_of[p] = k;
@@ -312,13 +469,9 @@ impl Cholesky {
     }
 }
 
-/// The 13 offsets of a 27-point neighbourhood that come later in the
-/// natural order (each coupling made once).
-fn later_neighbours() -> impl Iterator<Item = (i64, i64, i64)> {
-    (-1..=1)
-        .flat_map(|dz| (-1..=1).flat_map(move |dy| (-1..=1).map(move |dx| (dx, dy, dz))))
-        .filter(|&(dx, dy, dz)| (dz, dy, dx) > (0, 0, 0))
-}
+/// Most columns of a panel at every size: SPLASH-2 CHOLESKY's block
+/// size (an estimate of its default; the paper does not give it).
+pub const PANEL_COLUMNS: u32 = 16;
 
 /// Computes a column whose updates are done: its diagonal's square root,
 /// the rest divided by it. The error names the column when its diagonal
@@ -353,13 +506,6 @@ fn update(target: &mut [f64], target_rows: &[u32], src: &[f64], src_rows: &[u32]
         target[t] -= v * lij;
     }
     t + 1
-}
-
-/// How much of column i (from its diagonal) an update by a column whose
-/// rows from i down are `src_rows` touches: up to its last row.
-fn touched(target_rows: &[u32], src_rows: &[u32]) -> usize {
-    let last = src_rows[src_rows.len() - 1];
-    target_rows.partition_point(|&r| r <= last)
 }
 
 /// The sequential reference: the same updates, column after column.
@@ -403,105 +549,151 @@ fn largest(values: &[f64]) -> f64 {
     values.iter().fold(0.0, |m: f64, v| m.max(v.abs()))
 }
 
+/// A task: source panel `s` modifies panel `t` (one word).
+fn task(s: u32, t: u32) -> u64 {
+    (s as u64) << 32 | t as u64
+}
+
+fn untask(w: u64) -> (usize, usize) {
+    ((w >> 32) as usize, (w & 0xffff_ffff) as usize)
+}
+
+fn to_f64(words: &[u64]) -> Vec<f64> {
+    words.iter().map(|&w| f64::from_bits(w)).collect()
+}
+
+fn to_words(values: &[f64]) -> Vec<u64> {
+    values.iter().map(|v| v.to_bits()).collect()
+}
+
+/// Applies every update of source panel `src` (values `s`) to panel `dst`
+/// (values `t`); returns the cycles they cost.
+fn modify(sym: &Symbolic, src: &Range<usize>, s: &[f64], dst: &Range<usize>, t: &mut [f64]) -> u64 {
+    let (sbase, tbase) = (sym.start[src.start], sym.start[dst.start]);
+    let mut cycles = 0;
+    for j in src.clone() {
+        let cj = sym.col(j);
+        let src_rows = &sym.rows[cj.clone()];
+        let src_vals = &s[cj.start - sbase..cj.end - sbase];
+        for (k, &i) in src_rows.iter().enumerate().skip(1) {
+            let i = i as usize;
+            if !dst.contains(&i) {
+                continue;
+            }
+            let ci = sym.col(i);
+            let walked = update(&mut t[ci.start - tbase..ci.end - tbase], &sym.rows[ci], src_vals, src_rows, k);
+            cycles += UPDATE_CYCLES * (src_rows.len() - k) as u64 + MATCH_CYCLES * walked as u64;
+        }
+    }
+    cycles
+}
+
+/// Factors a panel whose modifications are all in: each column in turn is
+/// computed and updates the panel's later columns. Returns the cycles it
+/// cost, or an error naming a column whose pivot is not positive.
+fn factor_panel(sym: &Symbolic, cols: &Range<usize>, t: &mut [f64]) -> Result<u64, String> {
+    let base = sym.start[cols.start];
+    let mut cycles = 0;
+    for j in cols.clone() {
+        let cj = sym.col(j);
+        let (head, tail) = t.split_at_mut(cj.end - base);
+        let src = &mut head[cj.start - base..];
+        compute_column(j, src)?;
+        cycles += SQRT_CYCLES + SCALE_CYCLES * src.len() as u64;
+        let src_rows = &sym.rows[cj.clone()];
+        for (k, &i) in src_rows.iter().enumerate().skip(1) {
+            let i = i as usize;
+            if !cols.contains(&i) {
+                break;
+            }
+            let ci = sym.col(i);
+            let target = &mut tail[ci.start - cj.end..ci.end - cj.end];
+            let walked = update(target, &sym.rows[ci], src, src_rows, k);
+            cycles += UPDATE_CYCLES * (src_rows.len() - k) as u64 + MATCH_CYCLES * walked as u64;
+        }
+    }
+    Ok(cycles)
+}
+
 impl Cholesky {
-    /// Takes the next ready column, waiting while there is none; `None`
-    /// once every column has been taken.
+    /// Panel `p`'s values as words, from its owner's array.
+    async fn read_panel<P: Proc>(&self, d: &DsmProc<'_, P>, a: &Arrays, p: usize) -> Result<Vec<u64>, AmError> {
+        let mut words = vec![0u64; a.plan.len(&a.sym, p)];
+        d.read_into(a.owned[a.plan.owner[p] as usize], a.plan.offset[p], &mut words).await?;
+        Ok(words)
+    }
+
+    /// Tasks in this thread's queue from `head` on, waiting while there
+    /// are none.
     async fn take<P: Proc>(
         &self,
         d: &DsmProc<'_, P>,
         a: &Arrays,
+        head: u64,
         phases: &mut Phases,
-    ) -> Result<Option<usize>, AmError> {
-        let n = a.sym.n as u64;
+    ) -> Result<Vec<u64>, AmError> {
+        let me = d.rank() as usize;
         let mut wait = WAIT_CYCLES;
         let t0 = d.now();
         loop {
-            d.lock(a.queue_lock).await?;
-            let mut ends = [0u64; 2];
-            d.read_into(a.ends, 0, &mut ends).await?;
-            let [head, tail] = ends;
-            let taken = if head < tail {
-                let j = d.read(a.queue, head).await?;
-                d.write(a.ends, 0, head + 1).await?;
-                Some(j as usize)
-            } else {
-                None
-            };
-            d.unlock(a.queue_lock).await?;
-            if taken.is_some() || head >= n {
+            d.lock(a.locks[me]).await?;
+            let tail = d.read(a.ends[me], 0).await?;
+            d.unlock(a.locks[me]).await?;
+            if tail > head {
+                // Written before the tail under the lock, and never again.
+                let mut tasks = vec![0u64; (tail - head) as usize];
+                d.read_into(a.queues[me], head, &mut tasks).await?;
                 phases.add("queue", d.now() - t0);
-                return Ok(taken);
+                return Ok(tasks);
             }
-            // Nothing ready yet: wait, backing off so that idle threads
-            // do not flood the queue's home with lock requests. (Looking
-            // under the lock, not spinning on a cached copy: the DSM's
-            // coherence check counts a racy read as a violation.)
+            // Nothing yet: wait, backing off so that an idle thread does
+            // not flood its queue's lock. (Looking under the lock, not
+            // spinning on a cached copy: the DSM's coherence check counts a
+            // racy read as a violation.)
             d.proc().idle(wait).await;
             wait = (wait * 2).min(MAX_WAIT_CYCLES);
         }
     }
 
-    async fn push<P: Proc>(&self, d: &DsmProc<'_, P>, a: &Arrays, i: usize) -> Result<(), AmError> {
-        d.lock(a.queue_lock).await?;
-        let tail = d.read(a.ends, 1).await?;
-        d.write(a.queue, tail, i as u64).await?;
-        d.write(a.ends, 1, tail + 1).await?;
-        d.unlock(a.queue_lock).await
-    }
-
-    /// Computes column j and applies it to every column below it.
-    async fn column<P: Proc>(
+    /// Factors panel `p` (values `t`, all its modifications in), writes it
+    /// and sends its tasks to the owners of the panels it modifies.
+    async fn complete<P: Proc>(
         &self,
         d: &DsmProc<'_, P>,
         a: &Arrays,
-        j: usize,
+        p: usize,
+        mut t: Vec<f64>,
         phases: &mut Phases,
     ) -> Result<(), AmError> {
-        let sym = &a.sym;
-        let cj = sym.col(j);
-        let src_rows = &sym.rows[cj.clone()];
+        let (sym, plan) = (&a.sym, &a.plan);
         let t0 = d.now();
-        let mut words = vec![0u64; cj.len()];
-        d.read_into(a.l, cj.start as u64, &mut words).await?;
-        let mut src: Vec<f64> = words.iter().map(|&w| f64::from_bits(w)).collect();
-        compute_column(j, &mut src).map_err(AmError::NotAllowed)?;
-        d.compute(SQRT_CYCLES + SCALE_CYCLES * src.len() as u64);
-        let words: Vec<u64> = src.iter().map(|v| v.to_bits()).collect();
-        d.write_from(a.l, cj.start as u64, &words).await?;
-        phases.add("compute column", d.now() - t0);
+        let cycles = factor_panel(sym, &plan.panels[p], &mut t).map_err(AmError::NotAllowed)?;
+        d.compute(cycles);
+        d.write_from(a.owned[d.rank() as usize], plan.offset[p], &to_words(&t)).await?;
+        phases.add("factor", d.now() - t0);
         let t0 = d.now();
-        let mut target = Vec::new();
-        for k in 1..src_rows.len() {
-            let i = src_rows[k] as usize;
-            let ci = sym.col(i);
-            let target_rows = &sym.rows[ci.clone()];
-            let len = touched(target_rows, &src_rows[k..]);
-            let lock = a.column_locks[i % a.column_locks.len()];
-            d.lock(lock).await?;
-            target.resize(len, 0);
-            d.read_into(a.l, ci.start as u64, &mut target).await?;
-            let mut values: Vec<f64> = target.iter().map(|&w| f64::from_bits(w)).collect();
-            let walked = update(&mut values, target_rows, &src, src_rows, k);
-            d.compute(UPDATE_CYCLES * (src_rows.len() - k) as u64 + MATCH_CYCLES * walked as u64);
-            for (w, v) in target.iter_mut().zip(&values) {
-                *w = v.to_bits();
-            }
-            d.write_from(a.l, ci.start as u64, &target).await?;
-            let before = d.fetch_add(a.pending, i as u64, u64::MAX).await?;
-            d.unlock(lock).await?;
-            if before == 1 {
-                self.push(d, a, i).await?;
-            }
+        let targets = &plan.targets[p];
+        let mut owners: Vec<u32> = targets.iter().map(|&t| plan.owner[t as usize]).collect();
+        owners.sort_unstable();
+        owners.dedup();
+        for r in owners {
+            let batch: Vec<u64> =
+                targets.iter().filter(|&&t| plan.owner[t as usize] == r).map(|&t| task(p as u32, t)).collect();
+            let r = r as usize;
+            d.lock(a.locks[r]).await?;
+            let tail = d.read(a.ends[r], 0).await?;
+            d.write_from(a.queues[r], tail, &batch).await?;
+            d.write(a.ends[r], 0, tail + batch.len() as u64).await?;
+            d.unlock(a.locks[r]).await?;
         }
-        phases.add("update", d.now() - t0);
-        phases.count("updates", (src_rows.len() - 1) as u64);
+        phases.add("send tasks", d.now() - t0);
         Ok(())
     }
 }
 
 impl DsmProgram for Cholesky {
-    /// This thread's block of L's values (column by column), as bit
-    /// patterns.
+    /// This thread's panels' values (L's, as bit patterns), one after
+    /// another.
     type Answer = Vec<u64>;
 
     fn name(&self) -> &'static str {
@@ -509,13 +701,27 @@ impl DsmProgram for Cholesky {
     }
 
     fn input(&self) -> String {
-        let [x, y, z] = self.grid;
-        let nnz = self.arrays.get("cholesky").map(|a| format!(", {} entries in L", a.sym.nnz())).unwrap_or_default();
+        let [x, y] = self.mesh;
+        let shape = self
+            .arrays
+            .get("cholesky")
+            .map(|a| {
+                format!(
+                    ", A with {} and L with {} entries (lower triangle), {} supernodes in {} panels",
+                    a.sym.a.iter().filter(|&&v| v != 0.0).count(),
+                    a.sym.nnz(),
+                    a.plan.supernodes,
+                    a.plan.panels.len()
+                )
+            })
+            .unwrap_or_default();
         format!(
-            "{} columns: a {x} x {y} x {z} grid's 7-point pattern plus {}% of the other 27-point couplings, \
-             nested-dissection order{nnz}, seed {}; HPCA 1999 Table 2's tk29.O (13,992 columns) is not available",
+            "{} columns: a {x} x {y} shell mesh of {}-dof nodes coupled to their 8 neighbours, nested-dissection \
+             order{shape}, panels of at most {} columns, seed {}; HPCA 1999 Table 2's tk29.O (13,992 columns) is \
+             not available",
             self.columns(),
-            self.fill_percent,
+            self.dofs,
+            self.panel_columns,
             self.seed
         )
     }
@@ -526,49 +732,100 @@ impl DsmProgram for Cholesky {
             return;
         }
         let sym = self.symbolic();
-        let l = b.alloc_with(sym.a.iter().map(|v| v.to_bits()).collect(), Home::RoundRobin);
-        let updates = sym.updates();
-        let mut queue: Vec<u64> = (0..sym.n as u64).filter(|&j| updates[j as usize] == 0).collect();
-        let ready = queue.len() as u64;
-        queue.resize(sym.n, 0);
-        let pending = b.alloc_with(updates, Home::RoundRobin);
-        let queue = b.alloc_with(queue, Home::Node(0));
-        let ends = b.alloc_with(vec![0, ready], Home::Node(0));
-        let queue_lock = b.locks(1)[0];
-        let column_locks = b.locks(COLUMN_LOCKS.min(sym.n as u32).max(1));
-        self.arrays.set(Arrays { sym: Arc::new(sym), l, pending, queue, ends, queue_lock, column_locks });
+        let ranks = b.nodes() * b.threads_per_node();
+        let plan = Plan::new(&sym, self.panel_columns as usize, ranks);
+        let threads = b.threads_per_node();
+        let home = |r: u32| Home::Node(r / threads);
+        let mut owned = Vec::new();
+        for (r, panels) in plan.owned.iter().enumerate() {
+            let mut values = Vec::new();
+            for &p in panels {
+                let cols = &plan.panels[p as usize];
+                values.extend(sym.a[sym.start[cols.start]..sym.start[cols.end]].iter().map(|v| v.to_bits()));
+            }
+            if values.is_empty() {
+                values.push(0);
+            }
+            owned.push(b.alloc_with(values, home(r as u32)));
+        }
+        let queues = (0..ranks).map(|r| b.alloc(plan.tasks[r as usize].max(1), home(r))).collect();
+        let ends = (0..ranks).map(|r| b.alloc(1, home(r))).collect();
+        let locks = b.locks(ranks);
+        self.arrays.set(Arrays { sym: Arc::new(sym), plan: Arc::new(plan), owned, queues, ends, locks });
     }
 
     async fn run<P: Proc>(&self, d: &DsmProc<'_, P>, phases: &mut Phases) -> Result<Vec<u64>, AmError> {
         self.validate().map_err(AmError::NotAllowed)?;
         let a = self.arrays.get("cholesky")?;
-        while let Some(j) = self.take(d, a, phases).await? {
-            self.column(d, a, j, phases).await?;
+        let (sym, plan) = (&*a.sym, &*a.plan);
+        let me = d.rank() as usize;
+        let mine = &plan.owned[me];
+        // Modifications each of this thread's panels still waits for.
+        let mut waiting: Vec<u32> = mine.iter().map(|&p| plan.sources[p as usize]).collect();
+        let position = |p: usize| mine.binary_search(&(p as u32)).expect("a task for a panel this thread owns");
+        let mut left = mine.len();
+        for (k, &p) in mine.iter().enumerate() {
+            if waiting[k] == 0 {
+                let t = to_f64(&self.read_panel(d, a, p as usize).await?);
+                self.complete(d, a, p as usize, t, phases).await?;
+                left -= 1;
+            }
+        }
+        let mut head = 0;
+        while left > 0 {
+            let tasks = self.take(d, a, head, phases).await?;
+            head += tasks.len() as u64;
+            phases.count("tasks", tasks.len() as u64);
+            for w in tasks {
+                let (s, p) = untask(w);
+                let t0 = d.now();
+                let src = to_f64(&self.read_panel(d, a, s).await?);
+                let mut t = to_f64(&self.read_panel(d, a, p).await?);
+                d.compute(modify(sym, &plan.panels[s], &src, &plan.panels[p], &mut t));
+                let k = position(p);
+                waiting[k] -= 1;
+                if waiting[k] > 0 {
+                    d.write_from(a.owned[me], plan.offset[p], &to_words(&t)).await?;
+                    phases.add("modify", d.now() - t0);
+                } else {
+                    phases.add("modify", d.now() - t0);
+                    self.complete(d, a, p, t, phases).await?;
+                    left -= 1;
+                }
+            }
         }
         let t0 = d.now();
         d.barrier().await?;
         phases.add("barrier", d.now() - t0);
-        let mine = block(a.sym.nnz() as u64, d.ranks(), d.rank());
-        let mut out = vec![0u64; (mine.end - mine.start) as usize];
-        d.read_into(a.l, mine.start, &mut out).await?;
+        let len: usize = mine.iter().map(|&p| plan.len(sym, p as usize)).sum();
+        let mut out = vec![0u64; len];
+        if len > 0 {
+            d.read_into(a.owned[me], 0, &mut out).await?;
+        }
         Ok(out)
     }
 
     fn check(&self, answers: &[&Vec<u64>]) -> Result<(), String> {
         self.validate()?;
         let sym = self.symbolic();
-        let threads = answers.len() as u32;
-        let mut l = Vec::with_capacity(sym.nnz());
-        for (t, got) in answers.iter().enumerate() {
-            let want = block(sym.nnz() as u64, threads, t as u32);
-            if got.len() as u64 != want.end - want.start {
+        let plan = Plan::new(&sym, self.panel_columns as usize, answers.len() as u32);
+        let mut l = vec![0.0; sym.nnz()];
+        for (r, got) in answers.iter().enumerate() {
+            let want: usize = plan.owned[r].iter().map(|&p| plan.len(&sym, p as usize)).sum();
+            if got.len() != want {
                 return Err(format!(
-                    "cholesky: thread {t} returned {} entries of L; its block holds {}",
-                    got.len(),
-                    want.end - want.start
+                    "cholesky: thread {r} returned {} entries of L; its panels hold {want}",
+                    got.len()
                 ));
             }
-            l.extend(got.iter().map(|&w| f64::from_bits(w)));
+            for &p in &plan.owned[r] {
+                let (p, off) = (p as usize, plan.offset[p as usize] as usize);
+                let at = sym.start[plan.panels[p].start];
+                let len = plan.len(&sym, p);
+                for (x, &w) in got[off..off + len].iter().enumerate() {
+                    l[at + x] = f64::from_bits(w);
+                }
+            }
         }
         let column_of = |x: usize| sym.start.partition_point(|&s| s <= x) - 1;
         let product = product(&sym, &l);
@@ -616,10 +873,10 @@ mod tests {
 
     #[test]
     fn the_order_is_a_permutation() {
-        let cfg = Cholesky::new([8, 8, 6], 20, 1);
+        let cfg = Cholesky::new([9, 7], 2, 1);
         let mut order = cfg.order();
         order.sort_unstable();
-        assert_eq!(order, (0..384).collect::<Vec<_>>());
+        assert_eq!(order, (0..63).collect::<Vec<_>>());
     }
 
     #[test]
@@ -657,26 +914,69 @@ mod tests {
     }
 
     #[test]
-    fn the_matrix_is_symmetric_with_the_grid_pattern() {
-        let cfg = Cholesky { fill_percent: 0, ..Cholesky::tiny(2) };
+    fn the_matrix_is_symmetric_with_the_shell_pattern() {
+        let cfg = Cholesky::new([4, 3], 2, 2);
         let sym = cfg.symbolic();
-        // 7-point couplings of a 4 x 4 x 3 grid: 3*4*3 + 4*3*3 + 4*4*2.
+        // Couplings of a 4 x 3 mesh of 2-dof nodes: a node's own pair, and
+        // 2 x 2 per neighbouring pair (3*3 + 4*2 + 2 * 3*2 of them).
         let off = (0..sym.n).flat_map(|j| sym.col(j).skip(1)).filter(|&x| sym.a[x] != 0.0).count();
-        assert_eq!(off, 36 + 36 + 32);
+        assert_eq!(off, 12 + 4 * (9 + 8 + 12));
         assert!((0..sym.n).all(|j| sym.a[sym.start[j]] > 0.0));
+    }
+
+    #[test]
+    fn supernodes_share_their_structure_and_panels_cover_every_column() {
+        let cfg = Cholesky::tiny(7);
+        let sym = cfg.symbolic();
+        let supernodes = sym.supernodes();
+        assert!(supernodes.iter().any(|s| s.len() > cfg.panel_columns as usize), "{supernodes:?}");
+        for s in &supernodes {
+            let last = &sym.rows[sym.col(s.end - 1)];
+            for j in s.clone() {
+                let rows = &sym.rows[sym.col(j)];
+                assert_eq!(&rows[s.end - j..], &last[1..], "column {j} of supernode {s:?}");
+            }
+        }
+        let plan = Plan::new(&sym, cfg.panel_columns as usize, 4);
+        let covered: Vec<usize> = plan.panels.iter().flat_map(|p| p.clone()).collect();
+        assert_eq!(covered, (0..sym.n).collect::<Vec<_>>());
+        assert!(plan.panels.iter().all(|p| p.len() <= cfg.panel_columns as usize));
+        // Every task goes to a later panel's owner, and each thread is
+        // told how many it will get.
+        let targets: usize = plan.targets.iter().map(Vec::len).sum();
+        assert_eq!(plan.tasks.iter().sum::<u64>(), targets as u64);
+        assert_eq!(plan.sources.iter().map(|&s| s as usize).sum::<usize>(), targets);
+        assert!(plan.targets.iter().enumerate().all(|(s, t)| t.iter().all(|&t| t as usize > s)));
+        assert_eq!(plan.owned.iter().map(Vec::len).sum::<usize>(), plan.panels.len());
     }
 
     #[test]
     fn check_accepts_the_reference_and_names_a_wrong_entry() {
         let cfg = Cholesky::tiny(4);
         let sym = cfg.symbolic();
-        let l: Vec<u64> = factor(&sym).unwrap().into_iter().map(f64::to_bits).collect();
-        let (x, y) = l.split_at(l.len() / 2);
-        assert!(cfg.check(&[&x.to_vec(), &y.to_vec()]).is_ok());
-        let mut bad = l.clone();
-        bad[5] = (f64::from_bits(bad[5]) + 0.5).to_bits();
-        let e = cfg.check(&[&bad]).unwrap_err();
+        let l = factor(&sym).unwrap();
+        let plan = Plan::new(&sym, cfg.panel_columns as usize, 2);
+        let answers: Vec<Vec<u64>> = plan
+            .owned
+            .iter()
+            .map(|panels| {
+                panels
+                    .iter()
+                    .flat_map(|&p| {
+                        let cols = &plan.panels[p as usize];
+                        l[sym.start[cols.start]..sym.start[cols.end]].iter().map(|v| v.to_bits())
+                    })
+                    .collect()
+            })
+            .collect();
+        assert!(cfg.check(&[&answers[0], &answers[1]]).is_ok());
+        let mut bad = answers.clone();
+        let w = bad[0].len() / 2;
+        bad[0][w] = (f64::from_bits(bad[0][w]) + 0.5).to_bits();
+        let e = cfg.check(&[&bad[0], &bad[1]]).unwrap_err();
         assert!(e.starts_with("cholesky: (L * L^T)"), "{e}");
+        let e = cfg.check(&[&answers[0]]).unwrap_err();
+        assert!(e.contains("thread 0 returned"), "{e}");
     }
 
     #[test]
@@ -692,5 +992,7 @@ mod tests {
         assert_eq!(sim.len(), 4);
         assert!(sim.iter().all(|r| r.total > 0));
         assert_eq!(run_native(Cholesky::tiny(6), 2, 2).unwrap().len(), 4);
+        // More threads than some thread has panels for.
+        assert_eq!(run_sim(Cholesky::tiny(8), 4, 4).unwrap().len(), 16);
     }
 }
