@@ -106,7 +106,7 @@ pub fn planned_seconds(spec: &DsmSpec, config: &SimConfig) -> f64 {
     use finegrain_core::{Policy, PpKind};
     let (seconds, size, paper_size, power) = match &spec.program {
         ProgramSpec::Barnes(b) => (8.0, (b.bodies * b.steps as u64) as f64, 16384.0 * 2.0, 1.0),
-        ProgramSpec::Cholesky(c) => (100.0, c.columns() as f64, 13_824.0, 1.5),
+        ProgramSpec::Cholesky(c) => (45.0, c.columns() as f64, 13_824.0, 1.5),
         ProgramSpec::Em3d(e) => (2.5, e.nodes as f64, 76_800.0, 1.0),
         ProgramSpec::Fft(f) => (9.0, (1u64 << f.log_points) as f64, (1u64 << 20) as f64, 1.0),
         ProgramSpec::Fmm(f) => (1.0, f.particles as f64, 16384.0, 1.0),
