@@ -9,17 +9,14 @@
 //! shared machine only the ratio of times measured in turn means much.
 
 use anyhow::{bail, Context, Result};
-use finegrain_core::config::MemoryParams;
+use finegrain_apps::dsm::spec::{room_for, PAPER_SEGMENT_BYTES};
+use finegrain_apps::splitc::spec::Size;
 use finegrain_core::MachineConfig;
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
-
-/// The global segment the pdq-dsm study gives paper-input runs (radix's 4M
-/// keys need more than the default 64 MiB).
-const PAPER_SEGMENT_BYTES: u64 = 128 << 20;
 
 /// One run of the set: its name and its `finegrain run` arguments; DSM
 /// runs get the paper-input preset (`--preset`) first.
@@ -201,7 +198,7 @@ fn chosen(which: &[String]) -> Result<Vec<&'static PaperRun>> {
 /// both builds read.
 fn write_preset(dir: &Path) -> Result<PathBuf> {
     let mut machine = MachineConfig::load("hpca99")?;
-    machine.memory = Some(MemoryParams { global_segment_bytes: PAPER_SEGMENT_BYTES });
+    room_for(Size::Paper, &mut machine);
     let path = dir.join("hpca99-paper.toml");
     std::fs::write(&path, toml::to_string(&machine)?).with_context(|| format!("writing {}", path.display()))?;
     Ok(path)

@@ -12,8 +12,8 @@ use super::water::WaterSp;
 use super::{DsmProgram, DsmWorkload, ThreadRun};
 use crate::splitc::spec::Size;
 use crate::RtPlatform;
-use finegrain_core::config::DsmParams;
-use finegrain_core::{ConfigError, Platform};
+use finegrain_core::config::{DsmParams, MemoryParams};
+use finegrain_core::{ConfigError, MachineConfig, Platform};
 use finegrain_dsm::{DsmConfig, HandlerCosts};
 use finegrain_rt::{RtConfig, RtError, RtStats};
 use finegrain_sim::{RunStats, SimConfig, SimError, Simulator};
@@ -119,6 +119,21 @@ pub fn planned_seconds(spec: &DsmSpec, config: &SimConfig) -> f64 {
         _ => 1.0,
     };
     seconds * (size / paper_size).powf(power) * handlers
+}
+
+/// Each node's global segment (where shared memory lives in the
+/// simulator) at the paper inputs: room for the largest, radix's 4M keys
+/// in two arrays (64 MiB, the default segment) and its histograms.
+pub const PAPER_SEGMENT_BYTES: u64 = 128 << 20;
+
+/// Gives `machine` room for the inputs of `size`: at the paper size each
+/// node's global segment holds the largest program's shared memory, even
+/// when one node holds all of it (a one-processor run).
+pub fn room_for(size: Size, machine: &mut MachineConfig) {
+    if size == Size::Paper {
+        let bytes = PAPER_SEGMENT_BYTES.max(machine.global_segment_bytes());
+        machine.memory = Some(MemoryParams { global_segment_bytes: bytes });
+    }
 }
 
 /// The handler instructions a machine's `[dsm]` section gives.

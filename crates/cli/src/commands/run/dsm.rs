@@ -8,7 +8,7 @@ use super::SimRun;
 use crate::args::RunArgs;
 use crate::say;
 use anyhow::{bail, Context, Result};
-use finegrain_apps::dsm::spec::{handler_costs, DsmMeasures, DsmSpec, ProgramSpec, PROGRAMS};
+use finegrain_apps::dsm::spec::{handler_costs, room_for, DsmMeasures, DsmSpec, ProgramSpec, PROGRAMS};
 use finegrain_apps::splitc::spec::Size;
 use finegrain_apps::{RtPlatform, WorkloadSpec};
 use finegrain_core::config::DsmSystem;
@@ -26,8 +26,11 @@ fn program(a: &RunArgs) -> Result<ProgramSpec> {
     let Some(name) = a.program.as_deref() else {
         bail!("missing program for workload dsm: allowed {}", PROGRAMS.join(", "));
     };
-    let size = Size::parse(a.size.as_deref().unwrap_or("tiny"))?;
-    Ok(ProgramSpec::named(name, size, a.seed.unwrap_or(1))?)
+    Ok(ProgramSpec::named(name, size(a)?, a.seed.unwrap_or(1))?)
+}
+
+fn size(a: &RunArgs) -> Result<Size> {
+    Ok(Size::parse(a.size.as_deref().unwrap_or("tiny"))?)
 }
 
 fn block_bytes(a: &RunArgs) -> Result<u32> {
@@ -75,7 +78,9 @@ fn shape(a: &RunArgs, system: DsmSystem, run: &mut RunConfig) -> Result<()> {
 /// The simulated run the flags ask for, checked.
 pub fn build(a: &RunArgs) -> Result<SimRun> {
     let preset = a.preset.as_deref().unwrap_or("hpca99");
-    let machine = MachineConfig::load(preset)?;
+    let mut machine = MachineConfig::load(preset)?;
+    let program = program(a)?;
+    room_for(size(a)?, &mut machine);
     let Some(params) = machine.dsm.as_ref() else {
         bail!(
             "invalid preset = {preset} for workload dsm: it has no [dsm] section (the DSM handlers' instructions); \
@@ -94,7 +99,7 @@ pub fn build(a: &RunArgs) -> Result<SimRun> {
     let topology = Topology { nodes: DEFAULT_NODES, procs_per_node: 1 };
     let mut config = SimConfig::new(machine, topology, Policy::Single, a.seed.unwrap_or(1));
     shape(a, system, &mut config.run)?;
-    let workload = WorkloadSpec::Dsm(DsmSpec { program: program(a)?, dsm });
+    let workload = WorkloadSpec::Dsm(DsmSpec { program, dsm });
     workload.validate(&config)?;
     Ok(SimRun { config, workload, target_u: None, lmin: None })
 }

@@ -10,18 +10,12 @@ use crate::experiment::Source;
 use crate::record::Labels as _;
 use crate::study::Planned;
 use anyhow::{bail, Context, Result};
-use finegrain_apps::dsm::spec::{handler_costs, DsmSpec, ProgramSpec};
-use finegrain_apps::splitc::spec::Size;
+use finegrain_apps::dsm::spec::{handler_costs, room_for, DsmSpec, ProgramSpec};
 use finegrain_apps::WorkloadSpec;
 use finegrain_core::config::DsmSystem;
-use finegrain_core::config::MemoryParams;
 use finegrain_core::{MachineConfig, Policy, Topology};
 use finegrain_dsm::DsmConfig;
 use finegrain_sim::SimConfig;
-
-/// Each node's global segment (where shared memory lives in the
-/// simulator) for the paper's inputs: room for the largest, radix's.
-pub const PAPER_SEGMENT_BYTES: u64 = 128 << 20;
 
 /// The machines a study runs on.
 pub(super) struct Machines {
@@ -71,11 +65,7 @@ fn run(
 ) -> Result<Planned<RunLabels>> {
     let topology = Topology { nodes: shape.nodes, procs_per_node: shape.procs };
     let mut machine = machine.clone();
-    if grid.size == Size::Paper {
-        // radix's 4M keys in two arrays take 64 MiB of shared memory, the
-        // default global segment's size, before its histograms.
-        machine.memory = Some(MemoryParams { global_segment_bytes: PAPER_SEGMENT_BYTES });
-    }
+    room_for(grid.size, &mut machine);
     let mut config = SimConfig::new(machine, topology, Policy::Single, seed);
     system.apply(&mut config.run, shape.procs);
     let params = config.machine.dsm.as_ref().context("the machine has no [dsm] section")?;
