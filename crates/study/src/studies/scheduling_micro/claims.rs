@@ -319,12 +319,12 @@ fn curve(points: &[(f64, f64)]) -> String {
 
 /// A claim's verdict, by `judge`, on the runs of each sensitivity setting
 /// (the variant `variant` makes of it).
-pub(super) fn verdicts_under<K: Copy>(
+pub(super) fn verdicts_under<K: Copy, V>(
     settings: &[K],
     records: &[Run],
     variant: impl Fn(K) -> Variant,
-    judge: impl Fn(&View) -> Verdict,
-) -> Vec<(K, Verdict)> {
+    judge: impl Fn(&View) -> V,
+) -> Vec<(K, V)> {
     settings.iter().map(|&k| (k, judge(&View { variant: variant(k), ..View::baseline(records) }))).collect()
 }
 
@@ -378,28 +378,18 @@ pub(super) fn sensitivity(
             |a| Variant { arbitration: Some(a), ..Variant::BASELINE },
             |v| claim4(v, grid, &us),
         ),
-        mechanisms: grid
-            .mechanism_sensitivity
-            .iter()
-            .map(|&m| {
-                let v = View {
-                    variant: Variant { mechanism_off: Some(m), ..Variant::BASELINE },
-                    ..View::baseline(records)
-                };
-                (m, judge_all(&v, grid).to_vec())
-            })
-            .collect(),
-        switches: grid
-            .switch_sensitivity
-            .iter()
-            .map(|&c| {
-                let v = View {
-                    variant: Variant { context_switch: Some(c), ..Variant::BASELINE },
-                    ..View::baseline(records)
-                };
-                (c, judge_all(&v, grid).to_vec())
-            })
-            .collect(),
+        mechanisms: verdicts_under(
+            &grid.mechanism_sensitivity,
+            records,
+            |m| Variant { mechanism_off: Some(m), ..Variant::BASELINE },
+            |v| judge_all(v, grid).to_vec(),
+        ),
+        switches: verdicts_under(
+            &grid.switch_sensitivity,
+            records,
+            |c| Variant { context_switch: Some(c), ..Variant::BASELINE },
+            |v| judge_all(v, grid).to_vec(),
+        ),
         own_relinquish,
         own_arbitration: preset.role_arbitration,
     }
