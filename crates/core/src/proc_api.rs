@@ -8,6 +8,7 @@ use crate::error::AmError;
 use crate::ids::{HandlerId, NodeId, ThreadId};
 use crate::memory::{Access, Region};
 use crate::message::{Args, Message, Payload, SyncKey};
+use crate::work::Work;
 use std::future::Future;
 
 /// A compute thread's handle on the machine.
@@ -32,6 +33,11 @@ pub trait Proc {
     fn work(&self, cycles: u64) -> impl Future<Output = ()>;
     /// Accounts for real computation the code just did (simulator only).
     fn charge(&self, cycles: u64);
+    /// Accounts for real computation the code just did, as the operations
+    /// it counted: the simulator turns them into cycles and private cache
+    /// accesses with the machine's cost model (`[compute]`); natively the
+    /// work was really done and this does nothing.
+    fn charge_work(&self, work: Work);
     /// Sends an active-message request to `dst` and waits until its reply
     /// handler has run; returns the reply message. The request carries the
     /// `Sequential` key: under a parallel dispatch queue its handler runs

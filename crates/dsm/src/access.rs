@@ -6,7 +6,7 @@ use crate::node::NodeState;
 use crate::protocol::{args, WANT_READ, WANT_WRITE};
 use crate::sync::{barrier_key, lock_key};
 use crate::{Dsm, LockId, Shared};
-use finegrain_core::{Access, AmError, NodeId, Payload, Proc, Region, SyncKey};
+use finegrain_core::{Access, AmError, NodeId, Payload, Proc, Region, SyncKey, Work};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -65,7 +65,15 @@ impl<'a, P: Proc> DsmProc<'a, P> {
         self.p.now()
     }
 
-    /// Accounts for computation the program just did (simulator only).
+    /// Accounts for computation the program just did, as the operations
+    /// its kernel counted (the simulator's cost model turns them into
+    /// cycles and private accesses; natively this does nothing).
+    pub fn charge_work(&self, work: Work) {
+        self.p.charge_work(work)
+    }
+
+    /// Accounts for computation as plain cycles (simulator only); kernels
+    /// count their work with [`DsmProc::charge_work`] instead.
     pub fn compute(&self, cycles: u64) {
         self.p.charge(cycles)
     }

@@ -20,7 +20,10 @@
 //! result unclaimed.) The checks ride on what the mailbox does anyway, so
 //! they cost next to nothing per operation.
 
-use finegrain_core::{Access, AmError, Args, HandlerId, Message, NodeId, Payload, Proc, Region, SyncKey, ThreadId};
+use finegrain_core::config::ComputeParams;
+use finegrain_core::{
+    Access, AmError, Args, HandlerId, Message, NodeId, Payload, Proc, Region, SyncKey, ThreadId, Work,
+};
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
@@ -73,6 +76,15 @@ pub(crate) enum OpResult {
     Failed(AmError),
 }
 
+/// The counted part of a thread's charged computation: its cycles under
+/// the cost model and the private loads and stores it made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Counted {
+    pub cycles: u64,
+    pub accesses: u64,
+    pub stores: u64,
+}
+
 /// State shared between a thread's [`SimProc`] handle and the engine.
 pub(crate) struct ThreadShared {
     pub node: NodeId,
@@ -82,8 +94,13 @@ pub(crate) struct ThreadShared {
     pub seed: u64,
     pub op: RefCell<Option<Op>>,
     pub result: RefCell<Option<OpResult>>,
-    /// Cycles charged with `Proc::charge` since the last operation.
+    /// Cycles charged with `Proc::charge` or `Proc::charge_work` since
+    /// the last operation.
     pub charged: Cell<u64>,
+    /// What of `charged` came from counted work, and its private accesses.
+    pub counted: Cell<Counted>,
+    /// The machine's cost model for counted work.
+    pub cost: ComputeParams,
     /// The engine's clock when it last polled the thread.
     pub now: Cell<u64>,
     /// The thread waits in `Proc::wait_for_block`: released, it reissues
@@ -92,7 +109,14 @@ pub(crate) struct ThreadShared {
 }
 
 impl ThreadShared {
-    pub fn new(node: NodeId, thread: ThreadId, nodes: u32, threads_per_node: u32, seed: u64) -> ThreadShared {
+    pub fn new(
+        node: NodeId,
+        thread: ThreadId,
+        nodes: u32,
+        threads_per_node: u32,
+        seed: u64,
+        cost: ComputeParams,
+    ) -> ThreadShared {
         ThreadShared {
             node,
             thread,
@@ -102,6 +126,8 @@ impl ThreadShared {
             op: RefCell::new(None),
             result: RefCell::new(None),
             charged: Cell::new(0),
+            counted: Cell::new(Counted::default()),
+            cost,
             now: Cell::new(0),
             waits_for_block: Cell::new(false),
         }
@@ -234,6 +260,17 @@ impl Proc for SimProc {
         self.shared.charged.set(self.shared.charged.get().saturating_add(cycles));
     }
 
+    fn charge_work(&self, work: Work) {
+        let cycles = self.shared.cost.cycles(&work);
+        self.charge(cycles);
+        let c = self.shared.counted.get();
+        self.shared.counted.set(Counted {
+            cycles: c.cycles.saturating_add(cycles),
+            accesses: c.accesses.saturating_add(work.accesses()),
+            stores: c.stores.saturating_add(work.stores),
+        });
+    }
+
     async fn request_keyed(
         &self,
         dst: NodeId,
@@ -301,13 +338,35 @@ pub use finegrain_core::mix_seed;
 mod tests {
     use super::*;
 
+    fn test_cost() -> ComputeParams {
+        ComputeParams {
+            access_interval_cycles: 8,
+            write_percent: 30,
+            issue_width: 2,
+            memory_ports: 1,
+            fp_units: 1,
+            long_flop_cycles: 20,
+        }
+    }
+
+    #[test]
+    fn counted_work_is_charged_by_the_cost_model_and_keeps_its_accesses() {
+        let p = SimProc { shared: Rc::new(ThreadShared::new(NodeId(0), ThreadId(0), 1, 1, 0, test_cost())) };
+        p.charge(10);
+        // 8 instructions over 2 slots (4), 5 accesses on one port (5), 2
+        // flops on one unit (2): 5 cycles, plus one divide's 20.
+        p.charge_work(Work::new(2, 1, 1, 3, 2));
+        assert_eq!(p.shared.charged.get(), 35);
+        assert_eq!(p.shared.counted.get(), Counted { cycles: 25, accesses: 5, stores: 2 });
+    }
+
     fn poll(f: &mut Pin<Box<OpFuture<'_>>>) -> Poll<OpResult> {
         f.as_mut().poll(&mut Context::from_waker(std::task::Waker::noop()))
     }
 
     #[test]
     fn a_second_operation_posted_beside_the_first_is_marked_and_keeps_its_op() {
-        let p = SimProc { shared: Rc::new(ThreadShared::new(NodeId(0), ThreadId(0), 1, 1, 0)) };
+        let p = SimProc { shared: Rc::new(ThreadShared::new(NodeId(0), ThreadId(0), 1, 1, 0, test_cost())) };
         let mut first = Box::pin(p.submit(Op::Work(1)));
         let mut second = Box::pin(p.submit(Op::Work(2)));
         assert!(poll(&mut first).is_pending());

@@ -3,6 +3,7 @@
 //! parallel dispatch hardware), validated.
 
 use super::{ConfigError, CoprocessorParams, DmaCalibration, Ledger, PpKind, RoleArbitration, MAX_CYCLES};
+use crate::work::Work;
 use serde::{Deserialize, Serialize};
 
 /// Switches for the overheads the scheduling study separates, so each can be
@@ -218,6 +219,31 @@ pub struct ComputeParams {
     /// Share of those accesses that write (a written line another cache
     /// holds a copy of needs an upgrade).
     pub write_percent: u32,
+    /// Instructions the processor issues per cycle at best: counted work
+    /// ([`Work`]) takes at least `instructions / issue_width` cycles.
+    pub issue_width: u32,
+    /// Loads and stores it issues per cycle at best.
+    pub memory_ports: u32,
+    /// Pipelined floating-point operations it issues per cycle at best.
+    pub fp_units: u32,
+    /// Cycles of a floating-point divide or square root, which holds the
+    /// processor (they do not pipeline).
+    pub long_flop_cycles: u64,
+}
+
+impl ComputeParams {
+    /// The cycles counted work takes when every private access hits: the
+    /// busiest of the issue slots, the memory ports and the floating-point
+    /// units (a statically scheduled pipeline overlapping the rest with
+    /// it), plus the divides and square roots in full. Misses are the
+    /// cache model's, sampled from [`Work::accesses`].
+    pub fn cycles(&self, w: &Work) -> u64 {
+        let per = |n: u64, width: u32| n.div_ceil(width.max(1) as u64);
+        let issue = per(w.instructions() - w.long_flops, self.issue_width);
+        let memory = per(w.accesses(), self.memory_ports);
+        let fp = per(w.flops, self.fp_units);
+        issue.max(memory).max(fp).saturating_add(w.long_flops.saturating_mul(self.long_flop_cycles))
+    }
 }
 
 /// Costs of parallel dispatch hardware (Hurricane-like devices).
@@ -475,6 +501,9 @@ impl MachineConfig {
             ));
         }
         positive("compute.access_interval_cycles", self.compute.access_interval_cycles)?;
+        positive("compute.issue_width", self.compute.issue_width as u64)?;
+        positive("compute.memory_ports", self.compute.memory_ports as u64)?;
+        positive("compute.fp_units", self.compute.fp_units as u64)?;
         if self.compute.write_percent > 100 {
             return Err(ConfigError::invalid("compute.write_percent", self.compute.write_percent, "allowed 0..=100"));
         }
@@ -694,7 +723,7 @@ impl MachineConfig {
 
 /// Bounds of the preset's integers that are neither costs nor protocol
 /// sizes; None where `validate` has a finer rule of its own.
-const COUNT_BOUNDS: [(&str, Option<i64>); 20] = [
+const COUNT_BOUNDS: [(&str, Option<i64>); 23] = [
     ("processor.mhz", Some(1_000_000)),
     ("cache.size_bytes", None),
     ("cache.line_bytes", None),
@@ -702,6 +731,9 @@ const COUNT_BOUNDS: [(&str, Option<i64>); 20] = [
     ("ni.header_words", Some(64)),
     ("interrupt.entry_percent", None),
     ("compute.write_percent", None),
+    ("compute.issue_width", Some(64)),
+    ("compute.memory_ports", Some(64)),
+    ("compute.fp_units", Some(64)),
     ("pdq.search_window", Some(1 << 20)),
     ("pdq.affinity_passes", Some(1 << 20)),
     ("coprocessor.mips", None),

@@ -9,7 +9,7 @@ use crate::stats::ThreadTimes;
 use crate::transport::{Outgoing, Transport, MAX_PAYLOAD};
 use finegrain_core::{
     check_send_target, Access, AmError, Args, HandlerCtx, HandlerId, Message, MsgKind, NodeId, Payload, Proc, Region,
-    Reply, ReplyGuard, SyncKey, ThreadId, MAX_ARGS,
+    Reply, ReplyGuard, SyncKey, ThreadId, Work, MAX_ARGS,
 };
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
@@ -379,6 +379,9 @@ impl Proc for RtProc {
     }
 
     fn charge(&self, _cycles: u64) {}
+
+    /// Natively the counted work was really done: nothing to add.
+    fn charge_work(&self, _work: Work) {}
 
     async fn request_keyed(
         &self,

@@ -40,9 +40,9 @@ use crate::notify::{Notifier, Notify};
 use crate::stats::{
     DelayStats, HandlerSpan, KeyCheck, LatencyStats, NodeStats, ProcRole, ProcStats, RunStats, TraceEvent,
 };
-use crate::thread::{mix_seed, Op, OpFault, OpResult, SimProc, ThreadShared};
+use crate::thread::{mix_seed, Counted, Op, OpFault, OpResult, SimProc, ThreadShared};
 use crate::SimError;
-use finegrain_core::config::MAX_CYCLES;
+use finegrain_core::config::{ComputeParams, MAX_CYCLES};
 use finegrain_core::{
     Access, AmError, Args, ConfigError, Discipline, HandlerCtx, HandlerId, HandlerTable, Message, MsgKind, NodeId,
     Payload, Policy, PpKind, Region, Relinquish, Reply, ReplyGuard, RoleArbitration, SyncKey, ThreadId,
@@ -164,6 +164,44 @@ struct ComputeSegment {
     /// segment accesses are sampled when it resumes; otherwise a
     /// `Proc::access`, whose accesses were all made when it started.
     synthetic: bool,
+    /// How often the work touches its private segment.
+    pattern: Pattern,
+}
+
+/// How a stretch of computation touches the thread's private segment:
+/// `accesses` per `cycles` of it, `write_fraction` of them writes.
+/// Synthetic and cycle-charged work use the machine's
+/// `compute.access_interval_cycles` and `write_percent`; counted work
+/// (`Proc::charge_work`) its own loads and stores.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Pattern {
+    accesses: u64,
+    cycles: u64,
+    write_fraction: f64,
+}
+
+impl Pattern {
+    pub(super) fn synthetic(c: &ComputeParams) -> Pattern {
+        Pattern { accesses: 1, cycles: c.access_interval_cycles, write_fraction: c.write_percent as f64 / 100.0 }
+    }
+
+    /// Charged computation: `total` cycles, of which `counted` came from
+    /// counted work and the rest was charged as plain cycles.
+    pub(super) fn charged(c: &ComputeParams, total: u64, counted: Counted) -> Pattern {
+        if counted.cycles == 0 {
+            return Pattern::synthetic(c);
+        }
+        let plain = total.saturating_sub(counted.cycles) / c.access_interval_cycles;
+        let accesses = plain + counted.accesses;
+        let writes = plain as f64 * c.write_percent as f64 / 100.0 + counted.stores as f64;
+        let write_fraction = if accesses == 0 { 0.0 } else { writes / accesses as f64 };
+        Pattern { accesses, cycles: total.max(1), write_fraction }
+    }
+
+    /// Accesses in `work` cycles of this computation.
+    pub(super) fn accesses_in(&self, work: u64) -> f64 {
+        work as f64 * self.accesses as f64 / self.cycles as f64
+    }
 }
 
 /// Work an interrupt stopped: what is left, the epoch its misses were
@@ -175,6 +213,7 @@ struct SavedWork {
     sampled: u32,
     stall: u64,
     synthetic: bool,
+    pattern: Pattern,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -493,6 +532,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
                     cfg.run.topology.nodes,
                     compute as u32,
                     mix_seed(cfg.run.seed, n as u64 + 1, t as u64 + 1),
+                    cfg.machine.compute.clone(),
                 ));
                 let proc = SimProc { shared: shared.clone() };
                 // Once per thread, so caught here rather than by `run`.

@@ -77,8 +77,13 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let stall = seg.stall.saturating_sub(elapsed);
         let pr = &mut self.procs[p];
         pr.compute = None;
-        pr.saved_work =
-            Some(SavedWork { work: seg.work - done, sampled: seg.sampled, stall, synthetic: seg.synthetic });
+        pr.saved_work = Some(SavedWork {
+            work: seg.work - done,
+            sampled: seg.sampled,
+            stall,
+            synthetic: seg.synthetic,
+            pattern: seg.pattern,
+        });
         pr.in_interrupt = true;
         pr.interrupt_claim_tried = false;
         pr.busy = false;

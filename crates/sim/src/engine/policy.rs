@@ -18,7 +18,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             if !saved.synthetic {
                 return self.start_access(p, saved.stall + saved.work, saved.stall);
             }
-            return self.start_compute(p, saved.work, Some((saved.sampled, saved.stall)));
+            return self.start_compute(p, saved.work, saved.pattern, Some((saved.sampled, saved.stall)));
         }
         if self.procs[p].holds_role {
             return self.act_as_pp(p);

@@ -81,12 +81,14 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// (as ordinary, interruptible work); then `next` happens.
     fn after_charged_work(&mut self, t: usize, next: Deferred) {
         let charged = self.threads[t].shared.charged.replace(0);
+        let counted = self.threads[t].shared.counted.take();
         if charged == 0 {
             return self.continue_thread(t, next);
         }
         self.threads[t].deferred = Some(next);
         self.threads[t].state = ThreadState::Busy;
-        self.start_compute(self.threads[t].proc, charged, None);
+        let pattern = Pattern::charged(&self.cfg.machine.compute, charged, counted);
+        self.start_compute(self.threads[t].proc, charged, pattern, None);
     }
 
     fn continue_thread(&mut self, t: usize, next: Deferred) {
@@ -105,7 +107,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let n = self.procs[p].node;
         self.threads[t].state = ThreadState::Busy;
         match op {
-            Op::Work(cycles) => self.start_compute(p, cycles, None),
+            Op::Work(cycles) => self.start_compute(p, cycles, Pattern::synthetic(&self.cfg.machine.compute), None),
             Op::Request { dst, handler, key, args, payload } => {
                 if let Err(e) = self.check_send(dst, handler, key) {
                     return self.reject_op(t, e);
@@ -377,13 +379,12 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
     }
 
-    /// Starts `work` cycles of computation, stalled first on the misses it
-    /// takes; resumed work passes the epoch its misses were sampled at and
-    /// the stall it still owes.
-    pub(super) fn start_compute(&mut self, p: usize, work: u64, resumed: Option<(u32, u64)>) {
+    /// Starts `work` cycles of computation touching the private segment
+    /// as `pattern` says, stalled first on the misses it takes; resumed
+    /// work passes the epoch its misses were sampled at and the stall it
+    /// still owes.
+    pub(super) fn start_compute(&mut self, p: usize, work: u64, pattern: Pattern, resumed: Option<(u32, u64)>) {
         let n = self.procs[p].node;
-        let c = &self.cfg.machine.compute;
-        let (interval, writes) = (c.access_interval_cycles, c.write_percent as f64 / 100.0);
         let local = self.procs[p].local;
         let (sampled_at, owed) = match resumed {
             Some((epoch, owed)) => (Some(epoch), owed),
@@ -394,14 +395,13 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             self.now,
             self.now + owed,
             local,
-            work,
-            interval,
-            writes,
+            pattern.accesses_in(work),
+            pattern.write_fraction,
             sampled_at,
             &mut pr.rng,
         );
         let stall = owed + stall;
-        self.run_segment(p, ComputeSegment { start: self.now, work, stall, sampled, synthetic: true });
+        self.run_segment(p, ComputeSegment { start: self.now, work, stall, sampled, synthetic: true, pattern });
     }
 
     /// Runs (or resumes) a thread's `Proc::access` of `lat` cycles, the
@@ -410,7 +410,8 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     /// that resumes afterwards, so an arrival is not held up by it.
     pub(super) fn start_access(&mut self, p: usize, lat: u64, stall: u64) {
         let work = lat - stall;
-        self.run_segment(p, ComputeSegment { start: self.now, work, stall, sampled: 0, synthetic: false });
+        let pattern = Pattern::synthetic(&self.cfg.machine.compute);
+        self.run_segment(p, ComputeSegment { start: self.now, work, stall, sampled: 0, synthetic: false, pattern });
     }
 
     /// Starts a stretch of computation (its stall first, then its work).

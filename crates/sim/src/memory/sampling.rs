@@ -13,7 +13,8 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Binomial, Distribution};
 
 impl NodeMemory {
-    /// Cache misses of `work` cycles of synthetic computation by `proc`.
+    /// Cache misses of a compute burst by `proc` making `accesses` random
+    /// accesses to its private segment, `write_fraction` of them writes.
     /// Sets whose own line is gone are touched by any access; sets whose own
     /// line is shared matter only to writes (an upgrade). For each kind, the
     /// number of sets a burst of `n` accesses (or writes) touches is drawn
@@ -30,8 +31,7 @@ impl NodeMemory {
         now: u64,
         t: u64,
         proc: usize,
-        work: u64,
-        interval: u64,
+        accesses: f64,
         write_fraction: f64,
         newer_than: Option<u32>,
         rng: &mut ChaCha8Rng,
@@ -43,10 +43,9 @@ impl NodeMemory {
         let Some(own) = self.caches[proc].own_thread else {
             return (0, 0);
         };
-        if work == 0 {
+        if accesses <= 0.0 {
             return (0, self.caches[proc].foreign.epoch);
         }
-        let accesses = work as f64 / interval as f64;
         let mut stall = 0;
         for (kind, n) in [(ABSENT, accesses), (SHARED_OWN, accesses * write_fraction)] {
             let touch = Touch::after(n, self.sets);
@@ -217,7 +216,7 @@ mod tests {
         assert_eq!(n.foreign_sets(0), 128);
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         // A long burst touches every set: all foreign sets are refilled.
-        let (stall, _) = n.compute_misses(0, 0, 0, 50_000_000, 8, 0.3, None, &mut rng);
+        let (stall, _) = n.compute_misses(0, 0, 0, 50_000_000.0 / 8.0, 0.3, None, &mut rng);
         assert_eq!(n.foreign_sets(0), 0);
         assert!(stall >= 128 * m.bus.memory_latency);
     }
@@ -242,7 +241,7 @@ mod tests {
             }
             let before = n.misses[0];
             let mut rng = ChaCha8Rng::seed_from_u64(1);
-            let (stall, _) = n.compute_misses(0, 100_000, 0, 50_000_000, 8, 0.3, None, &mut rng);
+            let (stall, _) = n.compute_misses(0, 100_000, 0, 50_000_000.0 / 8.0, 0.3, None, &mut rng);
             let after = &n.misses[0];
             let upgrades = after.placement_cycles - before.placement_cycles;
             let refetches = after.interference_cycles - before.interference_cycles;
