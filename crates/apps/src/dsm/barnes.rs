@@ -42,7 +42,7 @@
 // arrays; index loops say so more plainly than zipped iterators.
 #![allow(clippy::needless_range_loop)]
 use super::{DsmProgram, Phases};
-use finegrain_core::{AmError, Proc};
+use finegrain_core::{AmError, Proc, Work};
 use finegrain_dsm::{DsmBuilder, DsmProc, Home, LockId, Shared};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -67,18 +67,35 @@ const MAX_DEPTH: u32 = 64;
 const EMPTY: u64 = 0;
 const BODY_TAG: u64 = 1 << 63;
 
-/// Cycles per body-body or body-cell interaction (a dozen multiply-adds, a
-/// square root and a divide on a 400 MHz dual-issue processor): an
-/// estimate, not from the paper.
-pub const INTERACTION_CYCLES: u64 = 40;
-/// Cycles to test whether a cell is far enough to use whole.
-pub const OPEN_TEST_CYCLES: u64 = 10;
-/// Cycles per tree level an insertion descends (octant, sub-centre).
-pub const INSERT_LEVEL_CYCLES: u64 = 15;
-/// Cycles per child summed into a centre of mass.
-pub const COM_CHILD_CYCLES: u64 = 8;
-/// Cycles to advance one body and fold it into a bounding box.
-pub const UPDATE_CYCLES: u64 = 20;
+/// Work of one body-body or body-cell interaction, counted from
+/// `interact`: the separation (3 subtracts), its square plus softening (3
+/// multiplies, 3 adds), the square root and two divides, the scale (1
+/// multiply), the pull (3 multiply-adds: 6) and the potential (1
+/// subtract); the running sums' four loads and stores; the call and its
+/// branch.
+pub const INTERACTION: Work = Work::new(17, 3, 2, 4, 4);
+/// Work per cell visited by a walk, from `walk` and `far_enough`: the
+/// opening test (3 subtracts, 3 multiplies, 2 adds, 2 multiplies, a
+/// compare); scanning the eight children's words (a load, a mask and
+/// test, a branch each) and the stack's pop and pushes.
+pub const VISIT: Work = Work::new(11, 0, 28, 10, 2);
+/// Work per tree level an insertion descends: the octant (3 compares and
+/// 3 integer operations to form its index), the sub-centre (3 adds or
+/// subtracts and the halved side), the child's index and the loop.
+pub const INSERT_LEVEL: Work = Work::new(7, 0, 6, 4, 4);
+/// Work per child summed into a centre of mass, from `combine`: the mass
+/// add and three multiply-adds; the child's four words loaded; the loop.
+pub const COM_CHILD: Work = Work::new(7, 0, 2, 4, 0);
+/// Work per cell's centre of mass besides its children: three divides by
+/// the mass, four stores.
+pub const COM_CELL: Work = Work::new(0, 3, 2, 0, 4);
+/// Work to advance one body, from `kick_drift`: three kicks and drifts
+/// (a multiply and an add each: 12); position, velocity and acceleration
+/// loaded (9), position and velocity stored (6); the loop.
+pub const UPDATE: Work = Work::new(12, 0, 2, 9, 6);
+/// Work to fold one body into the bounding box, from `bounds`: six
+/// compares (min, max), three coordinates loaded, the loop.
+pub const BOUND: Work = Work::new(6, 0, 2, 3, 0);
 
 /// The Barnes-Hut run's input and the shared arrays it lays out.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -579,7 +596,7 @@ impl Barnes {
         // 1. Bounds.
         let t0 = d.now();
         let (lo, hi) = bounds(&mine_bodies);
-        d.compute(owned as u64 * UPDATE_CYCLES / 2);
+        d.charge_work(BOUND * owned as u64);
         d.lock(lay.frame_lock).await?;
         let mut g = [0u64; 6];
         d.read_into(lay.frame, 0, &mut g).await?;
@@ -616,7 +633,7 @@ impl Barnes {
         for (k, b) in mine_bodies.iter().enumerate() {
             let levels =
                 self.insert(d, lay, (center, side), mine.start + k as u64, b.pos, &mut alloc, &mut created).await?;
-            d.compute(levels * INSERT_LEVEL_CYCLES);
+            d.charge_work(INSERT_LEVEL * levels);
         }
         let deepest = created.iter().map(|c| c.1).max().unwrap_or(0) as u64;
         d.lock(lay.frame_lock).await?;
@@ -648,7 +665,7 @@ impl Barnes {
                     }
                 }
                 let (m, com) = combine(&children);
-                d.compute(children.len() as u64 * COM_CHILD_CYCLES);
+                d.charge_work(COM_CHILD * children.len() as u64 + COM_CELL);
                 let out = [m.to_bits(), com[0].to_bits(), com[1].to_bits(), com[2].to_bits()];
                 d.write_from(lay.cells, cell * CELL_WORDS + CELL_MASS, &out).await?;
             }
@@ -662,7 +679,7 @@ impl Barnes {
         for (k, b) in mine_bodies.iter().enumerate() {
             let i = mine.start + k as u64;
             let (acc, interactions, visits) = self.walk(d, lay, side, i, b.pos).await?;
-            d.compute(interactions * INTERACTION_CYCLES + visits * OPEN_TEST_CYCLES);
+            d.charge_work(INTERACTION * interactions + VISIT * visits);
             d.write_from(lay.bodies, i * BODY_WORDS + BODY_ACC, &acc.map(f64::to_bits)).await?;
             phases.count("interactions", interactions);
             accs.push(acc);
@@ -677,7 +694,7 @@ impl Barnes {
             let rec = b.record();
             d.write_from(lay.bodies, (mine.start + k as u64) * BODY_WORDS, &rec[..8]).await?;
         }
-        d.compute(owned as u64 * UPDATE_CYCLES);
+        d.charge_work(UPDATE * owned as u64);
         d.barrier().await?;
         phases.add("update", d.now() - t4);
         Ok(())

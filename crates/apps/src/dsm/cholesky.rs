@@ -39,7 +39,7 @@
 
 use super::radix::Laid;
 use super::{DsmProgram, Phases};
-use finegrain_core::{AmError, Proc};
+use finegrain_core::{AmError, Proc, Work};
 use finegrain_dsm::{DsmBuilder, DsmProc, Home, LockId, Shared};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -47,19 +47,22 @@ use serde::{Deserialize, Serialize};
 use std::ops::Range;
 use std::sync::Arc;
 
-/// Cycles per entry of an update: a multiply-subtract and matching the
-/// source row in the target column (about 4 instructions on a dual-issue
-/// processor). An estimate, not from the paper.
-pub const UPDATE_CYCLES: u64 = 2;
+/// Work per source entry of a column update, from `update`: the multiply
+/// and subtract; the source's row number and value and the target's
+/// value loaded, the target stored; the loop's counter and branch.
+pub const UPDATE: Work = Work::new(2, 0, 2, 3, 1);
 
-/// Cycles per entry of a target column's rows walked to find where the
-/// source's rows are.
-pub const MATCH_CYCLES: u64 = 1;
+/// Work per target row walked to find where the source's rows are (the
+/// `while` in `update`): the row number loaded, the compare, the
+/// increment and branch.
+pub const MATCH: Work = Work::new(0, 0, 3, 1, 0);
 
-/// Cycles to compute a column: the square root, then per entry a multiply
-/// by its reciprocal.
-pub const SQRT_CYCLES: u64 = 30;
-pub const SCALE_CYCLES: u64 = 1;
+/// Work to start a column, from `compute_column`: the pivot's test, square
+/// root and reciprocal (a divide), loaded and stored.
+pub const PIVOT: Work = Work::new(1, 2, 4, 1, 1);
+/// Work per entry scaled by the pivot's reciprocal: load, multiply,
+/// store, the loop.
+pub const SCALE: Work = Work::new(1, 0, 2, 1, 1);
 
 /// Cycles an idle thread waits before looking at its task queue again, at
 /// first; doubled each time it finds it empty, up to [`MAX_WAIT_CYCLES`].
@@ -568,9 +571,9 @@ fn to_words(values: &[f64]) -> Vec<u64> {
 
 /// Applies every update of source panel `src` (values `s`) to panel `dst`
 /// (values `t`); returns the cycles they cost.
-fn modify(sym: &Symbolic, src: &Range<usize>, s: &[f64], dst: &Range<usize>, t: &mut [f64]) -> u64 {
+fn modify(sym: &Symbolic, src: &Range<usize>, s: &[f64], dst: &Range<usize>, t: &mut [f64]) -> Work {
     let (sbase, tbase) = (sym.start[src.start], sym.start[dst.start]);
-    let mut cycles = 0;
+    let mut work = Work::NONE;
     for j in src.clone() {
         let cj = sym.col(j);
         let src_rows = &sym.rows[cj.clone()];
@@ -582,24 +585,24 @@ fn modify(sym: &Symbolic, src: &Range<usize>, s: &[f64], dst: &Range<usize>, t: 
             }
             let ci = sym.col(i);
             let walked = update(&mut t[ci.start - tbase..ci.end - tbase], &sym.rows[ci], src_vals, src_rows, k);
-            cycles += UPDATE_CYCLES * (src_rows.len() - k) as u64 + MATCH_CYCLES * walked as u64;
+            work += UPDATE * (src_rows.len() - k) as u64 + MATCH * walked as u64;
         }
     }
-    cycles
+    work
 }
 
 /// Factors a panel whose modifications are all in: each column in turn is
-/// computed and updates the panel's later columns. Returns the cycles it
-/// cost, or an error naming a column whose pivot is not positive.
-fn factor_panel(sym: &Symbolic, cols: &Range<usize>, t: &mut [f64]) -> Result<u64, String> {
+/// computed and updates the panel's later columns. Returns the work it
+/// did, or an error naming a column whose pivot is not positive.
+fn factor_panel(sym: &Symbolic, cols: &Range<usize>, t: &mut [f64]) -> Result<Work, String> {
     let base = sym.start[cols.start];
-    let mut cycles = 0;
+    let mut work = Work::NONE;
     for j in cols.clone() {
         let cj = sym.col(j);
         let (head, tail) = t.split_at_mut(cj.end - base);
         let src = &mut head[cj.start - base..];
         compute_column(j, src)?;
-        cycles += SQRT_CYCLES + SCALE_CYCLES * src.len() as u64;
+        work += PIVOT + SCALE * (src.len() as u64 - 1);
         let src_rows = &sym.rows[cj.clone()];
         for (k, &i) in src_rows.iter().enumerate().skip(1) {
             let i = i as usize;
@@ -609,10 +612,10 @@ fn factor_panel(sym: &Symbolic, cols: &Range<usize>, t: &mut [f64]) -> Result<u6
             let ci = sym.col(i);
             let target = &mut tail[ci.start - cj.end..ci.end - cj.end];
             let walked = update(target, &sym.rows[ci], src, src_rows, k);
-            cycles += UPDATE_CYCLES * (src_rows.len() - k) as u64 + MATCH_CYCLES * walked as u64;
+            work += UPDATE * (src_rows.len() - k) as u64 + MATCH * walked as u64;
         }
     }
-    Ok(cycles)
+    Ok(work)
 }
 
 impl Cholesky {
@@ -667,8 +670,8 @@ impl Cholesky {
     ) -> Result<(), AmError> {
         let (sym, plan) = (&a.sym, &a.plan);
         let t0 = d.now();
-        let cycles = factor_panel(sym, &plan.panels[p], &mut t).map_err(AmError::NotAllowed)?;
-        d.compute(cycles);
+        let work = factor_panel(sym, &plan.panels[p], &mut t).map_err(AmError::NotAllowed)?;
+        d.charge_work(work);
         d.write_from(a.owned[d.rank() as usize], plan.offset[p], &to_words(&t)).await?;
         phases.add("factor", d.now() - t0);
         let t0 = d.now();
@@ -781,7 +784,7 @@ impl DsmProgram for Cholesky {
                 let t0 = d.now();
                 let src = to_f64(&self.read_panel(d, a, s).await?);
                 let mut t = to_f64(&self.read_panel(d, a, p).await?);
-                d.compute(modify(sym, &plan.panels[s], &src, &plan.panels[p], &mut t));
+                d.charge_work(modify(sym, &plan.panels[s], &src, &plan.panels[p], &mut t));
                 let k = position(p);
                 waiting[k] -= 1;
                 if waiting[k] > 0 {

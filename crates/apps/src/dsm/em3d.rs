@@ -25,19 +25,30 @@
 
 use super::radix::{block, Laid};
 use super::{DsmProgram, Phases};
-use finegrain_core::{AmError, Proc};
+use finegrain_core::{AmError, Proc, Work};
 use finegrain_dsm::{DsmBuilder, DsmProc, Home, Shared};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-/// Cycles per dependence: load the weight and the neighbour's value,
-/// multiply, add (with its index, about 6 instructions on a dual-issue
-/// processor). An estimate, not from the paper.
-pub const EDGE_CYCLES: u64 = 3;
+/// Work per dependence of a half step, counted from `half_step`'s inner
+/// loop: the multiply and add; the loads of its index, weight and value
+/// (a remote value's read is the DSM's, counted there as well: a
+/// pointer-chasing load either way); the range test and the loop's
+/// counter and branch.
+pub const EDGE: Work = Work::new(2, 0, 2, 3, 0);
 
-/// Cycles per node besides its dependences (loop, subtract, store).
-pub const NODE_CYCLES: u64 = 4;
+/// Work per node of a half step besides its dependences: the subtract,
+/// the load and store of its value, the load of its dependence list, and
+/// the outer loop's counter, branch and list set-up.
+pub const NODE: Work = Work::new(1, 0, 3, 2, 1);
+
+/// Work per dependence made while building the graph (as the Split-C
+/// program builds it in parallel): two random draws of a small generator
+/// (about five integer operations each) for the target and whether it is
+/// remote, a compare, the loop; the weight's convert and scale; the
+/// generator state's load; the stores of index and weight.
+pub const BUILD_EDGE: Work = Work::new(2, 0, 13, 1, 2);
 
 /// The graph and the run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -230,7 +241,7 @@ impl Em3d {
                 sum += w * x;
             }
             *v -= sum;
-            d.compute(NODE_CYCLES + ds.len() as u64 * EDGE_CYCLES);
+            d.charge_work(NODE + EDGE * ds.len() as u64);
         }
         let words: Vec<u64> = mine.iter().map(|v| v.to_bits()).collect();
         d.write_from(a.values[kind], range.start, &words).await?;
@@ -286,9 +297,8 @@ impl DsmProgram for Em3d {
         }
         let mut mine = mine.map(|words| words.into_iter().map(f64::from_bits).collect::<Vec<f64>>());
         let edges = 2 * (range.end - range.start) * self.degree as u64;
-        // Making the graph: a random draw or two and a store per
-        // dependence, as the Split-C program builds it in parallel.
-        d.compute(edges * 10);
+        // Making the graph, as the Split-C program builds it in parallel.
+        d.charge_work(BUILD_EDGE * edges);
         phases.add("build", d.now() - t0);
         for _ in 0..self.iterations {
             for kind in 0..2 {

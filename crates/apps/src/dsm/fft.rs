@@ -27,26 +27,35 @@
 
 use super::radix::Laid;
 use super::{DsmProgram, Phases};
-use finegrain_core::{AmError, Proc};
+use finegrain_core::{AmError, Proc, Work};
 use finegrain_dsm::{DsmBuilder, DsmProc, Home, Shared};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::f64::consts::PI;
 
-/// Cycles of one radix-2 butterfly: a complex multiply and two complex
-/// adds (10 flops) with the loads and stores of two points and a root of
-/// unity, about 20 instructions on a 400 MHz dual-issue processor. An
-/// estimate, not from the paper.
-pub const BUTTERFLY_CYCLES: u64 = 10;
+/// Work of one radix-2 butterfly, counted from `fft_in_place`'s inner
+/// loop: a complex multiply (4 multiplies, 2 adds) and two complex adds
+/// (4 adds); the loads of a root of unity and two points (6 words), the
+/// stores of two points (4); three index computations and the loop's
+/// counter and branch.
+pub const BUTTERFLY: Work = Work::new(10, 0, 5, 6, 4);
 
-/// Cycles to multiply one point by its twiddle factor (a complex multiply,
-/// the factor loaded from SPLASH-2's precomputed table). An estimate.
-pub const TWIDDLE_CYCLES: u64 = 6;
+/// Work per point of a row transform's bit-reversal permutation: the
+/// reversed index (a reverse and a shift), the compare and branch, the
+/// loop; half the points swap (two loads and two stores of two words,
+/// halved).
+pub const BIT_REVERSE: Work = Work::new(0, 0, 4, 2, 2);
 
-/// Cycles to move one point within a transpose (two loads, two stores).
-/// An estimate.
-pub const TRANSPOSE_CYCLES: u64 = 2;
+/// Work to multiply one point by its twiddle factor: a complex multiply;
+/// the factor loaded from SPLASH-2's precomputed table and the point (4
+/// words), the point stored (2); the table index (a multiply and a mask)
+/// and the loop.
+pub const TWIDDLE: Work = Work::new(6, 0, 3, 4, 2);
+
+/// Work to move one point within a transpose: its two words loaded from
+/// the fetched segment and stored in place, the index and the loop.
+pub const TRANSPOSE: Work = Work::new(0, 0, 3, 2, 2);
 
 /// Largest transform: 2^26 points are 2 GB of shared arrays.
 pub const MAX_LOG_POINTS: u32 = 26;
@@ -212,7 +221,7 @@ impl Fft {
                 }
             }
         }
-        d.compute(width * r * TRANSPOSE_CYCLES);
+        d.charge_work(TRANSPOSE * (width * r));
         Ok(out)
     }
 
@@ -242,7 +251,8 @@ impl Fft {
             }
         }
         let count = rows.len() as u64 / r.max(1);
-        d.compute(count * butterflies(r) * BUTTERFLY_CYCLES + if twiddle { count * r * TWIDDLE_CYCLES } else { 0 });
+        let per_row = BUTTERFLY * butterflies(r) + BIT_REVERSE * r + if twiddle { TWIDDLE * r } else { Work::NONE };
+        d.charge_work(per_row * count);
     }
 
     async fn timed_barrier<P: Proc>(d: &DsmProc<'_, P>, phases: &mut Phases) -> Result<(), AmError> {

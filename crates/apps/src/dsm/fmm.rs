@@ -44,7 +44,7 @@
 // arrays; index loops say so more plainly than zipped iterators.
 #![allow(clippy::needless_range_loop)]
 use super::{DsmProgram, Phases};
-use finegrain_core::{AmError, Proc};
+use finegrain_core::{AmError, Proc, Work};
 use finegrain_dsm::{DsmBuilder, DsmProc, Home, Shared};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -58,14 +58,51 @@ const PART_RESULT: u64 = 5;
 /// Words per leaf box's bin: count, start.
 const BIN_WORDS: u64 = 2;
 
-/// Cycles per particle-particle interaction (a complex divide and a
-/// logarithm on a 400 MHz dual-issue processor): an estimate, not from the
-/// paper.
-pub const DIRECT_CYCLES: u64 = 60;
-/// Cycles per complex multiply-add in the expansions' arithmetic.
-pub const TERM_CYCLES: u64 = 4;
-/// Cycles to advance one particle.
-pub const UPDATE_CYCLES: u64 = 12;
+/// Work of one particle-particle interaction, counted from `direct`: the
+/// separation (2 subtracts); the complex logarithm (its modulus squared,
+/// 3 flops, then a logarithm and an arc tangent as a math library's
+/// polynomial kernels, about 20 flops each, the arc tangent's divide);
+/// the complex inverse (3 flops, a divide, 2 multiplies); two scaled
+/// accumulations (8); the source's three words loaded; the call, the
+/// `j != i` test and the loop.
+pub const DIRECT: Work = Work::new(58, 2, 6, 3, 0);
+/// Work per source per term of a leaf's multipole expansion, from `p2m`:
+/// the coefficient (a divide and a negate), its scale and accumulation
+/// (4), the next power (a complex multiply, 6); the term loaded and
+/// stored; the loop.
+pub const P2M_TERM: Work = Work::new(11, 1, 2, 2, 2);
+/// Work per inner term of a shift (`m2m`, `l2l`): a complex multiply,
+/// its scale by a binomial and the accumulation (10); the term, the
+/// power and the binomial loaded (5); the loop.
+pub const SHIFT_TERM: Work = Work::new(10, 0, 2, 5, 0);
+/// Work per pair of terms of a multipole-to-local conversion (`m2l`'s
+/// inner loop): a scale by a binomial and an accumulation (4); the term
+/// and the binomial loaded (3); the loop.
+pub const M2L_TERM: Work = Work::new(4, 0, 2, 3, 0);
+/// Work per multipole-to-local conversion besides its inner loop: the
+/// complex inverse (a divide), the complex logarithm (as in [`DIRECT`]),
+/// the powers and signs (a complex multiply per term is in `M2L_POWER`),
+/// the expansion's set-up.
+pub const M2L_BOX: Work = Work::new(48, 2, 10, 4, 4);
+/// Work per term of `m2l`'s powers and final scaling: two complex
+/// multiplies and a sign (13); a load and a store.
+pub const M2L_POWER: Work = Work::new(13, 0, 2, 2, 2);
+/// Work per term of a local expansion's evaluation, from `eval_local`:
+/// two complex multiply-adds and a scale (18); the coefficient loaded;
+/// the loop.
+pub const EVAL_TERM: Work = Work::new(18, 0, 2, 2, 0);
+/// Work to advance one particle, from `Particle::advance`: the kick and
+/// drift (two complex scales and adds, 8), the two reflections' compares
+/// and clamps (4); position, velocity and pull loaded (6), position and
+/// velocity stored (4); the branches.
+pub const UPDATE: Work = Work::new(12, 0, 4, 6, 4);
+
+/// Inner iterations of a shift of `terms`-term expansions: a triangle of
+/// (term, lower term) pairs.
+fn triangle(terms: usize) -> u64 {
+    let t = terms as u64;
+    t * (t + 1) / 2
+}
 
 /// The fast multipole run's input and the shared arrays it lays out.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -681,7 +718,7 @@ impl Fmm {
             let srcs = self.leaf_particles(d, lay, leaf).await?;
             let s: Vec<Src> = srcs.iter().map(|x| x.1).collect();
             let e = p2m(&s, box_center(levels, leaf), terms);
-            d.compute(s.len() as u64 * terms as u64 * TERM_CYCLES);
+            d.charge_work(P2M_TERM * (s.len() as u64 * terms as u64));
             d.write_from(lay.mpole[levels as usize], leaf * self.exp_words(), &to_words(&e, self.exp_words())).await?;
             mine_srcs.insert(leaf, srcs);
         }
@@ -693,7 +730,7 @@ impl Fmm {
                     kids.push(self.read_exp(d, lay.mpole[l as usize + 1], ch).await?);
                 }
                 let e = upward(&bin, l, b, |ch| kids[(ch - 4 * b) as usize].clone(), terms);
-                d.compute(4 * (terms * terms) as u64 / 2 * TERM_CYCLES);
+                d.charge_work(SHIFT_TERM * (4 * triangle(terms)));
                 d.write_from(lay.mpole[l as usize], b * self.exp_words(), &to_words(&e, self.exp_words())).await?;
             }
             d.barrier().await?;
@@ -711,7 +748,9 @@ impl Fmm {
                     mp.insert(o, self.read_exp(d, lay.mpole[l as usize], o).await?);
                 }
                 let e = downward(&bin, l, b, parent.as_deref(), |o| mp[&o].clone(), terms);
-                d.compute((list.len() as u64 + 1) * (terms * terms) as u64 * TERM_CYCLES);
+                let conversion = M2L_BOX + M2L_POWER * terms as u64 + M2L_TERM * (terms as u64 * terms as u64);
+                let shift = if parent.is_some() { SHIFT_TERM * triangle(terms) } else { Work::NONE };
+                d.charge_work(conversion * list.len() as u64 + shift);
                 d.write_from(lay.local[l as usize], b * self.exp_words(), &to_words(&e, self.exp_words())).await?;
             }
             d.barrier().await?;
@@ -736,7 +775,7 @@ impl Fmm {
             for (i, s) in here {
                 let r = evaluate(&e, levels, leaf, i, s.z, &near);
                 pairs += near_count;
-                d.compute(near_count * DIRECT_CYCLES + terms as u64 * TERM_CYCLES * 2);
+                d.charge_work(DIRECT * near_count + EVAL_TERM * (terms as u64 + 1));
                 d.write_from(lay.parts, i as u64 * PART_WORDS + PART_RESULT, &r.map(f64::to_bits)).await?;
             }
         }
@@ -760,7 +799,7 @@ impl Fmm {
             p.advance(acc, self.dt);
             d.write_from(lay.parts, (mine.start + k as u64) * PART_WORDS, &p.record()[..PART_RESULT as usize]).await?;
         }
-        d.compute((mine.end - mine.start) * UPDATE_CYCLES);
+        d.charge_work(UPDATE * (mine.end - mine.start));
         d.barrier().await?;
         phases.add("update", d.now() - t4);
         Ok(())

@@ -24,24 +24,27 @@
 //! Barriers separate the steps, as in SPLASH-2.
 
 use super::{DsmProgram, Phases};
-use finegrain_core::{AmError, Proc};
+use finegrain_core::{AmError, Proc, Work};
 use finegrain_dsm::{DsmBuilder, DsmProc, Home, Shared};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// Cycles to count one key: load it, shift and mask out the digit, bump
-/// its count (about 6 instructions on a dual-issue processor). An
-/// estimate, not from the paper.
-pub const HISTOGRAM_CYCLES: u64 = 3;
+/// Work to count one key, from `histogram`'s loop: load the key, shift
+/// and mask out its digit, load, increment and store its count, the
+/// loop's counter and branch.
+pub const HISTOGRAM: Work = Work::new(0, 0, 5, 2, 1);
 
-/// Cycles per histogram entry of the prefix: load, add, store.
-pub const PREFIX_CYCLES: u64 = 2;
+/// Work per histogram entry of a prefix: load the running sum and the
+/// count, store the rank and the new sum, the add, the index and the
+/// loop.
+pub const PREFIX: Work = Work::new(0, 0, 4, 2, 2);
 
-/// Cycles to route one key: its digit, its digit's next position, the
-/// store into the run bound there. An estimate.
-pub const PERMUTE_CYCLES: u64 = 4;
+/// Work to route one key, from `permute`'s loop: load the key, its digit
+/// (shift, mask), load its run's next position, store the key and the
+/// bumped position, the loop.
+pub const PERMUTE: Work = Work::new(0, 0, 5, 2, 2);
 
 /// Shared arrays a program allocated in its layout. They are not part of
 /// its configuration: serde skips them and `==` ignores them.
@@ -193,7 +196,7 @@ impl Radix {
         for &k in keys {
             h[self.digit(k, pass)] += 1;
         }
-        d.compute(keys.len() as u64 * HISTOGRAM_CYCLES);
+        d.charge_work(HISTOGRAM * keys.len() as u64);
         d.write_from(a.hist, d.rank() as u64 * self.buckets(), &h).await
     }
 
@@ -222,7 +225,7 @@ impl Radix {
                 running[i] += all[t * width + i];
             }
         }
-        d.compute(width as u64 * threads as u64 * PREFIX_CYCLES);
+        d.charge_work(PREFIX * (width as u64 * threads as u64));
         for k in 1..=threads {
             let t = (d.rank() + k) % threads;
             d.write_from(a.rank, t as u64 * b + mine.start, &ranks[t as usize * width..][..width]).await?;
@@ -253,7 +256,7 @@ impl Radix {
         for &k in keys {
             runs[self.digit(k, pass)].push(k);
         }
-        d.compute(b * PREFIX_CYCLES + keys.len() as u64 * PERMUTE_CYCLES);
+        d.charge_work(PREFIX * b + PERMUTE * keys.len() as u64);
         for (run, &s) in runs.iter().zip(&start) {
             if !run.is_empty() {
                 d.write_from(dst, s, run).await?;
