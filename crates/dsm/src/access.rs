@@ -17,6 +17,11 @@ pub struct DsmProc<'a, P: Proc> {
     node: &'a NodeState,
     /// Barriers this thread has passed.
     barriers: Cell<u64>,
+    /// Shared words this thread has read or written.
+    words: Cell<u64>,
+    /// Block access faults it has raised (a miss its node's tags did not
+    /// allow: to a remote block, or an upgrade).
+    faults: Cell<u64>,
 }
 
 impl<'a, P: Proc> DsmProc<'a, P> {
@@ -31,7 +36,7 @@ impl<'a, P: Proc> DsmProc<'a, P> {
             )));
         }
         let node = &dsm.shared.nodes[p.node().index()];
-        Ok(DsmProc { dsm, p, node, barriers: Cell::new(0) })
+        Ok(DsmProc { dsm, p, node, barriers: Cell::new(0), words: Cell::new(0), faults: Cell::new(0) })
     }
 
     /// The platform's handle underneath.
@@ -58,6 +63,17 @@ impl<'a, P: Proc> DsmProc<'a, P> {
 
     pub fn threads_per_node(&self) -> u32 {
         self.dsm.threads
+    }
+
+    /// Shared words this thread has read or written so far.
+    pub fn shared_words(&self) -> u64 {
+        self.words.get()
+    }
+
+    /// Block access faults this thread has raised so far: its misses that
+    /// needed the protocol.
+    pub fn faults(&self) -> u64 {
+        self.faults.get()
     }
 
     /// The platform's clock (simulated cycles, or nanoseconds natively).
@@ -205,6 +221,7 @@ impl<'a, P: Proc> DsmProc<'a, P> {
         let mut f = Some(f);
         loop {
             if let Some(r) = self.node.access(word, want, |w| (f.take().expect("runs once"))(w)) {
+                self.words.set(self.words.get() + 1);
                 let kind = if want == WANT_WRITE { Access::Write } else { Access::Read };
                 self.p.access(Region::Global, word * 8, 8, kind).await;
                 return Ok(r);
@@ -225,6 +242,7 @@ impl<'a, P: Proc> DsmProc<'a, P> {
             if state >= want {
                 (f.take().expect("runs once"))(self.node);
                 self.node.unlock_block(block, state);
+                self.words.set(self.words.get() + n as u64);
                 let kind = if want == WANT_WRITE { Access::Write } else { Access::Read };
                 self.p.access(Region::Global, word * 8, (n * 8) as u32, kind).await;
                 return Ok(());
@@ -238,6 +256,7 @@ impl<'a, P: Proc> DsmProc<'a, P> {
     /// tag allows `want` (or the request it waited for was answered and
     /// the block taken again, when the caller faults anew).
     async fn fault(&self, word: u64, want: u8) -> Result<(), AmError> {
+        self.faults.set(self.faults.get() + 1);
         let space = &self.dsm.shared.space;
         let ids = self.dsm.shared.ids();
         let me = NodeId(self.p.node().0);

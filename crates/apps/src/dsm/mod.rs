@@ -20,6 +20,12 @@ pub mod water;
 
 pub use crate::splitc::Phases;
 
+/// Counts every DSM run records beside the program's own, over the
+/// whole run: the shared words its threads read or wrote and the block
+/// access faults they raised (the misses that needed the protocol).
+pub const SHARED_WORDS: &str = "shared words";
+pub const BLOCK_FAULTS: &str = "block faults";
+
 use finegrain_core::{AmError, HandlerTable, Proc, Workload, WorkloadError};
 use finegrain_dsm::{Dsm, DsmBuilder, DsmConfig, DsmProc};
 use serde::de::DeserializeOwned;
@@ -109,6 +115,9 @@ impl<G: DsmProgram> Workload for DsmWorkload<G> {
         let t0 = p.now();
         let answer = self.program.run(&d, &mut phases).await?;
         d.barrier().await?;
+        // What the study reports as each program's miss rate.
+        phases.count(SHARED_WORDS, d.shared_words());
+        phases.count(BLOCK_FAULTS, d.faults());
         Ok(ThreadRun { answer, total: p.now() - t0, phases })
     }
 

@@ -96,6 +96,7 @@ pub(super) fn sections(runs: &[Run], grid: &Grid) -> Vec<Section> {
     }
     out.push(Section { heading: "Performance normalized to S-COMA".into(), body });
     out.push(speedups(runs, grid, &t));
+    out.push(shapes(runs, grid));
     out.push(headline(&t));
     if grid.affinity_passes > 0 {
         out.push(affinity(runs, grid, &t));
@@ -136,6 +137,73 @@ fn speedups(runs: &[Run], grid: &Grid, t: &Times) -> Section {
             shape.label(),
             b.nodes * b.procs,
             markdown_table(&["application", "1 processor (us)", "speedup"], &rows)
+        ),
+    }
+}
+
+/// The class Section 5.2 of the paper puts each application in, from
+/// where its time goes under the protocols.
+fn paper_class(app: &str) -> &'static str {
+    match app {
+        "water-sp" => "computation-intensive",
+        "barnes" | "fmm" => "latency-bound",
+        "cholesky" | "em3d" | "fft" | "radix" => "bandwidth-bound",
+        _ => "-",
+    }
+}
+
+/// Each application's communication against its computation on the
+/// baseline shape under S-COMA, beside the paper's class for it.
+fn shapes(runs: &[Run], grid: &Grid) -> Section {
+    let b = baseline(grid);
+    let threads = (b.nodes * b.procs) as f64;
+    let mut rows: Vec<Vec<String>> = runs
+        .iter()
+        .filter(|r| {
+            let l = r.l();
+            l.variant.is_none()
+                && l.system.label() == SCOMA
+                && (l.nodes, l.procs, l.block_bytes) == (b.nodes, b.procs, b.block_bytes)
+        })
+        .map(|r| {
+            let st = &r.record.stats;
+            let m: Option<finegrain_apps::dsm::spec::DsmMeasures> =
+                r.record.measures.clone().and_then(|v| serde_json::from_value(v).ok());
+            let count = |name: &str| m.as_ref().and_then(|m| m.count_sum.get(name).copied());
+            let compute = st.cycles.compute as f64;
+            let share = r.cycles.map(|t| compute / (t * threads));
+            let per_k = |n: f64, of: f64| if of > 0.0 { format!("{:.2}", 1000.0 * n / of) } else { "-".into() };
+            let faults = count(finegrain_apps::dsm::BLOCK_FAULTS);
+            let words = count(finegrain_apps::dsm::SHARED_WORDS);
+            vec![
+                r.l().app.clone(),
+                share.map_or("-".into(), |s| format!("{:.0}%", 100.0 * s)),
+                per_k(st.messages as f64, compute),
+                faults.zip(words).map_or("-".into(), |(f, w)| per_k(f as f64, w as f64)),
+                paper_class(&r.l().app).into(),
+            ]
+        })
+        .collect();
+    rows.sort();
+    Section {
+        heading: "Communication against computation".into(),
+        body: format!(
+            "Each application on the {} machine under S-COMA: the share of its processors' time spent computing \
+             (computation charged from the kernels' counted operations by the preset's cost model, over run time \
+             times processors), the protocol messages per 1000 cycles of that computation, and the block faults \
+             (misses the node's tags did not allow) per 1000 shared words read or written. The last column is \
+             the class the paper's Section 5.2 puts the application in; the paper gives no numbers of this kind.\n\n{}",
+            Shape { nodes: b.nodes, procs: b.procs, block: b.block_bytes }.label(),
+            markdown_table(
+                &[
+                    "application",
+                    "computing",
+                    "messages per 1000 compute cycles",
+                    "faults per 1000 shared words",
+                    "paper's class"
+                ],
+                &rows
+            )
         ),
     }
 }
