@@ -111,7 +111,7 @@ pub fn planned_seconds(spec: &DsmSpec, config: &SimConfig) -> f64 {
         ProgramSpec::Fft(f) => (9.0, (1u64 << f.log_points) as f64, (1u64 << 20) as f64, 1.0),
         ProgramSpec::Fmm(f) => (1.0, f.particles as f64, 16384.0, 1.0),
         ProgramSpec::Radix(r) => (11.0, r.keys as f64, (4u64 << 20) as f64, 1.0),
-        ProgramSpec::WaterSp(w) => (2.0, (w.lattice as f64).powi(3) * w.steps as f64, 16f64.powi(3) * 3.0, 1.0),
+        ProgramSpec::WaterSp(w) => (2.0, (w.molecules * w.steps as u64) as f64, 4096.0 * 3.0, 1.0),
     };
     let handlers = match (config.run.policy, config.run.dispatch.pp_kind) {
         (Policy::Floating, _) => 1.8,
