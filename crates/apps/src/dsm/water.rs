@@ -29,10 +29,14 @@
 //! oriented alike; box side L from the density):
 //! - `tiny` (unit tests): 216 molecules, L = 18.64 Å, SPLASH-2's input-file
 //!   cutoff 6.212752 Å, 3 boxes per side (8 molecules each), 2 steps;
-//! - `quick`: 4096 molecules, L = 49.70 Å, cutoff 0, that is SPLASH-2's own
-//!   choice (half the box, at most 11 Å: 11 Å), 4 boxes per side (64
-//!   molecules each), 1 step;
+//! - `quick`: 4096 molecules, L = 49.70 Å, the input file's cutoff
+//!   6.212752 Å, 8 boxes per side (8 molecules each), 1 step;
 //! - `paper`: as quick with 3 steps (SPLASH-2's input file's step count).
+//!
+//! The rule for the paper's input: Table 2 gives the molecule count only,
+//! so everything else is SPLASH-2's distributed input file (cutoff, step,
+//! step count). (SPLASH-2's automatic cutoff, asked for with 0, would be
+//! 11 Å here: 4 boxes per side of 64 molecules.)
 //!
 //! All use SPLASH-2's 0.15 fs step (1.5e-16 s).
 //!
@@ -344,10 +348,10 @@ impl WaterSp {
         WaterSp { molecules: 216, cutoff: 6.212752, steps: 2, dt: 0.15, drift: [0.0; 3], seed, lay: None }
     }
 
-    /// The study's quick set: Table 2's 4096 molecules, SPLASH-2's own
-    /// cutoff (11 Å), 4x4x4 boxes of 64, 1 step.
+    /// The study's quick set: Table 2's 4096 molecules, the input file's
+    /// cutoff (6.212752 Å), 8x8x8 boxes of 8, 1 step.
     pub fn quick(seed: u64) -> WaterSp {
-        WaterSp { molecules: 4096, cutoff: 0.0, steps: 1, ..WaterSp::tiny(seed) }
+        WaterSp { molecules: 4096, steps: 1, ..WaterSp::tiny(seed) }
     }
 
     /// Table 2's 4096 molecules, 3 steps (SPLASH-2's input file's count;
@@ -1222,9 +1226,12 @@ mod tests {
         let t = WaterSp::tiny(1);
         assert_eq!((t.molecules, t.grid()), (216, 3));
         let q = WaterSp::quick(1);
-        assert_eq!((q.molecules, q.cutoff_radius(), q.grid()), (4096, 11.0, 4));
+        assert_eq!((q.molecules, q.cutoff_radius(), q.grid()), (4096, 6.212752, 8));
         let p = WaterSp::paper(1);
-        assert_eq!((p.molecules, p.grid(), p.steps), (4096, 4, 3));
+        assert_eq!((p.molecules, p.grid(), p.steps), (4096, 8, 3));
+        // SPLASH-2's automatic cutoff (0) on the same box: 11 Å, 4 a side.
+        let auto = WaterSp { cutoff: 0.0, ..WaterSp::paper(1) };
+        assert_eq!((auto.cutoff_radius(), auto.grid()), (11.0, 4));
         for w in [t, q, p] {
             w.validate().unwrap();
             assert!(w.box_len() / w.grid() as f64 >= w.cutoff_radius());
