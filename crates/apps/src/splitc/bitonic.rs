@@ -20,23 +20,33 @@
 //! The paper gives no input size. [`BitonicConfig::paper`] sorts 64 K keys
 //! per node (1 M keys on 16 nodes); [`BitonicConfig::quick`] 4 K per node.
 
+use super::sample::sort_work;
 use super::{Phases, SplitcProgram};
-use finegrain_core::{AmError, NodeId, Proc};
+use finegrain_core::{AmError, NodeId, Proc, Work};
 use finegrain_splitc::{GlobalPtr, SplitNode};
 use rand::RngCore;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-/// Cycles per comparison of the local sort (compare, branch, move the key,
-/// index arithmetic; about n log2 n comparisons): an estimate for a 40 MHz
-/// SuperSPARC, not from the paper.
-pub const SORT_COMPARE_CYCLES: u64 = 10;
+/// One key a merge-split writes out (`merge_split`'s loop, either half):
+/// the loop test on the output's length (compare and branch: 2), the two
+/// run-end tests (2 each), the keys' compare and branch (2), the output
+/// length's step (1) and the taken run's index step (1): 10 integer ops;
+/// loads of the two keys at the heads of the runs, a store of the key
+/// written. The local sort before the network is [`sort_work`].
+pub const MERGE_KEY: Work = Work::new(0, 0, 10, 2, 1);
 
-/// Cycles per key a merge-split writes out (two loads, a compare, a store,
-/// two index updates): an estimate for a 40 MHz SuperSPARC, not from the
-/// paper.
-pub const MERGE_KEY_CYCLES: u64 = 8;
+/// The upper half's final `reverse` (it is merged from the top down), per
+/// key: a swap of a pair is 2 loads, 2 stores, the loop (3) and the
+/// mirrored index (1), so per key 1 load, 1 store and 2 integer ops.
+pub const REVERSE_KEY: Work = Work::new(0, 0, 2, 1, 1);
+
+/// A merge-split of two runs of `n` keys keeping the lower (or upper)
+/// half.
+pub fn merge_split_work(n: u64, keep_low: bool) -> Work {
+    MERGE_KEY * n + if keep_low { Work::NONE } else { REVERSE_KEY * n }
+}
 
 /// The bitonic sort's input.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -170,7 +180,7 @@ impl SplitcProgram for BitonicConfig {
 
         let t0 = s.proc().now();
         block.sort_unstable();
-        s.proc().charge(sort_comparisons(n) * SORT_COMPARE_CYCLES);
+        s.proc().charge_work(sort_work(n));
         s.local().write(mine, &block);
         phases.add("compute", s.proc().now() - t0);
 
@@ -187,7 +197,7 @@ impl SplitcProgram for BitonicConfig {
             let mut theirs = vec![0; n as usize];
             s.local().read(landing, &mut theirs);
             block = merge_split(&block, &theirs, step.keep_low);
-            s.proc().charge(n * MERGE_KEY_CYCLES);
+            s.proc().charge_work(merge_split_work(n, step.keep_low));
             s.local().write(mine, &block);
             phases.add("compute", s.proc().now() - t0);
         }
@@ -212,11 +222,6 @@ impl SplitcProgram for BitonicConfig {
         }
         Ok(())
     }
-}
-
-/// About how many comparisons sorting `n` keys takes: n log2 n.
-fn sort_comparisons(n: u64) -> u64 {
-    n * (64 - n.leading_zeros() as u64)
 }
 
 #[cfg(test)]

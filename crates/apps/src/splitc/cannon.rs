@@ -22,7 +22,7 @@
 //! 512 × 512 matrices (128 × 128 blocks of 128 KiB on 16 nodes);
 //! [`CannonConfig::quick`] 128 × 128.
 
-use super::mm::{block_of, compare, matrix_block, multiply_add, reference_product, MULTIPLY_ADD_CYCLES};
+use super::mm::{block_of, block_product, compare, matrix_block, multiply_add, reference_product};
 use super::{Phases, SplitcProgram};
 use finegrain_core::{AmError, NodeId, Proc};
 use finegrain_splitc::{GlobalPtr, SplitNode};
@@ -217,7 +217,7 @@ fn multiply_step<P: Proc>(
     s.local().read_f64(buf.a[cur], &mut a);
     s.local().read_f64(buf.b[cur], &mut bb);
     multiply_add(sum, &a, &bb, b as usize);
-    s.proc().charge(b * b * b * MULTIPLY_ADD_CYCLES);
+    s.proc().charge_work(block_product(b));
     phases.add("compute", s.proc().now() - t0);
 }
 

@@ -28,8 +28,8 @@
 //! remap); [`FftConfig::quick`] 16 K.
 
 use super::mm::{compare, unit};
-use super::{Phases, SplitcProgram};
-use finegrain_core::{AmError, NodeId, Proc};
+use super::{Phases, SplitcProgram, SINE};
+use finegrain_core::{AmError, NodeId, Proc, Work};
 use finegrain_splitc::{GlobalPtr, SplitNode};
 use rand::RngCore;
 use rand::SeedableRng;
@@ -37,15 +37,30 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::f64::consts::PI;
 
-/// Cycles of one radix-2 butterfly (a complex multiply and two complex
-/// adds, 10 flops, with the loads and stores of two points and a twiddle
-/// from a table): an estimate for a 40 MHz SuperSPARC, not from the paper.
-pub const BUTTERFLY_CYCLES: u64 = 30;
+/// One radix-2 butterfly of `stage`'s inner loop with its twiddle: the
+/// difference and the sum of the two points (4 flops) and the complex
+/// multiply of the difference by the twiddle (4 multiplies, 2 adds); the
+/// twiddle's angle (two converts and a multiply: 3 flops, and a divide)
+/// and its cosine and sine (two [`SINE`]s: `twiddle` calls libm, there is
+/// no table); the loop (3 integer), the global index (`l * p + me`: 2;
+/// the blocked stages' `me * m + l` is 1, not told apart), its remainder
+/// by `half` (a power of two: a mask, 1) and the partner's index
+/// (`l + local_half`: 1); loads of the two points' four words, stores of
+/// four.
+pub const BUTTERFLY: Work = Work::new(13, 1, 7, 4, 4).plus(SINE.times(2));
 
-/// Cycles to handle one point in the remap besides the communication
-/// itself (its destination's address, or its place when runs are
-/// interleaved): an estimate for a 40 MHz SuperSPARC, not from the paper.
-pub const REMAP_POINT_CYCLES: u64 = 6;
+/// One point of `fft`'s remap by one-word stores, besides the two stores
+/// themselves: the loop (3 integer), its place at the destination
+/// (`l * p + me - d * m`, the last product hoisted: 3), the word's address
+/// (shift and add: 2) and the second word's (1); loads of the point's two
+/// words.
+pub const REMAP_STORE_POINT: Work = Work::new(0, 0, 9, 2, 0);
+
+/// One point of `fftb`'s interleave of the runs that arrived: the loop (3
+/// integer), the word it comes from (`2 * (src * share + t)`, the product
+/// hoisted: 2) and the word it goes to (`2 * (t * p + src)`: 3); loads
+/// and stores of its two words.
+pub const INTERLEAVE_POINT: Work = Work::new(0, 0, 8, 2, 2);
 
 /// How the cyclic-to-blocked remap communicates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -225,7 +240,7 @@ impl SplitcProgram for FftConfig {
         let mut half = self.points / 2;
         while half >= sh.p {
             stage(&mut x, half, (half / sh.p) as usize, |l| l as u64 * sh.p + sh.me);
-            s.proc().charge(sh.m / 2 * BUTTERFLY_CYCLES);
+            s.proc().charge_work(BUTTERFLY * (sh.m / 2));
             half /= 2;
         }
         s.local().write_f64(areas.cyclic, &to_words(&x));
@@ -245,7 +260,7 @@ impl SplitcProgram for FftConfig {
         let mut y = from_words(&words);
         while half >= 1 {
             stage(&mut y, half, half as usize, |l| sh.me * sh.m + l as u64);
-            s.proc().charge(sh.m / 2 * BUTTERFLY_CYCLES);
+            s.proc().charge_work(BUTTERFLY * (sh.m / 2));
             half /= 2;
         }
         let out = to_words(&y);
@@ -277,7 +292,7 @@ async fn remap_by_stores<P: Proc>(
         // The points bound for node d are a contiguous run here; there they
         // are P apart.
         let first = d * sh.share();
-        s.proc().charge(sh.share() * REMAP_POINT_CYCLES);
+        s.proc().charge_work(REMAP_STORE_POINT * sh.share());
         for l in first..first + sh.share() {
             let place = l * sh.p + sh.me - d * sh.m;
             let to = GlobalPtr::new(NodeId(d as u32), areas.blocked + 2 * place);
@@ -316,7 +331,7 @@ async fn remap_by_bulk_stores<P: Proc>(
             block[to..to + 2].copy_from_slice(&arrived[from..from + 2]);
         }
     }
-    s.proc().charge(sh.m * REMAP_POINT_CYCLES);
+    s.proc().charge_work(INTERLEAVE_POINT * sh.m);
     s.local().write_f64(areas.blocked, &block);
     Ok(())
 }

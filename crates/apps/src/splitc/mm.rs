@@ -34,17 +34,29 @@
 //! entries, the local block product and the floating-point comparison.
 
 use super::{Phases, SplitcProgram};
-use finegrain_core::{AmError, NodeId, Proc};
+use finegrain_core::{AmError, NodeId, Proc, Work};
 use finegrain_splitc::{Layout, SplitNode, SpreadArray};
 use rand::RngCore;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-/// Cycles of one multiply-add of a block product's inner loop (two loads,
-/// a multiply, an add, a store, loop overhead, pipelined): an estimate for
-/// a 40 MHz SuperSPARC, not from the paper.
-pub const MULTIPLY_ADD_CYCLES: u64 = 4;
+/// One multiply-add of the block product's inner loop (`multiply_add`,
+/// `*cij += aik * bkj` along a row): a multiply and an add (2 flops), the
+/// loop (3 integer; one index steps both rows), loads of `cij` and `bkj`
+/// (`aik` is in a register), a store of `cij`.
+pub const MULTIPLY_ADD: Work = Work::new(2, 0, 3, 2, 1);
+
+/// The block product's work per (i, k) pair around the inner loop: the
+/// loop over k (3 integer), `aik`'s index `i * n + k` (1, the product
+/// hoisted) and B's row `k * n` (1) and the inner loop's setup (1): 6
+/// integer ops, a load of `aik`.
+pub const MULTIPLY_ADD_ROW: Work = Work::new(0, 0, 6, 1, 0);
+
+/// `multiply_add` of two `b` × `b` blocks: b³ multiply-adds, b² rows.
+pub fn block_product(b: u64) -> Work {
+    MULTIPLY_ADD * (b * b * b) + MULTIPLY_ADD_ROW * (b * b)
+}
 
 /// Largest relative difference accepted between a parallel and the
 /// sequential floating-point answer. The parallel programs add the
@@ -310,7 +322,7 @@ fn multiply_from_slot<P: Proc>(s: &SplitNode<'_, P>, slot: u64, b: u64, sum: &mu
     s.local().read_f64(slot, &mut x);
     s.local().read_f64(slot + words as u64, &mut y);
     multiply_add(sum, &x, &y, b as usize);
-    s.proc().charge(b * b * b * MULTIPLY_ADD_CYCLES);
+    s.proc().charge_work(block_product(b));
 }
 
 /// Writes the node's blocks of `matrix` (0 for A, 1 for B) from the seed.

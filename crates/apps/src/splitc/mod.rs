@@ -8,6 +8,25 @@
 //! between two barriers, and its output is what it computed plus the time
 //! its phases took on the platform's clock ([`Proc::now`]: simulated
 //! cycles, or nanoseconds natively).
+//!
+//! A program's own computation is charged as counted [`Work`]: one
+//! constant per kernel operation, counted by reading the program's inner
+//! loop, which the machine's cost model turns into cycles (natively a
+//! no-op). The counts follow one convention throughout:
+//! - a loop iteration is 3 integer ops (step the index, compare it with
+//!   the bound, branch); indexing an array with the loop's own index is
+//!   free (the step moves the pointer), while index arithmetic written
+//!   in the source (`l + half`, `i * n + k`, a shift and a mask) is one
+//!   integer op per operator; a compare-and-branch on data is 2;
+//! - loop-invariant values (a scale factor, a row's base address) are
+//!   hoisted: not counted per iteration;
+//! - a value loaded or stored once per iteration is one load or store
+//!   (its second use reads a register);
+//! - copies between the node's segment and a local vector that stand in
+//!   for the Split-C program's in-place access are not counted, only the
+//!   kernel's own accesses;
+//! - a library call is counted as the routine it runs ([`SINE`], a
+//!   comparison sort's [`sample::sort_work`]).
 
 pub mod bitonic;
 pub mod cannon;
@@ -21,12 +40,22 @@ pub mod shell;
 pub mod spec;
 pub mod wator;
 
-use finegrain_core::{AmError, HandlerTable, Proc, Workload, WorkloadError};
+use finegrain_core::{AmError, HandlerTable, Proc, Work, Workload, WorkloadError};
 use finegrain_splitc::{Builder, SplitC, SplitNode};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::future::Future;
+
+/// One libm `sin` or `cos` of a double (fft's twiddles, wator's current),
+/// counted from an fdlibm-style kernel: the argument reduction (multiply by
+/// 2/π, round, subtract the multiple of π/2 in two parts: 5 flops), the
+/// quadrant's odd or even polynomial by Horner's rule (the square, six
+/// multiply-adds and the final scale: 15 flops), 20 flops in all; 6 integer
+/// ops (the rounded multiple to an integer, its quadrant mask, the range
+/// and quadrant branches); 8 loads of the polynomial's and the reduction's
+/// constants.
+pub const SINE: Work = Work::new(20, 0, 6, 8, 0);
 
 /// A Split-C program: its input's size, its per-node program, and the check
 /// of what the nodes computed against a sequential reference.

@@ -23,22 +23,56 @@
 
 use super::mm::unit;
 use super::{Phases, SplitcProgram};
-use finegrain_core::{AmError, NodeId, Proc};
+use finegrain_core::{AmError, NodeId, Proc, Work};
 use finegrain_splitc::{GlobalPtr, SplitNode};
 use rand::RngCore;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-/// Cycles of one ray-sphere intersection test (a vector difference, two
-/// dot products, the discriminant and its compare; the square root only on
-/// a hit): an estimate for a 40 MHz SuperSPARC, not from the paper.
-pub const RAY_SPHERE_CYCLES: u64 = 40;
+/// One ray-sphere test (`Sphere::hit` up to the discriminant's sign, in
+/// the loop over the spheres): `oc` (3 subtracts), `b` (a dot product: 3
+/// multiplies, 2 adds), `b * b`, `oc · oc` (5), the squared radius, the
+/// two subtractions and the compare with 0: 18 flops; the loop (3
+/// integer) and the branch (1); loads of the centre and the radius.
+pub const RAY_SPHERE_TEST: Work = Work::new(18, 0, 4, 4, 0);
 
-/// Cycles to set up a pixel's ray and shade it (normalizations with a
-/// square root, the normal, the light vector, the colour and its
-/// quantization): an estimate for a 40 MHz SuperSPARC, not from the paper.
-pub const PIXEL_CYCLES: u64 = 150;
+/// A test whose discriminant is not negative, beyond [`RAY_SPHERE_TEST`]:
+/// the square root (long), `-b`, `-b - root`, `-b + root`, the compare
+/// with epsilon and the compare with the nearest so far or the light's
+/// distance (5 flops); their two branches and keeping the nearest (3
+/// integer).
+pub const RAY_SPHERE_ROOT: Work = Work::new(5, 1, 3, 0, 0);
+
+/// Every pixel's primary ray and quantization (`Scene::pixel`): the
+/// aspect ratio (a divide; the converts shared with the next two), the
+/// ray's x (convert, add, multiply, convert, divide, subtract, two
+/// multiplies: 7 flops, 1 long) and y (6 flops, 1 long), `normalize` (a
+/// dot product, a square root, a reciprocal and 3 multiplies: 8 flops, 2
+/// long), and three channels' clamp (2 compares), scale, round (2) and
+/// convert (6 flops each); the channels' shifts and ors (4 integer) and the
+/// loop over the band's pixels (3); loads of the width and the height, a
+/// store of the pixel.
+pub const PRIMARY_RAY: Work = Work::new(39, 5, 7, 2, 1);
+
+/// A pixel whose ray hits nothing: the sky's gradient (a multiply and an
+/// add, 3 multiplies) and the branch.
+pub const SKY: Work = Work::new(5, 0, 1, 0, 0);
+
+/// Shading a pixel whose ray hits a sphere: the hit point (3 multiplies),
+/// the normal (3 subtracts and `normalize`: 8 flops, 2 long), the light
+/// vector (3 subtracts, `normalize`), the Lambert dot product (5), its
+/// `max` and its test (2), the shade (a multiply and an add) and the
+/// colour's scale (3): 37 flops, 4 long; the sphere's address, the branch
+/// on the Lambert term and on the shadow (3 integer); loads of the centre,
+/// the light and the colour.
+pub const SHADE: Work = Work::new(37, 4, 3, 9, 0);
+
+/// Setting up a shadow ray (`Scene::shadowed`, before its tests): the
+/// vector to the light (3 subtracts), its length (a dot product and a
+/// square root), the direction (a reciprocal and 3 multiplies): 11 flops,
+/// 2 long; the call (1 integer); loads of the light.
+pub const SHADOW_RAY: Work = Work::new(11, 2, 1, 3, 0);
 
 /// The ray tracer's image and scene.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -138,15 +172,18 @@ struct Sphere {
 
 impl Sphere {
     /// The nearest distance beyond a small epsilon along the unit ray
-    /// `dir` from `origin` at which it meets the sphere.
-    fn hit(&self, origin: Vec3, dir: Vec3) -> Option<f64> {
+    /// `dir` from `origin` at which it meets the sphere; counts the test
+    /// (and the root it takes) in `traced`.
+    fn hit(&self, origin: Vec3, dir: Vec3, traced: &mut Traced) -> Option<f64> {
         const EPSILON: f64 = 1e-6;
+        traced.tests += 1;
         let oc = sub(origin, self.center);
         let b = dot(oc, dir);
         let disc = b * b - (dot(oc, oc) - self.radius * self.radius);
         if disc < 0.0 {
             return None;
         }
+        traced.roots += 1;
         let root = disc.sqrt();
         [-b - root, -b + root].into_iter().find(|&t| t > EPSILON)
     }
@@ -161,16 +198,26 @@ struct Scene {
     height: u64,
 }
 
-/// What tracing costs: ray-sphere tests made and pixels shaded.
+/// What tracing did: ray-sphere tests made (and those that took a root),
+/// pixels traced (and those whose ray hit a sphere), shadow rays cast.
 #[derive(Clone, Copy, Debug, Default)]
-struct Work {
+struct Traced {
     tests: u64,
+    roots: u64,
     pixels: u64,
+    shaded: u64,
+    shadow_rays: u64,
 }
 
-impl Work {
-    fn cycles(&self) -> u64 {
-        self.tests * RAY_SPHERE_CYCLES + self.pixels * PIXEL_CYCLES
+impl Traced {
+    /// The counted work of it.
+    fn work(&self) -> Work {
+        RAY_SPHERE_TEST * self.tests
+            + RAY_SPHERE_ROOT * self.roots
+            + PRIMARY_RAY * self.pixels
+            + SKY * (self.pixels - self.shaded)
+            + SHADE * self.shaded
+            + SHADOW_RAY * self.shadow_rays
     }
 }
 
@@ -194,9 +241,8 @@ impl Scene {
     }
 
     /// The nearest sphere the ray hits and its distance.
-    fn nearest(&self, origin: Vec3, dir: Vec3, work: &mut Work) -> Option<(usize, f64)> {
-        work.tests += self.spheres.len() as u64;
-        let hits = self.spheres.iter().enumerate().filter_map(|(x, s)| s.hit(origin, dir).map(|t| (x, t)));
+    fn nearest(&self, origin: Vec3, dir: Vec3, traced: &mut Traced) -> Option<(usize, f64)> {
+        let hits = self.spheres.iter().enumerate().filter_map(|(x, s)| s.hit(origin, dir, traced).map(|t| (x, t)));
         hits.fold(None, |best, (x, t)| match best {
             Some((_, bt)) if bt <= t => best,
             _ => Some((x, t)),
@@ -204,13 +250,13 @@ impl Scene {
     }
 
     /// Whether anything lies between `point` and the light.
-    fn shadowed(&self, point: Vec3, work: &mut Work) -> bool {
+    fn shadowed(&self, point: Vec3, traced: &mut Traced) -> bool {
+        traced.shadow_rays += 1;
         let to_light = sub(self.light, point);
         let distance = dot(to_light, to_light).sqrt();
         let dir = scale(to_light, 1.0 / distance);
         for s in &self.spheres {
-            work.tests += 1;
-            if s.hit(point, dir).is_some_and(|t| t < distance) {
+            if s.hit(point, dir, traced).is_some_and(|t| t < distance) {
                 return true;
             }
         }
@@ -218,23 +264,24 @@ impl Scene {
     }
 
     /// The pixel at column x, row y, as 8-bit RGB in one word.
-    fn pixel(&self, x: u64, y: u64, work: &mut Work) -> u64 {
-        work.pixels += 1;
+    fn pixel(&self, x: u64, y: u64, traced: &mut Traced) -> u64 {
+        traced.pixels += 1;
         let aspect = self.width as f64 / self.height as f64;
         let px = (2.0 * (x as f64 + 0.5) / self.width as f64 - 1.0) * aspect * 0.6;
         let py = (1.0 - 2.0 * (y as f64 + 0.5) / self.height as f64) * 0.6;
         let dir = normalize([px, py, -1.0]);
-        let color = match self.nearest([0.0; 3], dir, work) {
+        let color = match self.nearest([0.0; 3], dir, traced) {
             None => {
                 let sky = 0.5 + 0.5 * dir[1];
                 [0.5 * sky, 0.7 * sky, 1.0 * sky]
             }
             Some((x, t)) => {
+                traced.shaded += 1;
                 let s = &self.spheres[x];
                 let point = scale(dir, t);
                 let normal = normalize(sub(point, s.center));
                 let lambert = dot(normal, normalize(sub(self.light, point))).max(0.0);
-                let lit = if lambert > 0.0 && !self.shadowed(point, work) { lambert } else { 0.0 };
+                let lit = if lambert > 0.0 && !self.shadowed(point, traced) { lambert } else { 0.0 };
                 scale(s.color, AMBIENT + (1.0 - AMBIENT) * lit)
             }
         };
@@ -243,11 +290,11 @@ impl Scene {
     }
 
     /// The rows of band `band`, row-major.
-    fn band(&self, band: u64, rows: u64, work: &mut Work) -> Vec<u64> {
+    fn band(&self, band: u64, rows: u64, traced: &mut Traced) -> Vec<u64> {
         let first = band * rows;
         (first..first + rows)
             .flat_map(|y| (0..self.width).map(move |x| (x, y)))
-            .map(|(x, y)| self.pixel(x, y, work))
+            .map(|(x, y)| self.pixel(x, y, traced))
             .collect()
     }
 }
@@ -293,13 +340,13 @@ impl SplitcProgram for PrayConfig {
         let mut bands = 0;
         for (local, band) in self.bands_of(me, nodes).enumerate() {
             let t0 = s.proc().now();
-            let mut work = Work::default();
-            let rows = scene.band(band, self.band_rows, &mut work);
+            let mut traced = Traced::default();
+            let rows = scene.band(band, self.band_rows, &mut traced);
             let at = mine + local as u64 * band_words;
             s.local().write(at, &rows);
-            s.proc().charge(work.cycles());
+            s.proc().charge_work(traced.work());
             phases.add("compute", s.proc().now() - t0);
-            phases.count("ray_sphere_tests", work.tests);
+            phases.count("ray_sphere_tests", traced.tests);
 
             let t0 = s.proc().now();
             s.put(GlobalPtr::new(NodeId(0), frame + band * band_words), at, band_words).await?;
@@ -322,9 +369,9 @@ impl SplitcProgram for PrayConfig {
 
     fn check(&self, nodes: u32, answers: &[&PrayAnswer]) -> Result<(), String> {
         let scene = Scene::new(self);
-        let mut work = Work::default();
+        let mut traced = Traced::default();
         let band_words = self.width * self.band_rows;
-        let image: Vec<u64> = (0..self.bands()).flat_map(|b| scene.band(b, self.band_rows, &mut work)).collect();
+        let image: Vec<u64> = (0..self.bands()).flat_map(|b| scene.band(b, self.band_rows, &mut traced)).collect();
         let Some(first) = answers.first() else { return Err("pray: no node answered".into()) };
         if first.image != image {
             let x = first.image.iter().zip(&image).position(|(g, w)| g != w).unwrap_or(0);
@@ -362,21 +409,24 @@ mod tests {
     #[test]
     fn a_ray_meets_a_sphere_in_front_and_not_behind() {
         let s = Sphere { center: [0.0, 0.0, -5.0], radius: 1.0, color: [1.0; 3] };
-        assert_eq!(s.hit([0.0; 3], [0.0, 0.0, -1.0]), Some(4.0));
-        assert_eq!(s.hit([0.0; 3], [0.0, 0.0, 1.0]), None);
-        assert_eq!(s.hit([0.0; 3], [0.0, 1.0, 0.0]), None);
+        let mut traced = Traced::default();
+        assert_eq!(s.hit([0.0; 3], [0.0, 0.0, -1.0], &mut traced), Some(4.0));
+        assert_eq!(s.hit([0.0; 3], [0.0, 0.0, 1.0], &mut traced), None);
+        assert_eq!(s.hit([0.0; 3], [0.0, 1.0, 0.0], &mut traced), None);
+        assert_eq!((traced.tests, traced.roots), (3, 2));
     }
 
     #[test]
     fn the_image_shows_spheres_sky_and_shadow() {
         let cfg = PrayConfig::quick();
         let scene = Scene::new(&cfg);
-        let mut work = Work::default();
-        let image: Vec<u64> = (0..cfg.bands()).flat_map(|b| scene.band(b, cfg.band_rows, &mut work)).collect();
+        let mut traced = Traced::default();
+        let image: Vec<u64> = (0..cfg.bands()).flat_map(|b| scene.band(b, cfg.band_rows, &mut traced)).collect();
         let distinct: std::collections::BTreeSet<u64> = image.iter().copied().collect();
         assert!(distinct.len() > 100, "{} colours", distinct.len());
-        assert_eq!(work.pixels, cfg.width * cfg.height);
-        assert!(work.tests > work.pixels * (cfg.spheres + 1));
+        assert_eq!(traced.pixels, cfg.width * cfg.height);
+        assert!(traced.tests > traced.pixels * (cfg.spheres + 1));
+        assert!(0 < traced.shaded && traced.shaded < traced.pixels && traced.shadow_rays <= traced.shaded);
     }
 
     #[test]

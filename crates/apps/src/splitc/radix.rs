@@ -19,31 +19,53 @@
 //! [`RadixConfig::quick`] are this crate's choices (see their comments).
 
 use super::{Phases, SplitcProgram};
-use finegrain_core::{AmError, NodeId, Proc};
+use finegrain_core::{AmError, NodeId, Proc, Work};
 use finegrain_splitc::{GlobalPtr, SplitNode};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-/// Instructions to find one key's digit and count it (load, shift, mask,
-/// load-increment-store the count): an estimate for a 40 MHz SuperSPARC,
-/// not from the paper.
-pub const HISTOGRAM_CYCLES_PER_KEY: u64 = 6;
+/// Counting one key into the histogram (`histogram`'s loop): the loop (3
+/// integer), the digit (shift and mask: 2), the count's address (1) and
+/// its increment (1): 7 integer ops; loads of the key and the count, a
+/// store of the count.
+pub const HISTOGRAM_KEY: Work = Work::new(0, 0, 7, 2, 1);
 
-/// Instructions per histogram entry of the owners' scan (load, add, store
-/// the running sum): an estimate for a 40 MHz SuperSPARC, not from the
-/// paper.
-pub const SCAN_CYCLES_PER_ENTRY: u64 = 4;
+/// One histogram entry of the owners' first scan, which only sums
+/// (`scan_owned` without a base): the loop (3), the entry's word
+/// (`owned + p * per + d`, the product stepped: 2 adds), the `base` test
+/// (1) and the running sum (1): 7 integer ops, one load of the count.
+pub const SCAN_SUM_ENTRY: Work = Work::new(0, 0, 7, 1, 0);
 
-/// Instructions to find one key's destination (its digit, load and bump
-/// the digit's next position, split it into node and word with shifts
-/// and masks): an estimate for a 40 MHz SuperSPARC, not from the paper.
-pub const ROUTE_CYCLES_PER_KEY: u64 = 10;
+/// One histogram entry of the owners' second scan, which also replaces the
+/// count with its starting position (`scan_owned` with a base): the
+/// first scan's entry and the store of the running sum.
+pub const SCAN_START_ENTRY: Work = SCAN_SUM_ENTRY.plus(Work::new(0, 0, 0, 0, 1));
 
-/// Instructions to move one key into its digit's group before the bulk
-/// stores (`radixb`): an estimate for a 40 MHz SuperSPARC, not from the
-/// paper.
-pub const GROUP_CYCLES_PER_KEY: u64 = 8;
+/// Finding one key's destination just before its one-word store (`route`
+/// under `radix`): the loop (3), the digit (shift and mask: 2), the
+/// position's split into node and word (divide and remainder by the keys
+/// per node: 2), the word's address (1), bumping the digit's next
+/// position (1) and its address (1): 10 integer ops; loads of the key and
+/// the digit's next position, a store of the bumped position.
+pub const ROUTE_KEY: Work = Work::new(0, 0, 10, 2, 1);
+
+/// Moving one key into its digit's group before the bulk stores (`group`
+/// under `radixb`, its per-key loop): the loop (3), the digit (shift and
+/// mask: 2), the group slot's address (1) and the slot's bump (1): 7
+/// integer ops; loads of the key and the digit's slot, stores of the key
+/// and the bumped slot.
+pub const GROUP_KEY: Work = Work::new(0, 0, 7, 2, 2);
+
+/// `group`'s work per digit value: the prefix over the histogram (loop 3,
+/// running sum 1; load the count, store the start) and the digit's run of
+/// keys split at node boundaries (the loop test 2, the remainder by the
+/// keys per node and the room left 2, the `min` compare-and-branch 2, the
+/// three advances 3, the push 1; loads of the count again, the group
+/// start and the global start, three stores of the run): 14 integer ops,
+/// 4 loads, 4 stores (a run crossing a node boundary repeats the split,
+/// which is not counted).
+pub const GROUP_DIGIT: Work = Work::new(0, 0, 14, 4, 4);
 
 /// Words the Split-C library keeps at the start of every segment, per
 /// node (its two gather areas).
@@ -148,12 +170,12 @@ pub(super) fn check_sorted_blocks(mut all: Vec<u64>, per_node: u64, answers: &[&
     Ok(())
 }
 
-/// Runs `f` (computation the thread does itself), charges the simulator
-/// `cycles` for it, and adds its time to phase "compute".
-pub(super) fn compute<P: Proc, T>(s: &SplitNode<'_, P>, phases: &mut Phases, cycles: u64, f: impl FnOnce() -> T) -> T {
+/// Runs `f` (computation the thread does itself), charges the platform
+/// the counted `work` it does, and adds its time to phase "compute".
+pub(super) fn compute<P: Proc, T>(s: &SplitNode<'_, P>, phases: &mut Phases, work: Work, f: impl FnOnce() -> T) -> T {
     let t0 = s.proc().now();
     let out = f();
-    s.proc().charge(cycles);
+    s.proc().charge_work(work);
     phases.add("compute", s.proc().now() - t0);
     out
 }
@@ -226,7 +248,7 @@ impl RadixConfig {
     /// `lay.hist`.
     fn histogram<P: Proc>(&self, s: &SplitNode<'_, P>, lay: &Layout, src: u64, pass: u32, phases: &mut Phases) {
         let n = self.keys_per_node;
-        compute(s, phases, n * HISTOGRAM_CYCLES_PER_KEY, || {
+        compute(s, phases, HISTOGRAM_KEY * n, || {
             let mut hist = vec![0u64; self.buckets() as usize];
             for i in 0..n {
                 hist[self.digit(s.local().get(src + i), pass) as usize] += 1;
@@ -281,7 +303,8 @@ impl RadixConfig {
     ) -> u64 {
         let nodes = s.procs() as u64;
         let per = self.buckets().div_ceil(nodes);
-        compute(s, phases, nodes * width * SCAN_CYCLES_PER_ENTRY, || {
+        let entry = if base.is_some() { SCAN_START_ENTRY } else { SCAN_SUM_ENTRY };
+        compute(s, phases, entry * (nodes * width), || {
             let mut running = base.unwrap_or(0);
             for d in 0..width {
                 for p in 0..nodes {
@@ -318,7 +341,7 @@ impl RadixConfig {
                 for i in 0..n {
                     let key = s.local().get(src + i);
                     let d = self.digit(key, pass) as usize;
-                    s.proc().charge(ROUTE_CYCLES_PER_KEY);
+                    s.proc().charge_work(ROUTE_KEY);
                     s.store_value(place(next[d]), key).await?;
                     next[d] += 1;
                 }
@@ -351,8 +374,8 @@ impl RadixConfig {
         phases: &mut Phases,
     ) -> Vec<(u64, u64, u64)> {
         let n = self.keys_per_node;
-        let cycles = n * (GROUP_CYCLES_PER_KEY + ROUTE_CYCLES_PER_KEY);
-        compute(s, phases, cycles, || {
+        let work = GROUP_KEY * n + GROUP_DIGIT * self.buckets();
+        compute(s, phases, work, || {
             let mut hist = vec![0u64; self.buckets() as usize];
             s.local().read(lay.hist, &mut hist);
             let mut at = Vec::with_capacity(hist.len());

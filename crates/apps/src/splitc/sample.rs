@@ -22,24 +22,43 @@
 
 use super::radix::{compute, node_keys, LIBRARY_WORDS_PER_NODE};
 use super::{Phases, SplitcProgram};
-use finegrain_core::{AmError, NodeId, Proc};
+use finegrain_core::{AmError, NodeId, Proc, Work};
 use finegrain_splitc::{GlobalPtr, SplitNode};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-/// Instructions per key per level of a comparison sort (compare, branch,
-/// move; the local sorts' n log n): an estimate for a 40 MHz SuperSPARC,
-/// not from the paper.
-pub const SORT_CYCLES_PER_KEY_LEVEL: u64 = 10;
+/// One comparison of a local sort (`sort_unstable`, a pattern-defeating
+/// quicksort, here and in `bitonic` and `shell`), counted from its
+/// partition loop: load the key (1 load), compare it with the pivot in a
+/// register and branch (2), step the index and test the bound (2), and the
+/// key's move (1 store; about every key moves once per level): 4 integer
+/// ops, 1 load, 1 store. A sort of n keys makes about n log2 n of them
+/// ([`sort_work`]).
+pub const SORT_COMPARE: Work = Work::new(0, 0, 4, 1, 1);
 
-/// Instructions per step of a key's binary search of the splitters: an
-/// estimate for a 40 MHz SuperSPARC, not from the paper.
-pub const SEARCH_CYCLES_PER_LEVEL: u64 = 6;
+/// Picking one random sample (`node_samples`' loop): the ChaCha8 word pair
+/// behind `gen_range` (a 64-byte block of 16 32-bit words costs 8 rounds of
+/// 4 quarter-rounds of 12 adds, xors and rotates plus 16 final adds: 25
+/// integer ops per word, 50 for two, with a store into and a load from the
+/// generator's buffer each, and its index test 2), the range reduction
+/// (widening multiply, compare, branch: 3), the loop (3) and the key's
+/// index (1): 59 integer ops; loads of the two words and the key, stores
+/// of the two words and the sample.
+pub const SAMPLE_PICK: Work = Work::new(0, 0, 59, 3, 3);
 
-/// Instructions to count a key and move it into its destination's group:
-/// an estimate for a 40 MHz SuperSPARC, not from the paper.
-pub const GROUP_CYCLES_PER_KEY: u64 = 8;
+/// One step of a key's binary search of the splitters (`partition_point`):
+/// the midpoint (add and shift: 2), the splitter's load, the compare and
+/// the conditional move (2), the base's update (1): 5 integer ops, 1 load.
+pub const SEARCH_STEP: Work = Work::new(0, 0, 5, 1, 0);
+
+/// `group`'s work per key besides its search steps: finding the bucket
+/// (loop 3, search setup 2; load the key, store its destination), counting
+/// it (loop 3, increment 1; load the destination and the count, store the
+/// count) and moving it into its destination's group (loop 3, the slot's
+/// address 1 and bump 1; load the key, its destination and the slot,
+/// store the key and the bumped slot): 14 integer ops, 6 loads, 4 stores.
+pub const GROUP_KEY: Work = Work::new(0, 0, 14, 6, 4);
 
 /// A node's receive area holds this many times `keys_per_node`: with
 /// enough samples a bucket exceeds it only on a freak input (a run that
@@ -134,9 +153,10 @@ fn bucket(splitters: &[u64], key: u64) -> usize {
     splitters.partition_point(|&s| s <= key)
 }
 
-/// Cycles of a comparison sort of `len` keys.
-pub(super) fn sort_cycles(len: u64) -> u64 {
-    len * (64 - len.leading_zeros() as u64).max(1) * SORT_CYCLES_PER_KEY_LEVEL
+/// A comparison sort of `len` keys: about `len` log2 `len`
+/// [`SORT_COMPARE`]s (at least one level).
+pub fn sort_work(len: u64) -> Work {
+    SORT_COMPARE * (len * (64 - len.leading_zeros() as u64).max(1))
 }
 
 /// Where the sort keeps things in every node's segment.
@@ -182,7 +202,7 @@ impl SampleConfig {
         phases: &mut Phases,
     ) -> Result<Vec<u64>, AmError> {
         let (m, p, me) = (self.oversample, s.procs(), s.me().0);
-        let mine = compute(s, phases, m * GROUP_CYCLES_PER_KEY, || node_samples(self.seed, me, keys, m));
+        let mine = compute(s, phases, SAMPLE_PICK * m, || node_samples(self.seed, me, keys, m));
         let t0 = s.proc().now();
         let node0 = GlobalPtr::new(NodeId(0), lay.samples + me as u64 * m);
         for (i, &v) in mine.iter().enumerate() {
@@ -192,7 +212,7 @@ impl SampleConfig {
         s.barrier().await?;
         phases.add("communicate", s.proc().now() - t0);
         if me == 0 {
-            compute(s, phases, sort_cycles(m * p as u64), || {
+            compute(s, phases, sort_work(m * p as u64), || {
                 let mut all = vec![0; (m * p as u64) as usize];
                 s.local().read(lay.samples, &mut all);
                 all.sort_unstable();
@@ -216,8 +236,8 @@ impl SampleConfig {
     fn group<P: Proc>(&self, s: &SplitNode<'_, P>, lay: &Layout, keys: &[u64], split: &[u64], phases: &mut Phases) {
         let levels = 64 - (split.len() as u64).leading_zeros() as u64;
         let n = self.keys_per_node;
-        let cycles = n * (levels * SEARCH_CYCLES_PER_LEVEL + 2 * GROUP_CYCLES_PER_KEY);
-        compute(s, phases, cycles, || {
+        let work = (GROUP_KEY + SEARCH_STEP * levels) * n;
+        compute(s, phases, work, || {
             let dest: Vec<usize> = keys.iter().map(|&k| bucket(split, k)).collect();
             let mut counts = vec![0u64; s.procs() as usize];
             for &d in &dest {
@@ -351,7 +371,7 @@ impl SplitcProgram for SampleConfig {
             Moves::BulkStores => self.push(s, &lay).await?,
         };
         phases.add("communicate", s.proc().now() - t0);
-        Ok(compute(s, phases, sort_cycles(total), || {
+        Ok(compute(s, phases, sort_work(total), || {
             let mut mine = vec![0; total as usize];
             s.local().read(lay.recv, &mut mine);
             mine.sort_unstable();

@@ -16,16 +16,29 @@
 //! choices.
 
 use super::radix::{check_sorted_blocks, compute, node_keys, LIBRARY_WORDS_PER_NODE};
-use super::sample::sort_cycles;
+use super::sample::sort_work;
 use super::{Phases, SplitcProgram};
-use finegrain_core::{AmError, NodeId, Proc};
+use finegrain_core::{AmError, NodeId, Proc, Work};
 use finegrain_splitc::{GlobalPtr, SplitNode};
 use serde::{Deserialize, Serialize};
 
-/// Instructions per key of a merge-split (compare, branch, move the
-/// smaller, advance): an estimate for a 40 MHz SuperSPARC, not from the
-/// paper.
-pub const MERGE_CYCLES_PER_KEY: u64 = 8;
+/// One key a merge-split writes out (`merge_split`'s loop, either half):
+/// the loop test on the output's length (compare and branch: 2), the two
+/// run-end tests (2 each), the keys' compare and branch (2), the output
+/// length's step (1) and the taken run's index step (1): 10 integer ops;
+/// loads of the two keys at the heads of the runs, a store of the key
+/// written. The local sort before the merges is [`sort_work`].
+pub const MERGE_KEY: Work = Work::new(0, 0, 10, 2, 1);
+
+/// The larger half's final `reverse` (it is merged from the top down), per
+/// key: a swap of a pair is 2 loads, 2 stores, the loop (3) and the
+/// mirrored index (1), so per key 1 load, 1 store and 2 integer ops.
+pub const REVERSE_KEY: Work = Work::new(0, 0, 2, 1, 1);
+
+/// Comparing one key of the merged block with the old one, to learn
+/// whether the step changed the block (up to the first difference): the
+/// loop (3), the compare and branch (2); loads of both keys.
+pub const CHANGED_KEY: Work = Work::new(0, 0, 5, 2, 0);
 
 /// The shell sort's input.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -133,12 +146,18 @@ impl ShellConfig {
         }
         phases.add("communicate", s.proc().now() - t0);
         let merged = partner.map(|q| {
-            compute(s, phases, n * MERGE_CYCLES_PER_KEY, || {
+            let low = s.me().0 < q;
+            let merge = MERGE_KEY * n + if low { Work::NONE } else { REVERSE_KEY * n };
+            compute(s, phases, merge, || {
                 let (mut mine, mut theirs) = (vec![0; n as usize], vec![0; n as usize]);
                 s.local().read(lay.block, &mut mine);
                 s.local().read(lay.theirs, &mut theirs);
-                let out = merge_split(&mine, &theirs, s.me().0 < q);
-                (out != mine).then_some(out)
+                let out = merge_split(&mine, &theirs, low);
+                // Whether the block changed, compared up to the first
+                // difference.
+                let differs = out.iter().zip(&mine).position(|(o, m)| o != m);
+                s.proc().charge_work(CHANGED_KEY * differs.map_or(n, |i| i as u64 + 1));
+                differs.map(|_| out)
             })
         });
         // The partner has read this block once all nodes are here.
@@ -198,7 +217,7 @@ impl SplitcProgram for ShellConfig {
         let n = self.keys_per_node;
         let lay = Layout { block: s.alloc(n)?, theirs: s.alloc(n)? };
         let mut keys = node_keys(self.seed, s.me().0, n, self.key_bits);
-        compute(s, phases, sort_cycles(n), || keys.sort_unstable());
+        compute(s, phases, sort_work(n), || keys.sort_unstable());
         s.local().write(lay.block, &keys);
         for dim in (0..s.procs().trailing_zeros()).rev() {
             self.step(s, &lay, Some(s.me().0 ^ (1 << dim)), phases).await?;

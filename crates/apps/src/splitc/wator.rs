@@ -29,29 +29,48 @@
 //! crate's choices.
 
 use super::radix::{compute, LIBRARY_WORDS_PER_NODE};
-use super::{Phases, SplitcProgram};
-use finegrain_core::{AmError, NodeId, Proc};
+use super::{Phases, SplitcProgram, SINE};
+use finegrain_core::{AmError, NodeId, Proc, Work};
 use finegrain_splitc::{GlobalPtr, SplitNode};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::f64::consts::TAU;
 
-/// Instructions per local fish after reading a fish's x (load the local
-/// x, subtract, store the offset): an estimate for a 40 MHz SuperSPARC,
-/// not from the paper.
-pub const OFFSET_CYCLES_PER_FISH: u64 = 3;
+/// `pull`'s arithmetic: the squared distance and the softening (2
+/// multiplies, 2 adds), `r2 * sqrt(r2)` (1 multiply, a square root), the
+/// reciprocal (a divide), and the accelerations (`dx * inv` once, added
+/// twice, as written; `dy * inv` added once: 2 multiplies, 3 adds): 10
+/// flops, 2 long ones.
+pub const PULL_FLOPS: Work = Work::new(10, 2, 0, 0, 0);
 
-/// Instructions per local fish after reading a fish's y: the offset, the
-/// squared distance, a square root and a divide, two multiply-adds into
-/// the acceleration (fsqrt and fdiv take about ten cycles each): an
-/// estimate for a 40 MHz SuperSPARC, not from the paper.
-pub const FORCE_CYCLES_PER_FISH: u64 = 36;
+/// Per local fish after reading a remote fish's x (`remote_pull`'s first
+/// loop): the subtraction (1 flop), the loop (3 integer), a load of the
+/// local x and a store of the offset.
+pub const OFFSET: Work = Work::new(1, 0, 3, 1, 1);
 
-/// Instructions to move one fish (the current's sine, two velocity and
-/// two position updates, the stores): an estimate for a 40 MHz
-/// SuperSPARC, not from the paper.
-pub const MOVE_CYCLES_PER_FISH: u64 = 60;
+/// Per local fish after reading a remote fish's y (`remote_pull`'s second
+/// loop): the y offset (1 flop) and `pull`, the loop (3 integer); loads of
+/// the x offset, the local y and the two accelerations, stores of the two
+/// accelerations.
+pub const FORCE: Work = Work::new(1, 0, 3, 4, 2).plus(PULL_FLOPS);
+
+/// Per pair of a node's own fish (`local_pull`'s loop, the other fish's
+/// position in registers): the two offsets (2 flops) and `pull`, the loop
+/// (3 integer) and the `i != j` filter (compare and branch: 2); loads of
+/// the fish's x and y and the two accelerations, stores of the two
+/// accelerations. The loop's skipped `i == j` iteration is not counted.
+pub const LOCAL_PAIR: Work = Work::new(2, 0, 5, 4, 2).plus(PULL_FLOPS);
+
+/// Moving one fish (`advance`'s loop, `DT * strength` hoisted, then the
+/// stores of its position to the segment): the velocities (a multiply and
+/// an add each), x (`TAU * y`, a [`SINE`], the current's multiply, the add
+/// of vx, the multiply by DT and the add: 5 flops), y (a multiply and an
+/// add): 11 flops; the two loops (3 integer each) and the position's two
+/// words' addresses (3); loads of vx, vy, ax, ay, x and y and again of x
+/// and y in the second loop, stores of vx, vy, x and y and of the
+/// position's two words.
+pub const MOVE: Work = Work::new(11, 0, 9, 8, 6).plus(SINE);
 
 /// The time step.
 const DT: f64 = 1e-3;
@@ -76,7 +95,8 @@ pub struct WatorConfig {
 impl WatorConfig {
     /// For the IPPS 1996 Table 2 run on 16 nodes (the paper gives no size):
     /// 256 fish per node (4096 fish), 3 time steps. Each read of a fish's
-    /// y is followed by its pull on 256 local fish (about 9K cycles).
+    /// y is followed by its pull on 256 local fish (about 8K cycles under
+    /// ipps96's cost model).
     pub fn paper() -> WatorConfig {
         WatorConfig { fish_per_node: 256, steps: 3, seed: 1996 }
     }
@@ -178,7 +198,7 @@ impl WatorConfig {
         let f = fish.x.len();
         let [ax, ay] = acc;
         for j in 0..f {
-            compute(s, phases, f as u64 * (OFFSET_CYCLES_PER_FISH + FORCE_CYCLES_PER_FISH), || {
+            compute(s, phases, LOCAL_PAIR * (f as u64 - 1), || {
                 for i in (0..f).filter(|&i| i != j) {
                     pull(fish.x[j] - fish.x[i], fish.y[j] - fish.y[i], &mut ax[i], &mut ay[i]);
                 }
@@ -211,14 +231,14 @@ impl WatorConfig {
         let mut dx = vec![0.0; f];
         for j in 0..count {
             let xj = self.read(s, GlobalPtr::new(NodeId(q), base + 2 * j), phases).await?;
-            compute(s, phases, f as u64 * OFFSET_CYCLES_PER_FISH, || {
+            compute(s, phases, OFFSET * f as u64, || {
                 for (d, xi) in dx.iter_mut().zip(&fish.x) {
                     *d = xj - xi;
                 }
             });
             let yj = self.read(s, GlobalPtr::new(NodeId(q), base + 2 * j + 1), phases).await?;
             let [ax, ay] = &mut *acc;
-            compute(s, phases, f as u64 * FORCE_CYCLES_PER_FISH, || {
+            compute(s, phases, FORCE * f as u64, || {
                 for i in 0..f {
                     pull(dx[i], yj - fish.y[i], &mut ax[i], &mut ay[i]);
                 }
@@ -249,7 +269,7 @@ impl WatorConfig {
         }
         // Nobody reads the old positions once all nodes are here.
         phases.time(s.proc(), "communicate", s.barrier()).await?;
-        compute(s, phases, f as u64 * MOVE_CYCLES_PER_FISH, || {
+        compute(s, phases, MOVE * f as u64, || {
             advance(fish, &acc[0], &acc[1], self.fish_per_node * p as u64);
             for i in 0..f {
                 s.local().set_f64(base + 2 * i as u64, fish.x[i]);
