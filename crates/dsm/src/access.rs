@@ -88,12 +88,6 @@ impl<'a, P: Proc> DsmProc<'a, P> {
         self.p.charge_work(work)
     }
 
-    /// Accounts for computation as plain cycles (simulator only); kernels
-    /// count their work with [`DsmProc::charge_work`] instead.
-    pub fn compute(&self, cycles: u64) {
-        self.p.charge(cycles)
-    }
-
     pub async fn read(&self, a: Shared, i: u64) -> Result<u64, AmError> {
         let word = a.word(i)?;
         let shadow = self.dsm.shadow.as_deref();
