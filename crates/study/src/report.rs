@@ -37,6 +37,14 @@ pub fn render<L>(p: &Parts<L>) -> String {
     let h = p.header;
     let quick_flag = if p.mode == "quick" { " --quick" } else { "" };
     let _ = writeln!(s, "# {} ({})\n", h.title, p.mode);
+    if p.mode == "quick" {
+        let _ = writeln!(
+            s,
+            "*Quick inputs: reduced problem sizes and grids, for CI and a first look. The study's verdicts are the \
+             full run's, on the papers' inputs (`finegrain reproduce {}`).*\n",
+            p.src.arg
+        );
+    }
     s += &summary(p.claims);
     let _ = writeln!(
         s,
