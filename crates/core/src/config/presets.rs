@@ -41,6 +41,7 @@ impl MachineConfig {
     pub fn from_toml(origin: &str, text: &str) -> Result<MachineConfig, ConfigError> {
         let m: MachineConfig = parse_toml(origin, text)?;
         require_named(origin, text)?;
+        require_every_value_named(origin, text, &m)?;
         // A ledger is optional in a preset of one's own, and whole if given.
         if !m.ledger.is_empty() {
             m.ledger.check(origin, text)?;
@@ -92,4 +93,46 @@ fn require_named(origin: &str, text: &str) -> Result<(), ConfigError> {
         }
     }
     Ok(())
+}
+
+/// A preset names every value the machine holds: a field that run records
+/// may omit (so deserializing fills it with 0 or false) must not stand for
+/// a number the preset forgot. Every value the parsed machine writes back
+/// out must be in the text (fields left out when zero or false, and
+/// optional sections, are not written back, so they are not demanded).
+fn require_every_value_named(origin: &str, text: &str, m: &MachineConfig) -> Result<(), ConfigError> {
+    let Ok(named) = text.parse::<toml::Table>() else { return Ok(()) };
+    let Ok(toml::Value::Table(held)) = toml::Value::try_from(m) else { return Ok(()) };
+    let mut missing = Vec::new();
+    unnamed_leaves("", &held, &named, &mut missing);
+    match missing.first() {
+        None => Ok(()),
+        Some(path) => Err(ConfigError::Toml {
+            origin: origin.to_string(),
+            message: format!(
+                "missing field `{path}`{}: a preset names every field (only run records made before a field \
+                 existed may leave it out)",
+                if missing.len() > 1 {
+                    format!(" (and {} more: {})", missing.len() - 1, missing[1..].join(", "))
+                } else {
+                    String::new()
+                }
+            ),
+        }),
+    }
+}
+
+/// Dotted paths of the leaves of `held` that `named` does not have.
+fn unnamed_leaves(prefix: &str, held: &toml::Table, named: &toml::Table, out: &mut Vec<String>) {
+    for (key, value) in held {
+        if prefix.is_empty() && key == "ledger" {
+            continue;
+        }
+        let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+        match (value, named.get(key)) {
+            (toml::Value::Table(inner), Some(toml::Value::Table(given))) => unnamed_leaves(&path, inner, given, out),
+            (_, Some(_)) => {}
+            (_, None) => out.push(path),
+        }
+    }
 }

@@ -118,6 +118,15 @@ fn a_preset_names_the_fields_old_records_may_leave_out() {
     let e = MachineConfig::from_toml("x.toml", &pdq.replace("affinity_passes = 0", "")).unwrap_err().to_string();
     assert!(e.contains("missing field `affinity_passes` in [pdq]: a preset names it"), "{e}");
     assert!(!text.contains("[pdq]") && MachineConfig::from_toml("x.toml", text).is_ok());
+    // Any other field records may omit (read as 0 there) is demanded of a
+    // preset too, by name, and so are the hardware device's costs.
+    for line in ["local_event_cycles = 5", "hardware_dispatch_cycles = "] {
+        let kept: Vec<&str> = pdq.lines().filter(|l| !l.starts_with(line)).collect();
+        assert_eq!(kept.len() + 1, pdq.lines().count(), "{line}");
+        let e = MachineConfig::from_toml("x.toml", &kept.join("\n")).unwrap_err().to_string();
+        let field = line.split(' ').next().expect("a key");
+        assert!(e.contains("missing field `") && e.contains(field), "{e}");
+    }
 }
 
 #[test]
