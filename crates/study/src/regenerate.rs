@@ -32,11 +32,84 @@ pub(crate) struct RecordIn<L> {
 
 /// Parses a record, naming the field at fault in plain words.
 pub(crate) fn from_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, anyhow::Error> {
+    refuse_duplicate_keys(text)?;
     let mut de = serde_json::Deserializer::from_str(text);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| json_error(&e.path().to_string(), e.inner()))?;
     // Anything after the record (a second one, stray bytes) is refused.
     de.end().map_err(|e| json_error("", &e))?;
     Ok(value)
+}
+
+/// Refuses a record in which any object, at any depth, names a key twice
+/// (parsed into a map, the last would silently win: in `stats` an edited
+/// value could hide behind the original).
+fn refuse_duplicate_keys(text: &str) -> Result<(), anyhow::Error> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    match serde::Deserializer::deserialize_any(&mut de, KeysOnce(String::new())) {
+        Ok(()) => Ok(()),
+        // Only duplicates are this check's business; malformed JSON is
+        // named by the typed parse that follows, with its field.
+        Err(e) if e.to_string().starts_with(DUPLICATE) => Err(anyhow::anyhow!("{e}")),
+        Err(_) => Ok(()),
+    }
+}
+
+const DUPLICATE: &str = "duplicate key";
+
+/// Visits a JSON value, checking that each object names each key once;
+/// holds the path to the value, for the error.
+struct KeysOnce(String);
+
+impl<'de> serde::de::DeserializeSeed<'de> for KeysOnce {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for KeysOnce {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0;
+        while seq.next_element_seed(KeysOnce(format!("{}[{i}]", self.0)))?.is_some() {
+            i += 1;
+        }
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let path = if self.0.is_empty() { key.clone() } else { format!("{}.{key}", self.0) };
+            if !seen.insert(key) {
+                return Err(serde::de::Error::custom(format!(
+                    "{DUPLICATE} `{path}`: a record names each key once (an edited record is not taken)"
+                )));
+            }
+            map.next_value_seed(KeysOnce(path))?;
+        }
+        Ok(())
+    }
 }
 
 /// "field: what is wrong", with Rust's type names put in words: the
@@ -190,6 +263,19 @@ fn leaves(v: &Value) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_key_named_twice_at_any_depth_is_refused() {
+        let once: serde_json::Value = super::from_json(r#"{"stats": {"a": 1, "b": [{"c": 2}]}}"#).unwrap();
+        assert_eq!(once["stats"]["b"][0]["c"], 2);
+        let e = super::from_json::<serde_json::Value>(r#"{"stats": {"sim_cycles": 1, "sim_cycles": 2}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("duplicate key `stats.sim_cycles`"), "{e}");
+        let e =
+            super::from_json::<serde_json::Value>(r#"{"s": [{"x": 1}, {"y": 1, "y": 1}]}"#).unwrap_err().to_string();
+        assert!(e.contains("`s[1].y`"), "{e}");
+    }
+
     use super::*;
     use serde_json::json;
 
