@@ -106,14 +106,16 @@ impl SimConfig {
     }
 
     /// The most host memory the run's simulated caches may take: runs at
-    /// once share [`SimConfig::HOST_BYTES_LIMIT`].
+    /// once share [`SimConfig::host_bytes_limit`].
     pub fn host_bytes(&self) -> u64 {
         crate::memory::host_cache_bytes(&self.machine, self.run.topology.nodes, self.run.topology.procs_per_node)
     }
 
     /// Host memory one run, or the runs of a sweep together, may spend on
-    /// simulated caches.
-    pub const HOST_BYTES_LIMIT: u64 = crate::memory::HOST_CACHE_BYTES_LIMIT;
+    /// simulated caches (three quarters of what this host allows).
+    pub fn host_bytes_limit() -> u64 {
+        crate::memory::host_cache_bytes_limit()
+    }
 }
 
 impl SimConfig {

@@ -280,13 +280,13 @@ fn run_or_reuse<L: Labels>(
     };
     let (simulated, spread_line) = match spread {
         Spread::Cores => {
-            (runner::on_cores(&work, &to_run, &label, |p| host_bytes(p), SimConfig::HOST_BYTES_LIMIT, write)?, None)
+            (runner::on_cores(&work, &to_run, &label, |p| host_bytes(p), SimConfig::host_bytes_limit(), write)?, None)
         }
         Spread::Shard { index, count } => {
             let share = work.share(*index, *count);
             let mine: Vec<usize> = share.iter().copied().filter(|&i| found[i].is_none()).collect();
             let label = format!("{label}, share {index}/{count}");
-            runner::on_cores(&work, &mine, &label, |p| host_bytes(p), SimConfig::HOST_BYTES_LIMIT, write)?;
+            runner::on_cores(&work, &mine, &label, |p| host_bytes(p), SimConfig::host_bytes_limit(), write)?;
             let line = shard_line(&work, &share, mine.len(), *index, *count);
             let on_disk = mine.iter().map(|&i| output::record_file(&work.names[i])).collect();
             return Ok(Ran { records: None, on_disk, reused, spread_line: Some(line) });

@@ -284,7 +284,7 @@ impl Sweep {
         let planned = self.plan()?;
         output::prepare_out(out)?;
         let label = format!("sweep {}", self.name);
-        let records = runner::run_all(&planned, &label, host_bytes, SimConfig::HOST_BYTES_LIMIT, |p| {
+        let records = runner::run_all(&planned, &label, host_bytes, SimConfig::host_bytes_limit(), |p| {
             run_planned(KIND, &self.name, p)
         })?;
         let refs: Vec<&RunRecord<SweepLabels>> = records.iter().collect();

@@ -32,5 +32,5 @@ mod node;
 mod sampling;
 
 pub use address::AddressMap;
-pub use host::{check_host_memory, host_cache_bytes, HOST_CACHE_BYTES_LIMIT};
+pub use host::{check_host_memory, host_cache_bytes, host_cache_bytes_limit};
 pub use node::{NodeMemory, WordTransfer};
