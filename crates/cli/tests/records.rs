@@ -269,7 +269,7 @@ fn rerun_refuses_records_it_cannot_compare_or_run() {
     let twice = text.replacen("\"study\":", "\"id\":\"x\",\"study\":", 1);
     assert!(twice.matches("\"id\":").count() == 2, "{twice}");
     std::fs::write(&p, twice).unwrap();
-    assert_one_line_error(&["rerun", p.to_str().unwrap()], &["duplicate field `id`"]);
+    assert_one_line_error(&["rerun", p.to_str().unwrap()], &["duplicate key `id`: a record names each key once"]);
     // Nothing may follow the record.
     std::fs::write(&p, format!("{good}\n{{}}")).unwrap();
     assert_one_line_error(&["rerun", p.to_str().unwrap()], &["trailing characters"]);
