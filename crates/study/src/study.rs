@@ -13,7 +13,7 @@ use crate::figures::Figure;
 use crate::output;
 use crate::record::{Labels, RunRecord, Wall};
 use crate::report::{self, Section};
-use crate::reuse::{Earlier, Found};
+use crate::reuse::{Earlier, Reused};
 use crate::runner::{self, Work};
 use anyhow::{Context, Result};
 use finegrain_apps::WorkloadSpec;
@@ -22,13 +22,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// One run a study plans: what it is (its labels) and what runs it.
-#[derive(Clone, Debug)]
-pub struct Planned<L> {
-    pub labels: L,
-    pub config: SimConfig,
-    pub workload: WorkloadSpec,
-}
+pub use crate::record::Planned;
 
 /// A reproduced study: an experiment file's grid, what one run of it is,
 /// and what the study makes of the runs (CSV rows, claims, figures,
@@ -169,7 +163,8 @@ pub fn reproduce<S: Study>(
     output::prepare_out(out)?;
     let started = Instant::now();
     let ran = run_or_reuse(S::NAME, &header.name, mode, &planned, earlier, out, spread)?;
-    let mut notes: Vec<String> = ran.reused.as_ref().map(|r| r.line(earlier, planned.len())).into_iter().collect();
+    let mut notes: Vec<String> = ran.reused.as_ref().map(|r| r.digest_notes()).unwrap_or_default();
+    notes.extend(ran.reused.as_ref().map(|r| r.line(earlier, planned.len())));
     notes.extend(ran.spread_line);
     let Some(records) = ran.records else {
         return Ok(Some(Reproduced { report: None, verdicts: Vec::new(), notes }));
@@ -197,38 +192,6 @@ pub fn reproduce<S: Study>(
     Ok(Some(Reproduced { report: Some(path), verdicts: claims.iter().map(Claim::line).collect(), notes }))
 }
 
-/// What `--reuse` did for a study: runs taken from earlier records, and
-/// planned runs whose earlier records were of another run.
-pub struct Reused {
-    pub taken: usize,
-    pub differing: usize,
-}
-
-impl Reused {
-    /// The report's sentence on where the runs came from.
-    fn line(&self, earlier: &Earlier, total: usize) -> String {
-        let dirs: Vec<String> = earlier.dirs().iter().map(|d| format!("`{}`", d.display())).collect();
-        let differing = match self.differing {
-            0 => String::new(),
-            n => format!(
-                "; {n} planned run(s) had a record there of another configuration, workload or finegrain and were \
-                 simulated again"
-            ),
-        };
-        let simulated = match total - self.taken {
-            0 => "none was simulated now".to_string(),
-            n => format!("the other {n} were simulated now"),
-        };
-        format!(
-            "{} of the {total} runs were taken from the records of earlier runs in {} (same study, labels, \
-             configuration, seed and workload, so the same statistics as simulating them){differing}; {simulated}. \
-             Without `--reuse` the same command simulates every run and gives the same results.",
-            self.taken,
-            dirs.join(", ")
-        )
-    }
-}
-
 /// A study's runs, done: their records in plan order (None for a shard,
 /// which has only its share), the record files already written as the
 /// runs finished, what `--reuse` took, and how the runs were spread.
@@ -252,17 +215,10 @@ fn run_or_reuse<L: Labels>(
     out: &Path,
     spread: &Spread,
 ) -> Result<Ran<L>> {
+    let mut reused = Reused::default();
     let mut found = Vec::with_capacity(planned.len());
-    let mut differing = 0;
     for p in planned {
-        found.push(match earlier.find(study, experiment, p)? {
-            Found::Same(r, _) => Some(*r),
-            Found::Differs => {
-                differing += 1;
-                None
-            }
-            Found::None => None,
-        });
+        found.push(reused.count(earlier.find(study, experiment, p)?));
     }
     let work = Work {
         specs: planned,
@@ -270,8 +226,8 @@ fn run_or_reuse<L: Labels>(
         names: planned.iter().map(|p| p.labels.id()).collect(),
     };
     let to_run: Vec<usize> = (0..planned.len()).filter(|&i| found[i].is_none()).collect();
-    let taken = planned.len() - to_run.len();
-    let reused = (!earlier.is_empty()).then_some(Reused { taken, differing });
+    reused.taken = planned.len() - to_run.len();
+    let reused = (!earlier.is_empty()).then_some(reused);
     let label = format!("{experiment} ({mode})");
     let write = |p: &Planned<L>| -> Result<RunRecord<L>> {
         let record = run_planned(study, experiment, p)?;
@@ -294,8 +250,10 @@ fn run_or_reuse<L: Labels>(
         #[cfg(feature = "mpi")]
         Spread::Ranks(env) => {
             let read = |i: usize, text: &str| -> Result<RunRecord<L>> {
-                let record = crate::reuse::record_of(text, study, experiment, &planned[i])?
-                    .ok_or_else(|| anyhow::anyhow!("it is not a record of run {} of this plan", work.names[i]))?;
+                let crate::reuse::Read::Same(record) = crate::reuse::record_of(text, study, experiment, &planned[i])?
+                else {
+                    anyhow::bail!("it is not a record of run {} of this plan with its content's digest", work.names[i]);
+                };
                 let path = out.join("runs").join(output::record_file(&record.id));
                 std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
                 Ok(record)
