@@ -184,6 +184,10 @@ impl Wall {
 /// the configuration that runs it. Reading them back with serde refuses a
 /// label the kind never has, or one of the wrong type, naming it.
 pub trait Labels: Serialize + DeserializeOwned + Clone + Send + Sync {
+    /// The workload's own measures a record of this kind carries
+    /// (`measures`), typed: what the study reads of them.
+    type Measures: DeserializeOwned + Send + Sync;
+
     /// The run's id (its record's file name), from the labels alone.
     fn id(&self) -> String;
 
@@ -197,6 +201,11 @@ pub trait Labels: Serialize + DeserializeOwned + Clone + Send + Sync {
         Ok(Vec::new())
     }
 }
+
+/// The measures of a kind of record whose runs have none: any measures
+/// such a record holds are malformed.
+#[derive(Clone, Copy, Debug, Deserialize)]
+pub enum NoMeasures {}
 
 /// A value measured again by `rerun`.
 pub struct Remeasured {

@@ -246,7 +246,7 @@ mod tests {
 
     fn planned() -> Vec<Planned<pdq_micro::RunLabels>> {
         let src = crate::studies::source("pdq-micro").unwrap();
-        let study = <pdq_micro::PdqMicro as crate::study::Study>::load(&src, true).unwrap();
+        let study: pdq_micro::PdqMicro = crate::study::load(&src, true).unwrap();
         crate::study::Study::plan(&study).unwrap().into_iter().take(2).collect()
     }
 

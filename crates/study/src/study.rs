@@ -8,7 +8,7 @@
 //! and `rerun` then know it.
 
 use crate::claim::Claim;
-use crate::experiment::{Header, Source};
+use crate::experiment::{Experiment, Parsed, Source};
 use crate::figures::Figure;
 use crate::output;
 use crate::record::{Labels, RunRecord, Wall};
@@ -18,6 +18,8 @@ use crate::runner::{self, Work};
 use anyhow::{Context, Result};
 use finegrain_apps::WorkloadSpec;
 use finegrain_sim::SimConfig;
+use serde::de::DeserializeOwned;
+use serde::Deserialize as _;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -25,34 +27,37 @@ use std::time::Instant;
 pub use crate::record::Planned;
 
 /// A reproduced study: an experiment file's grid, what one run of it is,
-/// and what the study makes of the runs (CSV rows, claims, figures,
-/// report sections).
+/// and what the study makes of the runs (claims, figures, report
+/// sections). Only what differs between studies is stated by each; the
+/// experiment file is read, the grid chosen and the runs' measures typed
+/// here.
 pub trait Study: Sized + Sync + 'static {
     /// Its name: the experiment file's `study`, and every record's.
     const NAME: &'static str;
     /// The experiment file shipped with finegrain (`experiments/NAME.toml`).
     const EXPERIMENT: &'static str;
+    /// The experiment file's top-level fields besides the [`Header`]
+    /// (`NoFields` for none); unknown ones are refused.
+    type Own: DeserializeOwned;
+    /// One of its grids (`[full]` and `[quick]`).
+    type Grid: DeserializeOwned;
     /// What one run is, in the study's terms (its record's labels).
     type Labels: Labels;
-    /// The study's view of a finished run: its record, and whatever the
-    /// study computes across runs for it.
-    type Run: Send + Sync;
+    /// The study's view of a finished run.
+    type Run: StudyRun<Self::Labels>;
 
-    /// Reads and checks the experiment file, both its grids, before
-    /// anything runs; `quick` picks the grid the study will run.
-    fn load(src: &Source, quick: bool) -> Result<Self>;
-    /// The experiment file's common fields.
-    fn header(&self) -> &Header;
-    /// The runs of the chosen grid, in the order they are reported.
+    /// Checks the experiment (both grids' fields; the runs of the grid
+    /// that runs) and prepares what planning needs, before anything runs.
+    fn load(exp: Experiment<Self::Own, Self::Grid>, src: &Source) -> Result<Self>;
+    /// The experiment it was loaded from.
+    fn experiment(&self) -> &Experiment<Self::Own, Self::Grid>;
+    /// The runs of the grid that runs, in the order they are reported.
     fn plan(&self) -> Result<Vec<Planned<Self::Labels>>>;
-    /// The finished runs, in plan order, as the study views them.
-    fn view(&self, records: Vec<RunRecord<Self::Labels>>) -> Vec<Self::Run>;
-    /// A run's record (what `runs/<id>.json` holds).
-    fn record(run: &Self::Run) -> &RunRecord<Self::Labels>;
-    /// `results.csv`'s header line (comma-separated column names).
-    fn csv_header(&self) -> &'static str;
-    /// A run's row of `results.csv`.
-    fn csv_row(&self, run: &Self::Run) -> String;
+    /// The finished runs, in plan order, as the study views them: each on
+    /// its own, unless the study computes something across runs.
+    fn view(&self, runs: Vec<Measured<Self::Labels>>) -> Result<Vec<Self::Run>> {
+        runs.into_iter().map(Self::Run::of).collect()
+    }
     /// Every claim, judged on the runs.
     fn claims(&self, runs: &[Self::Run]) -> Vec<Claim>;
     /// Draws the figures into `out/figures/`.
@@ -60,7 +65,52 @@ pub trait Study: Sized + Sync + 'static {
     /// The report's paragraph on the setup, after its title.
     fn setup(&self, runs: &[Self::Run]) -> String;
     /// The report's sections after the claims: sensitivity runs, tables.
-    fn sections(&self, runs: &[Self::Run], claims: &[Claim]) -> Vec<Section>;
+    fn sections(&self, _runs: &[Self::Run], _claims: &[Claim]) -> Vec<Section> {
+        Vec::new()
+    }
+}
+
+/// Loads study `S` from the experiment `src`: parsed once, typed as the
+/// study's, the grid `quick` picks chosen.
+pub fn load<S: Study>(src: &Source, quick: bool) -> Result<S> {
+    load_parsed(src, src.parsed()?, quick)
+}
+
+fn load_parsed<S: Study>(src: &Source, exp: Parsed, quick: bool) -> Result<S> {
+    S::load(exp.typed(src, S::NAME, quick)?, src)
+}
+
+/// A finished run's record with its measures typed by its labels
+/// ([`Labels::Measures`]).
+pub struct Measured<L: Labels> {
+    pub record: RunRecord<L>,
+    pub measures: Option<L::Measures>,
+}
+
+/// The record's measures as its labels' type: malformed ones are an error
+/// naming the run, never left out.
+pub fn measured<L: Labels>(record: RunRecord<L>) -> Result<Measured<L>> {
+    let measures = match &record.measures {
+        None => None,
+        Some(v) => Some(
+            L::Measures::deserialize(v).with_context(|| format!("run {}: its measures are malformed", record.id))?,
+        ),
+    };
+    Ok(Measured { record, measures })
+}
+
+/// A study's view of one finished run: made from its record and typed
+/// measures, and its row of `results.csv`.
+pub trait StudyRun<L: Labels>: Sized + Send + Sync {
+    /// `results.csv`'s header line (comma-separated column names).
+    const CSV_HEADER: &'static str;
+    /// The run on its own (what [`Study::view`] does not add across runs);
+    /// an error names a run whose record lacks what the study reads.
+    fn of(run: Measured<L>) -> Result<Self>;
+    /// Its record (what `runs/<id>.json` holds).
+    fn record(&self) -> &RunRecord<L>;
+    /// Its row of `results.csv`.
+    fn csv_row(&self) -> String;
 }
 
 /// What a reproduction leaves: its report and each claim's verdict line
@@ -142,15 +192,16 @@ impl Spread {
 /// says. None on an MPI rank other than the first, which only ran runs.
 pub fn reproduce<S: Study>(
     src: &Source,
+    exp: Parsed,
     quick: bool,
     out: &Path,
     earlier: &Earlier,
     spread: &Spread,
 ) -> Result<Option<Reproduced>> {
-    let study = S::load(src, quick)?;
+    let study: S = load_parsed(src, exp, quick)?;
     let planned = study.plan()?;
-    let header = study.header();
-    let mode = if quick { "quick" } else { "full" };
+    let header = &study.experiment().header;
+    let mode = study.experiment().mode.table();
     #[cfg(feature = "mpi")]
     if let Spread::Ranks(env) = spread {
         if env.rank != 0 {
@@ -169,9 +220,9 @@ pub fn reproduce<S: Study>(
     let Some(records) = ran.records else {
         return Ok(Some(Reproduced { report: None, verdicts: Vec::new(), notes }));
     };
-    let runs = study.view(records);
-    let csv = csv(&study, &runs);
-    let records: Vec<&RunRecord<S::Labels>> = runs.iter().map(S::record).collect();
+    let runs = study.view(records.into_iter().map(measured).collect::<Result<_>>()?)?;
+    let csv = csv::<S::Labels, S::Run>(&runs);
+    let records: Vec<&RunRecord<S::Labels>> = runs.iter().map(StudyRun::record).collect();
     output::write_records(out, Some(src), &records, &ran.on_disk, &csv)?;
     let claims = study.claims(&runs);
     let figures = study.figures(&runs, out)?;
@@ -313,11 +364,11 @@ pub fn run_planned<L: Labels>(study: &str, experiment: &str, p: &Planned<L>) -> 
     })
 }
 
-fn csv<S: Study>(study: &S, runs: &[S::Run]) -> String {
-    let mut s = String::from(study.csv_header());
+fn csv<L: Labels, R: StudyRun<L>>(runs: &[R]) -> String {
+    let mut s = String::from(R::CSV_HEADER);
     s.push('\n');
     for r in runs {
-        s += &study.csv_row(r);
+        s += &r.csv_row();
         s.push('\n');
     }
     s
@@ -338,10 +389,10 @@ struct PlannedRun<'a, L> {
 /// Writes study `S`'s planned runs to `dir/plan.json` (longest first, each
 /// with its planned cost and everything that runs it), for a batch job to
 /// size its array; returns a summary to print.
-pub fn write_plan<S: Study>(src: &Source, quick: bool, dir: &Path) -> Result<String> {
-    let study = S::load(src, quick)?;
+pub fn write_plan<S: Study>(src: &Source, exp: Parsed, quick: bool, dir: &Path) -> Result<String> {
+    let study: S = load_parsed(src, exp, quick)?;
     let planned = study.plan()?;
-    let header = study.header();
+    let header = &study.experiment().header;
     let work = Work {
         specs: &planned,
         costs: planned.iter().map(|p| p.workload.planned_seconds(&p.config)).collect(),
@@ -359,7 +410,7 @@ pub fn write_plan<S: Study>(src: &Source, quick: bool, dir: &Path) -> Result<Str
         })
         .collect();
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mode = if quick { "quick" } else { "full" };
+    let mode = study.experiment().mode.table();
     let file = serde_json::json!({ "study": S::NAME, "experiment": header.name, "mode": mode, "runs": runs });
     let path = dir.join("plan.json");
     output::write_json(&path, &file)?;
@@ -382,16 +433,18 @@ pub trait AnyStudy: Sync {
     fn name(&self) -> &'static str;
     /// The shipped experiment file's text.
     fn experiment(&self) -> &'static str;
+    /// Runs the experiment `src`, parsed as `exp`.
     fn reproduce(
         &self,
         src: &Source,
+        exp: Parsed,
         quick: bool,
         out: &Path,
         earlier: &Earlier,
         spread: &Spread,
     ) -> Result<Option<Reproduced>>;
     /// Writes its planned runs (`finegrain reproduce --plan`).
-    fn write_plan(&self, src: &Source, quick: bool, dir: &Path) -> Result<String>;
+    fn write_plan(&self, src: &Source, exp: Parsed, quick: bool, dir: &Path) -> Result<String>;
     /// Regenerates one of its records (`finegrain rerun`), checking the
     /// record's labels with the study's own label type.
     fn rerun(&self, record: &str) -> Result<crate::regenerate::Rerun>;
@@ -416,16 +469,17 @@ impl<S: Study> AnyStudy for Registered<S> {
     fn reproduce(
         &self,
         src: &Source,
+        exp: Parsed,
         quick: bool,
         out: &Path,
         earlier: &Earlier,
         spread: &Spread,
     ) -> Result<Option<Reproduced>> {
-        reproduce::<S>(src, quick, out, earlier, spread)
+        reproduce::<S>(src, exp, quick, out, earlier, spread)
     }
 
-    fn write_plan(&self, src: &Source, quick: bool, dir: &Path) -> Result<String> {
-        write_plan::<S>(src, quick, dir)
+    fn write_plan(&self, src: &Source, exp: Parsed, quick: bool, dir: &Path) -> Result<String> {
+        write_plan::<S>(src, exp, quick, dir)
     }
 
     fn rerun(&self, record: &str) -> Result<crate::regenerate::Rerun> {

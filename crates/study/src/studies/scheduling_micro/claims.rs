@@ -1825,7 +1825,8 @@ mod tests {
     #[test]
     fn the_shipped_experiment_places_every_claim() {
         use crate::study::Study as _;
-        let e: super::super::Experiment = toml::from_str(super::super::SchedulingMicro::EXPERIMENT).unwrap();
+        let src = crate::experiment::Source::shipped("scheduling-micro", super::super::SchedulingMicro::EXPERIMENT);
+        let e: super::super::Experiment = src.parsed().unwrap().typed(&src, "scheduling-micro", true).unwrap();
         let lmin: BTreeMap<Protocol, f64> = [(NULL, 600.0), (FETCH, 1600.0)].into_iter().collect();
         for (table, g) in [("full", &e.full), ("quick", &e.quick)] {
             g.validate(table).unwrap();

@@ -14,18 +14,15 @@ use std::fmt::Write as _;
 /// The study's name: the experiment file's `study`, and every record's.
 pub const NAME: &str = "scheduling-micro";
 
+/// The study's experiment file: the common header, the top-level fields
+/// below, and its grids.
+pub type Experiment = crate::experiment::Experiment<Own, Grid>;
+
+/// The machine's size every grid shares.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct Experiment {
-    pub name: String,
-    pub title: String,
-    pub paper: String,
-    pub study: String,
-    pub preset: String,
-    pub seed: u64,
+pub struct Own {
     pub nodes: u32,
-    pub full: Grid,
-    pub quick: Grid,
 }
 
 /// The points of one sweep.

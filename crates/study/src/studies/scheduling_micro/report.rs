@@ -120,7 +120,7 @@ pub(super) fn setup(exp: &Experiment, grid: &Grid) -> String {
          {} requests per node, split over its compute threads; {} seeds per point (the claims use their means). \
          Processors per node {}: 1 runs Single, every other count Fixed (one dedicated protocol processor) and \
          Floating. Oint {} cycles.",
-        exp.nodes,
+        exp.own.nodes,
         grid.requests_per_node,
         grid.replicates,
         grid.procs_per_node.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
