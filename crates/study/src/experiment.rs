@@ -204,12 +204,16 @@ fn typed_part<T: DeserializeOwned>(src: &Source, table: &[&str], value: toml::Va
             serde_path_to_error::Segment::Map { key } => Some(key.clone()),
             _ => None,
         }));
-        let message =
-            finegrain_core::config::plain_type_names(&e.inner().to_string(), "2^63-1 (the largest TOML integer)");
-        // An unknown field is the path's last key, which serde names only
-        // in its message.
+        let message = finegrain_core::config::plain_type_names(
+            e.inner().message().replace('\n', " ").trim(),
+            "2^63-1 (the largest TOML integer)",
+        );
+        // An unknown field is the path's last key, which the path may not
+        // name (serde names it in its message).
         if let Some(unknown) = message.strip_prefix("unknown field `").and_then(|m| m.split('`').next()) {
-            path.push(unknown.to_string());
+            if path.last().map(String::as_str) != Some(unknown) {
+                path.push(unknown.to_string());
+            }
         }
         let location = match (line_of(&src.text, &path), path.is_empty()) {
             (Some((n, line)), _) => format!("line {n} (`{}`): ", line.trim().chars().take(60).collect::<String>()),
@@ -390,5 +394,57 @@ pub fn check_sensitivity_on(
 impl std::fmt::Display for EffectOff {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Own {
+        nodes: u32,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Grid {
+        replicates: u32,
+    }
+
+    const FILE: &str = "name = \"n\"\ntitle = \"t\"\npaper = \"p\"\nstudy = \"s\"\npreset = \"hpca97\"\nseed = 3\n\
+                        nodes = 2\n\n[full]\nreplicates = 5\n\n[quick]\nreplicates = 1\n";
+
+    fn typed(text: &str, quick: bool) -> Result<Experiment<Own, Grid>> {
+        let src = Source::shipped("s", text);
+        src.parsed()?.typed(&src, "s", quick)
+    }
+
+    #[test]
+    fn an_experiment_is_its_header_its_own_fields_and_the_grid_that_runs() {
+        let e = typed(FILE, true).unwrap();
+        assert_eq!((e.header.name.as_str(), e.header.seed, e.own.nodes), ("n", 3, 2));
+        assert_eq!((e.grid().replicates, e.mode.table()), (1, "quick"));
+        assert_eq!(typed(FILE, false).unwrap().grid().replicates, 5);
+        let e = typed(&FILE.replace("study = \"s\"", "study = \"other\""), true).unwrap_err().to_string();
+        assert_eq!(e, "invalid study = other in experiments/s.toml: expected s");
+    }
+
+    #[test]
+    fn an_unknown_or_wrong_field_is_named_with_its_line() {
+        for (from, to, says) in [
+            ("nodes = 2\n", "nodes = 2\nbogus = 1\n", "line 8 (`bogus = 1`): unknown field `bogus`, expected `nodes`"),
+            ("nodes = 2\n", "nodes = \"2\"\n", "line 7 (`nodes = \"2\"`): invalid type: string \"2\""),
+            ("replicates = 1\n", "replicates = 1\nseeds = 2\n", "line 14 (`seeds = 2`): unknown field `seeds`"),
+            ("replicates = 5\n", "replicates = -5\n", "line 10 (`replicates = -5`): invalid value: integer `-5`"),
+            ("nodes = 2\n", "", "missing field `nodes`"),
+            ("seed = 3\n", "seed = -3\n", "line 6"),
+            ("title = \"t\"", "title = \" \"", "invalid title = \" \""),
+        ] {
+            let e = typed(&FILE.replacen(from, to, 1), true).unwrap_err().to_string();
+            assert!(e.contains(says), "{to:?}: {e}");
+            assert!(!e.contains('\n'), "{e:?}");
+        }
     }
 }

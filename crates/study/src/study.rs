@@ -486,3 +486,70 @@ impl<S: Study> AnyStudy for Registered<S> {
         crate::regenerate::regenerate::<S::Labels>(record)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::studies::{coprocessor, pdq_dsm, pdq_micro, scheduling_micro};
+
+    /// A record of study `S`'s first planned run, with `measures` as its
+    /// measures (statistics left empty: only the measures are read here).
+    fn record<S: Study>(measures: Option<serde_json::Value>) -> RunRecord<S::Labels> {
+        let src = crate::studies::source(S::NAME).unwrap();
+        let p = load::<S>(&src, true).unwrap().plan().unwrap().remove(0);
+        RunRecord {
+            study: S::NAME.into(),
+            experiment: Some(S::NAME.into()),
+            id: p.labels.id(),
+            labels: p.labels,
+            config: p.config,
+            workload: p.workload,
+            stats: Default::default(),
+            measures,
+            wall: Default::default(),
+        }
+    }
+
+    /// Measures of the wrong shape are an error naming the run in every
+    /// study that reads them (pdq-micro reads none: it computes the home's
+    /// measures from the statistics).
+    #[test]
+    fn malformed_measures_are_an_error_naming_the_run() {
+        let bad = Some(serde_json::json!({"time": "soon"}));
+        let errors = [
+            measured(record::<coprocessor::Coprocessor>(bad.clone())).err(),
+            measured(record::<pdq_dsm::PdqDsm>(bad.clone())).err(),
+            measured(record::<scheduling_micro::SchedulingMicro>(bad.clone())).err(),
+        ];
+        for e in errors {
+            let e = format!("{:#}", e.expect("malformed measures were taken"));
+            assert!(e.starts_with("run ") && e.contains("its measures are malformed"), "{e}");
+        }
+        assert!(measured(record::<pdq_micro::PdqMicro>(bad)).is_ok());
+        // A DSM run without measures cannot be viewed either.
+        let r = measured(record::<pdq_dsm::PdqDsm>(None)).unwrap();
+        let e = <pdq_dsm::Run as StudyRun<_>>::of(r).err().expect("a DSM run without measures was taken").to_string();
+        assert!(e.contains("its record has no measures, which every DSM run has"), "{e}");
+    }
+
+    /// Only the grid that runs is planned: a full grid whose runs the
+    /// simulator would refuse (affinity passes beyond the device) stops
+    /// the full study before any run, and not the quick one, whose grid
+    /// fields are checked all the same.
+    #[test]
+    fn only_the_grid_that_runs_is_planned() {
+        let text = pdq_micro::PdqMicro::EXPERIMENT;
+        let at = text.find("[full]").unwrap();
+        let (head, full) = text.split_at(at);
+        let edited = format!("{head}{}", full.replacen("affinity_passes = 16", "affinity_passes = 2000000", 1));
+        assert_ne!(edited, text, "the full grid names its affinity passes");
+        let src = Source::shipped("pdq-micro", &edited);
+        assert!(load::<pdq_micro::PdqMicro>(&src, true).is_ok());
+        let e = load::<pdq_micro::PdqMicro>(&src, false).err().unwrap().to_string();
+        assert!(e.starts_with("invalid experiment (full run ") && e.contains("affinity_passes = 2000000"), "{e}");
+        let bad_field = format!("{head}{}", full.replacen("keys = [1, 4, 64, 4096]", "keys = [1, 4, 64, 4096, 4]", 1));
+        assert_ne!(bad_field, text);
+        let e = load::<pdq_micro::PdqMicro>(&Source::shipped("pdq-micro", &bad_field), true).err().unwrap().to_string();
+        assert!(e.starts_with("invalid full.keys"), "the full grid's fields are checked under quick: {e}");
+    }
+}
