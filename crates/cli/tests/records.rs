@@ -252,7 +252,7 @@ fn rerun_refuses_records_it_cannot_compare_or_run() {
     let f = d.join("fetch-add.json");
     let out = finegrain(&["fetch-add", "--requests-per-thread", "2", "--json", f.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let mut bad_skew: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+    let mut bad_skew = unsigned(serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap());
     bad_skew["workload"]["skew"] = "zipf".into();
     std::fs::write(&f, bad_skew.to_string()).unwrap();
     assert_one_line_error(&["rerun", f.to_str().unwrap()], &["expected skew {\"kind\": \"uniform\"}"]);
