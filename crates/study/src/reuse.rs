@@ -92,7 +92,7 @@ impl Earlier {
                 continue;
             }
             found = match same_run(&path, study, experiment, p)? {
-                Read::Same(record) => return Ok(Found::Same(Box::new(record), path)),
+                Read::Same(record) => return Ok(Found::Same(record, path)),
                 Read::Other => Found::Differs,
                 Read::Seal(Seal::Missing) => Found::Unsigned(path),
                 Read::Seal(_) => Found::Edited(path),
@@ -105,7 +105,7 @@ impl Earlier {
 /// What an earlier record is to a planned run.
 pub(crate) enum Read<L> {
     /// Exactly the run, unedited: taken.
-    Same(RunRecord<L>),
+    Same(Box<RunRecord<L>>),
     /// Another run, or not a record this finegrain writes.
     Other,
     /// A record whose digest is missing or not its content's.
@@ -155,7 +155,7 @@ pub(crate) fn record_of<L: Labels>(text: &str, study: &str, experiment: &str, p:
         wall,
     };
     let again = crate::output::json_text(&record)?;
-    Ok(if again == text { Read::Same(record) } else { Read::Other })
+    Ok(if again == text { Read::Same(Box::new(record)) } else { Read::Other })
 }
 
 /// What `--reuse` did for a study: runs taken from earlier records,

@@ -307,7 +307,7 @@ fn run_or_reuse<L: Labels>(
                 };
                 let path = out.join("runs").join(output::record_file(&record.id));
                 std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-                Ok(record)
+                Ok(*record)
             };
             let run = |p: &Planned<L>| record_text(study, experiment, p);
             let (records, tally) = crate::ranks::coordinate(env, &work, &to_run, &label, run, read)?;
