@@ -396,7 +396,7 @@ impl<T: Transport> Cluster<T> {
         }
         if kind == FAIL_THREAD {
             let v = self.failure.app.load(Ordering::Acquire);
-            let error = self.failure.error.lock().ok().and_then(|mut e| e.take()).unwrap_or_else(run_aborted);
+            let error = self.failure.error.lock().ok().and_then(|e| e.clone()).unwrap_or_else(run_aborted);
             return Some(RtError::App { node: (v >> 32) as u32, thread: v as u32, error });
         }
         let id = HandlerId(self.failure.handler.load(Ordering::Relaxed) as u16);
@@ -424,7 +424,7 @@ impl<T: Transport> Cluster<T> {
                 .error
                 .lock()
                 .ok()
-                .and_then(|mut e| e.take())
+                .and_then(|e| e.clone())
                 .unwrap_or(AmError::HandlerFailed { handler: name, reason: "failed".into() }),
         };
         Some(RtError::Handler(e))

@@ -57,6 +57,9 @@ fn watch<T: Transport>(cluster: &Cluster<T>, over: &AtomicBool, node: u32) {
             }
         }
         if cluster.failed() {
+            if failed_at.is_none() {
+                cluster.transport.run_failed(&failure_text(cluster, node));
+            }
             if !announced && !cluster.failed_for_peer() {
                 // The others stop now; the words follow when the run ends.
                 cluster.transport.announce_failure(node, "");
@@ -83,11 +86,16 @@ fn check_handlers<T: Transport>(cluster: &Cluster<T>, limit_ns: u64) {
     }
 }
 
+/// Why the run failed, as far as the watcher can tell.
+fn failure_text<T: Transport>(cluster: &Cluster<T>, node: u32) -> String {
+    cluster.failure_error().map(|e| e.to_string()).unwrap_or_else(|| {
+        format!("a thread of node {node} did not stop within {} ms of the run failing", STUCK_GRACE.as_millis())
+    })
+}
+
 /// The run failed and a thread will not stop: say why and end the process.
 fn stuck<T: Transport>(cluster: &Cluster<T>, node: u32) -> ! {
-    let text = cluster.failure_error().map(|e| e.to_string()).unwrap_or_else(|| {
-        format!("a thread of node {node} did not stop within {} ms of the run failing", STUCK_GRACE.as_millis())
-    });
+    let text = failure_text(cluster, node);
     cluster.transport.announce_failure(node, &text);
     let _ = writeln!(std::io::stderr().lock(), "error: {text}");
     std::process::exit(STUCK_EXIT);

@@ -168,6 +168,12 @@ pub(crate) trait Transport: Sized + Send + Sync + 'static {
     /// `text` (empty at first, when only the fact is known) says why.
     fn announce_failure(&self, _node: u32, _text: &str) {}
 
+    /// The run failed here (`text` says why, as far as the watcher knows):
+    /// a transport whose process must not simply wait for its threads (a
+    /// peer they wait on inside a library call may never answer) prepares
+    /// to end the process if the run does not end soon.
+    fn run_failed(&self, _text: &str) {}
+
     /// Node `node`'s doorbell, if this process can reach it (always for a
     /// local node).
     fn doorbell(&self, node: u32) -> Option<&Doorbell>;
