@@ -9,10 +9,11 @@ pub mod launch;
 use crate::config::RtConfig;
 use crate::runtime::{layout_of, run_nodes, RtError, RtOutput};
 use crate::stats::{RtStats, ThreadTimes};
-use crate::transport::shm::{self, MapLayout, Mapping, Shm, STATE_FAILED, STATE_REPORTED, STATE_RUNNING};
+use crate::transport::shm::{
+    self, MapLayout, Mapping, Peer, Shm, ShmNode, STATE_FAILED, STATE_REPORTED, STATE_RUNNING,
+};
 use crate::transport::Trouble;
 use finegrain_core::{Platform, Ran, Workload};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -52,60 +53,6 @@ impl NodeEnv {
             return Err(format!("invalid {ENV_NODE} = {}: allowed 0..{} ({ENV_NODES})", env.node, env.nodes));
         }
         Ok(Some(env))
-    }
-}
-
-/// A peer node process, watched through a pidfd (readable once it ends,
-/// even before its parent reaps it).
-pub(crate) struct Peer {
-    node: u32,
-    pid: u32,
-    fd: OwnedFd,
-}
-
-impl Peer {
-    fn open(node: u32, pid: u32) -> Result<Peer, String> {
-        // SAFETY: pidfd_open takes a pid and flags and returns a new
-        // descriptor (or -1); nothing else is touched.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) } as i32;
-        if fd < 0 {
-            return Err(format!("watching node {node} (process {pid}): {}", std::io::Error::last_os_error()));
-        }
-        // SAFETY: `fd` is a descriptor we own from here on.
-        Ok(Peer { node, pid, fd: unsafe { OwnedFd::from_raw_fd(fd) } })
-    }
-
-    fn ended(&self) -> bool {
-        let mut p = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid pollfd, no waiting.
-        unsafe { libc::poll(&mut p, 1, 0) > 0 }
-    }
-}
-
-/// This process's node of a shared-memory run: the mapping and the other
-/// node processes.
-pub(crate) struct ShmNode {
-    pub(crate) map: Arc<Mapping>,
-    pub(crate) node: u32,
-    pub(crate) peers: Vec<Peer>,
-}
-
-impl ShmNode {
-    /// What went wrong elsewhere, if anything: a node that announced a
-    /// failure, or one whose process ended without reporting.
-    /// A death comes first: the nodes that stopped because of it have
-    /// failed too, but it is the cause.
-    pub(crate) fn trouble(&self) -> Option<Trouble> {
-        let state = |p: &Peer| self.map.area(p.node).state.load(Ordering::Acquire);
-        if let Some(p) = self.peers.iter().find(|p| state(p) == STATE_RUNNING && p.ended()) {
-            return Some(Trouble::Died { node: p.node, pid: p.pid });
-        }
-        if let Some((node, _)) = self.map.failure() {
-            if node != self.node {
-                return Some(Trouble::Failed { node });
-            }
-        }
-        self.peers.iter().find(|p| state(p) == STATE_FAILED).map(|p| Trouble::Failed { node: p.node })
     }
 }
 
