@@ -131,6 +131,9 @@ const FAIL_THREAD: u8 = 7;
 const FAIL_HUNG: u8 = 8;
 /// Another process's node failed or died.
 const FAIL_PEER: u8 = 9;
+/// The transport's shared state was found corrupt; the failure carries
+/// what was found.
+const FAIL_CORRUPT: u8 = 10;
 
 /// What a request or send still in progress returns once the run failed.
 pub(super) fn run_aborted() -> AmError {
@@ -375,6 +378,11 @@ impl<T: Transport> Cluster<T> {
         }
     }
 
+    /// The transport's shared state is corrupt (`what` says where).
+    pub(super) fn fail_corrupt(&self, what: String) {
+        self.fail_first(FAIL_CORRUPT, HandlerId(0), Some(AmError::Aborted(what)));
+    }
+
     /// Whether the run stopped for another process's node.
     pub(super) fn failed_for_peer(&self) -> bool {
         self.failure.kind.load(Ordering::Acquire) == FAIL_PEER
@@ -393,6 +401,13 @@ impl<T: Transport> Cluster<T> {
         let kind = self.failure.kind.load(Ordering::Acquire);
         if kind == 0 || kind == FAIL_APP || kind == FAIL_SETUP {
             return None;
+        }
+        if kind == FAIL_CORRUPT {
+            let what = self.failure.error.lock().ok().and_then(|e| e.clone());
+            return Some(RtError::Corrupt(match what {
+                Some(AmError::Aborted(what)) => what,
+                _ => "the transport's shared state".into(),
+            }));
         }
         if kind == FAIL_THREAD {
             let v = self.failure.app.load(Ordering::Acquire);

@@ -93,6 +93,10 @@ pub enum RtError {
     PeerFailed { node: u32, error: String },
     #[error("node {node} (process {pid}) died before the run ended")]
     PeerDied { node: u32, pid: u32 },
+    /// Memory the node processes share was written over: the run cannot
+    /// go on.
+    #[error("the run's shared memory is corrupt: {0}")]
+    Corrupt(String),
     /// The workload's own set-up or answer check failed.
     #[error(transparent)]
     Workload(#[from] finegrain_core::WorkloadError),

@@ -182,6 +182,7 @@ impl<T: Transport> ThreadCtx<T> {
         let m = self.request_from_here(handler, 0, key, args, payload);
         self.enter();
         let mut spins = 0;
+        let mut deadline = Deadline::new(cl.cfg.progress_timeout_ms);
         loop {
             // SAFETY: only this thread uses its send side, and not
             // re-entrantly (as in `send`); the borrow ends here.
@@ -189,6 +190,9 @@ impl<T: Transport> ThreadCtx<T> {
                 break;
             }
             self.flush_spill();
+            if !cl.failed() && deadline.passed() {
+                self.no_room(dst.0, handler);
+            }
             if cl.failed() {
                 self.exit();
                 return Err(run_aborted());
@@ -355,6 +359,40 @@ impl<T: Transport> ThreadCtx<T> {
         cl.fail_thread(self.node, self.local, AmError::Aborted(why));
     }
 
+    /// This thread's one-way message to `dst` found no room for the
+    /// progress timeout: the run fails, naming both nodes and the handler.
+    fn no_room(&self, dst: u32, handler: HandlerId) {
+        let cl = &self.cluster;
+        let name = cl.handlers.info(handler).map(|i| i.name.clone()).unwrap_or_else(|_| format!("#{}", handler.0));
+        let why = format!(
+            "its one-way message {name} to node {dst} found no room within the progress timeout of {} ms: node {dst} \
+             takes no messages (it makes no progress, or the ring to it is corrupt)",
+            cl.cfg.progress_timeout_ms
+        );
+        cl.fail_thread(self.node, self.local, AmError::Aborted(why));
+    }
+
+    /// Serving after every application has returned, the node's inbox has
+    /// said a message waits while none comes: past the progress timeout
+    /// that is a spin on corrupt state, which fails the run (true).
+    fn stale_inbox(&self, since: &mut Option<Deadline>) -> bool {
+        let cl = &self.cluster;
+        let total = cl.cfg.run.topology.nodes * cl.cfg.compute_threads_per_node();
+        if cl.transport.apps_finished() != total || !self.node().work_waiting() {
+            *since = None;
+            return false;
+        }
+        if !since.get_or_insert_with(|| Deadline::new(cl.cfg.progress_timeout_ms)).passed() {
+            return false;
+        }
+        cl.fail_corrupt(format!(
+            "after every application returned, node {}'s inbox said for the progress timeout of {} ms that a message \
+             waits, and none came: the ring state is corrupt (something wrote over it)",
+            self.node, cl.cfg.progress_timeout_ms
+        ));
+        true
+    }
+
     /// This thread's `wait_until` saw its condition stay false for the
     /// progress timeout: the run fails, naming the thread.
     fn no_progress_waiting(&self) {
@@ -458,6 +496,7 @@ impl<T: Transport> ThreadCtx<T> {
         let mut empty = 0u32;
         let mut spins = 0;
         let mut holding = false;
+        let mut stale = None;
         // A serving Floating thread may take the role: a holder keeping it
         // under hand-off for want of a taker must see it (as one waiting).
         if floating {
@@ -482,6 +521,7 @@ impl<T: Transport> ThreadCtx<T> {
             let spilled = !self.flush_spill();
             if handled > 0 || spilled {
                 empty = 0;
+                stale = None;
                 // A spill waits for its destination to drain: give that
                 // thread the core if it shares this one.
                 if handled == 0 {
@@ -490,6 +530,9 @@ impl<T: Transport> ThreadCtx<T> {
                 continue;
             }
             empty = empty.wrapping_add(1);
+            if self.stale_inbox(&mut stale) {
+                break;
+            }
             if holding && floating && empty.is_multiple_of(64) {
                 self.release_role();
                 holding = false;

@@ -3,7 +3,8 @@
 //! it happens elsewhere:
 //! - a handler running longer than `RtConfig::handler_limit_ms` (it will
 //!   never give its thread back to the node);
-//! - a node of another process that failed or died (the transport says);
+//! - a node of another process that failed or died, or shared transport
+//!   state found corrupt (the transport says);
 //! - a run that failed but whose threads do not stop (one is stuck in a
 //!   handler, or in application code that never reaches the runtime).
 //!   A thread cannot be taken back from code that never returns, so the
@@ -53,6 +54,9 @@ fn watch<T: Transport>(cluster: &Cluster<T>, over: &AtomicBool, node: u32) {
             match cluster.transport.peer_trouble() {
                 Some(Trouble::Failed { node }) => cluster.fail_peer(node, 0),
                 Some(Trouble::Died { node, pid }) => cluster.fail_peer(node, pid),
+                Some(Trouble::Corrupt { sender, node, head, tail }) => {
+                    cluster.fail_corrupt(corrupt_ring(cluster, sender, node, head, tail))
+                }
                 None => {}
             }
         }
@@ -84,6 +88,19 @@ fn check_handlers<T: Transport>(cluster: &Cluster<T>, limit_ns: u64) {
             return;
         }
     }
+}
+
+/// What a producer found wrong with the ring from thread `sender` (of the
+/// run) to node `node`.
+fn corrupt_ring<T: Transport>(cluster: &Cluster<T>, sender: u32, node: u32, head: u64, tail: u64) -> String {
+    let slots = cluster.cfg.ring_slots as u64;
+    format!(
+        "the ring from node {} thread {} to node {node} has its consumer position at {head}, which a ring of {slots} \
+         slots whose producer is at {tail} cannot have (allowed {}..={tail}): something wrote over it",
+        sender / cluster.ppn,
+        sender % cluster.ppn,
+        tail.saturating_sub(slots)
+    )
 }
 
 /// Why the run failed, as far as the watcher can tell.

@@ -122,6 +122,11 @@ pub(crate) enum Trouble {
     Failed { node: u32 },
     /// Its process ended before the run did.
     Died { node: u32, pid: u32 },
+    /// A thread of this process found the ring from thread `sender`
+    /// (numbered across the run) to node `node` corrupt: its consumer
+    /// position `head` is impossible for a producer at `tail` (something
+    /// wrote over memory shared with other processes).
+    Corrupt { sender: u32, node: u32, head: u64, tail: u64 },
 }
 
 /// Which of a node's threads is registering (see

@@ -23,7 +23,7 @@
 //! mapping and descriptor.
 
 use super::inproc::{RingInbox, RingSender};
-use super::ring::{self, MappedRing};
+use super::ring::{self, FaultAt, MappedRing};
 use super::{Endpoints, Layout, ThreadKind, Transport, Trouble};
 use crate::notify::Doorbell;
 use crossbeam_utils::CachePadded;
@@ -58,6 +58,9 @@ struct Header {
     /// Bytes of `fail_text` written (0: none yet).
     fail_len: AtomicU32,
     fail_text: [AtomicU64; FAIL_TEXT / 8],
+    /// A ring whose consumer position a producer found impossible: 1 +
+    /// the ring's number (0: none), the position, the producer's.
+    ring_fault: [AtomicU64; 3],
 }
 
 /// What the other processes see of one node process.
@@ -279,14 +282,25 @@ impl Mapping {
         unsafe { &*self.at::<CachePadded<Doorbell>>(at) }
     }
 
-    fn ring_at(&self, sender: usize, dst: usize) -> MappedRing {
+    pub(crate) fn ring_at(&self, sender: usize, dst: usize) -> MappedRing {
         let at = self.layout.rings_at + (sender * self.layout.nodes + dst) * self.layout.ring_bytes;
         let slots_bytes = self.layout.ring_slots * 64;
         MappedRing {
             slots_at: self.at::<u8>(at),
             slots: self.layout.ring_slots,
             head_at: self.at::<u8>(at + slots_bytes),
+            fault: FaultAt { words: &self.header().ring_fault, ring: (sender * self.layout.nodes + dst) as u64 },
         }
+    }
+
+    /// The ring a producer found corrupt, if one has: its sending thread
+    /// (numbered across the run), its node, the consumer position read
+    /// and the producer's own.
+    pub(crate) fn ring_fault(&self) -> Option<(u32, u32, u64, u64)> {
+        let w = &self.header().ring_fault;
+        let ring = w[0].load(Ordering::Acquire).checked_sub(1)?;
+        let nodes = self.layout.nodes as u64;
+        Some(((ring / nodes) as u32, (ring % nodes) as u32, w[1].load(Ordering::Relaxed), w[2].load(Ordering::Relaxed)))
     }
 
     /// Nodes of the run the mapping was made for.
@@ -402,6 +416,13 @@ impl ShmNode {
     /// A death comes first: the nodes that stopped because of it have
     /// failed too, but it is the cause.
     pub(crate) fn trouble(&self) -> Option<Trouble> {
+        if let Some((sender, node, head, tail)) = self.map.ring_fault() {
+            // The process of the thread that found it reports it; the
+            // others learn of its failure as of any other.
+            if sender / self.map.layout.threads_per_node as u32 == self.node {
+                return Some(Trouble::Corrupt { sender, node, head, tail });
+            }
+        }
         let state = |p: &Peer| self.map.area(p.node).state.load(Ordering::Acquire);
         if let Some(p) = self.peers.iter().find(|p| state(p) == STATE_RUNNING && p.ended()) {
             return Some(Trouble::Died { node: p.node, pid: p.pid });
