@@ -361,3 +361,26 @@ impl Drop for ShmDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_one_host_mpirun_uses_shared_memory_and_loopback_only() {
+        let cmd = mpirun_command(3, OsStr::new("prog"), &["run".into()], Path::new("/dev/shm/finegrain-mpi-1"));
+        let args: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        let line = args.join(" ");
+        for want in [
+            "-np 3 --oversubscribe --quiet",
+            "--mca btl self,vader",
+            "--mca btl_tcp_if_include lo",
+            "--mca oob_tcp_if_include lo",
+            "--mca oob_tcp_disable_ipv6_family 1",
+            "--mca btl_vader_backing_directory /dev/shm/finegrain-mpi-1",
+            "prog run",
+        ] {
+            assert!(line.contains(want), "'{line}' lacks '{want}'");
+        }
+    }
+}
