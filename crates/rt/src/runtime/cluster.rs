@@ -113,6 +113,16 @@ pub(super) struct Failure {
 pub(super) struct HandlerClock {
     pub(super) since: AtomicU64,
     pub(super) handler: AtomicU32,
+    /// The thread's Linux thread id (0 until it starts), for its run delay.
+    pub(super) tid: std::sync::atomic::AtomicI32,
+}
+
+impl HandlerClock {
+    /// Records the calling thread as the one this clock times.
+    pub(super) fn register(&self) {
+        // SAFETY: gettid has no preconditions.
+        self.tid.store(unsafe { libc::gettid() }, Ordering::Release);
+    }
 }
 
 pub(super) const FAIL_PANIC: u8 = 1;

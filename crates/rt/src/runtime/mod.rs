@@ -317,6 +317,7 @@ where
                             os::pin_to(core);
                         }
                         cluster.transport.register_thread(n, l, ThreadKind::Protocol);
+                        cluster.clock(n, l).register();
                         let ctx = ThreadCtx::new(cluster, out, n, l);
                         ctx.serve(|| all_done(cluster, n, total_compute));
                         // Coproc: whatever it forwarded is queued by now.
@@ -357,6 +358,7 @@ where
     }
     let ctx = Rc::new(ThreadCtx::new(cluster, out, n, l));
     cluster.transport.register_thread(n, l, ThreadKind::Compute);
+    cluster.clock(n, l).register();
     let registration = Registration::new(&*ctx);
     let proc = RtProc::new(ctx.clone());
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| block_on(spawn(proc))));

@@ -24,26 +24,82 @@ fn reply_on_loan() -> AmError {
 }
 
 /// When a wait has lasted too long; the clock is read only every so many
-/// checks, so waiting stays a tight loop.
+/// checks, so waiting stays a tight loop. The time counted is the
+/// thread's own, not the wall clock's: time it spent runnable but
+/// preempted (more threads than cores) pushes the deadline back, so a
+/// heavily oversubscribed run is not mistaken for a stuck one, while a
+/// peer that makes no progress is noticed on time wherever the waiter
+/// gets a core.
 pub(super) struct Deadline {
     at: Stamp,
     checks: u32,
     /// Once passed, passed for every later check too.
     passed: bool,
+    /// The thread's run delay when the wait began (or shortly after; None
+    /// until read).
+    delay: Option<u64>,
+}
+
+/// A thread's last reading of its run delay and when it was made: a wait
+/// that begins soon after takes it as its own start.
+#[derive(Clone, Copy)]
+struct DelaySample {
+    at: Stamp,
+    delay_ns: u64,
+}
+
+thread_local! {
+    static DELAY: std::cell::Cell<Option<DelaySample>> = const { std::cell::Cell::new(None) };
+}
+
+/// How old a run-delay reading may be and still stand for the start of a
+/// wait (what it could miscount is at most this much).
+const DELAY_FRESH_NS: u64 = 50_000_000;
+
+/// The calling thread's run delay now (and the sample kept for waits).
+fn read_delay() -> Option<u64> {
+    let delay_ns = crate::os::run_delay_ns(None)?;
+    DELAY.with(|d| d.set(Some(DelaySample { at: Stamp::now(), delay_ns })));
+    Some(delay_ns)
 }
 
 impl Deadline {
     pub(super) fn new(ms: u64) -> Deadline {
-        Deadline { at: Stamp::now().plus_ns(ms as f64 * 1e6), checks: 0, passed: false }
+        let now = Stamp::now();
+        let delay = DELAY.with(|d| d.get()).filter(|s| now.since(s.at) < DELAY_FRESH_NS).map(|s| s.delay_ns);
+        Deadline { at: now.plus_ns(ms as f64 * 1e6), checks: 0, passed: false, delay }
     }
 
     #[inline]
     pub(super) fn passed(&mut self) -> bool {
         self.checks = self.checks.wrapping_add(1);
         if !self.passed && self.checks.is_multiple_of(256) {
-            self.passed = self.at.reached();
+            self.check();
         }
         self.passed
+    }
+
+    /// Reads the clock: past the deadline, unless the thread was preempted
+    /// meanwhile, which moves the deadline back by as much.
+    #[cold]
+    fn check(&mut self) {
+        if self.delay.is_none() {
+            self.delay = read_delay();
+        }
+        if !self.at.reached() {
+            return;
+        }
+        let (Some(then), Some(now)) = (self.delay, read_delay()) else {
+            self.passed = true;
+            return;
+        };
+        let preempted = now.saturating_sub(then);
+        if preempted < 1_000_000 {
+            self.passed = true;
+            return;
+        }
+        self.at = self.at.plus_ns(preempted as f64);
+        self.delay = Some(now);
     }
 }
 
@@ -635,5 +691,56 @@ impl<T: Transport> ThreadCtx<T> {
         }
         std::hint::black_box(acc);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Deadline;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+
+    /// How long a deadline of `ms` takes to pass on a thread pinned to
+    /// core 0, with `rivals` threads spinning on the same core.
+    fn waited(ms: u64, rivals: usize) -> Duration {
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for _ in 0..rivals {
+                s.spawn(|| {
+                    crate::os::pin_to(0);
+                    while !stop.load(Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                });
+            }
+            let took = s
+                .spawn(|| {
+                    crate::os::pin_to(0);
+                    let start = Instant::now();
+                    let mut d = Deadline::new(ms);
+                    while !d.passed() {
+                        std::hint::spin_loop();
+                    }
+                    start.elapsed()
+                })
+                .join()
+                .unwrap();
+            stop.store(true, Ordering::Relaxed);
+            took
+        })
+    }
+
+    /// A waiting thread that shares its core with two others gets about a
+    /// third of it: the time it spends preempted does not count, so its
+    /// deadline passes well after the wall clock's (an oversubscribed run
+    /// is not a stuck one).
+    #[test]
+    fn time_spent_preempted_does_not_count_toward_a_deadline() {
+        crate::clock::calibrate();
+        if crate::os::run_delay_ns(None).is_none() {
+            return eprintln!("this kernel keeps no run delays: the deadline counts wall-clock time");
+        }
+        let shared = waited(200, 2);
+        assert!(shared >= Duration::from_millis(400), "took {shared:?} sharing a core with two spinners");
     }
 }

@@ -46,9 +46,10 @@ fn watch<T: Transport>(cluster: &Cluster<T>, over: &AtomicBool, node: u32) {
     let limit_ns = cluster.cfg.handler_limit_ms.saturating_mul(1_000_000);
     let mut failed_at: Option<Instant> = None;
     let mut announced = false;
+    let mut seen = vec![None; cluster.clocks.len()];
     while !over.load(Ordering::Acquire) {
         if !cluster.failed() {
-            check_handlers(cluster, limit_ns);
+            check_handlers(cluster, limit_ns, &mut seen);
         }
         if !cluster.failed() {
             match cluster.transport.peer_trouble() {
@@ -77,11 +78,46 @@ fn watch<T: Transport>(cluster: &Cluster<T>, over: &AtomicBool, node: u32) {
     }
 }
 
-/// Fails the run if a local thread has been in one handler too long.
-fn check_handlers<T: Transport>(cluster: &Cluster<T>, limit_ns: u64) {
+/// How long a handler runs before the watcher notes its thread's run
+/// delay (what the limit then discounts is measured from there: at most
+/// this much preemption before it is missed).
+const SIGHT_NS: u64 = 50_000_000;
+
+/// A handler the watcher has seen running a while: its clock's stamp and
+/// its thread's run delay then.
+#[derive(Clone, Copy)]
+struct Sighting {
+    since: u64,
+    delay_ns: u64,
+}
+
+/// Fails the run if a local thread has been in one handler too long. The
+/// time counted is the thread's own: time it spent preempted (more
+/// threads than cores) does not count, time it spent running or blocked
+/// does.
+fn check_handlers<T: Transport>(cluster: &Cluster<T>, limit_ns: u64, seen: &mut [Option<Sighting>]) {
     for (i, clock) in cluster.clocks.iter().enumerate() {
         let since = clock.since.load(Ordering::Acquire);
-        if since != 0 && Stamp::from_ticks(since).elapsed_ns() > limit_ns {
+        let age = if since == 0 { 0 } else { Stamp::from_ticks(since).elapsed_ns() };
+        if age < SIGHT_NS {
+            continue;
+        }
+        let tid = clock.tid.load(Ordering::Acquire);
+        let delay = || crate::os::run_delay_ns(Some(tid));
+        let preempted = match seen[i] {
+            Some(s) if s.since == since => delay().map_or(0, |d| d.saturating_sub(s.delay_ns)),
+            _ => {
+                // First seen now (perhaps late, the watcher preempted too):
+                // judged from the next look on, where the kernel keeps
+                // run delays.
+                seen[i] = delay().map(|delay_ns| Sighting { since, delay_ns });
+                if seen[i].is_some() {
+                    continue;
+                }
+                0
+            }
+        };
+        if age.saturating_sub(preempted) > limit_ns {
             let node = cluster.first + i as u32 / cluster.ppn;
             let handler = HandlerId(clock.handler.load(Ordering::Relaxed) as u16);
             cluster.fail_hung(node, handler, cluster.cfg.handler_limit_ms);
