@@ -7,6 +7,15 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// One job at a time: the progress timeout counts the waiting rank's own
+/// time, not time it spends preempted, so jobs of the other tests sharing
+/// the cores would stretch it (as they should) past the bound tested here.
+static ONE_JOB: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_job() -> std::sync::MutexGuard<'static, ()> {
+    ONE_JOB.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A long self-launched MPI run of two ranks.
 fn long_run(extra: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_finegrain"))
@@ -135,6 +144,7 @@ fn listening(pid: u32) -> Vec<String> {
 
 #[test]
 fn a_stopped_rank_ends_the_job_within_the_progress_timeout_naming_it() {
+    let _one = one_job();
     let mut run = long_run(&["--progress-timeout-ms", "3000"]);
     let launcher = run.id();
     let job = job(&mut run);
@@ -151,6 +161,7 @@ fn a_stopped_rank_ends_the_job_within_the_progress_timeout_naming_it() {
 
 #[test]
 fn sigint_or_sigterm_to_the_command_stops_mpirun_and_every_rank() {
+    let _one = one_job();
     for sig in ["INT", "TERM"] {
         let mut run = long_run(&[]);
         let launcher = run.id();
@@ -169,6 +180,7 @@ fn sigint_or_sigterm_to_the_command_stops_mpirun_and_every_rank() {
 /// interface).
 #[test]
 fn the_ranks_of_a_one_host_run_listen_on_no_tcp_port() {
+    let _one = one_job();
     let mut run = long_run(&[]);
     let job = job(&mut run);
     std::thread::sleep(Duration::from_millis(500));

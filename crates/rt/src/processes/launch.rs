@@ -17,10 +17,14 @@
 use super::{ENV_FD, ENV_NODE, ENV_NODES};
 use crate::transport::shm::create_memfd;
 use std::ffi::{OsStr, OsString};
+use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
+use std::process::ChildStderr;
 use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Most node processes one launcher starts.
@@ -71,9 +75,14 @@ pub fn launch(nodes: u32, program: &OsString, args: &[OsString]) -> Result<Launc
         crate::os::install_handler(sig, on_interrupt)?;
     }
     let mut children = Vec::new();
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let mut readers = Vec::new();
     for k in 0..nodes {
         match spawn(program, args, fd, k, nodes) {
-            Ok(c) => children.push(Some(c)),
+            Ok(mut c) => {
+                readers.extend(c.stderr.take().map(|e| read_errors(e, errors.clone())));
+                children.push(Some(c));
+            }
             Err(e) => {
                 stop_all(&mut children);
                 return Err(format!("cannot start node {k} ({}): {e}", program.to_string_lossy()));
@@ -83,12 +92,73 @@ pub fn launch(nodes: u32, program: &OsString, args: &[OsString]) -> Result<Launc
     // The node processes hold the memory now; the launcher needs no copy.
     // SAFETY: `fd` is the memfd made above, not used again here.
     unsafe { libc::close(fd) };
-    Ok(wait_all(&mut children))
+    let launched = wait_all(&mut children);
+    readers.into_iter().flatten().for_each(|r| drop(r.join()));
+    let lines = std::mem::take(&mut *errors.lock().unwrap_or_else(|e| e.into_inner()));
+    let text: String = one_line_per_cause(&lines).iter().map(|l| format!("{l}\n")).collect();
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    Ok(launched)
+}
+
+/// Reads a node process's standard error: its error lines are kept for
+/// [`one_line_per_cause`], anything else passes through at once.
+fn read_errors(from: ChildStderr, errors: Arc<Mutex<Vec<String>>>) -> Option<JoinHandle<()>> {
+    let read = move || {
+        for line in BufReader::new(from).lines().map_while(Result::ok) {
+            if line.starts_with("error: ") {
+                errors.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+            } else {
+                let _ = std::io::stderr().lock().write_all(format!("{line}\n").as_bytes());
+            }
+        }
+    };
+    std::thread::Builder::new().name("fg-launch-err".into()).stack_size(64 << 10).spawn(read).ok()
+}
+
+/// The error lines of a run's node processes, one per cause. A node that
+/// stopped because another failed says `node K failed[: why]`: an echo,
+/// dropped when a line of the cause itself is there. Lines that differ
+/// only in their numbers (the same fault met at many nodes) are one
+/// cause, said once with how many nodes hit it.
+pub(crate) fn one_line_per_cause(lines: &[String]) -> Vec<String> {
+    let echo = |l: &str| {
+        l.strip_prefix("error: node ")
+            .and_then(|r| r.split_once(' '))
+            .is_some_and(|(k, rest)| k.parse::<u32>().is_ok() && (rest == "failed" || rest.starts_with("failed: ")))
+    };
+    let causes: Vec<&String> = if lines.iter().any(|l| !echo(l)) {
+        lines.iter().filter(|l| !echo(l)).collect()
+    } else {
+        lines.iter().collect()
+    };
+    let mut groups: Vec<(String, &String, usize)> = Vec::new();
+    for l in causes {
+        let key = without_numbers(l);
+        match groups.iter_mut().find(|(k, _, _)| *k == key) {
+            Some(g) => g.2 += 1,
+            None => groups.push((key, l, 1)),
+        }
+    }
+    groups.into_iter().map(|(_, l, n)| if n == 1 { l.clone() } else { format!("{l} ({n} nodes)") }).collect()
+}
+
+/// `line` with each run of digits as `#`.
+fn without_numbers(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    for c in line.chars() {
+        if !c.is_ascii_digit() {
+            out.push(c);
+        } else if !out.ends_with('#') {
+            out.push('#');
+        }
+    }
+    out
 }
 
 fn spawn(program: &OsString, args: &[OsString], fd: i32, node: u32, nodes: u32) -> std::io::Result<Child> {
     let mut cmd = Command::new(program);
     cmd.args(args).env(ENV_FD, fd.to_string()).env(ENV_NODE, node.to_string()).env(ENV_NODES, nodes.to_string());
+    cmd.stderr(std::process::Stdio::piped());
     // SAFETY: the closure runs in the child between fork and exec and only
     // makes async-signal-safe system calls (prctl, signal).
     unsafe {
@@ -365,6 +435,29 @@ impl Drop for ShmDir {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_run_says_each_cause_once_with_how_many_nodes_hit_it() {
+        let lines: Vec<String> = [
+            "error: node 3 thread 0 failed: no reply from node 4 within the progress timeout of 10000 ms",
+            "error: node 3 failed",
+            "error: node 7 thread 1 failed: no reply from node 8 within the progress timeout of 10000 ms",
+            "error: node 3 failed: node 3 thread 0 failed: no reply from node 4 within the progress timeout of 10000 ms",
+            "error: node 9 (process 1234) died before the run ended",
+            "error: node 9 (process 1234) died before the run ended",
+        ]
+        .map(String::from)
+        .into();
+        assert_eq!(
+            one_line_per_cause(&lines),
+            [
+                "error: node 3 thread 0 failed: no reply from node 4 within the progress timeout of 10000 ms (2 nodes)",
+                "error: node 9 (process 1234) died before the run ended (2 nodes)",
+            ]
+        );
+        let echoes: Vec<String> = ["error: node 2 failed", "error: node 2 failed"].map(String::from).into();
+        assert_eq!(one_line_per_cause(&echoes), ["error: node 2 failed (2 nodes)"]);
+    }
 
     #[test]
     fn a_one_host_mpirun_uses_shared_memory_and_loopback_only() {

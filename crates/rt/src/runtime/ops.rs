@@ -36,8 +36,8 @@ pub(super) struct Deadline {
     /// Once passed, passed for every later check too.
     passed: bool,
     /// The thread's run delay when the wait began (or shortly after; None
-    /// until read).
-    delay: Option<u64>,
+    /// until read), and when it was read.
+    delay: Option<(Stamp, u64)>,
 }
 
 /// A thread's last reading of its run delay and when it was made: a wait
@@ -57,16 +57,17 @@ thread_local! {
 const DELAY_FRESH_NS: u64 = 50_000_000;
 
 /// The calling thread's run delay now (and the sample kept for waits).
-fn read_delay() -> Option<u64> {
+fn read_delay() -> Option<(Stamp, u64)> {
     let delay_ns = crate::os::run_delay_ns(None)?;
-    DELAY.with(|d| d.set(Some(DelaySample { at: Stamp::now(), delay_ns })));
-    Some(delay_ns)
+    let at = Stamp::now();
+    DELAY.with(|d| d.set(Some(DelaySample { at, delay_ns })));
+    Some((at, delay_ns))
 }
 
 impl Deadline {
     pub(super) fn new(ms: u64) -> Deadline {
         let now = Stamp::now();
-        let delay = DELAY.with(|d| d.get()).filter(|s| now.since(s.at) < DELAY_FRESH_NS).map(|s| s.delay_ns);
+        let delay = DELAY.with(|d| d.get()).filter(|s| now.since(s.at) < DELAY_FRESH_NS).map(|s| (s.at, s.delay_ns));
         Deadline { at: now.plus_ns(ms as f64 * 1e6), checks: 0, passed: false, delay }
     }
 
@@ -79,8 +80,11 @@ impl Deadline {
         self.passed
     }
 
-    /// Reads the clock: past the deadline, unless the thread was preempted
-    /// meanwhile, which moves the deadline back by as much.
+    /// Reads the clock: past the deadline, unless the thread spent most of
+    /// the time preempted (an oversubscribed host), which moves the
+    /// deadline back by as much. A thread that had its core most of the
+    /// time keeps the wall clock's deadline, so a stopped peer is named on
+    /// time on a host that is merely busy.
     #[cold]
     fn check(&mut self) {
         if self.delay.is_none() {
@@ -89,17 +93,17 @@ impl Deadline {
         if !self.at.reached() {
             return;
         }
-        let (Some(then), Some(now)) = (self.delay, read_delay()) else {
+        let (Some((t0, then)), Some((t1, now))) = (self.delay, read_delay()) else {
             self.passed = true;
             return;
         };
         let preempted = now.saturating_sub(then);
-        if preempted < 1_000_000 {
+        if preempted.saturating_mul(2) < t1.since(t0) {
             self.passed = true;
             return;
         }
         self.at = self.at.plus_ns(preempted as f64);
-        self.delay = Some(now);
+        self.delay = Some((t1, now));
     }
 }
 
