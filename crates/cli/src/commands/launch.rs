@@ -34,8 +34,8 @@ pub fn launch(nodes: u32, program: OsString, args: Vec<OsString>) -> Result<()> 
 pub fn ended(launched: Launched) -> Result<()> {
     match launched {
         Launched::Done => Ok(()),
-        Launched::Failed { how, .. } if how.starts_with("mpirun") => bail!("{how}"),
         Launched::Failed { node, how, .. } => bail!("node {node} {how}"),
+        Launched::MpirunFailed { how, .. } => bail!("{how}"),
         Launched::Reported { code } => std::process::exit(code),
         Launched::Interrupted { signal } => {
             bail!("interrupted by signal {signal}: stopped every node process")

@@ -53,6 +53,9 @@ pub enum Launched {
     Reported { code: i32 },
     /// The launcher was interrupted and stopped every node process.
     Interrupted { signal: i32 },
+    /// mpirun failed, how (no rank said why: it could not start them, or
+    /// one was killed), and the status to exit with.
+    MpirunFailed { how: String, code: i32 },
 }
 
 /// The status of a node process (or an MPI job) that printed its error
@@ -346,12 +349,10 @@ fn wait_mpirun(child: &mut Child) -> Launched {
             }
             Ok(Some(status)) => {
                 let code = status.code().unwrap_or(128 + status.signal().unwrap_or(0));
-                return Launched::Failed { node: 0, how: format!("mpirun {}", describe(status)), code };
+                return Launched::MpirunFailed { how: format!("mpirun {}", describe(status)), code };
             }
             Ok(None) => {}
-            Err(e) => {
-                return Launched::Failed { node: 0, how: format!("mpirun could not be waited for: {e}"), code: 1 }
-            }
+            Err(e) => return Launched::MpirunFailed { how: format!("mpirun could not be waited for: {e}"), code: 1 },
         }
         let sig = INTERRUPTED.load(Ordering::Relaxed);
         if sig != 0 {
