@@ -10,9 +10,8 @@
 //! here sets the costs the paper leaves open that shape the Hurricane-1
 //! column, where protocol processors sit on the memory bus.
 
-use super::spec::handler_costs;
 use crate::fit::{coordinate_descent, Unknown as _};
-use finegrain_core::config::DsmSystem;
+use finegrain_core::config::ServingSystem;
 use finegrain_core::{ConfigError, HandlerTable, MachineConfig, Policy, Proc, Topology};
 use finegrain_dsm::{Dsm, DsmConfig, Home};
 use finegrain_sim::stats::TraceEvent;
@@ -44,8 +43,8 @@ pub const REMOTE_MISS_STEPS: [(&str, [u64; 3]); 12] = [
 pub const REMOTE_MISS_TOTALS: [u64; 3] = [440, 584, 1164];
 
 /// The systems of Table 1's columns, one protocol processor each.
-pub const REMOTE_MISS_SYSTEMS: [DsmSystem; 3] =
-    [DsmSystem::Scoma, DsmSystem::Hurricane { pps: 1 }, DsmSystem::Hurricane1 { pps: 1 }];
+pub const REMOTE_MISS_SYSTEMS: [ServingSystem; 3] =
+    [ServingSystem::Scoma, ServingSystem::Hurricane { pps: 1 }, ServingSystem::Hurricane1 { pps: 1 }];
 
 /// How far a measured total may be from the paper's (a fraction of it).
 pub const REMOTE_MISS_TOLERANCE: f64 = 0.10;
@@ -54,7 +53,7 @@ pub const REMOTE_MISS_TOLERANCE: f64 = 0.10;
 /// idle 2-node machine (one compute thread per node; the block is homed on
 /// node 0, node 1 reads it): the cycles of each of Table 1's steps, from
 /// the run's trace.
-pub fn remote_miss_steps(machine: &MachineConfig, system: DsmSystem) -> Result<[u64; 12], SimError> {
+pub fn remote_miss_steps(machine: &MachineConfig, system: ServingSystem) -> Result<[u64; 12], SimError> {
     let Some(params) = &machine.dsm else {
         return Err(SimError::Config(ConfigError::invalid(
             "dsm",
@@ -65,7 +64,7 @@ pub fn remote_miss_steps(machine: &MachineConfig, system: DsmSystem) -> Result<[
     let mut cfg = SimConfig::new(machine.clone(), Topology { nodes: 2, procs_per_node: 1 }, Policy::Single, SEED);
     system.apply(&mut cfg.run, 1);
     cfg.trace_handlers = true;
-    let dsm_cfg = DsmConfig { block_bytes: 64, costs: handler_costs(params), ..DsmConfig::default() };
+    let dsm_cfg = DsmConfig { block_bytes: 64, costs: params.clone(), ..DsmConfig::default() };
     let block_words = dsm_cfg.block_bytes as u64 / 8;
     let mut table = HandlerTable::new();
     let mut b = Dsm::builder(2, 1, dsm_cfg).map_err(SimError::Handler)?;
@@ -297,7 +296,7 @@ mod tests {
     #[test]
     fn a_machine_without_dsm_handlers_is_refused_in_one_line() {
         let m = MachineConfig::load("ipps96").unwrap();
-        let e = remote_miss_steps(&m, DsmSystem::Scoma).unwrap_err().to_string();
+        let e = remote_miss_steps(&m, ServingSystem::Scoma).unwrap_err().to_string();
         assert!(e.contains("[dsm]") && !e.contains('\n'), "{e}");
     }
 

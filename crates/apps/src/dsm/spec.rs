@@ -12,9 +12,9 @@ use super::water::WaterSp;
 use super::{DsmProgram, DsmWorkload, ThreadRun};
 use crate::splitc::spec::Size;
 use crate::RtPlatform;
-use finegrain_core::config::{DsmParams, MemoryParams};
+use finegrain_core::config::MemoryParams;
 use finegrain_core::{ConfigError, MachineConfig, Platform};
-use finegrain_dsm::{DsmConfig, HandlerCosts};
+use finegrain_dsm::DsmConfig;
 use finegrain_rt::{RtConfig, RtError, RtStats};
 use finegrain_sim::{RunStats, SimConfig, SimError, Simulator};
 use serde::{Deserialize, Serialize};
@@ -133,21 +133,6 @@ pub fn room_for(size: Size, machine: &mut MachineConfig) {
     if size == Size::Paper {
         let bytes = PAPER_SEGMENT_BYTES.max(machine.global_segment_bytes());
         machine.memory = Some(MemoryParams { global_segment_bytes: bytes });
-    }
-}
-
-/// The handler instructions a machine's `[dsm]` section gives.
-pub fn handler_costs(d: &DsmParams) -> HandlerCosts {
-    HandlerCosts {
-        fault: d.fault_cycles,
-        page: d.page_cycles,
-        get: d.get_cycles,
-        inv: d.inv_cycles,
-        fetch: d.fetch_cycles,
-        fetch_reply: d.fetch_reply_cycles,
-        data: d.data_cycles,
-        ack: d.ack_cycles,
-        sync: d.sync_cycles,
     }
 }
 

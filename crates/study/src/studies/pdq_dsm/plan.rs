@@ -10,9 +10,9 @@ use crate::experiment::Source;
 use crate::record::Labels as _;
 use crate::study::Planned;
 use anyhow::{bail, Context, Result};
-use finegrain_apps::dsm::spec::{handler_costs, room_for, DsmSpec, ProgramSpec};
+use finegrain_apps::dsm::spec::{room_for, DsmSpec, ProgramSpec};
 use finegrain_apps::WorkloadSpec;
-use finegrain_core::config::DsmSystem;
+use finegrain_core::config::ServingSystem;
 use finegrain_core::{MachineConfig, Policy, Topology};
 use finegrain_dsm::DsmConfig;
 use finegrain_sim::SimConfig;
@@ -58,7 +58,7 @@ fn run(
     machine: &MachineConfig,
     grid: &Grid,
     app: &str,
-    system: DsmSystem,
+    system: ServingSystem,
     shape: ShapeSpec,
     seed: u64,
     variant: Option<Variant>,
@@ -72,7 +72,7 @@ fn run(
     let dsm = DsmConfig {
         block_bytes: shape.block_bytes,
         check_coherence: true,
-        costs: handler_costs(params),
+        costs: params.clone(),
         ..DsmConfig::default()
     };
     // The inputs come from the experiment's seed, the same on every
@@ -108,14 +108,14 @@ pub(super) fn plan(exp: &Experiment, machines: &Machines, grid: &Grid) -> Result
         let base = baseline(grid);
         if grid.uniprocessor {
             let one = ShapeSpec { nodes: 1, procs: 1, block_bytes: base.block_bytes };
-            runs.push(run(paper, grid, app, DsmSystem::Scoma, one, seed, Some(Variant::Uniprocessor))?);
+            runs.push(run(paper, grid, app, ServingSystem::Scoma, one, seed, Some(Variant::Uniprocessor))?);
         }
         if grid.affinity_passes > 0 {
             let mut m = paper.clone();
             if let Some(pdq) = m.pdq.as_mut() {
                 pdq.affinity_passes = grid.affinity_passes;
             }
-            for &system in grid.systems.iter().filter(|&&s| s != DsmSystem::Scoma) {
+            for &system in grid.systems.iter().filter(|&&s| s != ServingSystem::Scoma) {
                 runs.push(run(&m, grid, app, system, base, seed, Some(Variant::Affinity))?);
             }
         }
