@@ -1,7 +1,7 @@
 //! The experiment file of the scheduling study: its grids and their
 //! checks, and the variants its sensitivity runs make of the preset.
 
-use super::claims::{COMM_BOUND_U, PAPER_OINT, PAPER_US};
+use super::operating_points::{COMM_BOUND_U, PAPER_OINT, PAPER_US};
 use crate::experiment::{check_distinct, check_distinct_decimals, shown, EffectOff, MAX_CYCLES, MAX_REQUESTS};
 use anyhow::{bail, Result};
 use finegrain_apps::micro::Protocol;

@@ -12,6 +12,7 @@
 mod claims;
 mod grid;
 mod labels;
+mod operating_points;
 mod plan;
 mod report;
 mod runs;

@@ -2,9 +2,10 @@
 //! grid, the sensitivity runs, and their machines and workloads, all
 //! checked before anything runs.
 
-use super::claims::{high_oint, oint_dominates, sorted_oints, CLAIM4_US, DOMINATES, PAPER_OINT};
+use super::claims::{high_oint, oint_dominates, sorted_oints, CLAIM4_US, DOMINATES};
 use super::grid::{Experiment, Grid, Variant};
 use super::labels::RunLabels;
+use super::operating_points::PAPER_OINT;
 use crate::experiment::{check_sensitivity_on, shown, Source, MAX_CYCLES};
 use crate::record::Labels as _;
 use crate::study::Planned;

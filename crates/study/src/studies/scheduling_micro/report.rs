@@ -1,9 +1,8 @@
 //! The study's figures and its report's own sections.
 
-use super::claims::{
-    arbitration_body, f2, high_oint, sorted_oints, sorted_u, Sensitivity, View, CLAIM4_US, PAPER_OINT,
-};
+use super::claims::{arbitration_body, f2, high_oint, sorted_oints, sorted_u, Sensitivity, View, CLAIM4_US};
 use super::grid::{ContextSwitch, Experiment, Grid, Mechanism, Variant};
+use super::operating_points::PAPER_OINT;
 use super::runs::Run;
 use crate::claim::{Claim, Verdict};
 use crate::figures::{Chart, Figure, Series};
