@@ -55,6 +55,12 @@ fn a_sweep_runs_every_point_and_seed_and_its_records_rerun() {
     edited["labels"]["settings"][0]["value"] = serde_json::json!(200);
     let p = d.join("edited.json");
     std::fs::write(&p, edited.to_string()).unwrap();
+    // Edited, it no longer matches its digest, which rerun checks first.
+    assert_one_line_error(&["rerun", p.to_str().unwrap()], &["its digest does not match its content"]);
+    // Without a digest (a record from before digests) the label check
+    // itself is what refuses it.
+    edited.as_object_mut().unwrap().remove("digest");
+    std::fs::write(&p, edited.to_string()).unwrap();
     assert_one_line_error(
         &["rerun", p.to_str().unwrap()],
         &["it names machine.interrupt.overhead_cycles = 200 but its configuration and workload say 5000"],
