@@ -6,6 +6,7 @@ use finegrain_apps::dsm::remote_miss::{
     self, REMOTE_MISS_STEPS, REMOTE_MISS_SYSTEMS, REMOTE_MISS_TOLERANCE, REMOTE_MISS_TOTALS,
 };
 use finegrain_apps::micro::{self, Protocol};
+use finegrain_apps::Sim;
 use finegrain_core::config::{Ledger, ProvenanceKind};
 use finegrain_core::{DmaCalibration, MachineConfig};
 
@@ -34,7 +35,7 @@ pub fn calibrate(preset: &str) -> Result<()> {
     say!("{:<10} {:>12} {:>10} {:>11} {:>8}  ok", "protocol", "cycles", "us", "target us", "error");
     let mut bad = Vec::new();
     for (p, target) in [(Protocol::Null, cal.lmin_null_us), (Protocol::Fetch, cal.lmin_fetch_us)] {
-        let l = micro::measure_lmin(&machine, p, CALIBRATION_SEED)?;
+        let l = micro::measure_lmin(&Sim::idle(&machine, CALIBRATION_SEED), p)?;
         let us = machine.cycles_to_us(l);
         let err = (us - target) / target;
         let ok = err.abs() <= cal.tolerance;

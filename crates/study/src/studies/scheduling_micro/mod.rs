@@ -28,6 +28,7 @@ use crate::report::Section;
 use crate::study::{Planned, Study};
 use anyhow::{Context, Result};
 use finegrain_apps::micro::{self, Protocol};
+use finegrain_apps::Sim;
 use finegrain_core::MachineConfig;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -75,7 +76,8 @@ impl Study for SchedulingMicro {
         let grid = if quick { &exp.quick } else { &exp.full };
         let mut lmin = BTreeMap::new();
         for &p in &grid.protocols {
-            let l = micro::measure_lmin(&machine, p, exp.seed).with_context(|| format!("measuring Lmin for {p}"))?;
+            let l = micro::measure_lmin(&Sim::idle(&machine, exp.seed), p)
+                .with_context(|| format!("measuring Lmin for {p}"))?;
             lmin.insert(p, l);
         }
         for (table, g) in [("full", &exp.full), ("quick", &exp.quick)] {
