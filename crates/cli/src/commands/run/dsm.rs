@@ -132,7 +132,7 @@ pub fn print(a: &RunArgs, run: &SimRun, spec: &DsmSpec, stats: &RunStats, measur
         describe(DsmSystem::of_run(&c.run), &c.run, spec)
     );
     let us = |cycles: u64| format!("{:.1} us ({cycles} cycles)", c.machine.cycles_to_us(cycles as f64));
-    print_measures(&m, us)?;
+    print_measures(m, us)?;
     say!(
         "messages          {} ({} one-way, {} replies to them)  handlers {}  interrupts {}",
         stats.messages,
