@@ -14,10 +14,10 @@
 // that still does is counted with its payload's injection cycles):
 //
 //   cargo run --release -p finegrain-apps --example handler_occupancy -- fft hurricane-1pp
-use finegrain_apps::dsm::spec::{handler_costs, ProgramSpec};
+use finegrain_apps::dsm::spec::ProgramSpec;
 use finegrain_apps::dsm::{DsmProgram, DsmWorkload};
 use finegrain_apps::splitc::spec::Size;
-use finegrain_core::config::DsmSystem;
+use finegrain_core::config::ServingSystem;
 use finegrain_core::{MachineConfig, Platform, Policy, Topology, Workload};
 use finegrain_dsm::DsmConfig;
 use finegrain_sim::stats::TraceEvent;
@@ -31,7 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let [app, system] = args.as_slice() else {
         return Err("usage: handler_occupancy APP SYSTEM (APP em3d, fft or radix; SYSTEM a pdq-dsm label)".into());
     };
-    let system = DsmSystem::parse(system)?;
+    let system = ServingSystem::parse(system)?;
     let program = ProgramSpec::named(app, Size::Quick, SEED)?;
     match program {
         ProgramSpec::Em3d(p) => report(p, system),
@@ -41,13 +41,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 }
 
-fn report<G: DsmProgram + Clone>(program: G, system: DsmSystem) -> Result<(), Box<dyn std::error::Error>> {
+fn report<G: DsmProgram + Clone>(program: G, system: ServingSystem) -> Result<(), Box<dyn std::error::Error>> {
     let machine = MachineConfig::load("hpca99")?;
-    let params = machine.dsm.clone().ok_or("hpca99 has no [dsm] section")?;
+    let costs = machine.dsm.clone().ok_or("hpca99 has no [dsm] section")?;
     let mut cfg = SimConfig::new(machine, Topology { nodes: 8, procs_per_node: 8 }, Policy::Single, SEED);
     system.apply(&mut cfg.run, 8);
     cfg.trace_handlers = true;
-    let dsm = DsmConfig { block_bytes: 64, costs: handler_costs(&params), ..DsmConfig::default() };
+    let dsm = DsmConfig { block_bytes: 64, costs, ..DsmConfig::default() };
     let threads = cfg.run.policy.compute_procs(cfg.run.topology.procs_per_node);
     let workload = DsmWorkload::new(program, 8, threads, dsm)?;
     let ran = Simulator { config: &cfg }.run(&workload)?;

@@ -9,57 +9,15 @@
 //! - mult: the node's idle compute processors, at most K at once
 //!   (Hurricane-1 Mult), interrupted only when every one computes.
 
-use finegrain_core::{ConfigError, Discipline, Dispatch, MachineConfig, Policy, PpKind, Topology};
+use finegrain_core::{ConfigError, Discipline, MachineConfig, Policy, ServingKind, ServingSystem, Topology};
 use finegrain_sim::SimConfig;
-use serde::{Deserialize, Serialize};
-
-/// Who runs the home's handlers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    /// Protocol processors embedded in the NI device (Hurricane).
-    Embedded,
-    /// Dedicated SMP processors (Hurricane-1).
-    Smp,
-    /// Idle compute processors (Hurricane-1 Mult).
-    Mult,
-}
-
-impl Kind {
-    pub const ALL: [Kind; 3] = [Kind::Embedded, Kind::Smp, Kind::Mult];
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Kind::Embedded => "embedded",
-            Kind::Smp => "smp",
-            Kind::Mult => "mult",
-        }
-    }
-
-    /// The paper's name for the system.
-    pub fn system(self) -> &'static str {
-        match self {
-            Kind::Embedded => "Hurricane (embedded)",
-            Kind::Smp => "Hurricane-1 (dedicated SMP)",
-            Kind::Mult => "Hurricane-1 Mult (idle compute)",
-        }
-    }
-
-    /// The kind a label names, or a one-line error saying which exist.
-    pub fn parse(s: &str) -> Result<Kind, ConfigError> {
-        Kind::ALL
-            .into_iter()
-            .find(|k| k.label() == s)
-            .ok_or_else(|| ConfigError::invalid("kind", s, "allowed embedded, smp, mult"))
-    }
-}
 
 /// Whether a discipline runs with a kind and processor count: serial has
 /// one protocol processor, static partitioning needs dedicated ones.
-pub fn runs(kind: Kind, discipline: Discipline, k: u32) -> bool {
+pub fn runs(kind: ServingKind, discipline: Discipline, k: u32) -> bool {
     match discipline {
         Discipline::Serial => k == 1,
-        Discipline::Static => kind != Kind::Mult,
+        Discipline::Static => kind != ServingKind::Mult,
         Discipline::Pdq | Discipline::SpinLock => true,
     }
 }
@@ -67,7 +25,7 @@ pub fn runs(kind: Kind, discipline: Discipline, k: u32) -> bool {
 /// Who serves the home's handlers, and how: one point of the PDQ study.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Point {
-    pub kind: Kind,
+    pub kind: ServingKind,
     pub discipline: Discipline,
     pub protocol_procs: u32,
 }
@@ -101,28 +59,31 @@ impl Point {
         seed: u64,
     ) -> SimConfig {
         let k = self.protocol_procs;
-        let (policy, ppn, pp_kind, max_servers) = match self.kind {
-            Kind::Embedded => (Policy::Fixed { protocol_procs: k }, compute_procs + k, PpKind::Embedded, None),
-            Kind::Smp => (Policy::Fixed { protocol_procs: k }, compute_procs + k, PpKind::Smp, None),
-            Kind::Mult => (Policy::Floating, compute_procs, PpKind::Smp, self.discipline.parallel().then_some(k)),
-        };
-        let topology = Topology { nodes: requester_nodes + 1, procs_per_node: ppn };
-        let mut cfg = SimConfig::new(machine.clone(), topology, policy, seed);
-        cfg.run.dispatch = Dispatch { discipline: self.discipline, pp_kind, max_servers };
+        let max_servers = (self.kind == ServingKind::Mult && self.discipline.parallel()).then_some(k);
+        let topology = Topology { nodes: requester_nodes + 1, procs_per_node: compute_procs };
+        let mut cfg = SimConfig::new(machine.clone(), topology, Policy::Single, seed);
+        self.system().apply_dispatch(&mut cfg.run, compute_procs, self.discipline, max_servers);
         cfg
+    }
+
+    /// The system serving the home: the kind with this point's protocol
+    /// processors (under Mult its server limit, set in the dispatch).
+    pub fn system(&self) -> ServingSystem {
+        ServingSystem::of_kind(self.kind, self.protocol_procs)
     }
 
     /// The point a configuration runs (the inverse of [`Point::sim_config`]),
     /// or None if no point makes it.
     pub fn of_config(cfg: &SimConfig) -> Option<Point> {
         let d = cfg.run.dispatch;
-        let (kind, protocol_procs) = match (cfg.run.policy, d.pp_kind) {
-            (Policy::Fixed { protocol_procs }, PpKind::Embedded) => (Kind::Embedded, protocol_procs),
-            (Policy::Fixed { protocol_procs }, PpKind::Smp) => (Kind::Smp, protocol_procs),
-            (Policy::Floating, PpKind::Smp) => (Kind::Mult, d.max_servers.unwrap_or(1)),
-            _ => return None,
+        let system = ServingSystem::serving(&cfg.run)?;
+        // Mult under serial dispatch has no server limit: one serves at a
+        // time.
+        let protocol_procs = match system {
+            ServingSystem::Mult => d.max_servers.unwrap_or(1),
+            _ => system.protocol_procs(),
         };
-        Some(Point { kind, discipline: d.discipline, protocol_procs })
+        Some(Point { kind: system.kind()?, discipline: d.discipline, protocol_procs })
     }
 }
 
@@ -133,7 +94,7 @@ mod tests {
     #[test]
     fn a_point_is_found_back_from_its_configuration() {
         let machine = MachineConfig::load("hpca99").unwrap();
-        for kind in Kind::ALL {
+        for kind in ServingKind::ALL {
             for discipline in [Discipline::Serial, Discipline::Pdq, Discipline::SpinLock, Discipline::Static] {
                 for k in [1, 4] {
                     let p = Point { kind, discipline, protocol_procs: k };
@@ -146,12 +107,27 @@ mod tests {
                     let back = Point::of_config(&cfg).unwrap();
                     assert_eq!(back.kind, kind);
                     assert_eq!(back.discipline, discipline);
-                    if discipline.parallel() || kind != Kind::Mult {
+                    if discipline.parallel() || kind != ServingKind::Mult {
                         assert_eq!(back.protocol_procs, k);
                     }
                 }
             }
         }
-        assert_eq!(Kind::parse("gpu").unwrap_err().to_string(), "invalid kind = gpu: allowed embedded, smp, mult");
+    }
+
+    #[test]
+    fn dedicated_processors_come_on_top_and_mult_serves_on_the_compute_ones() {
+        use finegrain_core::PpKind;
+        let machine = MachineConfig::load("hpca99").unwrap();
+        let run = |kind, discipline, protocol_procs| {
+            let cfg = Point { kind, discipline, protocol_procs }.sim_config(&machine, 2, 8, 1);
+            let d = cfg.run.dispatch;
+            (cfg.run.topology.nodes, cfg.run.topology.procs_per_node, cfg.run.policy, d.pp_kind, d.max_servers)
+        };
+        let fixed = |protocol_procs| Policy::Fixed { protocol_procs };
+        assert_eq!(run(ServingKind::Embedded, Discipline::Static, 4), (3, 12, fixed(4), PpKind::Embedded, None));
+        assert_eq!(run(ServingKind::Smp, Discipline::Serial, 1), (3, 9, fixed(1), PpKind::Smp, None));
+        assert_eq!(run(ServingKind::Mult, Discipline::Pdq, 2), (3, 8, Policy::Floating, PpKind::Smp, Some(2)));
+        assert_eq!(run(ServingKind::Mult, Discipline::Serial, 1), (3, 8, Policy::Floating, PpKind::Smp, None));
     }
 }

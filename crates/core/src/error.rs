@@ -9,8 +9,13 @@ pub enum AmError {
     ReplyFromReplyHandler { handler: String },
     #[error("handler '{handler}' sent a second reply; a request handler may send at most one reply")]
     SecondReply { handler: String },
-    #[error("handler '{handler}' replied to a one-way message; only a message sent as a request gets a reply")]
-    ReplyToOneWay { handler: String },
+    #[error("handler '{handler}' failed: its reply names unknown handler id {id} (the table has {len} handlers)")]
+    ReplyToUnknownHandler { handler: String, id: u16, len: usize },
+    #[error(
+        "handler '{handler}' failed: returned without replying to a request sent with Proc::request, whose thread \
+         would wait forever"
+    )]
+    NoReply { handler: String },
     #[error("an active message carries at most 4 argument words, {given} given")]
     TooManyArgs { given: usize },
     #[error("unknown handler id {id}: the table has {len} handlers")]

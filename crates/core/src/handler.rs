@@ -179,29 +179,66 @@ impl HandlerTable {
     }
 }
 
-/// Enforces the request/reply rule for one handler invocation. Platforms
-/// create one per dispatched message and consult it on every `reply`.
+/// The request/reply rule for one handler invocation, the one place every
+/// platform asks: a request handler replies at most once, a reply handler
+/// never, a reply names a handler of the table, and a handler of a request
+/// a thread waits on ([`crate::Proc::request`]) must reply. Platforms make
+/// one per dispatched message, ask it on every reply, and ask it once the
+/// handler returns.
 #[derive(Debug)]
 pub struct ReplyGuard<'a> {
     kind: MsgKind,
+    /// Nonzero when a thread waits for the reply (0: a one-way message).
+    token: u64,
     handler: &'a str,
+    /// Handlers in the table, to check the id a reply names.
+    handlers: usize,
     replied: bool,
 }
 
 impl<'a> ReplyGuard<'a> {
-    pub fn new(kind: MsgKind, handler: &'a str) -> ReplyGuard<'a> {
-        ReplyGuard { kind, handler, replied: false }
+    /// The guard of `msg`'s handler, named `handler`, in a table of
+    /// `handlers` handlers.
+    pub fn new(msg: &Message, handler: &'a str, handlers: usize) -> ReplyGuard<'a> {
+        ReplyGuard { kind: msg.kind, token: msg.token, handler, handlers, replied: false }
     }
 
-    /// Records a reply, or says which rule it breaks.
-    pub fn admit_reply(&mut self) -> Result<(), AmError> {
+    /// Records a reply to handler `to`, or says which rule it breaks. A
+    /// refused reply is no reply: the handler may still send a valid one.
+    #[inline]
+    pub fn admit_reply(&mut self, to: HandlerId) -> Result<(), AmError> {
+        if self.kind == MsgKind::Request && !self.replied && to.index() < self.handlers {
+            self.replied = true;
+            return Ok(());
+        }
+        Err(self.refusal(to))
+    }
+
+    /// Why a reply to `to` breaks the rule (kept off the reply's path).
+    #[cold]
+    #[inline(never)]
+    fn refusal(&self, to: HandlerId) -> AmError {
+        let handler = self.handler.to_string();
         match self.kind {
-            MsgKind::Reply => Err(AmError::ReplyFromReplyHandler { handler: self.handler.to_string() }),
-            MsgKind::Request if self.replied => Err(AmError::SecondReply { handler: self.handler.to_string() }),
-            MsgKind::Request => {
-                self.replied = true;
-                Ok(())
-            }
+            MsgKind::Reply => AmError::ReplyFromReplyHandler { handler },
+            MsgKind::Request if self.replied => AmError::SecondReply { handler },
+            MsgKind::Request => AmError::ReplyToUnknownHandler { handler, id: to.0, len: self.handlers },
+        }
+    }
+
+    /// Whether the handler returned owing a reply: it handled a request a
+    /// thread waits on and sent none. Asks nothing of the allocator, for
+    /// platforms that end handlers in a signal handler.
+    pub fn owes_reply(&self) -> bool {
+        self.kind == MsgKind::Request && self.token != 0 && !self.replied
+    }
+
+    /// Once the handler returned: an error naming it if it owes a reply
+    /// (the waiting thread would wait forever).
+    pub fn finish(&self) -> Result<(), AmError> {
+        match self.owes_reply() {
+            true => Err(AmError::NoReply { handler: self.handler.to_string() }),
+            false => Ok(()),
         }
     }
 
@@ -219,20 +256,70 @@ impl<'a> ReplyGuard<'a> {
 mod tests {
     use super::*;
 
+    fn message(kind: MsgKind, token: u64) -> Message {
+        Message {
+            kind,
+            src_node: NodeId(0),
+            src_thread: crate::ThreadId(0),
+            dst_node: NodeId(1),
+            handler: HandlerId(0),
+            key: SyncKey::NoSync,
+            args: Args::default(),
+            payload: Payload::none(),
+            token,
+        }
+    }
+
     #[test]
     fn request_handler_may_reply_once() {
-        let mut g = ReplyGuard::new(MsgKind::Request, "get");
-        assert!(g.admit_reply().is_ok());
-        let e = g.admit_reply().unwrap_err();
+        let msg = message(MsgKind::Request, 5);
+        let mut g = ReplyGuard::new(&msg, "get", 2);
+        assert!(g.owes_reply());
+        assert!(g.admit_reply(HandlerId(1)).is_ok());
+        assert!(g.replied() && !g.owes_reply() && g.finish().is_ok());
+        let e = g.admit_reply(HandlerId(1)).unwrap_err();
         assert_eq!(e, AmError::SecondReply { handler: "get".into() });
-        assert!(e.to_string().contains("'get'"));
+        assert_eq!(e.to_string(), "handler 'get' sent a second reply; a request handler may send at most one reply");
     }
 
     #[test]
     fn reply_handler_may_not_reply() {
-        let mut g = ReplyGuard::new(MsgKind::Reply, "get_done");
-        let e = g.admit_reply().unwrap_err();
-        assert!(e.to_string().contains("'get_done' is a reply handler"), "{e}");
+        let msg = message(MsgKind::Reply, 5);
+        let mut g = ReplyGuard::new(&msg, "get_done", 2);
+        let e = g.admit_reply(HandlerId(0)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "handler 'get_done' is a reply handler and tried to send a reply; reply handlers may not send messages"
+        );
+        assert!(!g.replied() && !g.owes_reply() && g.finish().is_ok());
+    }
+
+    #[test]
+    fn a_reply_names_a_handler_of_the_table_and_a_refused_one_leaves_the_reply_owed() {
+        let msg = message(MsgKind::Request, 5);
+        let mut g = ReplyGuard::new(&msg, "lost", 2);
+        let e = g.admit_reply(HandlerId(77)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "handler 'lost' failed: its reply names unknown handler id 77 (the table has 2 handlers)"
+        );
+        assert!(g.owes_reply());
+        assert!(g.admit_reply(HandlerId(1)).is_ok());
+    }
+
+    #[test]
+    fn a_request_a_thread_waits_on_must_be_answered_and_a_one_way_one_need_not() {
+        let g = ReplyGuard::new(&message(MsgKind::Request, 5), "silent", 2);
+        assert_eq!(
+            g.finish().unwrap_err().to_string(),
+            "handler 'silent' failed: returned without replying to a request sent with Proc::request, whose thread \
+             would wait forever"
+        );
+        let mut one_way = ReplyGuard::new(&message(MsgKind::Request, 0), "quiet", 2);
+        assert!(!one_way.owes_reply() && one_way.finish().is_ok());
+        // A one-way message's handler may still reply (once).
+        assert!(one_way.admit_reply(HandlerId(1)).is_ok());
+        assert!(one_way.admit_reply(HandlerId(1)).is_err());
     }
 
     #[test]

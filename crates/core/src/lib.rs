@@ -24,7 +24,8 @@ pub mod workload;
 
 pub use config::{
     mix_seed, ConfigError, CoprocLibrary, CoprocessorParams, Discipline, Dispatch, DmaCalibration, Effects,
-    MachineConfig, Notification, PdqParams, Policy, PpKind, Relinquish, RoleArbitration, RunConfig, Topology,
+    MachineConfig, Notification, PdqParams, Policy, PpKind, Relinquish, RoleArbitration, RunConfig, ServingKind,
+    ServingSystem, Topology,
 };
 pub use error::AmError;
 pub use handler::{check_send_target, HandlerCtx, HandlerFn, HandlerInfo, HandlerTable, LibraryOp, ReplyGuard};

@@ -3,7 +3,8 @@
 //! barrier and locks.
 
 use crate::node::NodeState;
-use crate::protocol::{args, WANT_READ, WANT_WRITE};
+use crate::protocol::{WANT_READ, WANT_WRITE};
+use crate::state::args;
 use crate::sync::{barrier_key, lock_key};
 use crate::{Dsm, LockId, Shared};
 use finegrain_core::{Access, AmError, NodeId, Payload, Proc, Region, SyncKey, Work};

@@ -32,17 +32,21 @@
 
 mod access;
 pub mod conformance;
+mod handlers;
 mod node;
 mod protocol;
 mod space;
+mod state;
 mod sync;
 
 pub use access::DsmProc;
 
+use finegrain_core::config::DsmParams;
 use finegrain_core::{AmError, HandlerTable};
 use node::NodeState;
 use serde::{Deserialize, Serialize};
 use space::Space;
+use state::State;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, OnceLock};
 
@@ -60,51 +64,59 @@ pub struct DsmConfig {
     /// where every node runs in one process (the simulator, in-process
     /// threads).
     pub check_coherence: bool,
-    /// Instructions of each handler, for the simulator.
-    pub costs: HandlerCosts,
+    /// Instructions of each handler, for the simulator: a machine's
+    /// `[dsm]` section, recorded under the handlers' own names.
+    #[serde(with = "RecordedCosts")]
+    pub costs: DsmParams,
 }
 
 impl Default for DsmConfig {
     fn default() -> DsmConfig {
-        DsmConfig { block_bytes: 64, page_bytes: 4096, check_coherence: false, costs: HandlerCosts::default() }
+        DsmConfig { block_bytes: 64, page_bytes: 4096, check_coherence: false, costs: DEFAULT_COSTS }
     }
 }
 
-/// Instructions (cycles on the reference processor) of each protocol
-/// handler's body, beyond the memory, directory and tag accesses and the
-/// sends the simulator times itself.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HandlerCosts {
-    /// A block access fault at the requester (read the fault state, send
-    /// the request).
-    pub fault: u64,
-    /// Page allocation at a caching node.
-    pub page: u64,
-    /// A request at the home (directory lookup, state change, send).
-    pub get: u64,
-    /// An invalidation at a sharer.
-    pub inv: u64,
-    /// A fetch at the owner.
-    pub fetch: u64,
-    /// A fetched block back at the home.
-    pub fetch_reply: u64,
-    /// A block placed at the requester.
-    pub data: u64,
-    /// An acknowledgement at the home (of an invalidation or of data).
-    pub ack: u64,
-    /// Barrier and lock handlers.
-    pub sync: u64,
-}
+/// Instruction counts of a small hand-coded protocol (tens of instructions
+/// per handler, as Table 1's Hurricane column implies: its embedded
+/// processors spend 36 to 61 cycles on each step beyond memory). Studies
+/// take their machine's.
+pub const DEFAULT_COSTS: DsmParams = DsmParams {
+    fault_cycles: 30,
+    page_cycles: 200,
+    get_cycles: 50,
+    inv_cycles: 20,
+    fetch_cycles: 30,
+    fetch_reply_cycles: 30,
+    data_cycles: 40,
+    ack_cycles: 15,
+    sync_cycles: 20,
+};
 
-impl Default for HandlerCosts {
-    /// Instruction counts of a small hand-coded protocol (tens of
-    /// instructions per handler, as Table 1's Hurricane column implies:
-    /// its embedded processors spend 36 to 61 cycles on each step beyond
-    /// memory). Studies calibrate their own from the preset.
-    fn default() -> HandlerCosts {
-        HandlerCosts { fault: 30, page: 200, get: 50, inv: 20, fetch: 30, fetch_reply: 30, data: 40, ack: 15, sync: 20 }
-    }
+/// How a DSM configuration writes its handler costs: by handler, without
+/// the preset's `_cycles` (records have always held them so). Serde's
+/// remote derive checks at build time that it names every field of
+/// [`DsmParams`] and no other, so the two spellings cannot drift apart.
+#[derive(Serialize, Deserialize)]
+#[serde(remote = "DsmParams", deny_unknown_fields)]
+struct RecordedCosts {
+    #[serde(rename = "fault")]
+    fault_cycles: u64,
+    #[serde(rename = "page")]
+    page_cycles: u64,
+    #[serde(rename = "get")]
+    get_cycles: u64,
+    #[serde(rename = "inv")]
+    inv_cycles: u64,
+    #[serde(rename = "fetch")]
+    fetch_cycles: u64,
+    #[serde(rename = "fetch_reply")]
+    fetch_reply_cycles: u64,
+    #[serde(rename = "data")]
+    data_cycles: u64,
+    #[serde(rename = "ack")]
+    ack_cycles: u64,
+    #[serde(rename = "sync")]
+    sync_cycles: u64,
 }
 
 /// Where an allocation's pages live.
@@ -171,7 +183,7 @@ pub struct DsmBuilder {
 /// every node's state.
 #[derive(Clone)]
 pub struct Dsm {
-    pub(crate) shared: Arc<protocol::State>,
+    pub(crate) shared: Arc<State>,
     pub(crate) threads: u32,
     pub(crate) cfg: Arc<DsmConfig>,
     /// The coherence check's copy of memory: the last value written to
@@ -300,9 +312,29 @@ impl DsmBuilder {
             }
             words.into_iter().map(AtomicU64::new).collect()
         });
-        let shared = Arc::new(protocol::State { space, nodes, ids: OnceLock::new(), counts: Default::default() });
-        let ids = protocol::register(&shared, &self.cfg.costs, table)?;
+        let shared = Arc::new(State { space, nodes, ids: OnceLock::new(), counts: Default::default() });
+        let ids = handlers::register(&shared, &self.cfg.costs, table)?;
         let _ = shared.ids.set(ids);
         Ok(Dsm { shared, threads: self.threads, cfg: Arc::new(self.cfg), shadow })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handler_costs_are_recorded_by_handler_and_read_back() {
+        let costs = DsmParams { get_cycles: 62, data_cycles: 25, ..DEFAULT_COSTS };
+        let cfg = DsmConfig { check_coherence: true, costs, ..DsmConfig::default() };
+        let text = serde_json::to_string(&cfg).unwrap();
+        assert_eq!(
+            text,
+            r#"{"block_bytes":64,"page_bytes":4096,"check_coherence":true,"costs":{"fault":30,"page":200,"get":62,"inv":20,"fetch":30,"fetch_reply":30,"data":25,"ack":15,"sync":20}}"#
+        );
+        assert_eq!(serde_json::from_str::<DsmConfig>(&text).unwrap(), cfg);
+        let preset_spelling = text.replace(r#""fault":"#, r#""fault_cycles":"#);
+        let e = serde_json::from_str::<DsmConfig>(&preset_spelling).unwrap_err().to_string();
+        assert!(e.contains("unknown field `fault_cycles`"), "{e}");
     }
 }

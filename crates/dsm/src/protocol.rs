@@ -27,73 +27,14 @@
 //! platform. The price is one more handler at the home per miss, off the
 //! miss's critical path.
 
-use crate::node::{DirEntry, DirState, NodeState, Txn, INVALID, READ_ONLY, READ_WRITE};
+use crate::node::{DirEntry, DirState, Txn, INVALID, READ_ONLY, READ_WRITE};
 use crate::space::Space;
-use crate::HandlerCosts;
-use finegrain_core::{
-    Access, AmError, Args, HandlerCtx, HandlerId, HandlerInfo, HandlerTable, Message, NodeId, Payload, Region, SyncKey,
-};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-
-/// The key of barrier messages and the first lock's (locks follow it):
-/// above every block number.
-pub(crate) const BARRIER_KEY: u64 = 1 << 62;
-
-/// The protocol's handler ids.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Ids {
-    pub page: HandlerId,
-    pub fault: HandlerId,
-    pub get: HandlerId,
-    pub inv: HandlerId,
-    pub inv_ack: HandlerId,
-    pub fetch: HandlerId,
-    pub fetch_reply: HandlerId,
-    pub data: HandlerId,
-    pub data_ack: HandlerId,
-    pub arrive: HandlerId,
-    pub release: HandlerId,
-    pub acquire: HandlerId,
-    pub unlock: HandlerId,
-    pub grant: HandlerId,
-}
-
-/// What every handler shares: the space, every node's state, the ids.
-pub(crate) struct State {
-    pub space: Arc<Space>,
-    pub nodes: Vec<NodeState>,
-    pub ids: std::sync::OnceLock<Ids>,
-    pub counts: Counts,
-}
-
-/// What the protocol did that the paper's Stache does not describe, counted
-/// so its cost can be measured (see [`crate::ProtocolCounts`]).
-#[derive(Default)]
-pub(crate) struct Counts {
-    pub blocks_placed: AtomicU64,
-    pub upgrades: AtomicU64,
-    pub upgrades_with_data: AtomicU64,
-    pub held_requeues: AtomicU64,
-}
-
-impl State {
-    pub fn ids(&self) -> Ids {
-        *self.ids.get().expect("handlers registered before any message")
-    }
-
-    fn node(&self, ctx: &dyn HandlerCtx) -> &NodeState {
-        &self.nodes[ctx.node().index()]
-    }
-}
+use crate::state::{args, State};
+use finegrain_core::{Access, AmError, HandlerCtx, Message, NodeId, Payload, Region, SyncKey};
+use std::sync::atomic::Ordering;
 
 fn key(block: u64) -> SyncKey {
     SyncKey::Key(block)
-}
-
-/// A message's argument words (the library's messages carry at most 4).
-pub(crate) fn args(words: &[u64]) -> Args {
-    Args::new(words).expect("the DSM's messages carry at most 4 words")
 }
 
 /// Where the simulator finds a block's directory entry and tag: entries
@@ -122,36 +63,9 @@ fn payload_words(p: &Payload) -> Vec<u64> {
     p.as_slice().chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()
 }
 
-/// Registers the protocol's handlers with their costs.
-pub(crate) fn register(shared: &Arc<State>, costs: &HandlerCosts, table: &mut HandlerTable) -> Result<Ids, AmError> {
-    let info = |name: &str, body_cycles: u64| HandlerInfo { name: name.into(), body_cycles, code_bytes: 256 };
-    macro_rules! handler {
-        ($name:expr, $cost:expr, $f:path) => {{
-            let s = Arc::clone(shared);
-            table.register(info($name, $cost), move |ctx, m| $f(&s, ctx, m))?
-        }};
-    }
-    Ok(Ids {
-        page: handler!("dsm-page", costs.page, on_page),
-        fault: handler!("dsm-fault", costs.fault, on_fault),
-        get: handler!("dsm-get", costs.get, on_get),
-        inv: handler!("dsm-inv", costs.inv, on_inv),
-        inv_ack: handler!("dsm-inv-ack", costs.ack, on_inv_ack),
-        fetch: handler!("dsm-fetch", costs.fetch, on_fetch),
-        fetch_reply: handler!("dsm-fetch-reply", costs.fetch_reply, on_fetch_reply),
-        data: handler!("dsm-data", costs.data, on_data),
-        data_ack: handler!("dsm-data-ack", costs.ack, on_data_ack),
-        arrive: handler!("dsm-barrier-arrive", costs.sync, crate::sync::on_arrive),
-        release: handler!("dsm-barrier-release", costs.sync, crate::sync::on_release),
-        acquire: handler!("dsm-lock-acquire", costs.sync, crate::sync::on_acquire),
-        unlock: handler!("dsm-lock-release", costs.sync, crate::sync::on_unlock),
-        grant: handler!("dsm-lock-grant", costs.sync, crate::sync::on_grant),
-    })
-}
-
 /// Page allocation at a caching node (sequential key: it touches every
 /// block of the page).
-fn on_page(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
+pub(crate) fn on_page(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
     let page = m.args.get(0);
     let node = s.node(ctx);
     if !node.mapped(page) {
@@ -163,7 +77,7 @@ fn on_page(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmErr
 }
 
 /// A block access fault at the requester.
-fn on_fault(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
+pub(crate) fn on_fault(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
     let (block, want) = (m.args.get(0), m.args.get(1) as u8);
     let node = s.node(ctx);
     ctx.access(Region::AccessTags, tag_offset(&s.space, block), 1, Access::Read);
@@ -178,7 +92,7 @@ fn on_fault(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmEr
     ctx.send(NodeId(home), s.ids().get, key(block), args(&[block, node.node as u64, want as u64]), Payload::none())
 }
 
-fn on_get(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
+pub(crate) fn on_get(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
     home_request(s, ctx, m.args.get(0), m.args.get(1) as u32, m.args.get(2) as u8)
 }
 
@@ -308,7 +222,7 @@ fn deferred(s: &State, ctx: &mut dyn HandlerCtx, m: &Message, block: u64) -> Res
     Ok(true)
 }
 
-fn on_inv(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
+pub(crate) fn on_inv(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
     let block = m.args.get(0);
     if deferred(s, ctx, m, block)? {
         return Ok(());
@@ -321,7 +235,7 @@ fn on_inv(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmErro
     ctx.send(NodeId(home), s.ids().inv_ack, key(block), args(&[block]), Payload::none())
 }
 
-fn on_fetch(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
+pub(crate) fn on_fetch(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
     let (block, want) = (m.args.get(0), m.args.get(1) as u8);
     if deferred(s, ctx, m, block)? {
         return Ok(());
@@ -337,11 +251,11 @@ fn on_fetch(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmEr
     ctx.send(NodeId(home), s.ids().fetch_reply, key(block), args(&[block]), words_payload(&words))
 }
 
-fn on_inv_ack(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
+pub(crate) fn on_inv_ack(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
     answered(s, ctx, m.args.get(0), None)
 }
 
-fn on_fetch_reply(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
+pub(crate) fn on_fetch_reply(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
     answered(s, ctx, m.args.get(0), Some(payload_words(&m.payload)))
 }
 
@@ -385,7 +299,7 @@ fn answered(s: &State, ctx: &mut dyn HandlerCtx, block: u64, fetched: Option<Vec
     drain(s, ctx, &mut entry, block)
 }
 
-fn on_data(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
+pub(crate) fn on_data(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
     let (block, want) = (m.args.get(0), m.args.get(1) as u8);
     let node = s.node(ctx);
     let state = node.lock_block(block);
@@ -424,7 +338,7 @@ fn on_data(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmErr
     ctx.send(NodeId(home), s.ids().data_ack, key(block), args(&[block]), Payload::none())
 }
 
-fn on_data_ack(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
+pub(crate) fn on_data_ack(s: &State, ctx: &mut dyn HandlerCtx, m: &Message) -> Result<(), AmError> {
     let block = m.args.get(0);
     ctx.access(Region::Directory, dir_offset(block), 8, Access::Write);
     let home = s.node(ctx);

@@ -9,9 +9,13 @@
 //! message carries one key, each lock its own, so a parallel dispatch
 //! queue serializes exactly the handlers that share state.
 
-use crate::protocol::{args, State, BARRIER_KEY};
+use crate::state::{args, State};
 use finegrain_core::{AmError, HandlerCtx, Message, NodeId, Payload, SyncKey};
 use std::sync::atomic::Ordering;
+
+/// The key of barrier messages and the first lock's (locks follow it):
+/// above every block number.
+const BARRIER_KEY: u64 = 1 << 62;
 
 pub(crate) fn barrier_key() -> SyncKey {
     SyncKey::Key(BARRIER_KEY)

@@ -3,8 +3,8 @@
 //! rule, and clear errors instead of panics or hangs.
 
 use finegrain_core::{
-    AmError, Args, HandlerId, HandlerInfo, HandlerTable, MachineConfig, Message, NodeId, Payload, Policy, Proc,
-    Relinquish, Reply, Topology,
+    AmError, Args, CoprocLibrary, HandlerCtx, HandlerId, HandlerInfo, HandlerTable, LibraryOp, MachineConfig, Message,
+    NodeId, Payload, Policy, Proc, Relinquish, Reply, SyncKey, Topology,
 };
 use finegrain_sim::{cycles_consistent, simulate, SimConfig, SimError};
 
@@ -734,6 +734,72 @@ fn a_reply_naming_an_unknown_handler_is_refused_naming_the_replier() {
         let e = run_with(&t, request).unwrap_err().to_string();
         assert_eq!(e, "handler 'lost' failed: its reply names unknown handler id 77 (the table has 2 handlers)");
     }
+}
+
+/// Registers `f` as a generic handler, or as the library operation `op`.
+fn register(
+    t: &mut HandlerTable,
+    name: &str,
+    op: Option<LibraryOp>,
+    f: impl Fn(&mut dyn HandlerCtx, &Message) -> Result<(), AmError> + Send + Sync + 'static,
+) -> HandlerId {
+    match op {
+        Some(op) => t.register_library(info(name), op, f),
+        None => t.register(info(name), f),
+    }
+    .unwrap()
+}
+
+/// Handlers on a co-processor (its generic handlers under coproc-am, and a
+/// put the optimized library's hardware does) keep the request/reply rule
+/// with the errors of every other platform, and refuse protocol messages.
+#[test]
+fn handlers_on_the_coprocessor_keep_the_reply_rule() {
+    for (library, op) in [(CoprocLibrary::CoprocAm, None), (CoprocLibrary::Optimized, Some(LibraryOp::PutRequest))] {
+        let machine = MachineConfig::load("ipps96").unwrap();
+        let cfg = SimConfig::new(machine, Topology { nodes: 2, procs_per_node: 1 }, Policy::Coprocessor { library }, 1);
+        let error = |name: &str, f: fn(&mut dyn HandlerCtx, HandlerId) -> Result<(), AmError>| {
+            let mut t = HandlerTable::new();
+            let done = t.register(info("done"), |_, _| Ok(())).unwrap();
+            let request = register(&mut t, name, op, move |ctx, _| f(ctx, done));
+            let e = simulate(&cfg, &t, |p| pinger(p, request, 2, 100)).unwrap_err().to_string();
+            (e, library.label())
+        };
+        let (e, on) = error("greedy", |ctx, done| {
+            ctx.reply(empty_reply(done))?;
+            let _ = ctx.reply(empty_reply(done));
+            Ok(())
+        });
+        assert_eq!(e, "handler 'greedy' sent a second reply; a request handler may send at most one reply", "{on}");
+        let (e, on) = error("lost", |ctx, _| {
+            let _ = ctx.reply(empty_reply(HandlerId(77)));
+            Ok(())
+        });
+        assert_eq!(
+            e, "handler 'lost' failed: its reply names unknown handler id 77 (the table has 2 handlers)",
+            "{on}"
+        );
+        let (e, on) = error("silent", |_, _| Ok(()));
+        assert_eq!(
+            e,
+            "handler 'silent' failed: returned without replying to a request sent with Proc::request, whose thread \
+             would wait forever",
+            "{on}"
+        );
+        let (e, on) = error("sender", |ctx, done| {
+            let _ = ctx.send(NodeId(0), done, SyncKey::NoSync, Args::default(), Payload::none());
+            ctx.reply(empty_reply(done))
+        });
+        assert!(
+            e.starts_with("handler 'sender' sent a protocol message from a handler under the co-processor"),
+            "{on}: {e}"
+        );
+    }
+}
+
+/// An empty reply to handler `to`.
+fn empty_reply(to: HandlerId) -> Reply {
+    Reply { handler: to, args: Args::default(), payload: Payload::none() }
 }
 
 /// The scheduling paper's mechanisms (Section 5, Figure 2), each against

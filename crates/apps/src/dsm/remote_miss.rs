@@ -13,7 +13,7 @@
 use super::spec::DsmRun;
 use crate::fit::{coordinate_descent, Unknown as _};
 use crate::splitc::spec::Size;
-use finegrain_core::config::DsmSystem;
+use finegrain_core::config::ServingSystem;
 use finegrain_core::{ConfigError, HandlerTable, MachineConfig, Proc};
 use finegrain_dsm::{Dsm, Home};
 use finegrain_sim::stats::TraceEvent;
@@ -45,8 +45,8 @@ pub const REMOTE_MISS_STEPS: [(&str, [u64; 3]); 12] = [
 pub const REMOTE_MISS_TOTALS: [u64; 3] = [440, 584, 1164];
 
 /// The systems of Table 1's columns, one protocol processor each.
-pub const REMOTE_MISS_SYSTEMS: [DsmSystem; 3] =
-    [DsmSystem::Scoma, DsmSystem::Hurricane { pps: 1 }, DsmSystem::Hurricane1 { pps: 1 }];
+pub const REMOTE_MISS_SYSTEMS: [ServingSystem; 3] =
+    [ServingSystem::Scoma, ServingSystem::Hurricane { pps: 1 }, ServingSystem::Hurricane1 { pps: 1 }];
 
 /// How far a measured total may be from the paper's (a fraction of it).
 pub const REMOTE_MISS_TOLERANCE: f64 = 0.10;
@@ -55,7 +55,7 @@ pub const REMOTE_MISS_TOLERANCE: f64 = 0.10;
 /// idle 2-node machine (one compute thread per node; the block is homed on
 /// node 0, node 1 reads it): the cycles of each of Table 1's steps, from
 /// the run's trace.
-pub fn remote_miss_steps(machine: &MachineConfig, system: DsmSystem) -> Result<[u64; 12], SimError> {
+pub fn remote_miss_steps(machine: &MachineConfig, system: ServingSystem) -> Result<[u64; 12], SimError> {
     if machine.dsm.is_none() {
         return Err(SimError::Config(ConfigError::invalid(
             "dsm",
@@ -298,7 +298,7 @@ mod tests {
     #[test]
     fn a_machine_without_dsm_handlers_is_refused_in_one_line() {
         let m = MachineConfig::load("ipps96").unwrap();
-        let e = remote_miss_steps(&m, DsmSystem::Scoma).unwrap_err().to_string();
+        let e = remote_miss_steps(&m, ServingSystem::Scoma).unwrap_err().to_string();
         assert!(e.contains("[dsm]") && !e.contains('\n'), "{e}");
     }
 

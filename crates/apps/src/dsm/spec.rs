@@ -12,9 +12,9 @@ use super::water::WaterSp;
 use super::{DsmProgram, DsmWorkload, ThreadRun};
 use crate::splitc::spec::Size;
 use crate::Target;
-use finegrain_core::config::{DsmParams, DsmSystem, MemoryParams};
+use finegrain_core::config::{MemoryParams, ServingSystem};
 use finegrain_core::{ConfigError, MachineConfig, Policy, RunConfig, Topology, WorkloadError};
-use finegrain_dsm::{DsmConfig, HandlerCosts};
+use finegrain_dsm::DsmConfig;
 use finegrain_sim::SimConfig;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -135,28 +135,13 @@ pub fn room_for(size: Size, machine: &mut MachineConfig) {
     }
 }
 
-/// The handler instructions a machine's `[dsm]` section gives.
-pub fn handler_costs(d: &DsmParams) -> HandlerCosts {
-    HandlerCosts {
-        fault: d.fault_cycles,
-        page: d.page_cycles,
-        get: d.get_cycles,
-        inv: d.inv_cycles,
-        fetch: d.fetch_cycles,
-        fetch_reply: d.fetch_reply_cycles,
-        data: d.data_cycles,
-        ack: d.ack_cycles,
-        sync: d.sync_cycles,
-    }
-}
-
 /// One shared-memory run's shape, as the command line, the pdq-dsm study
 /// and the calibration of a remote miss all build it: the system that
 /// serves the DSM's handlers, the nodes and compute processors, the
 /// coherence unit and the seed.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DsmRun {
-    pub system: DsmSystem,
+    pub system: ServingSystem,
     pub nodes: u32,
     pub compute_procs: u32,
     pub block_bytes: u32,
@@ -192,12 +177,7 @@ impl DsmRun {
                 "it has no [dsm] section (the DSM handlers' instructions); allowed a preset with one, such as hpca99",
             ));
         };
-        Ok(DsmConfig {
-            block_bytes: self.block_bytes,
-            check_coherence,
-            costs: handler_costs(params),
-            ..DsmConfig::default()
-        })
+        Ok(DsmConfig { block_bytes: self.block_bytes, check_coherence, costs: params.clone(), ..DsmConfig::default() })
     }
 
     /// The simulated run of `program` at `size` (its input drawn from the

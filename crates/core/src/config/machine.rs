@@ -370,8 +370,8 @@ impl MemoryParams {
     pub const MAX_GLOBAL_SEGMENT_BYTES: u64 = 1 << 30;
 }
 
-/// Instructions of the fine-grain DSM's protocol handlers (finegrain-dsm's
-/// `HandlerCosts`, one field per handler) on this machine's software
+/// Instructions of the fine-grain DSM's protocol handlers (one field per
+/// handler; finegrain-dsm's `DsmConfig::costs`) on this machine's software
 /// protocol processors, beyond the memory, device-state and message costs
 /// the simulator times itself. A hardware protocol engine runs none.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -8,7 +8,6 @@
 //! directory, and a path to another TOML file works too.
 
 mod coprocessor;
-mod dsm;
 mod error;
 mod input;
 mod ledger;
@@ -16,11 +15,11 @@ mod limits;
 mod machine;
 mod presets;
 mod run;
+mod serving;
 #[cfg(test)]
 mod tests;
 
 pub use coprocessor::{CoprocessorParams, DmaCalibration};
-pub use dsm::{DsmSystem, DSM_PPS};
 pub use error::{plain_type_names, ConfigError};
 pub use input::{parse_toml, read_input};
 pub use ledger::{Kind as ProvenanceKind, Ledger, Provenance};
@@ -34,3 +33,4 @@ pub use run::{
     check_max_servers, mix_seed, CoprocLibrary, Discipline, Dispatch, Notification, Policy, PpKind, Relinquish,
     RoleArbitration, RunConfig, Topology,
 };
+pub use serving::{ServingKind, ServingSystem, DSM_PPS};

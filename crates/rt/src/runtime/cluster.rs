@@ -412,12 +412,7 @@ impl<T: Transport> Cluster<T> {
         }
         let e = match kind {
             FAIL_PANIC => AmError::HandlerFailed { handler: name, reason: "panicked".into() },
-            FAIL_NO_REPLY => AmError::HandlerFailed {
-                handler: name,
-                reason:
-                    "returned without replying to a request sent with Proc::request, whose thread would wait forever"
-                        .into(),
-            },
+            FAIL_NO_REPLY => AmError::NoReply { handler: name },
             FAIL_UNKNOWN => AmError::UnknownHandler { id: id.0, len: self.handlers.len() },
             _ => self
                 .failure

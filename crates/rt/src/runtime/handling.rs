@@ -109,7 +109,8 @@ impl<T: Transport> ThreadCtx<T> {
         let Some((info, f)) = self.cluster.handlers.entry(m.handler) else {
             return self.cluster.fail(FAIL_UNKNOWN, m.handler, None);
         };
-        let mut ctx = RtHandlerCtx { thread: self, msg: m, guard: ReplyGuard::new(m.kind, &info.name) };
+        let guard = ReplyGuard::new(m, &info.name, self.cluster.handlers.len());
+        let mut ctx = RtHandlerCtx { thread: self, msg: m, guard };
         let t0 = self.stats.stamp();
         let clock = self.cluster.clock(self.node, self.local);
         clock.handler.store(m.handler.0 as u32, Ordering::Relaxed);
@@ -123,11 +124,10 @@ impl<T: Transport> ThreadCtx<T> {
             Ok(Err(e)) => return self.cluster.fail(FAIL_ERROR, m.handler, Some(e)),
             Ok(Ok(())) => {}
         }
+        if ctx.guard.owes_reply() {
+            return self.cluster.fail(FAIL_NO_REPLY, m.handler, None);
+        }
         match m.kind {
-            // Token 0 marks a one-way message: nobody waits for a reply.
-            MsgKind::Request if m.token != 0 && !ctx.guard.replied() => {
-                self.cluster.fail(FAIL_NO_REPLY, m.handler, None)
-            }
             MsgKind::Request => {}
             // A reply to a one-way message: its handler recorded what it
             // brought, and no thread waits on a completion slot.

@@ -43,9 +43,13 @@ impl<T: Transport> HandlerCtx for RtHandlerCtx<'_, T> {
                 platform: "the native runtime",
             });
         }
-        // Counted only once it will be sent: a refused reply is no reply,
-        // and the handler may still send a valid one.
-        self.guard.admit_reply()?;
+        // A refused reply ends the run even if the handler ignores the
+        // error, as in the simulator: the rule it breaks is what keeps
+        // active messages deadlock-free.
+        if let Err(e) = self.guard.admit_reply(handler) {
+            self.thread.cluster.fail(FAIL_ERROR, m.handler, Some(e.clone()));
+            return Err(e);
+        }
         self.thread.send(
             m.src_node.0,
             &Outgoing {

@@ -62,6 +62,7 @@
 //! for the previous one's acknowledgement queue on the channel, oldest
 //! first, and the next goes when the acknowledgement is back.
 
+use super::messages::Answer;
 use super::*;
 use crate::coproc::{main_instructions, Buses, Coproc};
 use crate::memory::WordTransfer;
@@ -497,17 +498,14 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             node: n,
             threads,
             line_bytes: self.cfg.machine.cache.line_bytes as u64,
-            guard: ReplyGuard::new(msg.kind, &info.name),
-            handlers: table.len(),
-            reply: None,
-            error: None,
+            answer: Answer::new(msg, &info.name, table.len()),
         };
         self.running = Running::Handler(msg.handler);
         let outcome = f(&mut ctx, msg);
         self.running = Running::Engine;
-        let (end, reply, error, replied) = (ctx.t, ctx.reply, ctx.error, ctx.guard.replied());
+        let (end, answered) = (ctx.t, ctx.answer.end(outcome));
         self.handler_code_ran(n, msg.key);
-        self.handler_outcome(&info.name, msg, outcome.err().or(error), replied)?;
+        let reply = self.handler_outcome(answered)?;
         Some((end, reply))
     }
 
@@ -851,38 +849,27 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             mem: &mut self.nodes[n].mem,
             node: n,
             threads,
-            guard: ReplyGuard::new(msg.kind, &info.name),
-            handlers: table.len(),
-            reply: None,
-            error: None,
+            answer: Answer::new(msg, &info.name, table.len()),
         };
         self.running = Running::Handler(msg.handler);
         let outcome = f(&mut ctx, msg);
         self.running = Running::Engine;
-        let (reply, error, replied) = (ctx.reply, ctx.error, ctx.guard.replied());
+        let answered = ctx.answer.end(outcome);
         self.handler_code_ran(n, msg.key);
         self.coproc.as_mut().expect("policy coprocessor").stats[n].direct_handlers += 1;
-        self.handler_outcome(&info.name, msg, outcome.err().or(error), replied)?;
-        Some(reply)
+        self.handler_outcome(answered)
     }
 
-    /// Ends the run if a handler on the co-processor failed, or returned
-    /// from a request a thread waits on without replying. None then.
-    fn handler_outcome(&mut self, name: &str, msg: &Message, error: Option<AmError>, replied: bool) -> Option<()> {
-        if let Some(e) = error {
-            self.fail(SimError::Handler(e));
-            return None;
+    /// The reply of a handler on the co-processor (None inside: it sent
+    /// none, and owed none); None if it failed, which ends the run.
+    fn handler_outcome(&mut self, answered: Result<Option<Reply>, AmError>) -> Option<Option<Reply>> {
+        match answered {
+            Ok(reply) => Some(reply),
+            Err(e) => {
+                self.fail(SimError::Handler(e));
+                None
+            }
         }
-        if msg.kind == MsgKind::Request && !replied && msg.token != 0 {
-            self.fail(SimError::Handler(AmError::HandlerFailed {
-                handler: name.to_string(),
-                reason:
-                    "returned without replying to a request sent with Proc::request, whose thread would wait forever"
-                        .into(),
-            }));
-            return None;
-        }
-        Some(())
     }
 
     /// Each node's co-processor statistics, for the run's.
@@ -903,25 +890,20 @@ struct CoprocCtx<'e, 'n> {
     node: usize,
     threads: u32,
     line_bytes: u64,
-    guard: ReplyGuard<'n>,
-    handlers: usize,
-    reply: Option<Reply>,
-    error: Option<AmError>,
+    answer: Answer<'n>,
+}
+
+/// Refuses a protocol message a handler sends on the co-processor, which
+/// models none; the refusal ends the run.
+fn refuse_send(answer: &mut Answer) -> Result<(), AmError> {
+    Err(answer.refuse(AmError::NotAllowed(format!(
+        "handler '{}' sent a protocol message from a handler under the co-processor policy, which does not model \
+         handler sends; allowed under the single, fixed and floating policies",
+        answer.handler()
+    ))))
 }
 
 impl CoprocCtx<'_, '_> {
-    fn refuse(&mut self, guard: Option<AmError>, handler: HandlerId) -> AmError {
-        let e = guard.unwrap_or_else(|| AmError::HandlerFailed {
-            handler: self.guard.handler().to_string(),
-            reason: format!(
-                "its reply names unknown handler id {} (the table has {} handlers)",
-                handler.0, self.handlers
-            ),
-        });
-        self.error.get_or_insert_with(|| e.clone());
-        e
-    }
-
     /// Words of `len` bytes at `offset` in each of lines `first..first+count`.
     fn words_per_line(&self, first: u32, count: u32, offset: u64, len: u32) -> Vec<(u32, u64)> {
         let line = self.line_bytes;
@@ -943,34 +925,18 @@ impl HandlerCtx for CoprocCtx<'_, '_> {
     }
 
     fn send(&mut self, _: NodeId, _: HandlerId, _: SyncKey, _: Args, _: Payload) -> Result<(), AmError> {
-        let e = AmError::NotAllowed(format!(
-            "handler '{}' sent a protocol message from a handler under the co-processor policy, which does not model \
-             handler sends; allowed under the single, fixed and floating policies",
-            self.guard.handler()
-        ));
-        self.error.get_or_insert_with(|| e.clone());
-        Err(e)
+        refuse_send(&mut self.answer)
     }
 
     fn reply(&mut self, reply: Reply) -> Result<(), AmError> {
-        match self.guard.admit_reply() {
-            Ok(()) if reply.handler.index() < self.handlers => {
-                self.reply = Some(reply);
-                Ok(())
-            }
-            refused => Err(self.refuse(refused.err(), reply.handler)),
-        }
+        self.answer.reply(reply)
     }
 
     fn access(&mut self, region: Region, offset: u64, len: u32, kind: Access) {
         let n = self.node;
         let (first, count) = match self.nodes[n].mem.map().lines(region, offset, len, self.threads) {
             Ok(lines) => lines,
-            Err(reason) => {
-                let handler = self.guard.handler().to_string();
-                self.error.get_or_insert(AmError::HandlerFailed { handler, reason });
-                return;
-            }
+            Err(reason) => return self.answer.fail(reason),
         };
         let per_line = self.words_per_line(first, count, offset, len);
         if !kind.writes() {
@@ -1000,11 +966,7 @@ impl HandlerCtx for CoprocCtx<'_, '_> {
         let run = if cycles > MAX_CYCLES { u64::MAX } else { self.hw.costs.instructions(cycles) };
         match self.t.checked_add(run).filter(|&t| t <= CLOCK_LIMIT) {
             Some(t) => self.t = t,
-            None => {
-                let reason = SimError::ClockLimit { now: self.t, duration: run }.to_string();
-                let handler = self.guard.handler().to_string();
-                self.error.get_or_insert(AmError::HandlerFailed { handler, reason });
-            }
+            None => self.answer.fail(SimError::ClockLimit { now: self.t, duration: run }.to_string()),
         }
     }
 }
@@ -1018,10 +980,7 @@ struct DirectCtx<'m, 'n> {
     mem: &'m mut NodeMemory,
     node: usize,
     threads: u32,
-    guard: ReplyGuard<'n>,
-    handlers: usize,
-    reply: Option<Reply>,
-    error: Option<AmError>,
+    answer: Answer<'n>,
 }
 
 impl HandlerCtx for DirectCtx<'_, '_> {
@@ -1030,43 +989,18 @@ impl HandlerCtx for DirectCtx<'_, '_> {
     }
 
     fn send(&mut self, _: NodeId, _: HandlerId, _: SyncKey, _: Args, _: Payload) -> Result<(), AmError> {
-        let e = AmError::NotAllowed(format!(
-            "handler '{}' sent a protocol message from a handler under the co-processor policy, which does not model \
-             handler sends; allowed under the single, fixed and floating policies",
-            self.guard.handler()
-        ));
-        self.error.get_or_insert_with(|| e.clone());
-        Err(e)
+        refuse_send(&mut self.answer)
     }
 
     fn reply(&mut self, reply: Reply) -> Result<(), AmError> {
-        match self.guard.admit_reply() {
-            Ok(()) if reply.handler.index() < self.handlers => {
-                self.reply = Some(reply);
-                Ok(())
-            }
-            refused => {
-                let e = refused.err().unwrap_or_else(|| AmError::HandlerFailed {
-                    handler: self.guard.handler().to_string(),
-                    reason: format!(
-                        "its reply names unknown handler id {} (the table has {} handlers)",
-                        reply.handler.0, self.handlers
-                    ),
-                });
-                self.error.get_or_insert_with(|| e.clone());
-                Err(e)
-            }
-        }
+        self.answer.reply(reply)
     }
 
     fn access(&mut self, region: Region, offset: u64, len: u32, kind: Access) {
         match self.mem.map().lines(region, offset, len, self.threads) {
             Ok((first, count)) if kind.writes() => (first..first + count).for_each(|line| self.mem.dma_write(line)),
             Ok(_) => {}
-            Err(reason) => {
-                let handler = self.guard.handler().to_string();
-                self.error.get_or_insert(AmError::HandlerFailed { handler, reason });
-            }
+            Err(reason) => self.answer.fail(reason),
         }
     }
 

@@ -285,12 +285,10 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             proc: local,
             node: NodeId(n as u32),
             threads,
-            guard: ReplyGuard::new(msg.kind, &info.name),
+            answer: Answer::new(&msg, &info.name, table.len()),
             handlers: table.len(),
-            reply: None,
             sends: Vec::new(),
             nodes: self.cfg.run.topology.nodes,
-            error: None,
             device,
             state,
             directory,
@@ -300,17 +298,14 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         self.running = Running::Handler(msg.handler);
         let outcome = f(&mut ctx, &msg);
         self.running = Running::Engine;
-        let (t_after, reply, ctx_error, replied) = (ctx.t, ctx.reply, ctx.error, ctx.guard.replied());
-        let sends = ctx.sends;
-        let first_global = ctx.first_global;
+        let (t_after, sends, first_global) = (ctx.t, ctx.sends, ctx.first_global);
+        let answered = ctx.answer.end(outcome);
         self.handler_code_ran(n, msg.key);
         t = t_after;
-        if let Err(e) = outcome {
-            return self.fail(SimError::Handler(e));
-        }
-        if let Some(e) = ctx_error {
-            return self.fail(SimError::Handler(e));
-        }
+        let reply = match answered {
+            Ok(reply) => reply,
+            Err(e) => return self.fail(SimError::Handler(e)),
+        };
         let traced = Traced { handler: msg.handler.0 as u32, body, first_global, done: t };
         // Protocol messages go out while the handler still holds its key:
         // writing them into the NI is part of its work (Table 1's "send").
@@ -323,15 +318,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
         match msg.kind {
             MsgKind::Request => {
-                let Some(reply) = reply.filter(|_| replied) else {
-                    if msg.token == 0 {
-                        // A one-way message's handler need not reply.
-                        return self.end_handler(p, t, key, seq, held, traced);
-                    }
-                    return self.fail(SimError::Handler(AmError::HandlerFailed {
-                        handler: info.name.clone(),
-                        reason: "returned without replying to a request sent with Proc::request, whose thread would wait forever".into(),
-                    }));
+                // Without a reply only if none was owed (a one-way message).
+                let Some(reply) = reply else {
+                    return self.end_handler(p, t, key, seq, held, traced);
                 };
                 self.count_reply(msg.token);
                 // A one-way message's reply keeps its token 0.
@@ -658,19 +647,14 @@ struct SimHandlerCtx<'m, 'n> {
     proc: usize,
     node: NodeId,
     threads: u32,
-    guard: ReplyGuard<'n>,
-    /// Handlers in the table, to check the id a reply names.
+    answer: Answer<'n>,
+    /// Handlers in the table, to check a protocol message's.
     handlers: usize,
-    reply: Option<Reply>,
     /// Protocol messages the handler sent ([`HandlerCtx::send`]), in order:
     /// the engine sends them when the handler's work is done.
     sends: Vec<Message>,
     /// The node count, to check a protocol message's destination.
     nodes: u32,
-    /// The first thing the handler did wrong, which ends the run even if
-    /// the handler goes on (nothing else reports an access or a refused
-    /// reply it ignored).
-    error: Option<AmError>,
     /// An embedded processor reaches memory as a cacheless bus agent.
     device: Option<DeviceAccess>,
     /// How it reaches `Region::AccessTags`.
@@ -681,6 +665,70 @@ struct SimHandlerCtx<'m, 'n> {
     instructions_free: bool,
     /// When its first access to the global segment began (for the trace).
     first_global: Option<u64>,
+}
+
+/// What a simulated handler has answered so far, for every handler
+/// context of the simulator: the request/reply rule's guard, the reply it
+/// admitted, and the first thing the handler did wrong, which ends the run
+/// even if the handler goes on (nothing else reports an access or a
+/// refused reply it ignored).
+pub(super) struct Answer<'n> {
+    guard: ReplyGuard<'n>,
+    reply: Option<Reply>,
+    error: Option<AmError>,
+}
+
+impl<'n> Answer<'n> {
+    pub(super) fn new(msg: &Message, handler: &'n str, handlers: usize) -> Answer<'n> {
+        Answer { guard: ReplyGuard::new(msg, handler, handlers), reply: None, error: None }
+    }
+
+    /// Keeps `reply` if the rule admits it; a refused one ends the run.
+    // Inlined as before the rule had checks: left out of line it would
+    // copy the reply once more per call.
+    #[inline(always)]
+    pub(super) fn reply(&mut self, reply: Reply) -> Result<(), AmError> {
+        match self.guard.admit_reply(reply.handler) {
+            Ok(()) => {
+                self.reply = Some(reply);
+                Ok(())
+            }
+            Err(e) => Err(self.refuse(e)),
+        }
+    }
+
+    /// Records `e` unless the handler already did something wrong, and
+    /// hands it back.
+    #[cold]
+    pub(super) fn refuse(&mut self, e: AmError) -> AmError {
+        self.error.get_or_insert_with(|| e.clone());
+        e
+    }
+
+    /// Records that the handler failed for `reason`.
+    #[cold]
+    pub(super) fn fail(&mut self, reason: String) {
+        if self.error.is_none() {
+            self.error = Some(AmError::HandlerFailed { handler: self.guard.handler().to_string(), reason });
+        }
+    }
+
+    /// The name of the handler answering.
+    pub(super) fn handler(&self) -> &str {
+        self.guard.handler()
+    }
+
+    /// What the handler came to once it returned `returned`: the reply it
+    /// sent (None: it sent none, and owed none), or the first error: its
+    /// own, one it ignored, or the reply it owed.
+    pub(super) fn end(self, returned: Result<(), AmError>) -> Result<Option<Reply>, AmError> {
+        returned?;
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        self.guard.finish()?;
+        Ok(self.reply)
+    }
 }
 
 /// What a handler's trace entry needs from its run: its handler, when its
@@ -778,24 +826,6 @@ impl SimHandlerCtx<'_, '_> {
         };
         (!matches!(state, StateAccess::Memory)).then_some(state)
     }
-
-    /// Records a refused reply, which ends the run, and hands the error
-    /// back to the handler: the guard's, or else (`None`) that the reply
-    /// names `handler`, which the table lacks. Out of line, so the checks
-    /// add nothing to a reply's path but two comparisons.
-    #[cold]
-    #[inline(never)]
-    fn refuse(&mut self, guard: Option<AmError>, handler: HandlerId) -> AmError {
-        let e = guard.unwrap_or_else(|| AmError::HandlerFailed {
-            handler: self.guard.handler().to_string(),
-            reason: format!(
-                "its reply names unknown handler id {} (the table has {} handlers)",
-                handler.0, self.handlers
-            ),
-        });
-        self.error.get_or_insert_with(|| e.clone());
-        e
-    }
 }
 
 impl HandlerCtx for SimHandlerCtx<'_, '_> {
@@ -807,17 +837,9 @@ impl HandlerCtx for SimHandlerCtx<'_, '_> {
     /// (`let _ = ctx.reply(..)`): the rule it breaks is what keeps active
     /// messages deadlock-free. A reply naming no handler is refused here,
     /// naming the replying handler, rather than at the node it would reach.
-    // Inlined (into `reply_bytes` too) as before the checks were added:
-    // left out of line it would copy the reply once more per call.
     #[inline(always)]
     fn reply(&mut self, reply: Reply) -> Result<(), AmError> {
-        match self.guard.admit_reply() {
-            Ok(()) if reply.handler.index() < self.handlers => {
-                self.reply = Some(reply);
-                Ok(())
-            }
-            refused => Err(self.refuse(refused.err(), reply.handler)),
-        }
+        self.answer.reply(reply)
     }
 
     fn send(
@@ -829,8 +851,7 @@ impl HandlerCtx for SimHandlerCtx<'_, '_> {
         payload: Payload,
     ) -> Result<(), AmError> {
         if let Err(e) = check_send_target(dst, self.nodes, handler, self.handlers) {
-            self.error.get_or_insert_with(|| e.clone());
-            return Err(e);
+            return Err(self.answer.refuse(e));
         }
         self.sends.push(Message {
             kind: MsgKind::Request,
@@ -861,10 +882,7 @@ impl HandlerCtx for SimHandlerCtx<'_, '_> {
                     None => self.mem.access_bytes(self.now, self.t, self.proc, (first, count), offset, len, kind).0,
                 };
             }
-            Err(reason) => {
-                let handler = self.guard.handler().to_string();
-                self.error.get_or_insert(AmError::HandlerFailed { handler, reason });
-            }
+            Err(reason) => self.answer.fail(reason),
         }
     }
 
@@ -874,11 +892,7 @@ impl HandlerCtx for SimHandlerCtx<'_, '_> {
         }
         match self.t.checked_add(cycles).filter(|&t| t <= CLOCK_LIMIT) {
             Some(t) => self.t = t,
-            None => {
-                let reason = SimError::ClockLimit { now: self.t, duration: cycles }.to_string();
-                let handler = self.guard.handler().to_string();
-                self.error.get_or_insert(AmError::HandlerFailed { handler, reason });
-            }
+            None => self.answer.fail(SimError::ClockLimit { now: self.t, duration: cycles }.to_string()),
         }
     }
 }

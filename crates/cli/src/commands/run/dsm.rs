@@ -11,7 +11,7 @@ use anyhow::{bail, Result};
 use finegrain_apps::dsm::spec::{DsmMeasures, DsmRun, DsmSpec, ProgramSpec, PROGRAMS};
 use finegrain_apps::splitc::spec::Size;
 use finegrain_apps::{Measures, RtPlatform, Threads, WorkloadSpec};
-use finegrain_core::config::DsmSystem;
+use finegrain_core::config::ServingSystem;
 use finegrain_core::{MachineConfig, RunConfig};
 use finegrain_dsm::DsmConfig;
 use finegrain_sim::RunStats;
@@ -47,11 +47,11 @@ const NATIVE_SYSTEMS: &str = "hurricane1-1pp, hurricane1-2pp, hurricane1-4pp, mu
 
 /// The system the flags ask for; natively only those a node's threads
 /// can be.
-fn system(a: &RunArgs, native: Option<&str>) -> Result<DsmSystem> {
+fn system(a: &RunArgs, native: Option<&str>) -> Result<ServingSystem> {
     let default = if native.is_some() { "hurricane1-1pp" } else { "hurricane-1pp" };
-    let system = DsmSystem::parse(a.system.as_deref().unwrap_or(default))?;
+    let system = ServingSystem::parse(a.system.as_deref().unwrap_or(default))?;
     if let Some(platform) = native {
-        if matches!(system, DsmSystem::Scoma | DsmSystem::Hurricane { .. }) {
+        if matches!(system, ServingSystem::Scoma | ServingSystem::Hurricane { .. }) {
             bail!(
                 "invalid system = {system} on platform {platform}: it is simulated only (no hardware protocol engine \
                  or network-interface processor here); allowed {NATIVE_SYSTEMS}"
@@ -62,7 +62,7 @@ fn system(a: &RunArgs, native: Option<&str>) -> Result<DsmSystem> {
 }
 
 /// The run's shape the flags ask for under `system`, checked.
-fn dsm_run(a: &RunArgs, system: DsmSystem) -> Result<DsmRun> {
+fn dsm_run(a: &RunArgs, system: ServingSystem) -> Result<DsmRun> {
     let compute = a.compute_procs.unwrap_or(DEFAULT_COMPUTE_PROCS);
     let most = 64 - system.protocol_procs();
     if !(1..=most).contains(&compute) {
@@ -93,7 +93,7 @@ pub fn build(a: &RunArgs) -> Result<SimRun> {
 }
 
 /// The run's shape in one line.
-fn describe(system: Option<DsmSystem>, run: &RunConfig, spec: &DsmSpec) -> String {
+fn describe(system: Option<ServingSystem>, run: &RunConfig, spec: &DsmSpec) -> String {
     let compute = run.policy.compute_procs(run.topology.procs_per_node);
     format!(
         "system {}  {} nodes x {} compute procs  block {} bytes  program {}  seed {}",
@@ -129,7 +129,7 @@ pub fn print(a: &RunArgs, run: &SimRun, spec: &DsmSpec, stats: &RunStats, measur
     say!(
         "preset {}  {}",
         preset_shown(&c.machine.name, a.preset.as_deref()),
-        describe(DsmSystem::of_run(&c.run), &c.run, spec)
+        describe(ServingSystem::of_run(&c.run), &c.run, spec)
     );
     let us = |cycles: u64| format!("{:.1} us ({cycles} cycles)", c.machine.cycles_to_us(cycles as f64));
     print_measures(m, us)?;
@@ -161,7 +161,7 @@ pub fn native(a: &RunArgs, on: RtPlatform<'_>) -> Result<()> {
     if !on.has_results() {
         return Ok(());
     }
-    say!("platform {}  {}", on.name(), describe(DsmSystem::of_run(&rt.run), &rt.run, &spec));
+    say!("platform {}  {}", on.name(), describe(ServingSystem::of_run(&rt.run), &rt.run, &spec));
     print_measures(&m, |ns| format!("{:.1} us ({ns} ns)", ns as f64 / 1e3))?;
     say!("messages          {}  handlers {}  interrupts {}", stats.messages, stats.handlers, stats.interrupts);
     if std::thread::available_parallelism().map_or(1, |n| n.get())

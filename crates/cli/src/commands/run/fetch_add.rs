@@ -8,9 +8,9 @@ use crate::args::RunArgs;
 use crate::say;
 use anyhow::{bail, Result};
 use finegrain_apps::fetch_add::{self, FetchAddConfig, KeySkew};
-use finegrain_apps::serving::{Kind, Point};
+use finegrain_apps::serving::Point;
 use finegrain_apps::{RtPlatform, Threads, WorkloadSpec};
-use finegrain_core::{Discipline, MachineConfig};
+use finegrain_core::{Discipline, MachineConfig, ServingKind};
 use finegrain_sim::{RunStats, SimConfig};
 use finegrain_study::experiment::preset_shown;
 use finegrain_study::output::write_json;
@@ -31,7 +31,7 @@ fn point(a: &RunArgs, native: bool) -> Result<Built> {
     let machine = MachineConfig::load(a.preset.as_deref().unwrap_or("hpca99"))?;
     let default_kind = if native { "smp" } else { "embedded" };
     let point = Point {
-        kind: Kind::parse(a.kind.as_deref().unwrap_or(default_kind))?,
+        kind: ServingKind::parse(a.kind.as_deref().unwrap_or(default_kind))?,
         discipline: Discipline::parse(a.discipline.as_deref().unwrap_or("pdq"))?,
         protocol_procs: a.protocol_procs.unwrap_or(1),
     };
@@ -109,7 +109,7 @@ struct NativeRecord<'a> {
     workload_name: &'static str,
     /// The preset as given (a name, or the path of a file).
     preset: &'a str,
-    kind: Kind,
+    kind: ServingKind,
     discipline: Discipline,
     protocol_procs: u32,
     seed: u64,
@@ -128,7 +128,7 @@ pub struct NativeRun {
 
 pub fn build_native(a: &RunArgs) -> Result<NativeRun> {
     let built = point(a, true)?;
-    if built.point.kind == Kind::Embedded {
+    if built.point.kind == ServingKind::Embedded {
         bail!(
             "invalid kind = embedded for platform native: allowed smp, mult (there is no network-interface processor)"
         );
@@ -199,8 +199,10 @@ pub fn native(a: &RunArgs, run: NativeRun, on: RtPlatform<'_>) -> Result<()> {
 fn check_sizes(p: &Point, requester_nodes: u32, compute_procs: u32) -> Result<()> {
     finegrain_study::studies::pdq_micro::check_requester_nodes(requester_nodes)?;
     let (most, extra) = match p.kind {
-        Kind::Embedded | Kind::Smp => (64u32.saturating_sub(p.protocol_procs), " with the protocol processors"),
-        Kind::Mult => (64, ""),
+        ServingKind::Embedded | ServingKind::Smp => {
+            (64u32.saturating_sub(p.protocol_procs), " with the protocol processors")
+        }
+        ServingKind::Mult => (64, ""),
     };
     if most == 0 {
         bail!(
@@ -210,7 +212,7 @@ fn check_sizes(p: &Point, requester_nodes: u32, compute_procs: u32) -> Result<()
         );
     }
     if !(1..=most).contains(&compute_procs) {
-        if (1..64).contains(&compute_procs) && p.kind != Kind::Mult {
+        if (1..64).contains(&compute_procs) && p.kind != ServingKind::Mult {
             // Too many together: name the protocol processors too.
             bail!(
                 "invalid protocol_procs = {} with compute_procs = {compute_procs}: a node has at most 64 processors, \
@@ -221,7 +223,7 @@ fn check_sizes(p: &Point, requester_nodes: u32, compute_procs: u32) -> Result<()
         }
         bail!("invalid compute_procs = {compute_procs}: allowed 1..={most} (64 processors per node{extra})");
     }
-    if p.kind == Kind::Mult && p.protocol_procs > compute_procs {
+    if p.kind == ServingKind::Mult && p.protocol_procs > compute_procs {
         bail!(
             "invalid protocol_procs = {} for mult: allowed 1..={compute_procs} (idle compute processors serve)",
             p.protocol_procs

@@ -3,7 +3,7 @@
 use anyhow::{bail, Result};
 use finegrain_apps::dsm::spec::{ProgramSpec, PROGRAMS};
 use finegrain_apps::splitc::spec::Size;
-use finegrain_core::config::DsmSystem;
+use finegrain_core::config::ServingSystem;
 use serde::{Deserialize, Serialize};
 
 /// The study's name: the experiment file's `study`, and every record's.
@@ -43,7 +43,7 @@ pub struct Grid {
     /// The applications' inputs.
     pub size: Size,
     pub apps: Vec<String>,
-    pub systems: Vec<DsmSystem>,
+    pub systems: Vec<ServingSystem>,
     /// Machine shapes every system runs every application on (Figure 7's
     /// baseline, Figures 8-9's clusterings, Figures 10-11's block sizes).
     pub shapes: Vec<ShapeSpec>,
@@ -68,7 +68,7 @@ impl Grid {
             ProgramSpec::named(app, Size::Tiny, 0)
                 .map_err(|_| anyhow::anyhow!("invalid {table}.apps: {app}; allowed {}", PROGRAMS.join(", ")))?;
         }
-        if !self.systems.contains(&DsmSystem::Scoma) {
+        if !self.systems.contains(&ServingSystem::Scoma) {
             bail!("invalid {table}.systems: s-coma missing; every performance is normalized to it");
         }
         for s in &self.shapes {

@@ -3,7 +3,7 @@
 
 use crate::record::{describe_value, Labels};
 use finegrain_apps::WorkloadSpec;
-use finegrain_core::config::DsmSystem;
+use finegrain_core::config::ServingSystem;
 use finegrain_sim::SimConfig;
 use serde::{Deserialize, Serialize};
 
@@ -34,7 +34,7 @@ impl Variant {
 #[serde(deny_unknown_fields)]
 pub struct RunLabels {
     pub app: String,
-    pub system: DsmSystem,
+    pub system: ServingSystem,
     pub nodes: u32,
     /// Compute processors per node.
     pub procs: u32,
@@ -55,7 +55,7 @@ impl Labels for RunLabels {
             return Err(format!("it is a {} run labelled as a shared-memory one", workload.description()));
         };
         describe_value("app", &self.app.as_str(), &d.program.label())?;
-        describe_value("system", &Some(self.system), &DsmSystem::of_run(&c.run))?;
+        describe_value("system", &Some(self.system), &ServingSystem::of_run(&c.run))?;
         describe_value("nodes", &self.nodes, &c.run.topology.nodes)?;
         describe_value("procs", &self.procs, &c.run.policy.compute_procs(c.run.topology.procs_per_node))?;
         describe_value("block_bytes", &self.block_bytes, &d.dsm.block_bytes)?;

@@ -12,7 +12,7 @@ use crate::study::Planned;
 use anyhow::{bail, Context, Result};
 use finegrain_apps::dsm::spec::DsmRun;
 use finegrain_apps::WorkloadSpec;
-use finegrain_core::config::DsmSystem;
+use finegrain_core::config::ServingSystem;
 use finegrain_core::MachineConfig;
 
 /// The machines a study runs on.
@@ -56,7 +56,7 @@ fn run(
     machine: &MachineConfig,
     grid: &Grid,
     app: &str,
-    system: DsmSystem,
+    system: ServingSystem,
     shape: ShapeSpec,
     seed: u64,
     variant: Option<Variant>,
@@ -95,14 +95,14 @@ pub(super) fn plan(exp: &Experiment, machines: &Machines, grid: &Grid) -> Result
         let base = baseline(grid);
         if grid.uniprocessor {
             let one = ShapeSpec { nodes: 1, procs: 1, block_bytes: base.block_bytes };
-            runs.push(run(paper, grid, app, DsmSystem::Scoma, one, seed, Some(Variant::Uniprocessor))?);
+            runs.push(run(paper, grid, app, ServingSystem::Scoma, one, seed, Some(Variant::Uniprocessor))?);
         }
         if grid.affinity_passes > 0 {
             let mut m = paper.clone();
             if let Some(pdq) = m.pdq.as_mut() {
                 pdq.affinity_passes = grid.affinity_passes;
             }
-            for &system in grid.systems.iter().filter(|&&s| s != DsmSystem::Scoma) {
+            for &system in grid.systems.iter().filter(|&&s| s != ServingSystem::Scoma) {
                 runs.push(run(&m, grid, app, system, base, seed, Some(Variant::Affinity))?);
             }
         }

@@ -10,7 +10,7 @@ use super::runs::Run;
 use crate::figures::{BarChart, Figure};
 use crate::report::{markdown_table, Section};
 use anyhow::Result;
-use finegrain_core::config::DsmSystem;
+use finegrain_core::config::ServingSystem;
 use std::path::Path;
 
 /// The paper's grid's run times (no variant), by shape, system, app.
@@ -61,7 +61,7 @@ pub(super) fn setup(exp: &Experiment, grid: &Grid, runs: &[Run]) -> String {
 
 /// Every software system of the grid, in the paper's order.
 fn software(grid: &Grid) -> Vec<String> {
-    grid.systems.iter().filter(|&&s| s != DsmSystem::Scoma).map(|s| s.label()).collect()
+    grid.systems.iter().filter(|&&s| s != ServingSystem::Scoma).map(|s| s.label()).collect()
 }
 
 fn perf_table(t: &Times, shape: Shape, systems: &[String]) -> String {

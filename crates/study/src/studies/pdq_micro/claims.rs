@@ -5,8 +5,7 @@ use super::grid::{Grid, Sweep};
 use super::runs::Run;
 use crate::claim::{Basis, Check, Claim, ClaimSpec, Origin, Verdict};
 use crate::experiment::shown;
-use finegrain_apps::serving::Kind;
-use finegrain_core::Discipline;
+use finegrain_core::{Discipline, ServingKind};
 
 /// The study's three claims of the paper and two hypotheses of
 /// finegrain's own. The paper evaluates PDQ on applications over a DSM (its
@@ -176,7 +175,7 @@ impl<'a> View<'a> {
         View { records, pdq_sweep: Sweep::Main }
     }
 
-    pub(super) fn get(&self, kind: Kind, d: Discipline, k: u32, keys: u64, skew: &str) -> Option<&Run> {
+    pub(super) fn get(&self, kind: ServingKind, d: Discipline, k: u32, keys: u64, skew: &str) -> Option<&Run> {
         let sweep = if d == Discipline::Pdq { self.pdq_sweep } else { Sweep::Main };
         self.records.iter().find(|run| {
             let r = run.l();
@@ -189,17 +188,17 @@ impl<'a> View<'a> {
         })
     }
 
-    pub(super) fn tput(&self, kind: Kind, d: Discipline, k: u32, keys: u64, skew: &str) -> Option<f64> {
+    pub(super) fn tput(&self, kind: ServingKind, d: Discipline, k: u32, keys: u64, skew: &str) -> Option<f64> {
         self.get(kind, d, k, keys, skew).map(Run::throughput)
     }
 
-    pub(super) fn busy_wait(&self, kind: Kind, d: Discipline, k: u32, keys: u64, skew: &str) -> Option<f64> {
+    pub(super) fn busy_wait(&self, kind: ServingKind, d: Discipline, k: u32, keys: u64, skew: &str) -> Option<f64> {
         self.get(kind, d, k, keys, skew).map(|r| r.home.pp_busy_wait_fraction)
     }
 
     /// PDQ on `kind` at the fixed think time (the load sweep, uniform
     /// keys).
-    pub(super) fn at_load(&self, kind: Kind, k: u32, keys: u64) -> Option<&Run> {
+    pub(super) fn at_load(&self, kind: ServingKind, k: u32, keys: u64) -> Option<&Run> {
         self.records.iter().find(|run| {
             let r = run.l();
             r.sweep == Sweep::Load && r.kind == kind && r.protocol_procs == k && r.keys == keys && r.skew == UNIFORM
@@ -212,7 +211,7 @@ impl<'a> View<'a> {
         self.records.iter().find(|run| {
             let r = run.l();
             r.sweep == Sweep::Sequential
-                && r.kind == Kind::Embedded
+                && r.kind == ServingKind::Embedded
                 && r.discipline == Discipline::Pdq
                 && r.protocol_procs == 4
                 && r.keys == keys
@@ -271,7 +270,7 @@ pub fn evaluate(grid: &Grid, records: &[Run]) -> Vec<Claim> {
 /// still gains under skewed keys (Section 3, Figure 3; Section 5.2).
 pub(super) fn claim1(v: &View, grid: &Grid) -> Verdict {
     let keys = grid.most_keys();
-    let at = |k| v.get(Kind::Embedded, Discipline::Pdq, k, keys, UNIFORM);
+    let at = |k| v.get(ServingKind::Embedded, Discipline::Pdq, k, keys, UNIFORM);
     let (Some(r1), Some(r4)) = (at(1), at(4)) else {
         return Verdict::from_checks(1, &[Check::missing("embedded PDQ at 1 and 4 processors")]);
     };
@@ -352,8 +351,10 @@ pub(super) fn claim1(v: &View, grid: &Grid) -> Verdict {
 /// most keys reaches at least twice the one-key throughput.
 fn claim1_by_keys(v: &View, grid: &Grid) -> Vec<Check> {
     let keys = ascending(&grid.keys);
-    let by_keys: Vec<(u64, f64)> =
-        keys.iter().filter_map(|&n| Some((n, v.tput(Kind::Embedded, Discipline::Pdq, 4, n, UNIFORM)?))).collect();
+    let by_keys: Vec<(u64, f64)> = keys
+        .iter()
+        .filter_map(|&n| Some((n, v.tput(ServingKind::Embedded, Discipline::Pdq, 4, n, UNIFORM)?)))
+        .collect();
     if by_keys.len() != keys.len() {
         return vec![Check::missing("embedded PDQ at 4 processors for every key count (uniform)")];
     }
@@ -385,8 +386,10 @@ fn claim1_by_keys(v: &View, grid: &Grid) -> Vec<Check> {
 fn claim1_skewed(v: &View, grid: &Grid, zipf: &str) -> Check {
     let keys = grid.most_keys();
     let counts: Vec<u32> = ascending(&grid.protocol_procs).into_iter().filter(|&k| k <= 4).collect();
-    let series: Vec<(u32, f64)> =
-        counts.iter().filter_map(|&k| Some((k, v.tput(Kind::Embedded, Discipline::Pdq, k, keys, zipf)?))).collect();
+    let series: Vec<(u32, f64)> = counts
+        .iter()
+        .filter_map(|&k| Some((k, v.tput(ServingKind::Embedded, Discipline::Pdq, k, keys, zipf)?)))
+        .collect();
     if series.len() != counts.len() {
         return Check::missing(&format!("embedded PDQ with {keys} {zipf} keys at every processor count up to 4"));
     }
@@ -755,7 +758,7 @@ pub(super) fn static_partitioning(v: &View, grid: &Grid, zipf: &str) -> Verdict 
     let mut checks = Vec::new();
     // Each kind of dedicated protocol processor on its own: pooled, one
     // kind's points could carry the other's failure.
-    for kind in [Kind::Embedded, Kind::Smp].into_iter().filter(|k| grid.kinds.contains(k)) {
+    for kind in [ServingKind::Embedded, ServingKind::Smp].into_iter().filter(|k| grid.kinds.contains(k)) {
         match static_over_pdq(v, grid, kind, UNIFORM, &[2, 4]) {
             // Comes close: within 10% either way (finegrain's band; Section 1's
             // queueing argument expects at most 1.0).
@@ -803,7 +806,7 @@ struct Ratio {
 /// Static partitioning's throughput over PDQ's for one kind and skew, at
 /// the processor counts `ks` the grid has and every key count above the
 /// processor count: the mean, and its text.
-fn static_over_pdq(v: &View, grid: &Grid, kind: Kind, skew: &str, ks: &[u32]) -> Option<Ratio> {
+fn static_over_pdq(v: &View, grid: &Grid, kind: ServingKind, skew: &str, ks: &[u32]) -> Option<Ratio> {
     let mut ratios = Vec::new();
     for &k in ks.iter().filter(|k| grid.protocol_procs.contains(k)) {
         for &keys in grid.keys.iter().filter(|&&keys| keys > k as u64) {
@@ -829,7 +832,7 @@ fn static_over_pdq(v: &View, grid: &Grid, kind: Kind, skew: &str, ks: &[u32]) ->
 /// above 1 would come from the migration static partitioning avoids,
 /// Section 5.2), and how unevenly the handlers fall on the processors
 /// under skewed keys.
-fn static_notes(v: &View, grid: &Grid, kind: Kind, zipf: &str) -> Vec<Check> {
+fn static_notes(v: &View, grid: &Grid, kind: ServingKind, zipf: &str) -> Vec<Check> {
     let mut pairs = Vec::new();
     for k in [2u32, 4].into_iter().filter(|k| grid.protocol_procs.contains(k)) {
         for &keys in grid.keys.iter().filter(|&&keys| keys > k as u64) {
@@ -897,7 +900,7 @@ fn smp_at_load(v: &View, grid: &Grid) -> Vec<Check> {
     let counts = ascending(&grid.protocol_procs);
     let at = |kind, k| v.at_load(kind, k, keys);
     let pairs: Vec<(u32, &Run, &Run)> =
-        counts.iter().filter_map(|&k| Some((k, at(Kind::Smp, k)?, at(Kind::Embedded, k)?))).collect();
+        counts.iter().filter_map(|&k| Some((k, at(ServingKind::Smp, k)?, at(ServingKind::Embedded, k)?))).collect();
     if pairs.len() != counts.len() {
         return vec![Check::missing("smp and embedded PDQ at the fixed think time at every processor count")];
     }
@@ -963,7 +966,7 @@ fn smp_at_saturation(v: &View, grid: &Grid) -> Vec<Check> {
     let at = |kind, k| v.get(kind, Discipline::Pdq, k, keys, UNIFORM);
     let t = |kind, k| at(kind, k).map(Run::throughput);
     let pairs: Vec<(u32, f64, f64)> =
-        counts.iter().filter_map(|&k| Some((k, t(Kind::Smp, k)?, t(Kind::Embedded, k)?))).collect();
+        counts.iter().filter_map(|&k| Some((k, t(ServingKind::Smp, k)?, t(ServingKind::Embedded, k)?))).collect();
     if pairs.is_empty() {
         return vec![Check::missing("smp and embedded PDQ at equal processor counts")];
     }
@@ -975,7 +978,7 @@ fn smp_at_saturation(v: &View, grid: &Grid) -> Vec<Check> {
         ),
     )];
     let up_to_4: Vec<u32> = counts.iter().copied().filter(|&k| k <= 4).collect();
-    let smp: Vec<(u32, f64)> = up_to_4.iter().filter_map(|&k| Some((k, t(Kind::Smp, k)?))).collect();
+    let smp: Vec<(u32, f64)> = up_to_4.iter().filter_map(|&k| Some((k, t(ServingKind::Smp, k)?))).collect();
     if smp.len() == up_to_4.len() {
         checks.push(Check::new(
             smp.windows(2).all(|w| w[1].1 >= 1.2 * w[0].1),
@@ -987,7 +990,7 @@ fn smp_at_saturation(v: &View, grid: &Grid) -> Vec<Check> {
     } else {
         checks.push(Check::missing("smp PDQ at saturation at every processor count up to 4"));
     }
-    match (t(Kind::Smp, 1), t(Kind::Smp, 4), t(Kind::Embedded, 1), at(Kind::Embedded, 4)) {
+    match (t(ServingKind::Smp, 1), t(ServingKind::Smp, 4), t(ServingKind::Embedded, 1), at(ServingKind::Embedded, 4)) {
         (Some(s1), Some(s4), Some(e1), Some(e4)) => {
             let (smp_gain, embedded_gain) = (s4 / s1, e4.throughput() / e1);
             if processor_limited(e4) {
@@ -1058,10 +1061,10 @@ fn mult_interrupts(v: &View, grid: &Grid) -> Vec<Check> {
 /// must be above (Section 4.2 states it at any load).
 fn mult_occupancy(v: &View, grid: &Grid) -> Check {
     let (k, keys) = (grid.mult_sweep_procs, grid.most_keys());
-    let Some(smp) = v.get(Kind::Smp, Discipline::Pdq, k, keys, UNIFORM) else {
+    let Some(smp) = v.get(ServingKind::Smp, Discipline::Pdq, k, keys, UNIFORM) else {
         return Check::missing(&format!("dedicated smp PDQ at {k} processors, {keys} uniform keys"));
     };
-    let (mult, whence): (Vec<&Run>, &str) = match v.get(Kind::Mult, Discipline::Pdq, k, keys, UNIFORM) {
+    let (mult, whence): (Vec<&Run>, &str) = match v.get(ServingKind::Mult, Discipline::Pdq, k, keys, UNIFORM) {
         Some(m) => (vec![m], "main sweep"),
         None => (v.sweep(Sweep::MultHomeU), "every point of the mult sweep"),
     };
@@ -1138,7 +1141,7 @@ mod tests {
         fn add(
             &mut self,
             sweep: Sweep,
-            kind: Kind,
+            kind: ServingKind,
             d: Discipline,
             k: u32,
             keys: u64,
@@ -1208,14 +1211,14 @@ mod tests {
             self.runs.push(Run { record, home });
         }
 
-        fn main(&mut self, kind: Kind, d: Discipline, k: u32, keys: u64, skew: KeySkew, m: M) {
+        fn main(&mut self, kind: ServingKind, d: Discipline, k: u32, keys: u64, skew: KeySkew, m: M) {
             self.add(Sweep::Main, kind, d, k, keys, skew, 0.5, m);
         }
 
         /// Embedded PDQ at 4 processors, `keys` uniform keys, a share
         /// `fraction` of sequential entries.
         fn sequential(&mut self, keys: u64, fraction: f64, m: M) {
-            self.add(Sweep::Sequential, Kind::Embedded, Discipline::Pdq, 4, keys, UNI, 0.5, m);
+            self.add(Sweep::Sequential, ServingKind::Embedded, Discipline::Pdq, 4, keys, UNI, 0.5, m);
             self.runs.last_mut().unwrap().record.labels.sequential_fraction = fraction;
         }
     }
@@ -1223,7 +1226,7 @@ mod tests {
     const UNI: KeySkew = KeySkew::Uniform;
     const ZIPF: KeySkew = KeySkew::Zipf { exponent: 1.0 };
 
-    fn grid(kinds: &[Kind]) -> Grid {
+    fn grid(kinds: &[ServingKind]) -> Grid {
         Grid {
             protocol_procs: vec![1, 2, 4],
             keys: vec![1, 64],
@@ -1269,18 +1272,18 @@ mod tests {
         let mut r = Runs::new();
         for (k, t) in [(1, 2.0), (2, 3.9), (4, c.at4)] {
             let delay = if k == 4 { c.delay_at_4 } else { 1000.0 };
-            r.main(Kind::Embedded, Discipline::Pdq, k, 64, UNI, M { queue_delay: delay, ..tput(t) });
+            r.main(ServingKind::Embedded, Discipline::Pdq, k, 64, UNI, M { queue_delay: delay, ..tput(t) });
         }
-        r.main(Kind::Embedded, Discipline::Pdq, 4, 1, UNI, busy(c.one_key_at_4));
+        r.main(ServingKind::Embedded, Discipline::Pdq, 4, 1, UNI, busy(c.one_key_at_4));
         for (k, t) in [(1, 1.8), (2, 3.0), (4, c.zipf_at_4)] {
-            r.main(Kind::Embedded, Discipline::Pdq, k, 64, ZIPF, busy(t));
+            r.main(ServingKind::Embedded, Discipline::Pdq, k, 64, ZIPF, busy(t));
         }
         r
     }
 
     #[test]
     fn claim1_holds_when_embedded_pdq_scales_nearly_linearly() {
-        let g = grid(&[Kind::Embedded]);
+        let g = grid(&[ServingKind::Embedded]);
         let judge = |c: C1| claim1(&View::main(&c1_runs(c).runs), &g);
         let v = judge(C1_OK);
         supported(&v);
@@ -1290,7 +1293,7 @@ mod tests {
         assert!(failing(&judge(C1 { at4: 6.0, ..C1_OK })).contains("2->4 gives 1.54x of 2.00x"));
         // The processor counts are read in ascending order whatever the
         // grid's order.
-        let mut unsorted = grid(&[Kind::Embedded]);
+        let mut unsorted = grid(&[ServingKind::Embedded]);
         unsorted.protocol_procs = vec![4, 1, 2];
         let v = claim1(&View::main(&c1_runs(C1_OK).runs), &unsorted);
         supported(&v);
@@ -1299,7 +1302,7 @@ mod tests {
 
     #[test]
     fn claim1_is_not_decided_where_the_requesters_are_the_limit() {
-        let g = grid(&[Kind::Embedded]);
+        let g = grid(&[ServingKind::Embedded]);
         let judge = |c: C1| claim1(&View::main(&c1_runs(c).runs), &g);
         // Queue delay 100 below the occupancy of 200 at 4: neither the
         // sub-linear 1->4 nor the 2->4 step refutes the claim.
@@ -1313,18 +1316,18 @@ mod tests {
 
     #[test]
     fn claim1_needs_more_keys_to_give_more_throughput() {
-        let g = grid(&[Kind::Embedded]);
+        let g = grid(&[ServingKind::Embedded]);
         let judge = |c: C1| claim1(&View::main(&c1_runs(c).runs), &g);
         assert_eq!(
             failing(&judge(C1 { one_key_at_4: 4.5, ..C1_OK })),
             "FAILS: embedded PDQ at 4 processors: 64 keys give 1.73x the throughput of 1 (need >= 2x)"
         );
         // A fall of more than 5% from 4 keys to 64, with 64 still 2x one.
-        let mut g3 = grid(&[Kind::Embedded]);
+        let mut g3 = grid(&[ServingKind::Embedded]);
         g3.keys = vec![1, 4, 64];
         let with_4_keys = |at_4_keys: f64| {
             let mut r = c1_runs(C1_OK);
-            r.main(Kind::Embedded, Discipline::Pdq, 4, 4, UNI, busy(at_4_keys));
+            r.main(ServingKind::Embedded, Discipline::Pdq, 4, 4, UNI, busy(at_4_keys));
             claim1(&View::main(&r.runs), &g3)
         };
         supported(&with_4_keys(8.0));
@@ -1337,7 +1340,7 @@ mod tests {
 
     #[test]
     fn claim1_needs_skewed_keys_to_gain_at_each_step() {
-        let g = grid(&[Kind::Embedded]);
+        let g = grid(&[ServingKind::Embedded]);
         let v = claim1(&View::main(&c1_runs(C1 { zipf_at_4: 2.9, ..C1_OK }).runs), &g);
         assert_eq!(
             failing(&v),
@@ -1351,12 +1354,12 @@ mod tests {
     /// `pdq_busy` at 2 processors, 64 Zipf keys), and the sequential sweep.
     fn c2_runs(pdq: f64, occupancy: u64, pdq_busy: f64, sequential: &[(f64, f64)]) -> Runs {
         let mut r = Runs::new();
-        r.main(Kind::Embedded, Discipline::Serial, 1, 1, UNI, tput(2.0));
+        r.main(ServingKind::Embedded, Discipline::Serial, 1, 1, UNI, tput(2.0));
         for k in [1, 2, 4] {
             for skew in [UNI, ZIPF] {
-                r.main(Kind::Embedded, Discipline::Pdq, k, 1, skew, M { occupancy, ..tput(pdq) });
+                r.main(ServingKind::Embedded, Discipline::Pdq, k, 1, skew, M { occupancy, ..tput(pdq) });
                 let busy_wait = if k == 2 && skew == ZIPF { pdq_busy } else { 0.0 };
-                r.main(Kind::Embedded, Discipline::Pdq, k, 64, skew, M { busy_wait, ..tput(2.0 * k as f64) });
+                r.main(ServingKind::Embedded, Discipline::Pdq, k, 64, skew, M { busy_wait, ..tput(2.0 * k as f64) });
             }
         }
         for &(f, t) in sequential {
@@ -1368,7 +1371,7 @@ mod tests {
     const SEQ_OK: [(f64, f64); 3] = [(0.0, 4.0), (0.05, 3.9), (0.2, 3.0)];
 
     fn c2_grid() -> Grid {
-        let mut g = grid(&[Kind::Embedded]);
+        let mut g = grid(&[ServingKind::Embedded]);
         g.sequential_fractions = vec![0.2, 0.0, 0.05];
         g
     }
@@ -1422,7 +1425,7 @@ mod tests {
         assert!(failing(&judge(&[(0.0, 4.0), (0.05, 4.0), (0.2, 4.0)])).contains("0.2: 4.00"));
         undecided(&judge(&[(0.0, 4.0), (0.2, 3.0)]), "at every sequential fraction");
         // Without a sequential sweep there is nothing to judge there.
-        let v = claim2(&View::main(&c2_runs(2.02, 200, 0.0, &[]).runs), &grid(&[Kind::Embedded]), "zipf:1");
+        let v = claim2(&View::main(&c2_runs(2.02, 200, 0.0, &[]).runs), &grid(&[ServingKind::Embedded]), "zipf:1");
         supported(&v);
         assert!(!v.evidence.contains("sequential"));
     }
@@ -1465,7 +1468,7 @@ mod tests {
                     } else {
                         M { busy_wait, ..busy(2.0 * k as f64) }
                     };
-                    r.main(Kind::Embedded, Discipline::Pdq, k, keys, skew, pdq);
+                    r.main(ServingKind::Embedded, Discipline::Pdq, k, keys, skew, pdq);
                     let spin_busy = match (keys, skew) {
                         (1, _) => 0.1 * (k - 1) as f64,
                         (_, UNI) => c.uniform_busy_at_64,
@@ -1482,7 +1485,7 @@ mod tests {
                         _ => c.spin_ratio_at_64 * 2.0 * k as f64,
                     };
                     let m = M { busy_wait: spin_busy, occupancy, ..busy(t) };
-                    r.main(Kind::Embedded, Discipline::SpinLock, k, keys, skew, m);
+                    r.main(ServingKind::Embedded, Discipline::SpinLock, k, keys, skew, m);
                 }
             }
         }
@@ -1490,7 +1493,7 @@ mod tests {
     }
 
     fn c3(c: C3) -> Verdict {
-        claim3(&View::main(&c3_runs(c).runs), &grid(&[Kind::Embedded]), "zipf:1")
+        claim3(&View::main(&c3_runs(c).runs), &grid(&[ServingKind::Embedded]), "zipf:1")
     }
 
     #[test]
@@ -1504,7 +1507,7 @@ mod tests {
             "where PDQ's queue has drained, spin-lock protocol-processor cycles per request above PDQ's in 6 of 6"
         ));
         // Unsorted grid lists are read in ascending order.
-        let mut g = grid(&[Kind::Embedded]);
+        let mut g = grid(&[ServingKind::Embedded]);
         g.keys = vec![64, 1];
         g.protocol_procs = vec![4, 2, 1];
         supported(&claim3(&View::main(&c3_runs(C3_OK).runs), &g, "zipf:1"));
@@ -1572,9 +1575,9 @@ mod tests {
     /// and 4 SMP processors.
     fn h1_runs(uniform: f64, smp_at: [f64; 2]) -> Runs {
         let mut r = Runs::new();
-        for kind in [Kind::Embedded, Kind::Smp] {
+        for kind in [ServingKind::Embedded, ServingKind::Smp] {
             for (i, k) in [2, 4].into_iter().enumerate() {
-                let skewed = if kind == Kind::Smp { smp_at[i] } else { 0.7 };
+                let skewed = if kind == ServingKind::Smp { smp_at[i] } else { 0.7 };
                 for (skew, ratio) in [(UNI, uniform), (ZIPF, skewed)] {
                     r.main(kind, Discipline::Pdq, k, 64, skew, tput(4.0));
                     r.main(kind, Discipline::Static, k, 64, skew, tput(4.0 * ratio));
@@ -1586,7 +1589,7 @@ mod tests {
 
     #[test]
     fn h1_holds_when_static_partitioning_loses_only_to_skew() {
-        let g = grid(&[Kind::Embedded, Kind::Smp]);
+        let g = grid(&[ServingKind::Embedded, ServingKind::Smp]);
         let judge = |r: Runs| static_partitioning(&View::main(&r.runs), &g, "zipf:1");
         let v = judge(h1_runs(0.98, [0.75, 0.75]));
         supported(&v);
@@ -1606,7 +1609,7 @@ mod tests {
             "FAILS: embedded uniform: static/PDQ mean 1.15 over 2 points (range 1.15..1.15) (need 0.90-1.10)"
         ));
         // Without 2 processors in the grid the case of Section 1 is missing.
-        let mut g14 = grid(&[Kind::Embedded, Kind::Smp]);
+        let mut g14 = grid(&[ServingKind::Embedded, ServingKind::Smp]);
         g14.protocol_procs = vec![1, 4];
         let v = static_partitioning(&View::main(&h1_runs(0.98, [0.75, 0.75]).runs), &g14, "zipf:1");
         undecided(&v, "embedded static and PDQ at 2 processors");
@@ -1651,25 +1654,34 @@ mod tests {
         let mut r = Runs::new();
         for (i, (k, e)) in [(1, 2.0), (2, 4.0), (4, 7.9)].into_iter().enumerate() {
             let delay = if k == 4 { h.embedded_delay_at_4 } else { 1000.0 };
-            r.main(Kind::Embedded, Discipline::Pdq, k, 64, UNI, M { queue_delay: delay, ..tput(e) });
-            r.main(Kind::Smp, Discipline::Pdq, k, 64, UNI, busy(h.smp[i]));
+            r.main(ServingKind::Embedded, Discipline::Pdq, k, 64, UNI, M { queue_delay: delay, ..tput(e) });
+            r.main(ServingKind::Smp, Discipline::Pdq, k, 64, UNI, busy(h.smp[i]));
             let load = |queue_delay, latency| M { queue_delay, latency, ..tput(1.0) };
             let d = h.smp_delay[i];
-            r.add(Sweep::Load, Kind::Smp, Discipline::Pdq, k, 64, UNI, 0.5, load(d, 900.0 + d));
-            r.add(Sweep::Load, Kind::Embedded, Discipline::Pdq, k, 64, UNI, 0.5, load(200.0, h.embedded_latency));
+            r.add(Sweep::Load, ServingKind::Smp, Discipline::Pdq, k, 64, UNI, 0.5, load(d, 900.0 + d));
+            r.add(
+                Sweep::Load,
+                ServingKind::Embedded,
+                Discipline::Pdq,
+                k,
+                64,
+                UNI,
+                0.5,
+                load(200.0, h.embedded_latency),
+            );
         }
         if let Some(occupancy) = h.mult_main {
-            r.main(Kind::Mult, Discipline::Pdq, 4, 64, UNI, M { occupancy, ..tput(3.0) });
+            r.main(ServingKind::Mult, Discipline::Pdq, 4, 64, UNI, M { occupancy, ..tput(3.0) });
         }
         for (u, irq) in [(0.8, 300), (0.2, h.low_irq)] {
             let m = M { interrupts: irq, home_u: u, occupancy: h.mult_sweep, ..tput(3.0) };
-            r.add(Sweep::MultHomeU, Kind::Mult, Discipline::Pdq, 4, 64, UNI, u, m);
+            r.add(Sweep::MultHomeU, ServingKind::Mult, Discipline::Pdq, 4, 64, UNI, u, m);
         }
         r
     }
 
     fn h2(h: H2) -> Verdict {
-        smp_and_idle(&View::main(&h2_runs(h).runs), &grid(&[Kind::Embedded, Kind::Smp]))
+        smp_and_idle(&View::main(&h2_runs(h).runs), &grid(&[ServingKind::Embedded, ServingKind::Smp]))
     }
 
     #[test]
@@ -1681,7 +1693,7 @@ mod tests {
         );
         // The key-affinity extension judges the saturation part alone.
         let r = h2_runs(H2 { smp_delay: [1000.0, 600.0, 700.0], ..H2_OK });
-        assert!(smp_saturation_only(&View::main(&r.runs), &grid(&[Kind::Embedded, Kind::Smp])).supported);
+        assert!(smp_saturation_only(&View::main(&r.runs), &grid(&[ServingKind::Embedded, ServingKind::Smp])).supported);
     }
 
     #[test]
@@ -1741,7 +1753,7 @@ mod tests {
     #[test]
     fn runs_count_handler_time_and_the_busiest_processor() {
         let mut r = Runs::new();
-        r.main(Kind::Embedded, Discipline::SpinLock, 1, 1, UNI, M { busy_wait: 0.5, ..tput(1.0) });
+        r.main(ServingKind::Embedded, Discipline::SpinLock, 1, 1, UNI, M { busy_wait: 0.5, ..tput(1.0) });
         let run = &mut r.runs[0];
         assert_eq!(run.handler_cycles_per_request(), 200.0);
         assert_eq!(run.pp_cycles_per_request(), 400.0);

@@ -3,8 +3,7 @@
 
 use crate::experiment::{check_distinct, check_distinct_decimals, shown, EffectOff, MAX_CYCLES, MAX_REQUESTS};
 use anyhow::{bail, Result};
-use finegrain_apps::serving::Kind;
-use finegrain_core::Discipline;
+use finegrain_core::{Discipline, ServingKind};
 use serde::{Deserialize, Serialize};
 
 /// The study's name: the experiment file's `study`, and every record's.
@@ -36,7 +35,7 @@ pub struct Experiment {
 pub struct Grid {
     pub protocol_procs: Vec<u32>,
     pub keys: Vec<u64>,
-    pub kinds: Vec<Kind>,
+    pub kinds: Vec<ServingKind>,
     pub disciplines: Vec<Discipline>,
     pub requests_per_thread: u64,
     pub mult_home_u: Vec<f64>,
@@ -97,7 +96,7 @@ impl Grid {
             );
         }
         check_distinct(&field("kinds"), &self.kinds, |k| k.label().to_string())?;
-        if !(self.kinds.contains(&Kind::Embedded) && self.kinds.contains(&Kind::Smp)) {
+        if !(self.kinds.contains(&ServingKind::Embedded) && self.kinds.contains(&ServingKind::Smp)) {
             bail!(
                 "invalid {} = [{}]: must contain embedded and smp (claim 1 and hypotheses H1 and H2 measure them), mult is optional",
                 field("kinds"),

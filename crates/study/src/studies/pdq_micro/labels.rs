@@ -4,9 +4,9 @@
 use super::grid::Sweep;
 use crate::experiment::EffectOff;
 use crate::record::{describe_value, Labels};
-use finegrain_apps::serving::{Kind, Point};
+use finegrain_apps::serving::Point;
 use finegrain_apps::WorkloadSpec;
-use finegrain_core::Discipline;
+use finegrain_core::{Discipline, ServingKind};
 use finegrain_sim::SimConfig;
 use serde::{Deserialize, Serialize};
 
@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 pub struct RunLabels {
     /// Which part of the study the run belongs to.
     pub sweep: Sweep,
-    pub kind: Kind,
+    pub kind: ServingKind,
     pub discipline: Discipline,
     pub protocol_procs: u32,
     pub keys: u64,

@@ -9,9 +9,9 @@ use crate::record::Labels as _;
 use crate::study::Planned;
 use anyhow::{bail, Result};
 use finegrain_apps::fetch_add::{self, FetchAddConfig, KeySkew};
-use finegrain_apps::serving::{runs, Kind, Point};
+use finegrain_apps::serving::{runs, Point};
 use finegrain_apps::WorkloadSpec;
-use finegrain_core::{Discipline, MachineConfig};
+use finegrain_core::{Discipline, MachineConfig, ServingKind};
 use finegrain_sim::mix_seed;
 
 pub(super) fn load(src: &Source) -> Result<Experiment> {
@@ -89,7 +89,7 @@ pub(super) fn load(src: &Source) -> Result<Experiment> {
 #[derive(Clone, Debug)]
 struct RunSpec {
     sweep: Sweep,
-    kind: Kind,
+    kind: ServingKind,
     discipline: Discipline,
     protocol_procs: u32,
     keys: u64,
@@ -179,19 +179,19 @@ fn plan(exp: &Experiment, grid: &Grid) -> Vec<RunSpec> {
     }
     let most = grid.most_keys();
     for &u in &grid.mult_home_u {
-        let mut s = main(Kind::Mult, Discipline::Pdq, grid.mult_sweep_procs, most, KeySkew::Uniform);
+        let mut s = main(ServingKind::Mult, Discipline::Pdq, grid.mult_sweep_procs, most, KeySkew::Uniform);
         s.sweep = Sweep::MultHomeU;
         s.home_u = u;
         s.think_cycles = grid.mult_think_cycles;
         specs.push(s);
     }
     for &f in &grid.sequential_fractions {
-        let mut s = main(Kind::Embedded, Discipline::Pdq, 4, most, KeySkew::Uniform);
+        let mut s = main(ServingKind::Embedded, Discipline::Pdq, 4, most, KeySkew::Uniform);
         s.sweep = Sweep::Sequential;
         s.sequential_fraction = f;
         specs.push(s);
     }
-    for kind in [Kind::Embedded, Kind::Smp] {
+    for kind in [ServingKind::Embedded, ServingKind::Smp] {
         for &k in &grid.protocol_procs {
             let mut s = main(kind, Discipline::Pdq, k, most, KeySkew::Uniform);
             s.sweep = Sweep::Load;
@@ -203,13 +203,13 @@ fn plan(exp: &Experiment, grid: &Grid) -> Vec<RunSpec> {
         // The main sweep's PDQ points on dedicated processors, again.
         let again: Vec<RunSpec> = specs
             .iter()
-            .filter(|s| s.sweep == Sweep::Main && s.discipline == Discipline::Pdq && s.kind != Kind::Mult)
+            .filter(|s| s.sweep == Sweep::Main && s.discipline == Discipline::Pdq && s.kind != ServingKind::Mult)
             .map(|s| RunSpec { sweep: Sweep::Affinity, ..s.clone() })
             .collect();
         specs.extend(again);
     }
     for &effect in &grid.sensitivity {
-        for kind in [Kind::Embedded, Kind::Smp].into_iter().filter(|k| grid.kinds.contains(k)) {
+        for kind in [ServingKind::Embedded, ServingKind::Smp].into_iter().filter(|k| grid.kinds.contains(k)) {
             for k in [1, 4] {
                 let mut s = main(kind, Discipline::Pdq, k, most, KeySkew::Uniform);
                 s.sweep = Sweep::Sensitivity;

@@ -8,8 +8,7 @@ use crate::experiment::EffectOff;
 use crate::figures::{Chart, Figure, Series};
 use crate::report::{markdown_table, Section};
 use anyhow::Result;
-use finegrain_apps::serving::Kind;
-use finegrain_core::Discipline;
+use finegrain_core::{Discipline, ServingKind};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -45,7 +44,7 @@ pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[Run]) -> Result<V
         .iter()
         .map(|&keys| Series {
             name: format!("{keys} keys"),
-            points: ks(&|k| v.tput(Kind::Embedded, Discipline::Pdq, k, keys, UNIFORM)),
+            points: ks(&|k| v.tput(ServingKind::Embedded, Discipline::Pdq, k, keys, UNIFORM)),
         })
         .collect();
     let title = "Hurricane (embedded) PDQ: throughput by distinct keys (uniform)".to_string();
@@ -120,7 +119,7 @@ fn sensitivity_lines(grid: &Grid, records: &[Run]) -> Vec<String> {
     grid.sensitivity
         .iter()
         .map(|&e| {
-            let run = |kind: Kind, k: u32| {
+            let run = |kind: ServingKind, k: u32| {
                 records.iter().find(|run| {
                     let r = run.l();
                     r.sweep == Sweep::Sensitivity
@@ -131,10 +130,10 @@ fn sensitivity_lines(grid: &Grid, records: &[Run]) -> Vec<String> {
                 })
             };
             let t = |kind, k| run(kind, k).map(Run::throughput);
-            match (t(Kind::Smp, 1), t(Kind::Smp, 4), t(Kind::Embedded, 1), t(Kind::Embedded, 4)) {
+            match (t(ServingKind::Smp, 1), t(ServingKind::Smp, 4), t(ServingKind::Embedded, 1), t(ServingKind::Embedded, 4)) {
                 (Some(s1), Some(s4), Some(e1), Some(e4)) => {
-                    let migration = run(Kind::Smp, 4).map_or(0.0, Run::migration_per_request);
-                    let bus = run(Kind::Smp, 4).map_or(0.0, home_bus_utilization);
+                    let migration = run(ServingKind::Smp, 4).map_or(0.0, Run::migration_per_request);
+                    let bus = run(ServingKind::Smp, 4).map_or(0.0, home_bus_utilization);
                     format!(
                         "- without {e}: gain 1->4 smp {}x vs embedded {}x ({}); smp/embedded msgs/us at 1: {}/{}, at 4: {}/{}; \
                          smp migration misses per request at 4: {migration:.2}; smp home bus utilization at 4 (busier \
@@ -181,7 +180,7 @@ fn affinity_section(grid: &Grid, records: &[Run]) -> String {
     // when the experiment file is read).
     let (k, keys) = (4, grid.most_keys());
     let mut rows = Vec::new();
-    for kind in [Kind::Embedded, Kind::Smp] {
+    for kind in [ServingKind::Embedded, ServingKind::Smp] {
         for skew in [UNIFORM, zipf.as_str()] {
             let cells = [&plain, &v].map(|view| view.get(kind, Discipline::Pdq, k, keys, skew));
             let (Some(stat), [Some(p), Some(a)]) = (plain.tput(kind, Discipline::Static, k, keys, skew), cells) else {
@@ -239,7 +238,7 @@ fn embedded_gain_without(grid: &Grid, records: &[Run], effect: EffectOff) -> Opt
                 let r = run.l();
                 r.sweep == Sweep::Sensitivity
                     && r.effect_off == Some(effect)
-                    && r.kind == Kind::Embedded
+                    && r.kind == ServingKind::Embedded
                     && r.protocol_procs == k
                     && r.keys == grid.most_keys()
             })
@@ -295,7 +294,7 @@ fn home_bus_utilization(r: &Run) -> f64 {
 fn occupancy_table(grid: &Grid, records: &[Run]) -> String {
     let v = View::main(records);
     let mut rows = Vec::new();
-    for kind in [Kind::Embedded, Kind::Smp].into_iter().filter(|k| grid.kinds.contains(k)) {
+    for kind in [ServingKind::Embedded, ServingKind::Smp].into_iter().filter(|k| grid.kinds.contains(k)) {
         for &k in &grid.protocol_procs {
             let Some(r) = v.get(kind, Discipline::Pdq, k, grid.most_keys(), UNIFORM) else { continue };
             let home = &r.record.stats.nodes[0];
