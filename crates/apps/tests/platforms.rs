@@ -3,7 +3,7 @@
 //! summary, each leaving out (not zeroing) what it cannot measure.
 
 use finegrain_apps::micro::{self, MicroConfig, Protocol};
-use finegrain_apps::{RtPlatform, Sim, Threads, WorkloadSpec};
+use finegrain_apps::{RtPlatform, Sim, Target, Threads, WorkloadSpec};
 use finegrain_core::{Clock, MachineConfig, Policy, Topology};
 use finegrain_rt::RtConfig;
 use finegrain_sim::SimConfig;
@@ -51,12 +51,20 @@ fn threads_fill_what_they_measure_and_name_the_rest() {
 }
 
 #[test]
-fn lmin_is_measured_the_same_way_on_either_platform() {
+fn lmin_is_the_idle_requesters_time_per_round_trip() {
     let m = machine();
-    let sim = micro::measure_lmin(&Sim::idle(&m, 1), Protocol::Null).unwrap();
-    assert!(sim > 0.0 && sim.is_finite(), "{sim}");
-    let mut rt = RtConfig::new(Topology { nodes: 4, procs_per_node: 1 }, Policy::Single);
-    rt.segment_bytes = m.segment_bytes() as usize;
-    let native = micro::measure_lmin(&Threads { on: RtPlatform::Native, config: rt, machine: m }, Protocol::Null);
-    assert!(native.unwrap() > 0.0);
+    let (pair, round_trips) = Sim(SimConfig::new(m.clone(), topology(), Policy::Floating, 9)).idle_pair();
+    assert_eq!((pair.0.run.policy, pair.0.run.seed, round_trips), (Policy::Fixed { protocol_procs: 1 }, 9, 400));
+    let lmin = micro::measure_lmin(&Sim::idle(&m, 9), Protocol::Null).unwrap();
+    let once = micro::run(
+        &pair,
+        &MicroConfig {
+            protocol: Protocol::Null,
+            mean_compute_cycles: 0.0,
+            requests_per_node: 400,
+            single_requester: true,
+        },
+    )
+    .unwrap();
+    assert_eq!(lmin, once.stats.sim_cycles as f64 / 400.0);
 }
