@@ -62,6 +62,16 @@ pub(crate) fn build_c_peer(name: &str, source: &str) -> Result<Option<(tempfile:
     Ok(Some((dir, bin)))
 }
 
+/// Restricts an `mpirun` of this host's peers to shared memory and
+/// loopback (`finegrain_rt`'s one-host settings): Open MPI's TCP transport
+/// would otherwise listen on every interface while the benchmark runs.
+pub(crate) fn one_host(cmd: &mut Command) -> &mut Command {
+    for (name, value) in finegrain_rt::processes::launch::ONE_HOST_MCA {
+        cmd.args(["--mca", name, value]);
+    }
+    cmd
+}
+
 /// Whether this process runs as root: `/proc/self` belongs to the
 /// process's effective user.
 pub(crate) fn running_as_root() -> bool {
@@ -74,7 +84,7 @@ fn mpi_pingpong(bin: &std::path::Path, size: usize, e: Effort) -> Result<f64> {
     if running_as_root() {
         cmd.arg("--allow-run-as-root");
     }
-    let out = cmd
+    let out = one_host(&mut cmd)
         .args(["-np", "2", "--bind-to", "core"])
         .arg(bin)
         .args([size.to_string(), e.warmup.to_string(), e.per_round.to_string(), e.rounds.to_string()])

@@ -332,7 +332,8 @@ fn launcher(platform: &str, program: &std::path::Path) -> Command {
         }
         _ => {
             let mut c = Command::new("mpirun");
-            c.args(["-np", "2", "--bind-to", "core"])
+            crate::native::one_host(&mut c)
+                .args(["-np", "2", "--bind-to", "core"])
                 .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
                 .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
             c

@@ -310,7 +310,7 @@ fn mpi_rma(plan: Plan, rounds: usize) -> Result<Vec<(&'static str, Spread)>, Str
     }
     let reps = plan.reps * rounds as u64;
     let bulk_reps = plan.bulk_reps * rounds as u64;
-    let out = cmd
+    let out = crate::native::one_host(&mut cmd)
         .args(["-np", "2", "--bind-to", "core"])
         .arg(&bin)
         .args([plan.warmup, reps, BULK_BYTES, bulk_reps].map(|v| v.to_string()))

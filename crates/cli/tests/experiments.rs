@@ -435,13 +435,15 @@ fn affinity_reruns_on_a_preset_with_affinity_are_rejected() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// The grid that runs is planned and every run of it checked before any
+/// runs (the other grid's fields are checked, its runs not planned).
 #[test]
-fn a_full_grids_affinity_beyond_the_device_is_rejected_under_quick_too() {
+fn a_grids_affinity_beyond_the_device_is_rejected_before_any_run() {
     assert_rejected(
         "pdq-micro",
-        &[("full.affinity_passes", "2000000")],
+        &[("quick.affinity_passes", "2000000")],
         &[
-            "invalid experiment (full run ",
+            "invalid experiment (quick run ",
             "-affinity): invalid pdq.affinity_passes = 2000000: allowed at most 1048576",
         ],
     );

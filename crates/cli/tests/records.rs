@@ -67,7 +67,16 @@ fn run_json(dir: &Path, name: &str, seed: &str) -> serde_json::Value {
     let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
     assert!(v["wall"]["messages_per_wall_second"].as_f64().unwrap() > 0.0);
     v.as_object_mut().unwrap().remove("wall");
-    v
+    unsigned(v)
+}
+
+/// A record without its digest, as records were written before they
+/// carried one: `rerun` still checks it in full by simulating it, which is
+/// how the tests below show each of its checks on an edited record.
+fn unsigned(mut record: serde_json::Value) -> serde_json::Value {
+    assert!(record["digest"].as_str().is_some_and(|d| d.starts_with("sha256:")), "{record}");
+    record.as_object_mut().unwrap().remove("digest");
+    record
 }
 
 #[test]
@@ -116,7 +125,7 @@ fn runs_are_reproducible_from_their_record() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let rerun = finegrain(&["rerun", f.to_str().unwrap()]);
     assert!(rerun.status.success(), "{}", String::from_utf8_lossy(&rerun.stderr));
-    let record: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+    let record = unsigned(serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap());
     let mut tampered = record.clone();
     tampered["measures"]["throughput_msgs_per_us"] = serde_json::json!(123.0);
     std::fs::write(&t, serde_json::to_string(&tampered).unwrap()).unwrap();
@@ -243,7 +252,7 @@ fn rerun_refuses_records_it_cannot_compare_or_run() {
     let f = d.join("fetch-add.json");
     let out = finegrain(&["fetch-add", "--requests-per-thread", "2", "--json", f.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let mut bad_skew: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+    let mut bad_skew = unsigned(serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap());
     bad_skew["workload"]["skew"] = "zipf".into();
     std::fs::write(&f, bad_skew.to_string()).unwrap();
     assert_one_line_error(&["rerun", f.to_str().unwrap()], &["expected skew {\"kind\": \"uniform\"}"]);
@@ -381,4 +390,76 @@ fn a_runs_output_names_its_whole_configuration() {
         stdout.contains("handler 33 cycles  7 requests per thread  think 12 cycles  sequential share 0  home U 0.5"),
         "{stdout}"
     );
+}
+
+/// `text` with the first `"key": N` changed to `"key": value`, its layout
+/// kept, so that only the digest can tell.
+fn edit_number(text: &str, key: &str, value: &str) -> String {
+    let at = text.find(&format!("\"{key}\": ")).unwrap_or_else(|| panic!("no {key}")) + key.len() + 4;
+    let end = at + text[at..].find(|c: char| !c.is_ascii_digit()).unwrap();
+    format!("{}{value}{}", &text[..at], &text[end..])
+}
+
+/// A study's records edited after they were written (a run's simulated
+/// time set to 2^64-1, a count changed), each laid out as finegrain writes
+/// them: `--reuse` simulates their runs again and says so, one line per
+/// record, and `rerun` refuses them. A record without a digest (written
+/// before records carried one) is simulated again by `--reuse` too, and
+/// checked in full by `rerun`.
+#[test]
+fn an_edited_study_record_is_simulated_again_by_reuse_and_refused_by_rerun() {
+    let d = temp_dir("reuse-edited");
+    let (first, second) = (d.join("first"), d.join("second"));
+    let out = finegrain(&["reproduce", "pdq-micro", "--quick", "--out", first.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let runs = first.join("runs");
+    let mut names: Vec<_> = std::fs::read_dir(&runs).unwrap().map(|e| e.unwrap().file_name()).collect();
+    names.sort();
+    let original: Vec<String> = names[..3].iter().map(|n| std::fs::read_to_string(runs.join(n)).unwrap()).collect();
+    let edited =
+        [edit_number(&original[0], "sim_cycles", &u64::MAX.to_string()), edit_number(&original[1], "messages", "7")];
+    for (i, text) in edited.iter().enumerate() {
+        assert_ne!(text, &original[i]);
+        std::fs::write(runs.join(&names[i]), text).unwrap();
+    }
+    let cut = original[2].find(",\n  \"digest\": \"sha256:").expect("a record ends with its digest");
+    std::fs::write(runs.join(&names[2]), format!("{}\n}}\n", &original[2][..cut])).unwrap();
+
+    let out = finegrain(&[
+        "reproduce",
+        "pdq-micro",
+        "--quick",
+        "--out",
+        second.to_str().unwrap(),
+        "--reuse",
+        first.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    for name in &names[..2] {
+        let path = runs.join(name);
+        let lines: Vec<&str> = err.lines().filter(|l| l.contains(path.to_str().unwrap())).collect();
+        assert_eq!(lines.len(), 1, "one line on {name:?}: {err}");
+        assert!(lines[0].contains("its digest does not match its content"), "{err}");
+        assert!(lines[0].contains("its run was simulated again"), "{err}");
+    }
+    assert!(err.contains("1 record(s) carry no digest"), "{err}");
+    assert!(err.contains("the other 3 were simulated now"), "{err}");
+    // Simulated again: the statistics as first written, not as edited.
+    for (i, name) in names[..3].iter().enumerate() {
+        let stats = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap()["stats"].clone();
+        assert_eq!(stats(&std::fs::read_to_string(second.join("runs").join(name)).unwrap()), stats(&original[i]));
+    }
+
+    for name in &names[..2] {
+        let path = runs.join(name);
+        assert_one_line_error(
+            &["rerun", path.to_str().unwrap()],
+            &["invalid run record", "its digest does not match its content", "edited after finegrain wrote it"],
+        );
+    }
+    let rerun = finegrain(&["rerun", runs.join(&names[2]).to_str().unwrap()]);
+    assert!(rerun.status.success(), "{}", String::from_utf8_lossy(&rerun.stderr));
+    assert!(String::from_utf8_lossy(&rerun.stdout).contains("statistics identical to the record"));
+    let _ = std::fs::remove_dir_all(&d);
 }

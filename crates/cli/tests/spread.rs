@@ -14,13 +14,15 @@ use std::process::Command;
 const STUDY: &str = "coprocessor";
 
 /// Every record of `dir/runs` by file name, without its wall-clock
-/// figures (the only part two runs of one configuration may differ in).
+/// figures (the only part two runs of one configuration may differ in)
+/// and the digest that covers them.
 fn records(dir: &Path) -> BTreeMap<String, serde_json::Value> {
     let mut out = BTreeMap::new();
     for e in std::fs::read_dir(dir.join("runs")).unwrap() {
         let path = e.unwrap().path();
         let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         v.as_object_mut().unwrap().remove("wall");
+        v.as_object_mut().unwrap().remove("digest");
         out.insert(path.file_name().unwrap().to_string_lossy().into_owned(), v);
     }
     out

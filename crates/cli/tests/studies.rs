@@ -222,7 +222,8 @@ fn check_rule_rerun(d: &Path, heading: &str, lines: &[&str], record: &str, (labe
     check_rerun(d, record, "identical");
 }
 
-/// A copy of a study's record with one label changed is refused by rerun.
+/// A copy of a study's record with one label changed is refused by rerun:
+/// for its digest, and without one for the label.
 fn check_mislabelled(d: &Path, record: &str, field: &str, value: serde_json::Value, says: &str) {
     let mut json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("runs").join(record)).unwrap()).unwrap();
@@ -233,6 +234,12 @@ fn check_mislabelled(d: &Path, record: &str, field: &str, value: serde_json::Val
         json["labels"][field] = value;
     }
     let edited = d.join(format!("edited-{field}.json"));
+    std::fs::write(&edited, serde_json::to_string(&json).unwrap()).unwrap();
+    // Its digest no longer matches: refused as edited.
+    assert_one_line_error(&["rerun", edited.to_str().unwrap()], &["invalid run record", "its digest does not match"]);
+    // Without a digest (as records were before they carried one) the
+    // labels themselves are checked.
+    json.as_object_mut().unwrap().remove("digest");
     std::fs::write(&edited, serde_json::to_string(&json).unwrap()).unwrap();
     assert_one_line_error(&["rerun", edited.to_str().unwrap()], &["invalid run record", says]);
 }
@@ -351,12 +358,14 @@ p99_queue_delay_cycles,pp_busy_wait_fraction,seed";
         (Some("affinity"), Some(16))
     );
     check_rerun(&d, with_affinity, "identical");
-    // A record made before key affinity existed names no affinity_passes,
-    // and reruns as it ran: without affinity.
+    // A record made before key affinity existed names no affinity_passes
+    // (nor a digest, which came later), and reruns as it ran: without
+    // affinity.
     let main_run = "smp-pdq-k4-keys4096-zipf1.json";
     let mut old: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("runs").join(main_run)).unwrap()).unwrap();
     old["config"]["machine"]["pdq"].as_object_mut().unwrap().remove("affinity_passes").expect("named");
+    old.as_object_mut().unwrap().remove("digest").expect("a digest");
     std::fs::write(d.join("runs").join("before-affinity.json"), serde_json::to_string(&old).unwrap()).unwrap();
     check_rerun(&d, "before-affinity.json", "identical");
     check_sensitivity(

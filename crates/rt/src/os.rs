@@ -90,3 +90,15 @@ pub(crate) fn set_errno(errno: i32) {
     // valid for the thread's life.
     unsafe { *libc::__errno_location() = errno };
 }
+
+/// Nanoseconds thread `tid` of this process (None: the calling thread)
+/// has spent runnable but waiting for a core since it started: the
+/// scheduler's run delay (`/proc/.../schedstat`, second field). None where
+/// the kernel does not keep it.
+pub(crate) fn run_delay_ns(tid: Option<i32>) -> Option<u64> {
+    let path = match tid {
+        None => "/proc/thread-self/schedstat".to_string(),
+        Some(t) => format!("/proc/self/task/{t}/schedstat"),
+    };
+    std::fs::read_to_string(path).ok()?.split_whitespace().nth(1)?.parse().ok()
+}

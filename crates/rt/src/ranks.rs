@@ -2,6 +2,11 @@
 //! over the MPI transport, then sends its results to rank 0, which
 //! gathers and checks them.
 //!
+//! A rank whose run fails ends the whole job: it prints its error (one
+//! line) and aborts (`MPI_Abort`), rather than return and finalise MPI,
+//! which waits for every rank, one of which may be stopped or stuck. The
+//! end-of-run exchange of reports is under the progress timeout too.
+//!
 //! MPI thread level: `MPI_THREAD_MULTIPLE` for nodes of several threads,
 //! since any thread of a rank may send while another progresses the
 //! receives; `MPI_THREAD_SERIALIZED` for nodes of one thread. Asked for and
@@ -11,12 +16,13 @@ use crate::config::RtConfig;
 use crate::processes::{merge, Report};
 use crate::runtime::{run_nodes, RtError, RtOutput};
 use crate::stats::RtStats;
-use crate::transport::mpi::{self as mpi_transport, Mpi, MpiPlace, TAG_REPORT};
+use crate::transport::mpi::{self as mpi_transport, job, Mpi, MpiPlace, TAG_REPORT};
 use finegrain_core::{Platform, Ran, Workload};
 use mpi::ffi;
 use mpi::point_to_point::{Destination, MatchedReceiveVec, Source};
 use mpi::topology::Communicator;
 use mpi::Threading;
+use std::time::Duration;
 
 /// The tag of [`MpiEnv::send_bytes_to`]'s messages: apart from the
 /// transport's active messages, control words and end-of-run reports.
@@ -52,6 +58,7 @@ impl MpiEnv {
                 if want == Threading::Multiple { "MPI_THREAD_MULTIPLE" } else { "MPI_THREAD_SERIALIZED" }
             ));
         }
+        job::start_guard()?;
         let world = universe.world();
         Ok(MpiEnv {
             rank: world.rank() as u32,
@@ -117,7 +124,11 @@ impl MpiPlatform<'_> {
         self.check_ranks()?;
         self.env.check_level(self.config.threads_per_node())?;
         let (rank, ranks, multiple) = (self.env.rank, self.env.ranks, self.env.multiple);
-        run_nodes::<_, Mpi, _, _>(self.config, handlers, &MpiPlace { rank, ranks, multiple }, rank..rank + 1, spawn)
+        let place = MpiPlace { rank, ranks, multiple };
+        match run_nodes::<_, Mpi, _, _>(self.config, handlers, &place, rank..rank + 1, spawn) {
+            Ok(out) => Ok(out),
+            Err(e) => job::abort(&e.to_string()),
+        }
     }
 
     /// One rank per node of the configuration.
@@ -149,23 +160,30 @@ impl Platform for MpiPlatform<'_> {
         let place = MpiPlace { rank, ranks, multiple };
         let ran =
             run_nodes::<_, Mpi, _, _>(self.config, workload.handlers(), &place, rank..rank + 1, |p| workload.thread(p));
-        let out = match ran {
-            Ok(out) => out,
-            Err(e) => {
-                if !matches!(e, RtError::PeerFailed { .. } | RtError::PeerDied { .. }) {
-                    mpi_transport::announce(ranks, rank, rank, &e.to_string());
-                }
-                return Err(e);
-            }
-        };
-        let report = Report::of(workload, &out).map_err(RtError::Setup)?;
+        // The others may wait for this rank inside MPI, or this rank for
+        // one of them: the job ends here (the abort tells every rank).
+        let out = ran.unwrap_or_else(|e| job::abort(&e.to_string()));
+        let report = Report::of(workload, &out).unwrap_or_else(|e| job::abort(&e));
+        let timeout = Duration::from_millis(self.config.progress_timeout_ms);
         if rank != 0 {
+            job::arm(timeout, no_progress(0, &format!("take node {rank}'s report"), self.config.progress_timeout_ms));
             mpi_transport::send_now(&[report.len() as u64], 0, TAG_REPORT);
             send_bytes(&report, 0);
+            job::disarm();
             return Ok(Ran { outputs: out.results, stats: out.stats });
         }
-        gather(workload, out, ranks)
+        let ran = gather(workload, out, ranks, self.config.progress_timeout_ms);
+        Ok(ran.unwrap_or_else(|e| job::abort(&e.to_string())))
     }
+}
+
+/// Why the job ends when rank `peer` did not do `what` within the
+/// progress timeout of `ms` milliseconds.
+fn no_progress(peer: u32, what: &str, ms: u64) -> String {
+    format!(
+        "node {peer} did not {what} within the progress timeout of {ms} ms after the run: node {peer} makes no \
+         progress (stopped, or stuck in a handler)"
+    )
 }
 
 fn send_bytes(b: &[u8], to: u32) {
@@ -200,12 +218,21 @@ fn recv_bytes(from: u32, len: usize) -> Vec<u8> {
 }
 
 /// Rank 0: every other rank's report, then the whole run checked.
-fn gather<W: Workload>(workload: &W, own: RtOutput<W::Output>, ranks: u32) -> Result<Ran<W::Output, RtStats>, RtError> {
+/// Each wait for a rank's report is under the progress timeout (`ms`).
+fn gather<W: Workload>(
+    workload: &W,
+    own: RtOutput<W::Output>,
+    ranks: u32,
+    ms: u64,
+) -> Result<Ran<W::Output, RtStats>, RtError> {
     let mut outputs = own.results;
     let mut stats = own.stats;
     for r in 1..ranks {
+        job::arm(Duration::from_millis(ms), no_progress(r, "send its report", ms));
         let len = u64::from_le_bytes(recv_bytes(r, 8).try_into().unwrap_or([0; 8])) as usize;
-        let report = Report::read(&recv_bytes(r, len)).map_err(RtError::Setup)?;
+        let bytes = recv_bytes(r, len);
+        job::disarm();
+        let report = Report::read(&bytes).map_err(RtError::Setup)?;
         workload.absorb(&report.tally)?;
         for v in report.outputs {
             outputs.push(serde_json::from_value(v).map_err(|e| RtError::Setup(format!("rank {r}'s outputs: {e}")))?);

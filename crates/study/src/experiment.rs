@@ -3,7 +3,9 @@
 //! file works too), and the checks every study's grid shares.
 
 use anyhow::{bail, Context, Result};
+use finegrain_core::config::ConfigError;
 use finegrain_core::MachineConfig;
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use std::path::Path;
 
@@ -27,12 +29,6 @@ impl Source {
             Some(f) => preset_beside(f, Some(named.to_string())).unwrap_or_else(|| named.to_string()),
             None => named.to_string(),
         }
-    }
-
-    /// Parses the whole file as a study's experiment type (unknown fields
-    /// are refused, with the line they are on).
-    pub fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T> {
-        Ok(finegrain_core::config::parse_toml(&self.origin, &self.text)?)
     }
 }
 
@@ -62,8 +58,7 @@ impl Source {
 
 /// What every experiment file starts with: which study it runs, its name
 /// and title, the paper its claims come from, the machine preset and the
-/// base seed. Each study's own type repeats these fields, so its file is
-/// read whole with unknown fields refused.
+/// base seed.
 #[derive(Clone, Debug, Deserialize, serde::Serialize)]
 pub struct Header {
     pub name: String,
@@ -75,36 +70,184 @@ pub struct Header {
     pub seed: u64,
 }
 
-/// The study an experiment file asks for and its title.
-pub fn header(src: &Source) -> Result<Header> {
-    let table: toml::Table = finegrain_core::config::parse_toml(&src.origin, &src.text)?;
-    let get = |key: &str| -> Result<String> {
-        match table.get(key) {
-            Some(toml::Value::String(s)) => Ok(s.to_string()),
-            Some(other) => bail!("invalid {key} = {other} in {}: allowed a string", src.origin),
-            None => bail!("invalid experiment {}: missing string field '{key}'", src.origin),
-        }
-    };
-    // Names and titles go into reports, progress lines and one-line messages.
-    for key in ["name", "title", "paper"] {
-        let v = get(key)?;
-        if v.trim().is_empty() || v.chars().any(char::is_control) {
-            bail!("invalid {key} = {v:?} in {}: allowed non-blank text without control characters", src.origin);
+/// Which of an experiment's two grids runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Full,
+    Quick,
+}
+
+impl Mode {
+    pub fn of(quick: bool) -> Mode {
+        if quick {
+            Mode::Quick
+        } else {
+            Mode::Full
         }
     }
-    let seed = match table.get("seed") {
-        Some(toml::Value::Integer(i)) if *i >= 0 => *i as u64,
-        Some(other) => bail!("invalid seed = {other} in {}: allowed a whole number 0..=2^63-1", src.origin),
-        None => bail!("invalid experiment {}: missing field 'seed'", src.origin),
-    };
-    Ok(Header {
-        name: get("name")?,
-        title: get("title")?,
-        paper: get("paper")?,
-        study: get("study")?,
-        preset: get("preset")?,
-        seed,
+
+    /// "full" or "quick": the grid's table, and the mode reports name.
+    pub fn table(self) -> &'static str {
+        match self {
+            Mode::Full => "full",
+            Mode::Quick => "quick",
+        }
+    }
+}
+
+/// An experiment file, typed by its study: the [`Header`], the study's own
+/// top-level fields `O` (a struct refusing unknown fields, `NoFields` for
+/// none), its two grids `G` (`[full]` and `[quick]`), and which one runs.
+#[derive(Clone, Debug)]
+pub struct Experiment<O, G> {
+    pub header: Header,
+    pub own: O,
+    pub full: G,
+    pub quick: G,
+    pub mode: Mode,
+}
+
+/// A study without top-level fields of its own.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoFields {}
+
+impl<O, G> Experiment<O, G> {
+    /// The grid that runs.
+    pub fn grid(&self) -> &G {
+        match self.mode {
+            Mode::Full => &self.full,
+            Mode::Quick => &self.quick,
+        }
+    }
+
+    /// Both grids with their tables' names, for the checks made on both
+    /// before anything runs.
+    pub fn grids(&self) -> [(&'static str, &G); 2] {
+        [("full", &self.full), ("quick", &self.quick)]
+    }
+}
+
+/// An experiment file as parsed, before its study is known: the header
+/// typed and checked, the rest still TOML for the study's own types.
+pub struct Parsed {
+    pub header: Header,
+    own: toml::Table,
+    full: toml::Value,
+    quick: toml::Value,
+}
+
+/// The shape [`Parsed`] is read in: the header's fields named here, not
+/// flattened, so an error in one is named with its line.
+#[derive(Deserialize)]
+struct Raw {
+    name: String,
+    title: String,
+    paper: String,
+    study: String,
+    preset: String,
+    seed: u64,
+    full: toml::Value,
+    quick: toml::Value,
+    #[serde(flatten)]
+    own: toml::Table,
+}
+
+impl Source {
+    /// Parses the file, once, and checks its header: which study it asks
+    /// for, its names and seed.
+    pub fn parsed(&self) -> Result<Parsed> {
+        let raw: Raw = finegrain_core::config::parse_toml(&self.origin, &self.text)?;
+        // Names and titles go into reports, progress lines and one-line messages.
+        for (key, v) in [("name", &raw.name), ("title", &raw.title), ("paper", &raw.paper)] {
+            if v.trim().is_empty() || v.chars().any(char::is_control) {
+                bail!("invalid {key} = {v:?} in {}: allowed non-blank text without control characters", self.origin);
+            }
+        }
+        let header = Header {
+            name: raw.name,
+            title: raw.title,
+            paper: raw.paper,
+            study: raw.study,
+            preset: raw.preset,
+            seed: raw.seed,
+        };
+        Ok(Parsed { header, own: raw.own, full: raw.full, quick: raw.quick })
+    }
+}
+
+impl Parsed {
+    /// The experiment typed as study `study`'s, its fields named by their
+    /// line in `src` when one is wrong or unknown.
+    pub fn typed<O: DeserializeOwned, G: DeserializeOwned>(
+        self,
+        src: &Source,
+        study: &str,
+        quick: bool,
+    ) -> Result<Experiment<O, G>> {
+        if self.header.study != study {
+            bail!("invalid study = {} in {}: expected {study}", self.header.study, src.origin);
+        }
+        let own = typed_part(src, &[], toml::Value::Table(self.own))?;
+        let full = typed_part(src, &["full"], self.full)?;
+        let quick_grid = typed_part(src, &["quick"], self.quick)?;
+        Ok(Experiment { header: self.header, own, full, quick: quick_grid, mode: Mode::of(quick) })
+    }
+}
+
+/// One part of a parsed experiment (its own top-level fields, or a grid at
+/// `table`) as its type, with the one-line error a preset's gets.
+fn typed_part<T: DeserializeOwned>(src: &Source, table: &[&str], value: toml::Value) -> Result<T> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let mut path: Vec<String> = table.iter().map(|t| t.to_string()).collect();
+        path.extend(e.path().iter().filter_map(|seg| match seg {
+            serde_path_to_error::Segment::Map { key } => Some(key.clone()),
+            _ => None,
+        }));
+        let message = finegrain_core::config::plain_type_names(
+            e.inner().message().replace('\n', " ").trim(),
+            "2^63-1 (the largest TOML integer)",
+        );
+        // An unknown field is the path's last key, which the path may not
+        // name (serde names it in its message).
+        if let Some(unknown) = message.strip_prefix("unknown field `").and_then(|m| m.split('`').next()) {
+            if path.last().map(String::as_str) != Some(unknown) {
+                path.push(unknown.to_string());
+            }
+        }
+        let location = match (line_of(&src.text, &path), path.is_empty()) {
+            (Some((n, line)), _) => format!("line {n} (`{}`): ", line.trim().chars().take(60).collect::<String>()),
+            (None, false) => format!("{}: ", path.join(".")),
+            (None, true) => String::new(),
+        };
+        anyhow::Error::new(ConfigError::Toml { origin: src.origin.clone(), message: format!("{location}{message}") })
     })
+}
+
+/// The line (1-based, and its text) that sets the key `path` names in an
+/// experiment file: a top-level key (`[nodes]`) or a grid's (`[quick,
+/// nodes, ...]`, found under `[quick]`; deeper keys are on its line).
+fn line_of<'a>(text: &'a str, path: &[String]) -> Option<(usize, &'a str)> {
+    let is_table = |l: &str| l.trim_start().starts_with('[');
+    let sets =
+        |l: &str, key: &str| l.trim_start().strip_prefix(key).is_some_and(|rest| rest.trim_start().starts_with('='));
+    let lines: Vec<(usize, &str)> = text.lines().enumerate().map(|(i, l)| (i + 1, l)).collect();
+    let (start, key) = match path {
+        [] => return None,
+        [key] => (0, key),
+        [table, key, ..] => {
+            let header = format!("[{table}]");
+            let at =
+                lines.iter().position(|(_, l)| l.trim() == header || l.trim().starts_with(&format!("{header} ")))?;
+            (at + 1, key)
+        }
+    };
+    lines[start..].iter().take_while(|(_, l)| !is_table(l)).find(|(_, l)| sets(l, key)).copied()
+}
+
+/// The study an experiment file asks for, and its other common fields.
+pub fn header(src: &Source) -> Result<Header> {
+    Ok(src.parsed()?.header)
 }
 
 /// A preset file named by a relative path inside a config file is found
@@ -251,5 +394,57 @@ pub fn check_sensitivity_on(
 impl std::fmt::Display for EffectOff {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Own {
+        nodes: u32,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Grid {
+        replicates: u32,
+    }
+
+    const FILE: &str = "name = \"n\"\ntitle = \"t\"\npaper = \"p\"\nstudy = \"s\"\npreset = \"hpca97\"\nseed = 3\n\
+                        nodes = 2\n\n[full]\nreplicates = 5\n\n[quick]\nreplicates = 1\n";
+
+    fn typed(text: &str, quick: bool) -> Result<Experiment<Own, Grid>> {
+        let src = Source::shipped("s", text);
+        src.parsed()?.typed(&src, "s", quick)
+    }
+
+    #[test]
+    fn an_experiment_is_its_header_its_own_fields_and_the_grid_that_runs() {
+        let e = typed(FILE, true).unwrap();
+        assert_eq!((e.header.name.as_str(), e.header.seed, e.own.nodes), ("n", 3, 2));
+        assert_eq!((e.grid().replicates, e.mode.table()), (1, "quick"));
+        assert_eq!(typed(FILE, false).unwrap().grid().replicates, 5);
+        let e = typed(&FILE.replace("study = \"s\"", "study = \"other\""), true).unwrap_err().to_string();
+        assert_eq!(e, "invalid study = other in experiments/s.toml: expected s");
+    }
+
+    #[test]
+    fn an_unknown_or_wrong_field_is_named_with_its_line() {
+        for (from, to, says) in [
+            ("nodes = 2\n", "nodes = 2\nbogus = 1\n", "line 8 (`bogus = 1`): unknown field `bogus`, expected `nodes`"),
+            ("nodes = 2\n", "nodes = \"2\"\n", "line 7 (`nodes = \"2\"`): invalid type: string \"2\""),
+            ("replicates = 1\n", "replicates = 1\nseeds = 2\n", "line 14 (`seeds = 2`): unknown field `seeds`"),
+            ("replicates = 5\n", "replicates = -5\n", "line 10 (`replicates = -5`): invalid value: integer `-5`"),
+            ("nodes = 2\n", "", "missing field `nodes`"),
+            ("seed = 3\n", "seed = -3\n", "line 6"),
+            ("title = \"t\"", "title = \" \"", "invalid title = \" \""),
+        ] {
+            let e = typed(&FILE.replacen(from, to, 1), true).unwrap_err().to_string();
+            assert!(e.contains(says), "{to:?}: {e}");
+            assert!(!e.contains('\n'), "{e:?}");
+        }
     }
 }

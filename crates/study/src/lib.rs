@@ -55,11 +55,11 @@ pub fn reproduce(
     spread: &study::Spread,
 ) -> anyhow::Result<Option<study::Reproduced>> {
     let src = studies::source(name)?;
-    let header = experiment::header(&src)?;
+    let exp = src.parsed()?;
     let earlier = reuse::Earlier::new(reuse)?;
-    match studies::find(&header.study) {
-        Some(s) => s.reproduce(&src, quick, out, &earlier, spread),
-        None => anyhow::bail!("invalid study = {} in {}: allowed {}", header.study, src.origin, studies::names()),
+    match studies::find(&exp.header.study) {
+        Some(s) => s.reproduce(&src, exp, quick, out, &earlier, spread),
+        None => anyhow::bail!("invalid study = {} in {}: allowed {}", exp.header.study, src.origin, studies::names()),
     }
 }
 
@@ -67,9 +67,9 @@ pub fn reproduce(
 /// (`finegrain reproduce --plan`); returns a summary to print.
 pub fn plan(name: &str, quick: bool, dir: &std::path::Path) -> anyhow::Result<String> {
     let src = studies::source(name)?;
-    let header = experiment::header(&src)?;
-    match studies::find(&header.study) {
-        Some(s) => s.write_plan(&src, quick, dir),
-        None => anyhow::bail!("invalid study = {} in {}: allowed {}", header.study, src.origin, studies::names()),
+    let exp = src.parsed()?;
+    match studies::find(&exp.header.study) {
+        Some(s) => s.write_plan(&src, exp, quick, dir),
+        None => anyhow::bail!("invalid study = {} in {}: allowed {}", exp.header.study, src.origin, studies::names()),
     }
 }

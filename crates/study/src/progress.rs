@@ -149,11 +149,12 @@ struct Runs {
 }
 
 impl Board {
-    /// A board for the runs `counted` of `work`, run by `workers` at once.
-    pub fn new<S>(work: &crate::runner::Work<S>, counted: &[usize], workers: usize) -> Board {
+    /// A board for the runs `counted` of those `names` names, each
+    /// planned to take `costs` seconds, run by `workers` at once.
+    pub fn new(names: &[String], costs: &[f64], counted: &[usize], workers: usize) -> Board {
         Board {
-            names: work.names.clone(),
-            costs: work.costs.clone(),
+            names: names.to_vec(),
+            costs: costs.to_vec(),
             total: counted.len() as u64,
             workers: workers.max(1),
             state: Mutex::new(Runs { waiting: counted.to_vec(), ..Runs::default() }),
@@ -290,13 +291,8 @@ mod tests {
 
     #[test]
     fn a_board_names_the_runs_under_way() {
-        let specs = [(), (), ()];
-        let work = crate::runner::Work {
-            specs: &specs,
-            costs: vec![100.0, 10.0, 10.0],
-            names: vec!["cholesky".into(), "fft".into(), "em3d".into()],
-        };
-        let board = Board::new(&work, &[0, 1, 2], 2);
+        let names: Vec<String> = vec!["cholesky".into(), "fft".into(), "em3d".into()];
+        let board = Board::new(&names, &[100.0, 10.0, 10.0], &[0, 1, 2], 2);
         board.start(0);
         board.start(2);
         let (done, rest) = board.status();

@@ -113,7 +113,7 @@ where
     order.sort_by(|&a, &b| work.costs[b].total_cmp(&work.costs[a]).then(a.cmp(&b)));
     let queue = Mutex::new(VecDeque::from(order.clone()));
     let take = || queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front();
-    let board = Board::new(work, &order, env.ranks as usize);
+    let board = Board::new(&work.names, &work.costs, &order, env.ranks as usize);
     let mut got = Gathered {
         results: work.specs.iter().map(|_| None).collect(),
         by_rank: vec![(0, 0.0); env.ranks as usize],

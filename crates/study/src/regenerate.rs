@@ -28,6 +28,10 @@ pub(crate) struct RecordIn<L> {
     pub(crate) measures: Option<Value>,
     #[serde(default)]
     pub(crate) wall: Option<crate::record::Wall>,
+    /// Checked on the record as read (see [`crate::record::seal`]) before
+    /// it is read as this, so only taken here.
+    #[serde(default, rename = "digest")]
+    _digest: Option<String>,
 }
 
 /// Parses a record, naming the field at fault in plain words.

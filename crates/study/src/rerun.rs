@@ -4,7 +4,14 @@
 //! simulated run: a study's `runs/<id>.json`, a sweep's, and `finegrain run
 //! --json`. Each kind of record checks its own labels (see
 //! [`crate::record::Labels`]); nothing here knows any study's.
+//!
+//! A record whose digest is not its content's was edited after it was
+//! written: it is refused before anything runs, since it no longer says
+//! what finegrain measured and simulating it could only confirm the edit.
+//! A record without a digest (written before records carried one) is
+//! simulated and compared in full: the comparison is its check.
 
+use crate::record::{seal, Seal, DIGEST_KEY};
 use crate::regenerate::{from_json, regenerate, Rerun};
 use crate::{single, studies, sweep};
 use anyhow::{bail, Context, Result};
@@ -33,6 +40,13 @@ pub fn rerun(path: &Path) -> Result<Rerun> {
             path.display()
         );
     };
+    if seal(&value) == Seal::Broken {
+        bail!(
+            "invalid run record {}: its {DIGEST_KEY} does not match its content, so it was edited after finegrain \
+             wrote it; allowed a record as finegrain wrote it (or regenerate the run with the command that made it)",
+            path.display()
+        );
+    }
     let r = match studies::find(kind) {
         Some(study) => study.rerun(&text),
         None if kind == single::KIND => regenerate::<single::RunLabels>(&text),

@@ -85,7 +85,7 @@ where
     check_budget(which.iter().map(|&i| bytes(&work.specs[i])), budget)?;
     let order = longest_first(&work.costs, which.iter().copied());
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).min(order.len().max(1));
-    let board = Board::new(work, &order, cores);
+    let board = Board::new(&work.names, &work.costs, &order, cores);
     let memory = Budget::new(budget);
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);

@@ -57,6 +57,9 @@ impl RunLabels {
 }
 
 impl Labels for RunLabels {
+    /// Any workload's, as recorded (a run of any workload may be recorded).
+    type Measures = serde_json::Value;
+
     fn id(&self) -> String {
         format!(
             "{}-{}-n{}-p{}-s{}",

@@ -8,57 +8,56 @@
 //! and `rerun` then know it.
 
 use crate::claim::Claim;
-use crate::experiment::{Header, Source};
+use crate::experiment::{Experiment, Parsed, Source};
 use crate::figures::Figure;
 use crate::output;
 use crate::record::{Labels, RunRecord, Wall};
 use crate::report::{self, Section};
-use crate::reuse::{Earlier, Found};
+use crate::reuse::{Earlier, Reused};
 use crate::runner::{self, Work};
 use anyhow::{Context, Result};
 use finegrain_apps::{Measures, Sim, WorkloadSpec};
 use finegrain_sim::SimConfig;
+use serde::de::DeserializeOwned;
+use serde::Deserialize as _;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// One run a study plans: what it is (its labels) and what runs it.
-#[derive(Clone, Debug)]
-pub struct Planned<L> {
-    pub labels: L,
-    pub config: SimConfig,
-    pub workload: WorkloadSpec,
-}
+pub use crate::record::Planned;
 
 /// A reproduced study: an experiment file's grid, what one run of it is,
-/// and what the study makes of the runs (CSV rows, claims, figures,
-/// report sections).
+/// and what the study makes of the runs (claims, figures, report
+/// sections). Only what differs between studies is stated by each; the
+/// experiment file is read, the grid chosen and the runs' measures typed
+/// here.
 pub trait Study: Sized + Sync + 'static {
     /// Its name: the experiment file's `study`, and every record's.
     const NAME: &'static str;
     /// The experiment file shipped with finegrain (`experiments/NAME.toml`).
     const EXPERIMENT: &'static str;
+    /// The experiment file's top-level fields besides the [`Header`]
+    /// (`NoFields` for none); unknown ones are refused.
+    type Own: DeserializeOwned;
+    /// One of its grids (`[full]` and `[quick]`).
+    type Grid: DeserializeOwned;
     /// What one run is, in the study's terms (its record's labels).
     type Labels: Labels;
-    /// The study's view of a finished run: its record, and whatever the
-    /// study computes across runs for it.
-    type Run: Send + Sync;
+    /// The study's view of a finished run.
+    type Run: StudyRun<Self::Labels>;
 
-    /// Reads and checks the experiment file, both its grids, before
-    /// anything runs; `quick` picks the grid the study will run.
-    fn load(src: &Source, quick: bool) -> Result<Self>;
-    /// The experiment file's common fields.
-    fn header(&self) -> &Header;
-    /// The runs of the chosen grid, in the order they are reported.
+    /// Checks the experiment (both grids' fields; the runs of the grid
+    /// that runs) and prepares what planning needs, before anything runs.
+    fn load(exp: Experiment<Self::Own, Self::Grid>, src: &Source) -> Result<Self>;
+    /// The experiment it was loaded from.
+    fn experiment(&self) -> &Experiment<Self::Own, Self::Grid>;
+    /// The runs of the grid that runs, in the order they are reported.
     fn plan(&self) -> Result<Vec<Planned<Self::Labels>>>;
-    /// The finished runs, in plan order, as the study views them.
-    fn view(&self, records: Vec<RunRecord<Self::Labels>>) -> Vec<Self::Run>;
-    /// A run's record (what `runs/<id>.json` holds).
-    fn record(run: &Self::Run) -> &RunRecord<Self::Labels>;
-    /// `results.csv`'s header line (comma-separated column names).
-    fn csv_header(&self) -> &'static str;
-    /// A run's row of `results.csv`.
-    fn csv_row(&self, run: &Self::Run) -> String;
+    /// The finished runs, in plan order, as the study views them: each on
+    /// its own, unless the study computes something across runs.
+    fn view(&self, runs: Vec<Measured<Self::Labels>>) -> Result<Vec<Self::Run>> {
+        runs.into_iter().map(Self::Run::of).collect()
+    }
     /// Every claim, judged on the runs.
     fn claims(&self, runs: &[Self::Run]) -> Vec<Claim>;
     /// Draws the figures into `out/figures/`.
@@ -66,7 +65,52 @@ pub trait Study: Sized + Sync + 'static {
     /// The report's paragraph on the setup, after its title.
     fn setup(&self, runs: &[Self::Run]) -> String;
     /// The report's sections after the claims: sensitivity runs, tables.
-    fn sections(&self, runs: &[Self::Run], claims: &[Claim]) -> Vec<Section>;
+    fn sections(&self, _runs: &[Self::Run], _claims: &[Claim]) -> Vec<Section> {
+        Vec::new()
+    }
+}
+
+/// Loads study `S` from the experiment `src`: parsed once, typed as the
+/// study's, the grid `quick` picks chosen.
+pub fn load<S: Study>(src: &Source, quick: bool) -> Result<S> {
+    load_parsed(src, src.parsed()?, quick)
+}
+
+fn load_parsed<S: Study>(src: &Source, exp: Parsed, quick: bool) -> Result<S> {
+    S::load(exp.typed(src, S::NAME, quick)?, src)
+}
+
+/// A finished run's record with its measures typed by its labels
+/// ([`Labels::Measures`]).
+pub struct Measured<L: Labels> {
+    pub record: RunRecord<L>,
+    pub measures: Option<L::Measures>,
+}
+
+/// The record's measures as its labels' type: malformed ones are an error
+/// naming the run, never left out.
+pub fn measured<L: Labels>(record: RunRecord<L>) -> Result<Measured<L>> {
+    let measures = match &record.measures {
+        None => None,
+        Some(v) => Some(
+            L::Measures::deserialize(v).with_context(|| format!("run {}: its measures are malformed", record.id))?,
+        ),
+    };
+    Ok(Measured { record, measures })
+}
+
+/// A study's view of one finished run: made from its record and typed
+/// measures, and its row of `results.csv`.
+pub trait StudyRun<L: Labels>: Sized + Send + Sync {
+    /// `results.csv`'s header line (comma-separated column names).
+    const CSV_HEADER: &'static str;
+    /// The run on its own (what [`Study::view`] does not add across runs);
+    /// an error names a run whose record lacks what the study reads.
+    fn of(run: Measured<L>) -> Result<Self>;
+    /// Its record (what `runs/<id>.json` holds).
+    fn record(&self) -> &RunRecord<L>;
+    /// Its row of `results.csv`.
+    fn csv_row(&self) -> String;
 }
 
 /// What a reproduction leaves: its report and each claim's verdict line
@@ -148,15 +192,16 @@ impl Spread {
 /// says. None on an MPI rank other than the first, which only ran runs.
 pub fn reproduce<S: Study>(
     src: &Source,
+    exp: Parsed,
     quick: bool,
     out: &Path,
     earlier: &Earlier,
     spread: &Spread,
 ) -> Result<Option<Reproduced>> {
-    let study = S::load(src, quick)?;
+    let study: S = load_parsed(src, exp, quick)?;
     let planned = study.plan()?;
-    let header = study.header();
-    let mode = if quick { "quick" } else { "full" };
+    let header = &study.experiment().header;
+    let mode = study.experiment().mode.table();
     #[cfg(feature = "mpi")]
     if let Spread::Ranks(env) = spread {
         if env.rank != 0 {
@@ -169,14 +214,15 @@ pub fn reproduce<S: Study>(
     output::prepare_out(out)?;
     let started = Instant::now();
     let ran = run_or_reuse(S::NAME, &header.name, mode, &planned, earlier, out, spread)?;
-    let mut notes: Vec<String> = ran.reused.as_ref().map(|r| r.line(earlier, planned.len())).into_iter().collect();
+    let mut notes: Vec<String> = ran.reused.as_ref().map(|r| r.digest_notes()).unwrap_or_default();
+    notes.extend(ran.reused.as_ref().map(|r| r.line(earlier, planned.len())));
     notes.extend(ran.spread_line);
     let Some(records) = ran.records else {
         return Ok(Some(Reproduced { report: None, verdicts: Vec::new(), notes }));
     };
-    let runs = study.view(records);
-    let csv = csv(&study, &runs);
-    let records: Vec<&RunRecord<S::Labels>> = runs.iter().map(S::record).collect();
+    let runs = study.view(records.into_iter().map(measured).collect::<Result<_>>()?)?;
+    let csv = csv::<S::Labels, S::Run>(&runs);
+    let records: Vec<&RunRecord<S::Labels>> = runs.iter().map(StudyRun::record).collect();
     output::write_records(out, Some(src), &records, &ran.on_disk, &csv)?;
     let claims = study.claims(&runs);
     let figures = study.figures(&runs, out)?;
@@ -195,38 +241,6 @@ pub fn reproduce<S: Study>(
     let path = out.join("report.md");
     std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     Ok(Some(Reproduced { report: Some(path), verdicts: claims.iter().map(Claim::line).collect(), notes }))
-}
-
-/// What `--reuse` did for a study: runs taken from earlier records, and
-/// planned runs whose earlier records were of another run.
-pub struct Reused {
-    pub taken: usize,
-    pub differing: usize,
-}
-
-impl Reused {
-    /// The report's sentence on where the runs came from.
-    fn line(&self, earlier: &Earlier, total: usize) -> String {
-        let dirs: Vec<String> = earlier.dirs().iter().map(|d| format!("`{}`", d.display())).collect();
-        let differing = match self.differing {
-            0 => String::new(),
-            n => format!(
-                "; {n} planned run(s) had a record there of another configuration, workload or finegrain and were \
-                 simulated again"
-            ),
-        };
-        let simulated = match total - self.taken {
-            0 => "none was simulated now".to_string(),
-            n => format!("the other {n} were simulated now"),
-        };
-        format!(
-            "{} of the {total} runs were taken from the records of earlier runs in {} (same study, labels, \
-             configuration, seed and workload, so the same statistics as simulating them){differing}; {simulated}. \
-             Without `--reuse` the same command simulates every run and gives the same results.",
-            self.taken,
-            dirs.join(", ")
-        )
-    }
 }
 
 /// A study's runs, done: their records in plan order (None for a shard,
@@ -252,17 +266,10 @@ fn run_or_reuse<L: Labels>(
     out: &Path,
     spread: &Spread,
 ) -> Result<Ran<L>> {
+    let mut reused = Reused::default();
     let mut found = Vec::with_capacity(planned.len());
-    let mut differing = 0;
     for p in planned {
-        found.push(match earlier.find(study, experiment, p)? {
-            Found::Same(r, _) => Some(*r),
-            Found::Differs => {
-                differing += 1;
-                None
-            }
-            Found::None => None,
-        });
+        found.push(reused.count(earlier.find(study, experiment, p)?));
     }
     let work = Work {
         specs: planned,
@@ -270,8 +277,8 @@ fn run_or_reuse<L: Labels>(
         names: planned.iter().map(|p| p.labels.id()).collect(),
     };
     let to_run: Vec<usize> = (0..planned.len()).filter(|&i| found[i].is_none()).collect();
-    let taken = planned.len() - to_run.len();
-    let reused = (!earlier.is_empty()).then_some(Reused { taken, differing });
+    reused.taken = planned.len() - to_run.len();
+    let reused = (!earlier.is_empty()).then_some(reused);
     let label = format!("{experiment} ({mode})");
     let write = |p: &Planned<L>| -> Result<RunRecord<L>> {
         let record = run_planned(study, experiment, p)?;
@@ -294,11 +301,13 @@ fn run_or_reuse<L: Labels>(
         #[cfg(feature = "mpi")]
         Spread::Ranks(env) => {
             let read = |i: usize, text: &str| -> Result<RunRecord<L>> {
-                let record = crate::reuse::record_of(text, study, experiment, &planned[i])?
-                    .ok_or_else(|| anyhow::anyhow!("it is not a record of run {} of this plan", work.names[i]))?;
+                let crate::reuse::Read::Same(record) = crate::reuse::record_of(text, study, experiment, &planned[i])?
+                else {
+                    anyhow::bail!("it is not a record of run {} of this plan with its content's digest", work.names[i]);
+                };
                 let path = out.join("runs").join(output::record_file(&record.id));
                 std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-                Ok(record)
+                Ok(*record)
             };
             let run = |p: &Planned<L>| record_text(study, experiment, p);
             let (records, tally) = crate::ranks::coordinate(env, &work, &to_run, &label, run, read)?;
@@ -355,11 +364,11 @@ pub fn run_planned<L: Labels>(study: &str, experiment: &str, p: &Planned<L>) -> 
     })
 }
 
-fn csv<S: Study>(study: &S, runs: &[S::Run]) -> String {
-    let mut s = String::from(study.csv_header());
+fn csv<L: Labels, R: StudyRun<L>>(runs: &[R]) -> String {
+    let mut s = String::from(R::CSV_HEADER);
     s.push('\n');
     for r in runs {
-        s += &study.csv_row(r);
+        s += &r.csv_row();
         s.push('\n');
     }
     s
@@ -380,10 +389,10 @@ struct PlannedRun<'a, L> {
 /// Writes study `S`'s planned runs to `dir/plan.json` (longest first, each
 /// with its planned cost and everything that runs it), for a batch job to
 /// size its array; returns a summary to print.
-pub fn write_plan<S: Study>(src: &Source, quick: bool, dir: &Path) -> Result<String> {
-    let study = S::load(src, quick)?;
+pub fn write_plan<S: Study>(src: &Source, exp: Parsed, quick: bool, dir: &Path) -> Result<String> {
+    let study: S = load_parsed(src, exp, quick)?;
     let planned = study.plan()?;
-    let header = study.header();
+    let header = &study.experiment().header;
     let work = Work {
         specs: &planned,
         costs: planned.iter().map(|p| p.workload.planned_seconds(&p.config)).collect(),
@@ -401,7 +410,7 @@ pub fn write_plan<S: Study>(src: &Source, quick: bool, dir: &Path) -> Result<Str
         })
         .collect();
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mode = if quick { "quick" } else { "full" };
+    let mode = study.experiment().mode.table();
     let file = serde_json::json!({ "study": S::NAME, "experiment": header.name, "mode": mode, "runs": runs });
     let path = dir.join("plan.json");
     output::write_json(&path, &file)?;
@@ -424,16 +433,18 @@ pub trait AnyStudy: Sync {
     fn name(&self) -> &'static str;
     /// The shipped experiment file's text.
     fn experiment(&self) -> &'static str;
+    /// Runs the experiment `src`, parsed as `exp`.
     fn reproduce(
         &self,
         src: &Source,
+        exp: Parsed,
         quick: bool,
         out: &Path,
         earlier: &Earlier,
         spread: &Spread,
     ) -> Result<Option<Reproduced>>;
     /// Writes its planned runs (`finegrain reproduce --plan`).
-    fn write_plan(&self, src: &Source, quick: bool, dir: &Path) -> Result<String>;
+    fn write_plan(&self, src: &Source, exp: Parsed, quick: bool, dir: &Path) -> Result<String>;
     /// Regenerates one of its records (`finegrain rerun`), checking the
     /// record's labels with the study's own label type.
     fn rerun(&self, record: &str) -> Result<crate::regenerate::Rerun>;
@@ -458,19 +469,87 @@ impl<S: Study> AnyStudy for Registered<S> {
     fn reproduce(
         &self,
         src: &Source,
+        exp: Parsed,
         quick: bool,
         out: &Path,
         earlier: &Earlier,
         spread: &Spread,
     ) -> Result<Option<Reproduced>> {
-        reproduce::<S>(src, quick, out, earlier, spread)
+        reproduce::<S>(src, exp, quick, out, earlier, spread)
     }
 
-    fn write_plan(&self, src: &Source, quick: bool, dir: &Path) -> Result<String> {
-        write_plan::<S>(src, quick, dir)
+    fn write_plan(&self, src: &Source, exp: Parsed, quick: bool, dir: &Path) -> Result<String> {
+        write_plan::<S>(src, exp, quick, dir)
     }
 
     fn rerun(&self, record: &str) -> Result<crate::regenerate::Rerun> {
         crate::regenerate::regenerate::<S::Labels>(record)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::studies::{coprocessor, pdq_dsm, pdq_micro, scheduling_micro};
+
+    /// A record of study `S`'s first planned run, with `measures` as its
+    /// measures (statistics left empty: only the measures are read here).
+    fn record<S: Study>(measures: Option<serde_json::Value>) -> RunRecord<S::Labels> {
+        let src = crate::studies::source(S::NAME).unwrap();
+        let p = load::<S>(&src, true).unwrap().plan().unwrap().remove(0);
+        RunRecord {
+            study: S::NAME.into(),
+            experiment: Some(S::NAME.into()),
+            id: p.labels.id(),
+            labels: p.labels,
+            config: p.config,
+            workload: p.workload,
+            stats: Default::default(),
+            measures,
+            wall: Default::default(),
+        }
+    }
+
+    /// Measures of the wrong shape are an error naming the run in every
+    /// study that reads them (pdq-micro reads none: it computes the home's
+    /// measures from the statistics).
+    #[test]
+    fn malformed_measures_are_an_error_naming_the_run() {
+        let bad = Some(serde_json::json!({"time": "soon"}));
+        let errors = [
+            measured(record::<coprocessor::Coprocessor>(bad.clone())).err(),
+            measured(record::<pdq_dsm::PdqDsm>(bad.clone())).err(),
+            measured(record::<scheduling_micro::SchedulingMicro>(bad.clone())).err(),
+        ];
+        for e in errors {
+            let e = format!("{:#}", e.expect("malformed measures were taken"));
+            assert!(e.starts_with("run ") && e.contains("its measures are malformed"), "{e}");
+        }
+        assert!(measured(record::<pdq_micro::PdqMicro>(bad)).is_ok());
+        // A DSM run without measures cannot be viewed either.
+        let r = measured(record::<pdq_dsm::PdqDsm>(None)).unwrap();
+        let e = <pdq_dsm::Run as StudyRun<_>>::of(r).err().expect("a DSM run without measures was taken").to_string();
+        assert!(e.contains("its record has no measures, which every DSM run has"), "{e}");
+    }
+
+    /// Only the grid that runs is planned: a full grid whose runs the
+    /// simulator would refuse (affinity passes beyond the device) stops
+    /// the full study before any run, and not the quick one, whose grid
+    /// fields are checked all the same.
+    #[test]
+    fn only_the_grid_that_runs_is_planned() {
+        let text = pdq_micro::PdqMicro::EXPERIMENT;
+        let at = text.find("[full]").unwrap();
+        let (head, full) = text.split_at(at);
+        let edited = format!("{head}{}", full.replacen("affinity_passes = 16", "affinity_passes = 2000000", 1));
+        assert_ne!(edited, text, "the full grid names its affinity passes");
+        let src = Source::shipped("pdq-micro", &edited);
+        assert!(load::<pdq_micro::PdqMicro>(&src, true).is_ok());
+        let e = load::<pdq_micro::PdqMicro>(&src, false).err().unwrap().to_string();
+        assert!(e.starts_with("invalid experiment (full run ") && e.contains("affinity_passes = 2000000"), "{e}");
+        let bad_field = format!("{head}{}", full.replacen("keys = [1, 4, 64, 4096]", "keys = [1, 4, 64, 4096, 4]", 1));
+        assert_ne!(bad_field, text);
+        let e = load::<pdq_micro::PdqMicro>(&Source::shipped("pdq-micro", &bad_field), true).err().unwrap().to_string();
+        assert!(e.starts_with("invalid full.keys"), "the full grid's fields are checked under quick: {e}");
     }
 }

@@ -116,6 +116,9 @@ pub struct SweepLabels {
 }
 
 impl Labels for SweepLabels {
+    /// Any workload's, as recorded (a sweep runs any workload).
+    type Measures = serde_json::Value;
+
     /// The settings (each path's last part and its value) and the replicate.
     fn id(&self) -> String {
         let mut id = String::new();

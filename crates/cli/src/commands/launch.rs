@@ -26,9 +26,17 @@ pub fn launch(nodes: u32, program: OsString, args: Vec<OsString>) -> Result<()> 
             rt_launch::MAX_LAUNCH_NODES
         );
     }
-    match rt_launch::launch(nodes, &program, &args).map_err(anyhow::Error::msg)? {
+    ended(rt_launch::launch(nodes, &program, &args).map_err(anyhow::Error::msg)?)
+}
+
+/// How a launched run ended, as this command ends: a node that said why
+/// itself leaves only its status to pass on.
+pub fn ended(launched: Launched) -> Result<()> {
+    match launched {
         Launched::Done => Ok(()),
         Launched::Failed { node, how, .. } => bail!("node {node} {how}"),
+        Launched::MpirunFailed { how, .. } => bail!("{how}"),
+        Launched::Reported { code } => std::process::exit(code),
         Launched::Interrupted { signal } => {
             bail!("interrupted by signal {signal}: stopped every node process")
         }

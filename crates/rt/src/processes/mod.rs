@@ -9,10 +9,11 @@ pub mod launch;
 use crate::config::RtConfig;
 use crate::runtime::{layout_of, run_nodes, RtError, RtOutput};
 use crate::stats::{RtStats, ThreadTimes};
-use crate::transport::shm::{self, MapLayout, Mapping, Shm, STATE_FAILED, STATE_REPORTED, STATE_RUNNING};
+use crate::transport::shm::{
+    self, MapLayout, Mapping, Peer, Shm, ShmNode, STATE_FAILED, STATE_REPORTED, STATE_RUNNING,
+};
 use crate::transport::Trouble;
 use finegrain_core::{Platform, Ran, Workload};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -52,60 +53,6 @@ impl NodeEnv {
             return Err(format!("invalid {ENV_NODE} = {}: allowed 0..{} ({ENV_NODES})", env.node, env.nodes));
         }
         Ok(Some(env))
-    }
-}
-
-/// A peer node process, watched through a pidfd (readable once it ends,
-/// even before its parent reaps it).
-pub(crate) struct Peer {
-    node: u32,
-    pid: u32,
-    fd: OwnedFd,
-}
-
-impl Peer {
-    fn open(node: u32, pid: u32) -> Result<Peer, String> {
-        // SAFETY: pidfd_open takes a pid and flags and returns a new
-        // descriptor (or -1); nothing else is touched.
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) } as i32;
-        if fd < 0 {
-            return Err(format!("watching node {node} (process {pid}): {}", std::io::Error::last_os_error()));
-        }
-        // SAFETY: `fd` is a descriptor we own from here on.
-        Ok(Peer { node, pid, fd: unsafe { OwnedFd::from_raw_fd(fd) } })
-    }
-
-    fn ended(&self) -> bool {
-        let mut p = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid pollfd, no waiting.
-        unsafe { libc::poll(&mut p, 1, 0) > 0 }
-    }
-}
-
-/// This process's node of a shared-memory run: the mapping and the other
-/// node processes.
-pub(crate) struct ShmNode {
-    pub(crate) map: Arc<Mapping>,
-    pub(crate) node: u32,
-    pub(crate) peers: Vec<Peer>,
-}
-
-impl ShmNode {
-    /// What went wrong elsewhere, if anything: a node that announced a
-    /// failure, or one whose process ended without reporting.
-    /// A death comes first: the nodes that stopped because of it have
-    /// failed too, but it is the cause.
-    pub(crate) fn trouble(&self) -> Option<Trouble> {
-        let state = |p: &Peer| self.map.area(p.node).state.load(Ordering::Acquire);
-        if let Some(p) = self.peers.iter().find(|p| state(p) == STATE_RUNNING && p.ended()) {
-            return Some(Trouble::Died { node: p.node, pid: p.pid });
-        }
-        if let Some((node, _)) = self.map.failure() {
-            if node != self.node {
-                return Some(Trouble::Failed { node });
-            }
-        }
-        self.peers.iter().find(|p| state(p) == STATE_FAILED).map(|p| Trouble::Failed { node: p.node })
     }
 }
 
@@ -273,6 +220,11 @@ fn wait_reported(node: &ShmNode, n: u32) -> Result<(), RtError> {
             Some(Trouble::Failed { node: n }) => {
                 return Err(failed(node, RtError::PeerFailed { node: n, error: String::new() }))
             }
+            Some(Trouble::Corrupt { sender, node: to, head, .. }) => {
+                let what =
+                    format!("the ring from thread {sender} of the run to node {to} reads consumer position {head}");
+                return Err(failed(node, RtError::Corrupt(what)));
+            }
             None => std::thread::sleep(Duration::from_micros(200)),
         }
     }
@@ -374,4 +326,124 @@ fn thread_of(w: &[u64]) -> Option<ThreadTimes> {
         parks: w[16],
         parks_woken: w[17],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    //! Corrupt ring state in the shared mapping: two nodes of one process
+    //! over one mapping, as two node processes would share it, with a
+    //! ring's consumer position written over before the run.
+
+    use super::*;
+    use crate::transport::shm::create_memfd;
+    use finegrain_core::{
+        Args, HandlerId, HandlerInfo, HandlerTable, NodeId, Payload, Policy, Proc, SyncKey, Topology,
+    };
+    use std::sync::atomic::AtomicU64;
+    use std::sync::mpsc;
+
+    fn config(policy: Policy) -> RtConfig {
+        let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 2 }, policy);
+        cfg.segment_bytes = 1 << 12;
+        cfg.pin = false;
+        cfg.ring_slots = 256;
+        cfg.progress_timeout_ms = 1000;
+        cfg
+    }
+
+    /// A one-way handler that does nothing.
+    fn table() -> (HandlerTable, HandlerId) {
+        let mut t = HandlerTable::new();
+        let info = HandlerInfo { name: "null".into(), body_cycles: 0, code_bytes: 0 };
+        let id = t.register(info, |_, _| Ok(())).unwrap();
+        (t, id)
+    }
+
+    /// Both nodes of `cfg` over one fresh mapping, the consumer position
+    /// of the ring (thread `sender` of the run, node `dst`) set to `head`.
+    fn mapped(cfg: &RtConfig, sender: usize, dst: usize, head: u64) -> Arc<ShmNode> {
+        let fd = create_memfd().unwrap();
+        let map = Mapping::create(fd, MapLayout::of(&layout_of(cfg, 0..2))).unwrap();
+        // SAFETY: the head word lies in the mapping and is an atomic.
+        unsafe { (*map.ring_at(sender, dst).head_at.cast::<AtomicU64>()).store(head, Ordering::Release) };
+        Arc::new(ShmNode { map: Arc::new(map), node: 0, peers: Vec::new() })
+    }
+
+    /// Runs `app` on both nodes in a thread of its own; what the run
+    /// returned, or None if it did not end within `limit`.
+    fn run_within<F, Fut>(cfg: RtConfig, place: Arc<ShmNode>, app: F, limit: Duration) -> Option<Result<(), String>>
+    where
+        F: Fn(crate::RtProc) -> Fut + Sync + Send + 'static,
+        Fut: std::future::Future<Output = Result<(), finegrain_core::AmError>>,
+    {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let (t, _) = table();
+            let r = run_nodes::<_, Shm, _, _>(&cfg, &t, &place, 0..2, app);
+            let _ = tx.send(r.map(drop).map_err(|e| e.to_string()));
+        });
+        rx.recv_timeout(limit).ok()
+    }
+
+    /// A producer that reads an impossible consumer position reports the
+    /// ring (rather than wait for room that never comes).
+    #[test]
+    fn a_producer_that_reads_a_corrupt_head_ends_the_run_naming_the_ring() {
+        let cfg = config(Policy::Single);
+        let cfg = RtConfig {
+            run: finegrain_core::RunConfig { topology: Topology { nodes: 2, procs_per_node: 1 }, ..cfg.run },
+            ..cfg
+        };
+        // Thread 0 (node 0) to node 1: far past anything it wrote.
+        let place = mapped(&cfg, 0, 1, 0xdead_beef_0000);
+        let (_, null) = table();
+        let r = run_within(
+            cfg,
+            place,
+            move |p| async move {
+                if p.node().0 == 0 {
+                    for _ in 0..1000 {
+                        Proc::send_keyed(&p, NodeId(1), null, SyncKey::NoSync, Args::default(), Payload::none())
+                            .await?;
+                    }
+                } else {
+                    // Away from the runtime: node 1 reads nothing for now,
+                    // so the corrupt word stays.
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                Ok(())
+            },
+            Duration::from_secs(20),
+        );
+        let err = r.expect("the run ends").expect_err("a corrupt ring fails the run");
+        assert!(err.contains("shared memory is corrupt"), "{err}");
+        assert!(
+            err.contains("the ring from node 0 thread 0 to node 1 has its consumer position at 244837814042624"),
+            "{err}"
+        );
+    }
+
+    /// A consumer position that makes a node's inbox look non-empty for
+    /// ever, on a ring nobody sends on: once every application has
+    /// returned, the node's serving threads give up at the progress
+    /// timeout instead of spinning.
+    #[test]
+    fn an_inbox_that_says_a_message_waits_for_ever_ends_the_run() {
+        let cfg = config(Policy::Fixed { protocol_procs: 1 });
+        // Node 1's protocol thread (thread 3 of the run) to its own node:
+        // one lap on, where the empty slot 0 reads as full.
+        let place = mapped(&cfg, 3, 1, cfg.ring_slots as u64);
+        let (_, null) = table();
+        let r = run_within(
+            cfg,
+            place,
+            move |p| async move {
+                Proc::send_keyed(&p, NodeId(1 - p.node().0), null, SyncKey::NoSync, Args::default(), Payload::none())
+                    .await
+            },
+            Duration::from_secs(20),
+        );
+        let err = r.expect("the run ends").expect_err("a spin on corrupt state fails the run");
+        assert!(err.contains("node 1's inbox said for the progress timeout of 1000 ms that a message waits"), "{err}");
+    }
 }

@@ -113,6 +113,16 @@ pub(super) struct Failure {
 pub(super) struct HandlerClock {
     pub(super) since: AtomicU64,
     pub(super) handler: AtomicU32,
+    /// The thread's Linux thread id (0 until it starts), for its run delay.
+    pub(super) tid: std::sync::atomic::AtomicI32,
+}
+
+impl HandlerClock {
+    /// Records the calling thread as the one this clock times.
+    pub(super) fn register(&self) {
+        // SAFETY: gettid has no preconditions.
+        self.tid.store(unsafe { libc::gettid() }, Ordering::Release);
+    }
 }
 
 pub(super) const FAIL_PANIC: u8 = 1;
@@ -131,6 +141,9 @@ const FAIL_THREAD: u8 = 7;
 const FAIL_HUNG: u8 = 8;
 /// Another process's node failed or died.
 const FAIL_PEER: u8 = 9;
+/// The transport's shared state was found corrupt; the failure carries
+/// what was found.
+const FAIL_CORRUPT: u8 = 10;
 
 /// What a request or send still in progress returns once the run failed.
 pub(super) fn run_aborted() -> AmError {
@@ -375,6 +388,11 @@ impl<T: Transport> Cluster<T> {
         }
     }
 
+    /// The transport's shared state is corrupt (`what` says where).
+    pub(super) fn fail_corrupt(&self, what: String) {
+        self.fail_first(FAIL_CORRUPT, HandlerId(0), Some(AmError::Aborted(what)));
+    }
+
     /// Whether the run stopped for another process's node.
     pub(super) fn failed_for_peer(&self) -> bool {
         self.failure.kind.load(Ordering::Acquire) == FAIL_PEER
@@ -394,9 +412,16 @@ impl<T: Transport> Cluster<T> {
         if kind == 0 || kind == FAIL_APP || kind == FAIL_SETUP {
             return None;
         }
+        if kind == FAIL_CORRUPT {
+            let what = self.failure.error.lock().ok().and_then(|e| e.clone());
+            return Some(RtError::Corrupt(match what {
+                Some(AmError::Aborted(what)) => what,
+                _ => "the transport's shared state".into(),
+            }));
+        }
         if kind == FAIL_THREAD {
             let v = self.failure.app.load(Ordering::Acquire);
-            let error = self.failure.error.lock().ok().and_then(|mut e| e.take()).unwrap_or_else(run_aborted);
+            let error = self.failure.error.lock().ok().and_then(|e| e.clone()).unwrap_or_else(run_aborted);
             return Some(RtError::App { node: (v >> 32) as u32, thread: v as u32, error });
         }
         let id = HandlerId(self.failure.handler.load(Ordering::Relaxed) as u16);
@@ -419,7 +444,7 @@ impl<T: Transport> Cluster<T> {
                 .error
                 .lock()
                 .ok()
-                .and_then(|mut e| e.take())
+                .and_then(|e| e.clone())
                 .unwrap_or(AmError::HandlerFailed { handler: name, reason: "failed".into() }),
         };
         Some(RtError::Handler(e))

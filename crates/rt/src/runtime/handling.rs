@@ -163,9 +163,13 @@ impl<T: Transport> ThreadCtx<T> {
         }
         let mut handled = 0;
         while self.take_role() {
-            handled += self.drain();
+            let now = self.drain();
+            handled += now;
             self.release_role();
-            if !node.any_ready() {
+            // A pass that found nothing though the rings said otherwise
+            // ends the poll too: rings whose state was written over could
+            // say so for ever, and the caller has deadlines to watch.
+            if now == 0 || !node.any_ready() || self.cluster.failed() {
                 break;
             }
         }

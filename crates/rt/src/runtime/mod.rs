@@ -93,6 +93,10 @@ pub enum RtError {
     PeerFailed { node: u32, error: String },
     #[error("node {node} (process {pid}) died before the run ended")]
     PeerDied { node: u32, pid: u32 },
+    /// Memory the node processes share was written over: the run cannot
+    /// go on.
+    #[error("the run's shared memory is corrupt: {0}")]
+    Corrupt(String),
     /// The workload's own set-up or answer check failed.
     #[error(transparent)]
     Workload(#[from] finegrain_core::WorkloadError),
@@ -313,6 +317,7 @@ where
                             os::pin_to(core);
                         }
                         cluster.transport.register_thread(n, l, ThreadKind::Protocol);
+                        cluster.clock(n, l).register();
                         let ctx = ThreadCtx::new(cluster, out, n, l);
                         ctx.serve(|| all_done(cluster, n, total_compute));
                         // Coproc: whatever it forwarded is queued by now.
@@ -353,6 +358,7 @@ where
     }
     let ctx = Rc::new(ThreadCtx::new(cluster, out, n, l));
     cluster.transport.register_thread(n, l, ThreadKind::Compute);
+    cluster.clock(n, l).register();
     let registration = Registration::new(&*ctx);
     let proc = RtProc::new(ctx.clone());
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| block_on(spawn(proc))));

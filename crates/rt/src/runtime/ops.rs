@@ -24,26 +24,86 @@ fn reply_on_loan() -> AmError {
 }
 
 /// When a wait has lasted too long; the clock is read only every so many
-/// checks, so waiting stays a tight loop.
+/// checks, so waiting stays a tight loop. The time counted is the
+/// thread's own, not the wall clock's: time it spent runnable but
+/// preempted (more threads than cores) pushes the deadline back, so a
+/// heavily oversubscribed run is not mistaken for a stuck one, while a
+/// peer that makes no progress is noticed on time wherever the waiter
+/// gets a core.
 pub(super) struct Deadline {
     at: Stamp,
     checks: u32,
     /// Once passed, passed for every later check too.
     passed: bool,
+    /// The thread's run delay when the wait began (or shortly after; None
+    /// until read), and when it was read.
+    delay: Option<(Stamp, u64)>,
+}
+
+/// A thread's last reading of its run delay and when it was made: a wait
+/// that begins soon after takes it as its own start.
+#[derive(Clone, Copy)]
+struct DelaySample {
+    at: Stamp,
+    delay_ns: u64,
+}
+
+thread_local! {
+    static DELAY: std::cell::Cell<Option<DelaySample>> = const { std::cell::Cell::new(None) };
+}
+
+/// How old a run-delay reading may be and still stand for the start of a
+/// wait (what it could miscount is at most this much).
+const DELAY_FRESH_NS: u64 = 50_000_000;
+
+/// The calling thread's run delay now (and the sample kept for waits).
+fn read_delay() -> Option<(Stamp, u64)> {
+    let delay_ns = crate::os::run_delay_ns(None)?;
+    let at = Stamp::now();
+    DELAY.with(|d| d.set(Some(DelaySample { at, delay_ns })));
+    Some((at, delay_ns))
 }
 
 impl Deadline {
     pub(super) fn new(ms: u64) -> Deadline {
-        Deadline { at: Stamp::now().plus_ns(ms as f64 * 1e6), checks: 0, passed: false }
+        let now = Stamp::now();
+        let delay = DELAY.with(|d| d.get()).filter(|s| now.since(s.at) < DELAY_FRESH_NS).map(|s| (s.at, s.delay_ns));
+        Deadline { at: now.plus_ns(ms as f64 * 1e6), checks: 0, passed: false, delay }
     }
 
     #[inline]
     pub(super) fn passed(&mut self) -> bool {
         self.checks = self.checks.wrapping_add(1);
         if !self.passed && self.checks.is_multiple_of(256) {
-            self.passed = self.at.reached();
+            self.check();
         }
         self.passed
+    }
+
+    /// Reads the clock: past the deadline, unless the thread spent most of
+    /// the time preempted (an oversubscribed host), which moves the
+    /// deadline back by as much. A thread that had its core most of the
+    /// time keeps the wall clock's deadline, so a stopped peer is named on
+    /// time on a host that is merely busy.
+    #[cold]
+    fn check(&mut self) {
+        if self.delay.is_none() {
+            self.delay = read_delay();
+        }
+        if !self.at.reached() {
+            return;
+        }
+        let (Some((t0, then)), Some((t1, now))) = (self.delay, read_delay()) else {
+            self.passed = true;
+            return;
+        };
+        let preempted = now.saturating_sub(then);
+        if preempted.saturating_mul(2) < t1.since(t0) {
+            self.passed = true;
+            return;
+        }
+        self.at = self.at.plus_ns(preempted as f64);
+        self.delay = Some((t1, now));
     }
 }
 
@@ -182,6 +242,7 @@ impl<T: Transport> ThreadCtx<T> {
         let m = self.request_from_here(handler, 0, key, args, payload);
         self.enter();
         let mut spins = 0;
+        let mut deadline = Deadline::new(cl.cfg.progress_timeout_ms);
         loop {
             // SAFETY: only this thread uses its send side, and not
             // re-entrantly (as in `send`); the borrow ends here.
@@ -189,6 +250,9 @@ impl<T: Transport> ThreadCtx<T> {
                 break;
             }
             self.flush_spill();
+            if !cl.failed() && deadline.passed() {
+                self.no_room(dst.0, handler);
+            }
             if cl.failed() {
                 self.exit();
                 return Err(run_aborted());
@@ -355,6 +419,40 @@ impl<T: Transport> ThreadCtx<T> {
         cl.fail_thread(self.node, self.local, AmError::Aborted(why));
     }
 
+    /// This thread's one-way message to `dst` found no room for the
+    /// progress timeout: the run fails, naming both nodes and the handler.
+    fn no_room(&self, dst: u32, handler: HandlerId) {
+        let cl = &self.cluster;
+        let name = cl.handlers.info(handler).map(|i| i.name.clone()).unwrap_or_else(|_| format!("#{}", handler.0));
+        let why = format!(
+            "its one-way message {name} to node {dst} found no room within the progress timeout of {} ms: node {dst} \
+             takes no messages (it makes no progress, or the ring to it is corrupt)",
+            cl.cfg.progress_timeout_ms
+        );
+        cl.fail_thread(self.node, self.local, AmError::Aborted(why));
+    }
+
+    /// Serving after every application has returned, the node's inbox has
+    /// said a message waits while none comes: past the progress timeout
+    /// that is a spin on corrupt state, which fails the run (true).
+    fn stale_inbox(&self, since: &mut Option<Deadline>) -> bool {
+        let cl = &self.cluster;
+        let total = cl.cfg.run.topology.nodes * cl.cfg.compute_threads_per_node();
+        if cl.transport.apps_finished() != total || !self.node().work_waiting() {
+            *since = None;
+            return false;
+        }
+        if !since.get_or_insert_with(|| Deadline::new(cl.cfg.progress_timeout_ms)).passed() {
+            return false;
+        }
+        cl.fail_corrupt(format!(
+            "after every application returned, node {}'s inbox said for the progress timeout of {} ms that a message \
+             waits, and none came: the ring state is corrupt (something wrote over it)",
+            self.node, cl.cfg.progress_timeout_ms
+        ));
+        true
+    }
+
     /// This thread's `wait_until` saw its condition stay false for the
     /// progress timeout: the run fails, naming the thread.
     fn no_progress_waiting(&self) {
@@ -458,6 +556,7 @@ impl<T: Transport> ThreadCtx<T> {
         let mut empty = 0u32;
         let mut spins = 0;
         let mut holding = false;
+        let mut stale = None;
         // A serving Floating thread may take the role: a holder keeping it
         // under hand-off for want of a taker must see it (as one waiting).
         if floating {
@@ -482,6 +581,7 @@ impl<T: Transport> ThreadCtx<T> {
             let spilled = !self.flush_spill();
             if handled > 0 || spilled {
                 empty = 0;
+                stale = None;
                 // A spill waits for its destination to drain: give that
                 // thread the core if it shares this one.
                 if handled == 0 {
@@ -490,6 +590,9 @@ impl<T: Transport> ThreadCtx<T> {
                 continue;
             }
             empty = empty.wrapping_add(1);
+            if self.stale_inbox(&mut stale) {
+                break;
+            }
             if holding && floating && empty.is_multiple_of(64) {
                 self.release_role();
                 holding = false;
@@ -592,5 +695,56 @@ impl<T: Transport> ThreadCtx<T> {
         }
         std::hint::black_box(acc);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Deadline;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+
+    /// How long a deadline of `ms` takes to pass on a thread pinned to
+    /// core 0, with `rivals` threads spinning on the same core.
+    fn waited(ms: u64, rivals: usize) -> Duration {
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for _ in 0..rivals {
+                s.spawn(|| {
+                    crate::os::pin_to(0);
+                    while !stop.load(Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                });
+            }
+            let took = s
+                .spawn(|| {
+                    crate::os::pin_to(0);
+                    let start = Instant::now();
+                    let mut d = Deadline::new(ms);
+                    while !d.passed() {
+                        std::hint::spin_loop();
+                    }
+                    start.elapsed()
+                })
+                .join()
+                .unwrap();
+            stop.store(true, Ordering::Relaxed);
+            took
+        })
+    }
+
+    /// A waiting thread that shares its core with two others gets about a
+    /// third of it: the time it spends preempted does not count, so its
+    /// deadline passes well after the wall clock's (an oversubscribed run
+    /// is not a stuck one).
+    #[test]
+    fn time_spent_preempted_does_not_count_toward_a_deadline() {
+        crate::clock::calibrate();
+        if crate::os::run_delay_ns(None).is_none() {
+            return eprintln!("this kernel keeps no run delays: the deadline counts wall-clock time");
+        }
+        let shared = waited(200, 2);
+        assert!(shared >= Duration::from_millis(400), "took {shared:?} sharing a core with two spinners");
     }
 }

@@ -3,7 +3,8 @@
 //! it happens elsewhere:
 //! - a handler running longer than `RtConfig::handler_limit_ms` (it will
 //!   never give its thread back to the node);
-//! - a node of another process that failed or died (the transport says);
+//! - a node of another process that failed or died, or shared transport
+//!   state found corrupt (the transport says);
 //! - a run that failed but whose threads do not stop (one is stuck in a
 //!   handler, or in application code that never reaches the runtime).
 //!   A thread cannot be taken back from code that never returns, so the
@@ -45,18 +46,25 @@ fn watch<T: Transport>(cluster: &Cluster<T>, over: &AtomicBool, node: u32) {
     let limit_ns = cluster.cfg.handler_limit_ms.saturating_mul(1_000_000);
     let mut failed_at: Option<Instant> = None;
     let mut announced = false;
+    let mut seen = vec![None; cluster.clocks.len()];
     while !over.load(Ordering::Acquire) {
         if !cluster.failed() {
-            check_handlers(cluster, limit_ns);
+            check_handlers(cluster, limit_ns, &mut seen);
         }
         if !cluster.failed() {
             match cluster.transport.peer_trouble() {
                 Some(Trouble::Failed { node }) => cluster.fail_peer(node, 0),
                 Some(Trouble::Died { node, pid }) => cluster.fail_peer(node, pid),
+                Some(Trouble::Corrupt { sender, node, head, tail }) => {
+                    cluster.fail_corrupt(corrupt_ring(cluster, sender, node, head, tail))
+                }
                 None => {}
             }
         }
         if cluster.failed() {
+            if failed_at.is_none() {
+                cluster.transport.run_failed(&failure_text(cluster, node));
+            }
             if !announced && !cluster.failed_for_peer() {
                 // The others stop now; the words follow when the run ends.
                 cluster.transport.announce_failure(node, "");
@@ -70,11 +78,46 @@ fn watch<T: Transport>(cluster: &Cluster<T>, over: &AtomicBool, node: u32) {
     }
 }
 
-/// Fails the run if a local thread has been in one handler too long.
-fn check_handlers<T: Transport>(cluster: &Cluster<T>, limit_ns: u64) {
+/// How long a handler runs before the watcher notes its thread's run
+/// delay (what the limit then discounts is measured from there: at most
+/// this much preemption before it is missed).
+const SIGHT_NS: u64 = 50_000_000;
+
+/// A handler the watcher has seen running a while: its clock's stamp and
+/// its thread's run delay then.
+#[derive(Clone, Copy)]
+struct Sighting {
+    since: u64,
+    delay_ns: u64,
+}
+
+/// Fails the run if a local thread has been in one handler too long. The
+/// time counted is the thread's own: time it spent preempted (more
+/// threads than cores) does not count, time it spent running or blocked
+/// does.
+fn check_handlers<T: Transport>(cluster: &Cluster<T>, limit_ns: u64, seen: &mut [Option<Sighting>]) {
     for (i, clock) in cluster.clocks.iter().enumerate() {
         let since = clock.since.load(Ordering::Acquire);
-        if since != 0 && Stamp::from_ticks(since).elapsed_ns() > limit_ns {
+        let age = if since == 0 { 0 } else { Stamp::from_ticks(since).elapsed_ns() };
+        if age < SIGHT_NS {
+            continue;
+        }
+        let tid = clock.tid.load(Ordering::Acquire);
+        let delay = || crate::os::run_delay_ns(Some(tid));
+        let preempted = match seen[i] {
+            Some(s) if s.since == since => delay().map_or(0, |d| d.saturating_sub(s.delay_ns)),
+            _ => {
+                // First seen now (perhaps late, the watcher preempted too):
+                // judged from the next look on, where the kernel keeps
+                // run delays.
+                seen[i] = delay().map(|delay_ns| Sighting { since, delay_ns });
+                if seen[i].is_some() {
+                    continue;
+                }
+                0
+            }
+        };
+        if age.saturating_sub(preempted) > limit_ns {
             let node = cluster.first + i as u32 / cluster.ppn;
             let handler = HandlerId(clock.handler.load(Ordering::Relaxed) as u16);
             cluster.fail_hung(node, handler, cluster.cfg.handler_limit_ms);
@@ -83,11 +126,29 @@ fn check_handlers<T: Transport>(cluster: &Cluster<T>, limit_ns: u64) {
     }
 }
 
+/// What a producer found wrong with the ring from thread `sender` (of the
+/// run) to node `node`.
+fn corrupt_ring<T: Transport>(cluster: &Cluster<T>, sender: u32, node: u32, head: u64, tail: u64) -> String {
+    let slots = cluster.cfg.ring_slots as u64;
+    format!(
+        "the ring from node {} thread {} to node {node} has its consumer position at {head}, which a ring of {slots} \
+         slots whose producer is at {tail} cannot have (allowed {}..={tail}): something wrote over it",
+        sender / cluster.ppn,
+        sender % cluster.ppn,
+        tail.saturating_sub(slots)
+    )
+}
+
+/// Why the run failed, as far as the watcher can tell.
+fn failure_text<T: Transport>(cluster: &Cluster<T>, node: u32) -> String {
+    cluster.failure_error().map(|e| e.to_string()).unwrap_or_else(|| {
+        format!("a thread of node {node} did not stop within {} ms of the run failing", STUCK_GRACE.as_millis())
+    })
+}
+
 /// The run failed and a thread will not stop: say why and end the process.
 fn stuck<T: Transport>(cluster: &Cluster<T>, node: u32) -> ! {
-    let text = cluster.failure_error().map(|e| e.to_string()).unwrap_or_else(|| {
-        format!("a thread of node {node} did not stop within {} ms of the run failing", STUCK_GRACE.as_millis())
-    });
+    let text = failure_text(cluster, node);
     cluster.transport.announce_failure(node, &text);
     let _ = writeln!(std::io::stderr().lock(), "error: {text}");
     std::process::exit(STUCK_EXIT);

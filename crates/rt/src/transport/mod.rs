@@ -122,6 +122,11 @@ pub(crate) enum Trouble {
     Failed { node: u32 },
     /// Its process ended before the run did.
     Died { node: u32, pid: u32 },
+    /// A thread of this process found the ring from thread `sender`
+    /// (numbered across the run) to node `node` corrupt: its consumer
+    /// position `head` is impossible for a producer at `tail` (something
+    /// wrote over memory shared with other processes).
+    Corrupt { sender: u32, node: u32, head: u64, tail: u64 },
 }
 
 /// Which of a node's threads is registering (see
@@ -167,6 +172,12 @@ pub(crate) trait Transport: Sized + Send + Sync + 'static {
     /// Tells the other processes that this process's node `node` failed;
     /// `text` (empty at first, when only the fact is known) says why.
     fn announce_failure(&self, _node: u32, _text: &str) {}
+
+    /// The run failed here (`text` says why, as far as the watcher knows):
+    /// a transport whose process must not simply wait for its threads (a
+    /// peer they wait on inside a library call may never answer) prepares
+    /// to end the process if the run does not end soon.
+    fn run_failed(&self, _text: &str) {}
 
     /// Node `node`'s doorbell, if this process can reach it (always for a
     /// local node).

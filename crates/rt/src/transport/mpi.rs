@@ -60,6 +60,9 @@ const CONTROL_SENT: u64 = 2;
 const CONTROL_FAILED: u64 = 3;
 /// Progress steps between tests of the control receive.
 const CONTROL_EVERY: u32 = 64;
+/// How long a failed run's threads have to stop before the job is
+/// aborted from the guard thread (the run's own path aborts it sooner).
+const FAILED_GRACE: Duration = Duration::from_millis(1500);
 
 /// An MPI request handle, moved between threads only with the buffer it
 /// belongs to.
@@ -143,6 +146,107 @@ fn post_recv(buf: &mut [u64], tag: c_int, req: &mut Request) {
 pub(crate) fn send_now(words: &[u64], rank: u32, tag: c_int) {
     // SAFETY: the buffer is live for the whole blocking call.
     unsafe { ffi::MPI_Send(words.as_ptr().cast(), (words.len() * 8) as c_int, bytes(), rank as c_int, tag, comm()) };
+}
+
+/// The job's last resort. A rank whose run failed must not finalise MPI
+/// (`MPI_Finalize` waits for every rank, and one may be stopped or stuck),
+/// nor may it wait for ever in a blocking call to a rank that makes no
+/// progress. So a failing rank says why in one line and aborts the whole
+/// job (`MPI_Abort`: mpirun then ends every rank), and the waits that a
+/// silent peer could make endless are covered by a deadline that a thread
+/// of its own watches, since the waiting thread is inside MPI and cannot
+/// look at a clock.
+pub(crate) mod job {
+    use super::{comm, ffi};
+    use std::io::Write;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::{Mutex, Once, OnceLock};
+    use std::time::{Duration, Instant};
+
+    /// The status an aborted job ends with: the command line's own for an
+    /// error it has reported, so a launcher knows the line was printed.
+    pub(crate) const ABORT_STATUS: i32 = 2;
+    /// How often the guard looks at its deadline.
+    const PERIOD: Duration = Duration::from_millis(20);
+    /// How long `MPI_Abort` may take before the process ends itself.
+    const ABORT_GRACE_S: u32 = 2;
+
+    /// Milliseconds since [`epoch`] at which the guard aborts (0: never).
+    static DEADLINE_MS: AtomicU64 = AtomicU64::new(0);
+    /// What the guard says when it aborts.
+    static TEXT: Mutex<String> = Mutex::new(String::new());
+    /// The error line has been written.
+    static SAID: AtomicBool = AtomicBool::new(false);
+    static GUARD: Once = Once::new();
+
+    fn epoch() -> Instant {
+        static EPOCH: OnceLock<Instant> = OnceLock::new();
+        *EPOCH.get_or_init(Instant::now)
+    }
+
+    fn now_ms() -> u64 {
+        epoch().elapsed().as_millis() as u64 + 1
+    }
+
+    /// Starts the guard thread (once per process; MPI is initialised).
+    pub(crate) fn start_guard() -> Result<(), String> {
+        let mut result = Ok(());
+        GUARD.call_once(|| {
+            epoch();
+            let spawned = std::thread::Builder::new().name("fg-mpi-guard".into()).spawn(|| loop {
+                std::thread::sleep(PERIOD);
+                let at = DEADLINE_MS.load(Ordering::Acquire);
+                if at != 0 && now_ms() >= at {
+                    let text = TEXT.lock().map(|t| t.clone()).unwrap_or_default();
+                    abort(&text);
+                }
+            });
+            result = spawned.map(drop).map_err(|e| format!("cannot start the MPI job's guard thread: {e}"));
+        });
+        result
+    }
+
+    /// Aborts the job `after` from now unless [`disarm`] comes first,
+    /// saying `text` (an earlier deadline stays, with its text).
+    pub(crate) fn arm(after: Duration, text: String) {
+        let at = now_ms() + after.as_millis() as u64;
+        let mut t = TEXT.lock().unwrap_or_else(|e| e.into_inner());
+        let old = DEADLINE_MS.load(Ordering::Acquire);
+        if old == 0 || at < old {
+            *t = text;
+            DEADLINE_MS.store(at, Ordering::Release);
+        }
+    }
+
+    /// The wait the deadline covered is over.
+    pub(crate) fn disarm() {
+        let _t = TEXT.lock().unwrap_or_else(|e| e.into_inner());
+        DEADLINE_MS.store(0, Ordering::Release);
+    }
+
+    /// Writes `error: text` once per process, in one write (ranks share
+    /// mpirun's standard error, where separate writes would interleave).
+    fn say_once(text: &str) {
+        if !SAID.swap(true, Ordering::AcqRel) {
+            let line = format!("error: {}\n", text.replace('\n', " "));
+            let _ = std::io::stderr().lock().write_all(line.as_bytes());
+        }
+    }
+
+    /// Says why, then ends every rank of the job.
+    pub(crate) fn abort(text: &str) -> ! {
+        say_once(text);
+        // Should the library not get the job ended (its own locks held by
+        // a thread stuck inside it), SIGALRM's default action ends this
+        // process, which mpirun takes as the job failing.
+        // SAFETY: alarm only schedules a signal; MPI_Abort takes the world
+        // communicator and a status, and does not return.
+        unsafe {
+            libc::alarm(ABORT_GRACE_S);
+            ffi::MPI_Abort(comm(), ABORT_STATUS);
+            libc::_exit(ABORT_STATUS)
+        }
+    }
 }
 
 /// The rank's end-of-run bookkeeping, kept by the receive-right holder and
@@ -273,6 +377,12 @@ impl Transport for Mpi {
         if self.multiple {
             announce(self.control.ranks, self.control.me, node, text);
         }
+    }
+
+    /// The run's threads may be stuck inside MPI (a send to a rank that
+    /// makes no progress): the job ends soon whatever they do.
+    fn run_failed(&self, text: &str) {
+        job::arm(FAILED_GRACE, text.to_string());
     }
 }
 

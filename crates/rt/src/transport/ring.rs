@@ -63,8 +63,20 @@ struct Shared {
     /// The consumer's position, published after every record it consumes;
     /// on a line of its own so the producer's slots never share it.
     head: *const AtomicU64,
+    /// Where a consumer position the ring cannot have is reported (mapped
+    /// rings: memory other processes can write over).
+    fault: Option<FaultAt>,
     /// Keeps the memory above alive for as long as either side holds it.
     _owner: Owner,
+}
+
+/// Three words of a shared mapping where a producer reports a consumer
+/// position it cannot believe: 1 + the ring's number (0: none yet), the
+/// position read, and the producer's own position then.
+#[derive(Clone, Copy)]
+pub(crate) struct FaultAt {
+    pub(crate) words: *const [AtomicU64; 3],
+    pub(crate) ring: u64,
 }
 
 enum Owner {
@@ -80,6 +92,22 @@ unsafe impl Send for Shared {}
 unsafe impl Sync for Shared {}
 
 impl Shared {
+    /// The consumer's published position `head` cannot be: the producer,
+    /// at `tail`, has never written past what it allows (`tail - len ..=
+    /// tail`). Reported once, where the ring has somewhere to report it.
+    #[cold]
+    fn bad_head(&self, head: u64, tail: u64) {
+        if let Some(f) = self.fault {
+            // SAFETY: the words lie in the mapping `_owner` keeps mapped.
+            let words = unsafe { &*f.words };
+            if words[0].load(Ordering::Acquire) == 0 {
+                words[1].store(head, Ordering::Relaxed);
+                words[2].store(tail, Ordering::Relaxed);
+                let _ = words[0].compare_exchange(0, f.ring + 1, Ordering::AcqRel, Ordering::Acquire);
+            }
+        }
+    }
+
     #[inline(always)]
     fn slot(&self, pos: u64) -> &Slot {
         // SAFETY: `pos & mask` is below `len`, the number of slots at
@@ -105,6 +133,7 @@ pub(crate) struct MappedRing {
     pub(crate) slots_at: *const u8,
     pub(crate) slots: usize,
     pub(crate) head_at: *const u8,
+    pub(crate) fault: FaultAt,
 }
 
 /// Bytes a mapped ring of `slots` slots takes (its slots, then its head
@@ -128,6 +157,7 @@ pub(crate) unsafe fn mapped(at: &MappedRing, owner: std::sync::Arc<dyn Send + Sy
         len: at.slots,
         mask: at.slots as u64 - 1,
         head: at.head_at.cast(),
+        fault: Some(at.fault),
         _owner: Owner::Mapped { _map: owner },
     });
     let log2 = at.slots.trailing_zeros();
@@ -193,6 +223,7 @@ pub fn ring(capacity: usize) -> (Producer, Consumer) {
         len: capacity,
         mask: capacity as u64 - 1,
         head: &**head as *const AtomicU64,
+        fault: None,
         _owner: Owner::Heap { _slots: slots, _head: head },
     });
     let log2 = capacity.trailing_zeros();
@@ -219,6 +250,20 @@ impl Producer {
         self.shared.len
     }
 
+    /// The consumer's published position, if it is one the ring can have
+    /// (it never passes the producer, nor lags it by more than the ring);
+    /// otherwise the ring's memory was overwritten: it is reported, and
+    /// the ring stays full rather than overwrite records not yet read.
+    #[inline]
+    fn read_head(&self) -> Result<u64, Full> {
+        let head = self.shared.head().load(Ordering::Acquire);
+        if head > self.tail || self.tail - head > self.shared.len as u64 {
+            self.shared.bad_head(head, self.tail);
+            return Err(Full);
+        }
+        Ok(head)
+    }
+
     /// Appends a record of `meta` (56 bits) and `words`; fails with `Full`
     /// (writing nothing) if the consumer has not freed enough slots.
     pub fn try_push(&mut self, meta: u64, words: &[u64]) -> Result<(), Full> {
@@ -231,7 +276,7 @@ impl Producer {
     pub fn try_push_one(&mut self, meta: u64, words: &[u64]) -> Result<(), Full> {
         debug_assert!(words.len() <= SLOT_DATA_WORDS && meta <= META_MASK);
         if self.tail + 1 - self.cached_head > self.shared.len as u64 {
-            self.cached_head = self.shared.head().load(Ordering::Acquire);
+            self.cached_head = self.read_head()?;
             if self.tail + 1 - self.cached_head > self.shared.len as u64 {
                 return Err(Full);
             }
@@ -256,7 +301,7 @@ impl Producer {
         let cap = self.capacity() as u64;
         if self.tail + n as u64 - self.cached_head > cap {
             // Lazy pointer: look at the consumer's position only now.
-            self.cached_head = self.shared.head().load(Ordering::Acquire);
+            self.cached_head = self.read_head()?;
             if self.tail + n as u64 - self.cached_head > cap {
                 return Err(Full);
             }

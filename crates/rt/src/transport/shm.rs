@@ -23,12 +23,12 @@
 //! mapping and descriptor.
 
 use super::inproc::{RingInbox, RingSender};
-use super::ring::{self, MappedRing};
+use super::ring::{self, FaultAt, MappedRing};
 use super::{Endpoints, Layout, ThreadKind, Transport, Trouble};
 use crate::notify::Doorbell;
-use crate::processes::ShmNode;
 use crossbeam_utils::CachePadded;
 use finegrain_core::NodeId;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -58,6 +58,9 @@ struct Header {
     /// Bytes of `fail_text` written (0: none yet).
     fail_len: AtomicU32,
     fail_text: [AtomicU64; FAIL_TEXT / 8],
+    /// A ring whose consumer position a producer found impossible: 1 +
+    /// the ring's number (0: none), the position, the producer's.
+    ring_fault: [AtomicU64; 3],
 }
 
 /// What the other processes see of one node process.
@@ -279,14 +282,25 @@ impl Mapping {
         unsafe { &*self.at::<CachePadded<Doorbell>>(at) }
     }
 
-    fn ring_at(&self, sender: usize, dst: usize) -> MappedRing {
+    pub(crate) fn ring_at(&self, sender: usize, dst: usize) -> MappedRing {
         let at = self.layout.rings_at + (sender * self.layout.nodes + dst) * self.layout.ring_bytes;
         let slots_bytes = self.layout.ring_slots * 64;
         MappedRing {
             slots_at: self.at::<u8>(at),
             slots: self.layout.ring_slots,
             head_at: self.at::<u8>(at + slots_bytes),
+            fault: FaultAt { words: &self.header().ring_fault, ring: (sender * self.layout.nodes + dst) as u64 },
         }
+    }
+
+    /// The ring a producer found corrupt, if one has: its sending thread
+    /// (numbered across the run), its node, the consumer position read
+    /// and the producer's own.
+    pub(crate) fn ring_fault(&self) -> Option<(u32, u32, u64, u64)> {
+        let w = &self.header().ring_fault;
+        let ring = w[0].load(Ordering::Acquire).checked_sub(1)?;
+        let nodes = self.layout.nodes as u64;
+        Some(((ring / nodes) as u32, (ring % nodes) as u32, w[1].load(Ordering::Relaxed), w[2].load(Ordering::Relaxed)))
     }
 
     /// Nodes of the run the mapping was made for.
@@ -358,6 +372,67 @@ impl Mapping {
         // before publishing STATE_REPORTED, which the caller acquired.
         unsafe { std::ptr::copy_nonoverlapping(self.base.add(at), out.as_mut_ptr(), len) };
         out
+    }
+}
+
+/// A peer node process, watched through a pidfd (readable once it ends,
+/// even before its parent reaps it).
+pub(crate) struct Peer {
+    node: u32,
+    pid: u32,
+    fd: OwnedFd,
+}
+
+impl Peer {
+    pub(crate) fn open(node: u32, pid: u32) -> Result<Peer, String> {
+        // SAFETY: pidfd_open takes a pid and flags and returns a new
+        // descriptor (or -1); nothing else is touched.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) } as i32;
+        if fd < 0 {
+            return Err(format!("watching node {node} (process {pid}): {}", std::io::Error::last_os_error()));
+        }
+        // SAFETY: `fd` is a descriptor we own from here on.
+        Ok(Peer { node, pid, fd: unsafe { OwnedFd::from_raw_fd(fd) } })
+    }
+
+    fn ended(&self) -> bool {
+        let mut p = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd, no waiting.
+        unsafe { libc::poll(&mut p, 1, 0) > 0 }
+    }
+}
+
+/// This process's node of a shared-memory run: the mapping and the other
+/// node processes.
+pub(crate) struct ShmNode {
+    pub(crate) map: Arc<Mapping>,
+    pub(crate) node: u32,
+    pub(crate) peers: Vec<Peer>,
+}
+
+impl ShmNode {
+    /// What went wrong elsewhere, if anything: a node that announced a
+    /// failure, or one whose process ended without reporting.
+    /// A death comes first: the nodes that stopped because of it have
+    /// failed too, but it is the cause.
+    pub(crate) fn trouble(&self) -> Option<Trouble> {
+        if let Some((sender, node, head, tail)) = self.map.ring_fault() {
+            // The process of the thread that found it reports it; the
+            // others learn of its failure as of any other.
+            if sender / self.map.layout.threads_per_node as u32 == self.node {
+                return Some(Trouble::Corrupt { sender, node, head, tail });
+            }
+        }
+        let state = |p: &Peer| self.map.area(p.node).state.load(Ordering::Acquire);
+        if let Some(p) = self.peers.iter().find(|p| state(p) == STATE_RUNNING && p.ended()) {
+            return Some(Trouble::Died { node: p.node, pid: p.pid });
+        }
+        if let Some((node, _)) = self.map.failure() {
+            if node != self.node {
+                return Some(Trouble::Failed { node });
+            }
+        }
+        self.peers.iter().find(|p| state(p) == STATE_FAILED).map(|p| Trouble::Failed { node: p.node })
     }
 }
 

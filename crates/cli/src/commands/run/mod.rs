@@ -173,32 +173,15 @@ fn checked_nodes(a: &RunArgs, workload: Workload, platform: &str) -> Result<u32>
     })
 }
 
-/// `run --platform mpi` outside mpirun: this same command under `mpirun
-/// -np NODES` (oversubscribed if need be; as root, allowed to run).
+/// `run --platform mpi` outside mpirun: this same command as the ranks of
+/// a one-host job (see `finegrain_rt::processes::launch::mpirun`).
 #[cfg(feature = "mpi")]
 fn launch_mpi(a: &RunArgs, workload: Workload) -> Result<()> {
     let nodes = checked_nodes(a, workload, "mpi")?;
     let program = std::env::current_exe().map_err(|e| anyhow::anyhow!("finding this program to launch it: {e}"))?;
-    let mut cmd = std::process::Command::new("mpirun");
-    cmd.args(["-np", &nodes.to_string(), "--oversubscribe"])
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    cmd.arg(program).args(std::env::args_os().skip(1)).stdin(std::process::Stdio::null());
-    let status = match cmd.status() {
-        Ok(s) => s,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
-            "mpirun not found on PATH: platform mpi runs its ranks under Open MPI's mpirun (Debian: apt-get install \
-             openmpi-bin), or start them yourself with mpirun -np {nodes} finegrain run --platform mpi ..."
-        ),
-        Err(e) => bail!("cannot start mpirun: {e}"),
-    };
-    if !status.success() {
-        bail!(
-            "mpirun {}",
-            status.code().map_or("was killed by a signal".to_string(), |c| format!("exited with status {c}"))
-        );
-    }
-    Ok(())
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let launched = finegrain_rt::processes::launch::mpirun(nodes, program.as_os_str(), &args);
+    crate::commands::launch::ended(launched.map_err(anyhow::Error::msg)?)
 }
 
 /// `run --platform shm` with no launcher around it: launch this same

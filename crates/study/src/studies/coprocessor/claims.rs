@@ -531,7 +531,7 @@ mod tests {
             measures: None,
             wall: Default::default(),
         };
-        Run { record, measured }
+        Run { record, measures: None, measured }
     }
 
     fn judged(dma: Option<f64>, main: Option<Row>, coproc: Option<Row>) -> Claim {

@@ -20,18 +20,8 @@ pub const MAX_DMA_ROUNDS: u64 = 100_000;
 /// is the real bound; this keeps an edited file from asking for hours).
 pub const MAX_NODES: u32 = 256;
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct Experiment {
-    pub name: String,
-    pub title: String,
-    pub paper: String,
-    pub study: String,
-    pub preset: String,
-    pub seed: u64,
-    pub full: Grid,
-    pub quick: Grid,
-}
+/// The study's experiment file: the common header and its grids.
+pub type Experiment = crate::experiment::Experiment<crate::experiment::NoFields, Grid>;
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]

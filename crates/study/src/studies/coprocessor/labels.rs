@@ -6,7 +6,7 @@ use super::grid::MAX_DMA_ROUNDS;
 use crate::record::{describe_value, Labels, Remeasured};
 use finegrain_apps::micro::Protocol;
 use finegrain_apps::splitc::primitives::Primitive;
-use finegrain_apps::splitc::spec::ProgramSpec;
+use finegrain_apps::splitc::spec::{ProgramMeasures, ProgramSpec};
 use finegrain_apps::WorkloadSpec;
 use finegrain_core::{CoprocLibrary, Policy};
 use finegrain_sim::SimConfig;
@@ -112,6 +112,9 @@ fn describe_splitc(c: &SimConfig, workload: &WorkloadSpec, part: &Part) -> Resul
 }
 
 impl Labels for RunLabels {
+    /// A Split-C run's (the ping-pongs have none).
+    type Measures = ProgramMeasures;
+
     /// The measurement, the library and the replicate.
     fn id(&self) -> String {
         let variant = self.variant.map_or(String::new(), |v| format!("-{}", v.label()));

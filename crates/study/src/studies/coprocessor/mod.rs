@@ -27,68 +27,38 @@ pub use labels::{Part, RunLabels, Variant};
 pub use runs::{Measured, Run};
 
 use crate::claim::Claim;
-use crate::experiment::{Header, Source};
+use crate::experiment::{NoFields, Source};
 use crate::figures::Figure;
-use crate::record::RunRecord;
 use crate::report::Section;
 use crate::study::{Planned, Study};
 use anyhow::Result;
-use finegrain_core::MachineConfig;
 use std::path::Path;
 
-/// The study, loaded: its experiment and the preset's machine.
+/// The study, loaded: its experiment and its runs, planned and checked.
 pub struct Coprocessor {
     exp: Experiment,
-    header: Header,
-    quick: bool,
-    machine: MachineConfig,
-}
-
-impl Coprocessor {
-    fn grid(&self) -> &Grid {
-        if self.quick {
-            &self.exp.quick
-        } else {
-            &self.exp.full
-        }
-    }
+    planned: Vec<Planned<RunLabels>>,
 }
 
 impl Study for Coprocessor {
     const NAME: &'static str = grid::NAME;
     const EXPERIMENT: &'static str = include_str!("../../../../../experiments/coprocessor.toml");
+    type Own = NoFields;
+    type Grid = Grid;
     type Labels = RunLabels;
     type Run = Run;
 
-    fn load(src: &Source, quick: bool) -> Result<Coprocessor> {
-        let exp = plan::load(src)?;
-        let header = crate::experiment::header(src)?;
-        let machine = MachineConfig::load(&src.preset(&exp.preset))?;
-        Ok(Coprocessor { exp, header, quick, machine })
+    fn load(exp: Experiment, src: &Source) -> Result<Coprocessor> {
+        let planned = plan::load(&exp, src)?;
+        Ok(Coprocessor { exp, planned })
     }
 
-    fn header(&self) -> &Header {
-        &self.header
+    fn experiment(&self) -> &Experiment {
+        &self.exp
     }
 
     fn plan(&self) -> Result<Vec<Planned<RunLabels>>> {
-        plan::plan(&self.exp, &self.machine, self.grid())
-    }
-
-    fn view(&self, records: Vec<RunRecord<RunLabels>>) -> Vec<Run> {
-        records.into_iter().map(Run::of).collect()
-    }
-
-    fn record(run: &Run) -> &RunRecord<RunLabels> {
-        &run.record
-    }
-
-    fn csv_header(&self) -> &'static str {
-        runs::CSV_HEADER
-    }
-
-    fn csv_row(&self, run: &Run) -> String {
-        runs::csv_row(run)
+        Ok(self.planned.clone())
     }
 
     fn claims(&self, runs: &[Run]) -> Vec<Claim> {
@@ -100,10 +70,10 @@ impl Study for Coprocessor {
     }
 
     fn setup(&self, _runs: &[Run]) -> String {
-        report::setup(&self.exp, self.grid())
+        report::setup(&self.exp, self.exp.grid())
     }
 
     fn sections(&self, runs: &[Run], claims: &[Claim]) -> Vec<Section> {
-        report::sections(runs, self.grid(), claims)
+        report::sections(runs, self.exp.grid(), claims)
     }
 }

@@ -5,7 +5,7 @@
 //! and Table 2's programs under the main-processor and the optimized
 //! co-processor library.
 
-use super::grid::{Experiment, Grid, NAME};
+use super::grid::{Experiment, Grid};
 use super::labels::{dma_one_way, Part, RunLabels, Variant};
 use crate::experiment::Source;
 use crate::record::Labels as _;
@@ -33,29 +33,25 @@ pub const PROGRAM_LIBRARIES: [CoprocLibrary; 2] = [CoprocLibrary::MainAm, Coproc
 /// (Sections 5.1 and 5.2).
 pub const PAIR: Topology = Topology { nodes: 2, procs_per_node: 1 };
 
-pub(super) fn load(src: &Source) -> Result<Experiment> {
-    let e: Experiment = src.parse()?;
-    if e.study != NAME {
-        bail!("invalid study = {} in {}: expected {NAME}", e.study, src.origin);
-    }
+/// Checks the experiment (both grids' fields, the preset's co-processor)
+/// and plans the grid that runs, every run checked before any runs.
+pub(super) fn load(e: &Experiment, src: &Source) -> Result<Vec<Planned<RunLabels>>> {
     e.full.validate("full")?;
     e.quick.validate("quick")?;
-    let machine = MachineConfig::load(&src.preset(&e.preset))?;
+    let machine = MachineConfig::load(&src.preset(&e.header.preset))?;
     if machine.coprocessor.is_none() {
         bail!(
             "invalid preset = {}: the study needs a machine with a [coprocessor] section (for example ipps96)",
-            e.preset
+            e.header.preset
         );
     }
-    // Every run must be valid before any runs.
-    for (table, grid) in [("full", &e.full), ("quick", &e.quick)] {
-        for p in planned_runs(&e, &machine, grid, 1.0)? {
-            p.workload
-                .validate(&p.config)
-                .map_err(|err| anyhow::anyhow!("invalid experiment ({table} run {}): {err}", p.labels.id()))?;
-        }
+    let runs = plan(e, &machine, e.grid())?;
+    for p in &runs {
+        p.workload
+            .validate(&p.config)
+            .map_err(|err| anyhow::anyhow!("invalid experiment ({} run {}): {err}", e.mode.table(), p.labels.id()))?;
     }
-    Ok(e)
+    Ok(runs)
 }
 
 /// The null ping-pong of one requester, back to back.
@@ -96,7 +92,7 @@ impl Maker<'_> {
         topology: Topology,
         workload: WorkloadSpec,
     ) -> Planned<RunLabels> {
-        let seed = mix_seed(self.exp.seed, replicate as u64, 0xc0_96);
+        let seed = mix_seed(self.exp.header.seed, replicate as u64, 0xc0_96);
         Planned {
             labels: RunLabels { library, replicate, seed, part, variant: None },
             config: config(self.machine, topology, library, seed),
@@ -162,7 +158,7 @@ fn planned_runs(exp: &Experiment, machine: &MachineConfig, grid: &Grid, dma: f64
 /// Every run of the chosen grid, ready to run, with the machine's bare DMA
 /// flag time measured once (the scripted ping-pong takes no seed).
 pub(super) fn plan(exp: &Experiment, machine: &MachineConfig, grid: &Grid) -> Result<Vec<Planned<RunLabels>>> {
-    let probe = config(machine, PAIR, CoprocLibrary::MainAm, exp.seed);
+    let probe = config(machine, PAIR, CoprocLibrary::MainAm, exp.header.seed);
     let dma = dma_one_way(&probe, grid.dma_rounds)?;
     planned_runs(exp, machine, grid, dma)
 }

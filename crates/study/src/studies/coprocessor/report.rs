@@ -25,7 +25,7 @@ pub(super) fn setup(exp: &Experiment, grid: &Grid) -> String {
          libraries. Table 2: each program on {} nodes with its `{}` input (listed with the table), under main-am \
          and the optimized co-processor library, once (a program's input comes from its own seed). {} seed(s) \
          per Table 1 and Figure 3 measurement; those tables show the mean over them.",
-        exp.preset,
+        exp.header.preset,
         PAIR.nodes,
         grid.round_trips,
         grid.dma_rounds,
@@ -126,7 +126,7 @@ fn table2_section(runs: &[&Run], grid: &Grid) -> Section {
 }
 
 fn input_of(r: &Run) -> Option<String> {
-    r.record.measures.as_ref()?.get("input")?.as_str().map(str::to_string)
+    r.measures.as_ref().map(|m| m.input.clone())
 }
 
 /// Every program's phases on its slowest node (fft's compute and remap).

@@ -3,6 +3,8 @@
 
 use super::labels::{Part, RunLabels};
 use crate::record::RunRecord;
+use crate::study::{Measured as Typed, StudyRun};
+use anyhow::{bail, Result};
 use finegrain_apps::splitc::primitives::Primitive;
 use finegrain_apps::splitc::spec::ProgramMeasures;
 use std::collections::BTreeMap;
@@ -33,7 +35,7 @@ pub enum Measured {
         phases_us: BTreeMap<String, f64>,
         read_wait_us: Option<f64>,
     },
-    /// A record whose measures are missing or malformed (reported, not
+    /// A primitive's record that timed no operation (reported, not
     /// judged).
     Unreadable(String),
 }
@@ -41,61 +43,72 @@ pub enum Measured {
 /// A finished run as the study views it.
 pub struct Run {
     pub record: RunRecord<RunLabels>,
+    /// A Split-C run's measures as recorded (none for a ping-pong).
+    pub measures: Option<ProgramMeasures>,
     pub measured: Measured,
 }
 
 impl Run {
-    pub fn of(record: RunRecord<RunLabels>) -> Run {
-        let measured = measure(&record);
-        Run { record, measured }
-    }
-
     pub fn l(&self) -> &RunLabels {
         &self.record.labels
     }
 }
 
-fn measure(record: &RunRecord<RunLabels>) -> Measured {
+impl StudyRun<RunLabels> for Run {
+    const CSV_HEADER: &'static str = CSV_HEADER;
+
+    fn of(run: Typed<RunLabels>) -> Result<Run> {
+        let measured = measure(&run.record, run.measures.as_ref())?;
+        Ok(Run { record: run.record, measures: run.measures, measured })
+    }
+
+    fn record(&self) -> &RunRecord<RunLabels> {
+        &self.record
+    }
+
+    fn csv_row(&self) -> String {
+        csv_row(self)
+    }
+}
+
+fn measure(record: &RunRecord<RunLabels>, measures: Option<&ProgramMeasures>) -> Result<Measured> {
     let m = &record.config.machine;
     let us = |cycles: f64| m.cycles_to_us(cycles);
-    let measures = || -> Result<ProgramMeasures, String> {
-        let v = record.measures.clone().ok_or("no measures")?;
-        serde_json::from_value(v).map_err(|e| e.to_string())
+    let split_c = || match measures {
+        Some(pm) => Ok(pm),
+        None => bail!("run {}: its record has no measures, which every Split-C run has", record.id),
     };
-    match &record.labels.part {
+    Ok(match &record.labels.part {
         Part::PingPong { dma_one_way_cycles, .. } => Measured::PingPong {
             round_trip_us: us(record.stats.request_latency.mean_cycles),
             dma_one_way_us: us(*dma_one_way_cycles),
         },
-        Part::Primitive { primitive, words } => match measures() {
-            Err(e) => Measured::Unreadable(e),
-            Ok(pm) => {
-                let Some(per_op) = pm.per_event("op", "ops") else {
-                    return Measured::Unreadable("no timed operations".into());
-                };
-                let per_op_us = us(per_op);
-                match primitive {
-                    Primitive::BulkPut => Measured::Bandwidth { mb_per_s: (*words * 8) as f64 / per_op_us },
-                    p if p.ping_pong() => Measured::Latency { us: per_op_us / 2.0 },
-                    _ => Measured::Latency { us: per_op_us },
-                }
+        Part::Primitive { primitive, words } => {
+            let Some(per_op) = split_c()?.per_event("op", "ops") else {
+                return Ok(Measured::Unreadable("no timed operations".into()));
+            };
+            let per_op_us = us(per_op);
+            match primitive {
+                Primitive::BulkPut => Measured::Bandwidth { mb_per_s: (*words * 8) as f64 / per_op_us },
+                p if p.ping_pong() => Measured::Latency { us: per_op_us / 2.0 },
+                _ => Measured::Latency { us: per_op_us },
             }
-        },
-        Part::Program { .. } => match measures() {
-            Err(e) => Measured::Unreadable(e),
-            Ok(pm) => Measured::Program {
+        }
+        Part::Program { .. } => {
+            let pm = split_c()?;
+            Measured::Program {
                 time_us: us(pm.time as f64),
                 phases_us: pm.phase_max.iter().map(|(k, &v)| (k.clone(), us(v as f64))).collect(),
                 read_wait_us: pm.per_event("read-wait", "reads").map(us),
-            },
-        },
-    }
+            }
+        }
+    })
 }
 
-pub(super) const CSV_HEADER: &str =
+const CSV_HEADER: &str =
     "part,subject,library,replicate,seed,value,unit,dma_one_way_us,read_wait_us,sim_cycles,events,wall_seconds,record";
 
-pub(super) fn csv_row(run: &Run) -> String {
+fn csv_row(run: &Run) -> String {
     let l = run.l();
     let (part, value, unit, dma, wait) = match &run.measured {
         Measured::PingPong { round_trip_us, dma_one_way_us } => {

@@ -13,19 +13,15 @@ pub const NAME: &str = "pdq-dsm";
 /// simulator's host memory is the real bound).
 pub const MAX_PROCESSORS: u32 = 256;
 
+/// The study's experiment file: the common header, the top-level fields
+/// below, and its grids.
+pub type Experiment = crate::experiment::Experiment<Own, Grid>;
+
+/// The machine of today the beyond-the-paper runs use.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct Experiment {
-    pub name: String,
-    pub title: String,
-    pub paper: String,
-    pub study: String,
-    pub preset: String,
-    /// The machine of today the beyond-the-paper runs use.
+pub struct Own {
     pub modern_preset: String,
-    pub seed: u64,
-    pub full: Grid,
-    pub quick: Grid,
 }
 
 /// One machine shape: nodes x compute processors per node, block size.

@@ -45,6 +45,8 @@ pub struct RunLabels {
 }
 
 impl Labels for RunLabels {
+    type Measures = finegrain_apps::dsm::spec::DsmMeasures;
+
     fn id(&self) -> String {
         let variant = self.variant.map_or(String::new(), |v| format!("-{}", v.label()));
         format!("{}-{}-{}x{}-{}B{variant}", self.app, self.system.label(), self.nodes, self.procs, self.block_bytes)

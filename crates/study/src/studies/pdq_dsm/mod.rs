@@ -26,67 +26,38 @@ pub use labels::{RunLabels, Variant};
 pub use runs::Run;
 
 use crate::claim::Claim;
-use crate::experiment::{Header, Source};
+use crate::experiment::Source;
 use crate::figures::Figure;
-use crate::record::RunRecord;
 use crate::report::Section;
 use crate::study::{Planned, Study};
 use anyhow::Result;
-use plan::Machines;
 use std::path::Path;
 
-/// The study, loaded: its experiment and machines.
+/// The study, loaded: its experiment and its runs, planned and checked.
 pub struct PdqDsm {
     exp: Experiment,
-    header: Header,
-    quick: bool,
-    machines: Machines,
-}
-
-impl PdqDsm {
-    fn grid(&self) -> &Grid {
-        if self.quick {
-            &self.exp.quick
-        } else {
-            &self.exp.full
-        }
-    }
+    planned: Vec<Planned<RunLabels>>,
 }
 
 impl Study for PdqDsm {
     const NAME: &'static str = grid::NAME;
     const EXPERIMENT: &'static str = include_str!("../../../../../experiments/pdq-dsm.toml");
+    type Own = grid::Own;
+    type Grid = Grid;
     type Labels = RunLabels;
     type Run = Run;
 
-    fn load(src: &Source, quick: bool) -> Result<PdqDsm> {
-        let (exp, machines) = plan::load(src)?;
-        let header = crate::experiment::header(src)?;
-        Ok(PdqDsm { exp, header, quick, machines })
+    fn load(exp: Experiment, src: &Source) -> Result<PdqDsm> {
+        let planned = plan::load(&exp, src)?;
+        Ok(PdqDsm { exp, planned })
     }
 
-    fn header(&self) -> &Header {
-        &self.header
+    fn experiment(&self) -> &Experiment {
+        &self.exp
     }
 
     fn plan(&self) -> Result<Vec<Planned<RunLabels>>> {
-        plan::plan(&self.exp, &self.machines, self.grid())
-    }
-
-    fn view(&self, records: Vec<RunRecord<RunLabels>>) -> Vec<Run> {
-        records.into_iter().map(Run::of).collect()
-    }
-
-    fn record(run: &Run) -> &RunRecord<RunLabels> {
-        &run.record
-    }
-
-    fn csv_header(&self) -> &'static str {
-        runs::CSV_HEADER
-    }
-
-    fn csv_row(&self, run: &Run) -> String {
-        runs::csv_row(run)
+        Ok(self.planned.clone())
     }
 
     fn claims(&self, runs: &[Run]) -> Vec<Claim> {
@@ -94,15 +65,15 @@ impl Study for PdqDsm {
     }
 
     fn figures(&self, runs: &[Run], out: &Path) -> Result<Vec<Figure>> {
-        report::draw_figures(out, runs, self.grid())
+        report::draw_figures(out, runs, self.exp.grid())
     }
 
     fn setup(&self, runs: &[Run]) -> String {
-        report::setup(&self.exp, self.grid(), runs)
+        report::setup(&self.exp, self.exp.grid(), runs)
     }
 
     fn sections(&self, runs: &[Run], _claims: &[Claim]) -> Vec<Section> {
-        report::sections(runs, self.grid())
+        report::sections(runs, self.exp.grid())
     }
 }
 
@@ -117,9 +88,9 @@ mod tests {
     #[test]
     fn the_shipped_experiment_plans_every_figure() {
         let src = crate::studies::source("pdq-dsm").unwrap();
-        let study = PdqDsm::load(&src, true).unwrap();
+        let study: PdqDsm = crate::study::load(&src, true).unwrap();
         let runs = study.plan().unwrap();
-        let grid = study.grid();
+        let grid = study.exp.grid();
         let per_app = grid.systems.len() * grid.shapes.len() + 1 + (grid.systems.len() - 1) + grid.systems.len();
         assert_eq!(runs.len(), grid.apps.len() * per_app);
         let mut ids: Vec<String> = runs.iter().map(|r| r.labels.id()).collect();
@@ -140,7 +111,7 @@ mod tests {
         let file = |name: &str| format!("{}/../../experiments/{name}.toml", env!("CARGO_MANIFEST_DIR"));
         let plan = |name: &str| -> Vec<Planned<RunLabels>> {
             let src = Source::from_path(&file(name)).unwrap();
-            PdqDsm::load(&src, false).unwrap().plan().unwrap()
+            crate::study::load::<PdqDsm>(&src, false).unwrap().plan().unwrap()
         };
         let (whole, piece) = (plan("pdq-dsm-paper"), plan("pdq-dsm-paper-blocks"));
         // The five shapes (280) and Table 2's seven one-processor runs.
@@ -157,7 +128,7 @@ mod tests {
     fn a_grid_without_s_coma_is_refused() {
         let text = crate::studies::source("pdq-dsm").unwrap().text.replace("\"s-coma\", ", "");
         let src = Source::shipped("pdq-dsm", &text);
-        let e = PdqDsm::load(&src, true).err().unwrap().to_string();
+        let e = crate::study::load::<PdqDsm>(&src, true).err().unwrap().to_string();
         assert!(e.contains("s-coma missing"), "{e}");
     }
 }

@@ -4,7 +4,7 @@
 //! speedups), and the runs beyond the paper (key affinity, the modern
 //! machine).
 
-use super::grid::{Experiment, Grid, ShapeSpec, NAME};
+use super::grid::{Experiment, Grid, ShapeSpec};
 use super::labels::{RunLabels, Variant};
 use crate::experiment::Source;
 use crate::record::Labels as _;
@@ -21,24 +21,20 @@ pub(super) struct Machines {
     pub modern: Option<MachineConfig>,
 }
 
-pub(super) fn load(src: &Source) -> Result<(Experiment, Machines)> {
-    let e: Experiment = src.parse()?;
-    if e.study != NAME {
-        bail!("invalid study = {} in {}: expected {NAME}", e.study, src.origin);
-    }
+/// Checks the experiment (both grids' fields, the presets) and plans the
+/// grid that runs, every run checked before any runs.
+pub(super) fn load(e: &Experiment, src: &Source) -> Result<Vec<Planned<RunLabels>>> {
     e.full.validate("full")?;
     e.quick.validate("quick")?;
-    let paper = machine(src, &e.preset)?;
-    let modern = if e.full.modern || e.quick.modern { Some(machine(src, &e.modern_preset)?) } else { None };
-    let machines = Machines { paper, modern };
-    for (table, grid) in [("full", &e.full), ("quick", &e.quick)] {
-        for p in plan(&e, &machines, grid)? {
-            p.workload
-                .validate(&p.config)
-                .map_err(|err| anyhow::anyhow!("invalid experiment ({table} run {}): {err}", p.labels.id()))?;
-        }
+    let paper = machine(src, &e.header.preset)?;
+    let modern = if e.full.modern || e.quick.modern { Some(machine(src, &e.own.modern_preset)?) } else { None };
+    let runs = plan(e, &Machines { paper, modern }, e.grid())?;
+    for p in &runs {
+        p.workload
+            .validate(&p.config)
+            .map_err(|err| anyhow::anyhow!("invalid experiment ({} run {}): {err}", e.mode.table(), p.labels.id()))?;
     }
-    Ok((e, machines))
+    Ok(runs)
 }
 
 fn machine(src: &Source, name: &str) -> Result<MachineConfig> {
@@ -83,7 +79,7 @@ pub(super) fn baseline(grid: &Grid) -> ShapeSpec {
 }
 
 pub(super) fn plan(exp: &Experiment, machines: &Machines, grid: &Grid) -> Result<Vec<Planned<RunLabels>>> {
-    let seed = exp.seed;
+    let seed = exp.header.seed;
     let paper = &machines.paper;
     let mut runs = Vec::new();
     for app in &grid.apps {

@@ -29,10 +29,7 @@ pub(super) fn setup(exp: &Experiment, grid: &Grid, runs: &[Run]) -> String {
     let mut inputs: Vec<(String, String)> = runs
         .iter()
         .filter(|r| r.l().variant.is_none())
-        .filter_map(|r| {
-            let m: finegrain_apps::dsm::spec::DsmMeasures = serde_json::from_value(r.record.measures.clone()?).ok()?;
-            Some((r.l().app.clone(), m.input))
-        })
+        .map(|r| (r.l().app.clone(), r.measures.input.clone()))
         .collect();
     inputs.sort();
     inputs.dedup();
@@ -48,14 +45,14 @@ pub(super) fn setup(exp: &Experiment, grid: &Grid, runs: &[Run]) -> String {
          system's on the same shape. Every run checks that no two handlers of one block ran at once and that \
          every read returned the last value written (a shadow copy of memory), and each application checks its \
          answer against a sequential reference. Seed {}.",
-        exp.preset,
+        exp.header.preset,
         grid.shapes
             .iter()
             .map(|s| format!("{}x{} {}B", s.nodes, s.procs, s.block_bytes))
             .collect::<Vec<_>>()
             .join(", "),
         format!("{:?}", grid.size).to_lowercase(),
-        exp.seed
+        exp.header.seed
     )
 }
 
@@ -167,9 +164,7 @@ fn shapes(runs: &[Run], grid: &Grid) -> Section {
         })
         .map(|r| {
             let st = &r.record.stats;
-            let m: Option<finegrain_apps::dsm::spec::DsmMeasures> =
-                r.record.measures.clone().and_then(|v| serde_json::from_value(v).ok());
-            let count = |name: &str| m.as_ref().and_then(|m| m.count_sum.get(name).copied());
+            let count = |name: &str| r.measures.count_sum.get(name).copied();
             let compute = st.cycles.compute as f64;
             let share = r.cycles.map(|t| compute / (t * threads));
             let per_k = |n: f64, of: f64| if of > 0.0 { format!("{:.2}", 1000.0 * n / of) } else { "-".into() };

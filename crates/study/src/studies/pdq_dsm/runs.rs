@@ -2,6 +2,8 @@
 
 use super::labels::RunLabels;
 use crate::record::RunRecord;
+use crate::study::{Measured, StudyRun};
+use anyhow::{Context, Result};
 use finegrain_apps::dsm::spec::DsmMeasures;
 
 /// A finished run as the study views it: its run time between the
@@ -9,6 +11,7 @@ use finegrain_apps::dsm::spec::DsmMeasures;
 /// its machine and in microseconds.
 pub struct Run {
     pub record: RunRecord<RunLabels>,
+    pub measures: DsmMeasures,
     pub cycles: Option<f64>,
     pub us: Option<f64>,
     /// Handlers run per node, on average.
@@ -16,24 +19,38 @@ pub struct Run {
 }
 
 impl Run {
-    pub fn of(record: RunRecord<RunLabels>) -> Run {
-        let measures: Option<DsmMeasures> = record.measures.clone().and_then(|v| serde_json::from_value(v).ok());
-        let cycles = measures.map(|m| m.time as f64).filter(|&t| t > 0.0);
-        let us = cycles.map(|c| record.config.machine.cycles_to_us(c));
-        let nodes = record.stats.nodes.len().max(1) as f64;
-        let handlers_per_node = record.stats.handlers as f64 / nodes;
-        Run { record, cycles, us, handlers_per_node }
-    }
-
     pub fn l(&self) -> &RunLabels {
         &self.record.labels
     }
 }
 
-pub(super) const CSV_HEADER: &str =
+impl StudyRun<RunLabels> for Run {
+    const CSV_HEADER: &'static str = CSV_HEADER;
+
+    fn of(run: Measured<RunLabels>) -> Result<Run> {
+        let Measured { record, measures } = run;
+        let measures = measures
+            .with_context(|| format!("run {}: its record has no measures, which every DSM run has", record.id))?;
+        let cycles = Some(measures.time as f64).filter(|&t| t > 0.0);
+        let us = cycles.map(|c| record.config.machine.cycles_to_us(c));
+        let nodes = record.stats.nodes.len().max(1) as f64;
+        let handlers_per_node = record.stats.handlers as f64 / nodes;
+        Ok(Run { record, measures, cycles, us, handlers_per_node })
+    }
+
+    fn record(&self) -> &RunRecord<RunLabels> {
+        &self.record
+    }
+
+    fn csv_row(&self) -> String {
+        csv_row(self)
+    }
+}
+
+const CSV_HEADER: &str =
     "app,system,nodes,procs,block_bytes,variant,seed,time_cycles,time_us,handlers_per_node,sim_cycles,events,wall_seconds,record";
 
-pub(super) fn csv_row(run: &Run) -> String {
+fn csv_row(run: &Run) -> String {
     let l = run.l();
     let st = &run.record.stats;
     format!(

@@ -9,15 +9,14 @@ use serde::{Deserialize, Serialize};
 /// The study's name: the experiment file's `study`, and every record's.
 pub const NAME: &str = "pdq-micro";
 
+/// The study's experiment file: the common header, the top-level fields
+/// below, and its grids.
+pub type Experiment = crate::experiment::Experiment<Own, Grid>;
+
+/// The fetch&add point every grid shares.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct Experiment {
-    pub name: String,
-    pub title: String,
-    pub paper: String,
-    pub study: String,
-    pub preset: String,
-    pub seed: u64,
+pub struct Own {
     /// Nodes besides the home whose threads send requests.
     pub requester_nodes: u32,
     /// Compute processors per node (threads).
@@ -26,8 +25,6 @@ pub struct Experiment {
     pub home_u: f64,
     pub home_burst_cycles: f64,
     pub zipf_exponent: f64,
-    pub full: Grid,
-    pub quick: Grid,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]

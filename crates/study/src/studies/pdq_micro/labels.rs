@@ -38,6 +38,12 @@ impl RunLabels {
 }
 
 impl Labels for RunLabels {
+    /// The home's measures, which the study computes from the statistics
+    /// with the function that made them (`finegrain_apps` types them for
+    /// writing only), so it reads none: whatever a record holds there,
+    /// `rerun` compares with the run's.
+    type Measures = serde::de::IgnoredAny;
+
     /// The point, the keys, and what the run's sweep varies.
     fn id(&self) -> String {
         let mut id = format!(

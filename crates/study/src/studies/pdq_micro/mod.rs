@@ -23,88 +23,53 @@ pub use labels::RunLabels;
 pub use runs::Run;
 
 use crate::claim::Claim;
-use crate::experiment::{Header, Source};
+use crate::experiment::Source;
 use crate::figures::Figure;
-use crate::record::RunRecord;
 use crate::report::Section;
 use crate::study::{Planned, Study};
 use anyhow::Result;
-use finegrain_apps::fetch_add;
-use finegrain_core::MachineConfig;
 use std::path::Path;
 
-/// The study, loaded: its experiment and the preset's machine.
+/// The study, loaded: its experiment and its runs, planned and checked.
 pub struct PdqMicro {
     exp: Experiment,
-    header: Header,
-    quick: bool,
-    machine: MachineConfig,
-}
-
-impl PdqMicro {
-    fn grid(&self) -> &Grid {
-        if self.quick {
-            &self.exp.quick
-        } else {
-            &self.exp.full
-        }
-    }
+    planned: Vec<Planned<RunLabels>>,
 }
 
 impl Study for PdqMicro {
     const NAME: &'static str = grid::NAME;
     const EXPERIMENT: &'static str = include_str!("../../../../../experiments/pdq-micro.toml");
+    type Own = grid::Own;
+    type Grid = Grid;
     type Labels = RunLabels;
     type Run = Run;
 
-    fn load(src: &Source, quick: bool) -> Result<PdqMicro> {
-        let exp = plan::load(src)?;
-        let header = crate::experiment::header(src)?;
-        let machine = MachineConfig::load(&src.preset(&exp.preset))?;
-        Ok(PdqMicro { exp, header, quick, machine })
+    fn load(exp: Experiment, src: &Source) -> Result<PdqMicro> {
+        let (exp, planned) = plan::load(exp, src)?;
+        Ok(PdqMicro { exp, planned })
     }
 
-    fn header(&self) -> &Header {
-        &self.header
+    fn experiment(&self) -> &Experiment {
+        &self.exp
     }
 
     fn plan(&self) -> Result<Vec<Planned<RunLabels>>> {
-        let grid = self.grid();
-        Ok(plan::planned_runs(&self.exp, &self.machine, grid))
-    }
-
-    fn view(&self, records: Vec<RunRecord<RunLabels>>) -> Vec<Run> {
-        records
-            .into_iter()
-            .map(|record| Run { home: fetch_add::home_measures(&record.config.machine, &record.stats), record })
-            .collect()
-    }
-
-    fn record(run: &Run) -> &RunRecord<RunLabels> {
-        &run.record
-    }
-
-    fn csv_header(&self) -> &'static str {
-        runs::CSV_HEADER
-    }
-
-    fn csv_row(&self, run: &Run) -> String {
-        runs::csv_row(run)
+        Ok(self.planned.clone())
     }
 
     fn claims(&self, runs: &[Run]) -> Vec<Claim> {
-        claims::evaluate(self.grid(), runs)
+        claims::evaluate(self.exp.grid(), runs)
     }
 
     fn figures(&self, runs: &[Run], out: &Path) -> Result<Vec<Figure>> {
-        report::draw_figures(out, self.grid(), runs)
+        report::draw_figures(out, self.exp.grid(), runs)
     }
 
     fn setup(&self, _runs: &[Run]) -> String {
-        report::setup(&self.exp, self.grid())
+        report::setup(&self.exp, self.exp.grid())
     }
 
     fn sections(&self, runs: &[Run], claims: &[Claim]) -> Vec<Section> {
-        report::sections(self.grid(), runs, claims)
+        report::sections(self.exp.grid(), runs, claims)
     }
 }

@@ -2,7 +2,7 @@
 //! the Mult, sequential, affinity and sensitivity sweeps, each run's
 //! machine and workload, all checked before anything runs.
 
-use super::grid::{check_requester_nodes, Experiment, Grid, Sweep, NAME};
+use super::grid::{check_requester_nodes, Experiment, Grid, Sweep};
 use super::labels::RunLabels;
 use crate::experiment::{check_sensitivity_on, shown, EffectOff, Source, MAX_CYCLES};
 use crate::record::Labels as _;
@@ -14,45 +14,47 @@ use finegrain_apps::WorkloadSpec;
 use finegrain_core::{Discipline, MachineConfig, ServingKind};
 use finegrain_sim::mix_seed;
 
-pub(super) fn load(src: &Source) -> Result<Experiment> {
-    let mut e: Experiment = src.parse()?;
-    if e.study != NAME {
-        bail!("invalid study = {} in {}: expected pdq-micro", e.study, src.origin);
+/// Checks the experiment (its fields, both grids' fields, the preset) and
+/// plans the grid that runs, every run checked before any runs; returns
+/// the experiment with its grids' lists in order, and the runs.
+pub(super) fn load(mut e: Experiment, src: &Source) -> Result<(Experiment, Vec<Planned<RunLabels>>)> {
+    check_requester_nodes(e.own.requester_nodes)?;
+    if e.own.compute_procs == 0 || e.own.compute_procs > 32 {
+        bail!("invalid compute_procs = {}: allowed 1..=32", e.own.compute_procs);
     }
-    check_requester_nodes(e.requester_nodes)?;
-    if e.compute_procs == 0 || e.compute_procs > 32 {
-        bail!("invalid compute_procs = {}: allowed 1..=32", e.compute_procs);
+    if e.own.handler_cycles > MAX_CYCLES {
+        bail!("invalid handler_cycles = {}: allowed 0..={MAX_CYCLES} cycles", e.own.handler_cycles);
     }
-    if e.handler_cycles > MAX_CYCLES {
-        bail!("invalid handler_cycles = {}: allowed 0..={MAX_CYCLES} cycles", e.handler_cycles);
-    }
-    if !(e.home_burst_cycles.is_finite() && (1.0..=MAX_CYCLES as f64).contains(&e.home_burst_cycles)) {
+    if !(e.own.home_burst_cycles.is_finite() && (1.0..=MAX_CYCLES as f64).contains(&e.own.home_burst_cycles)) {
         bail!(
             "invalid home_burst_cycles = {}: allowed a number in 1..={MAX_CYCLES} cycles",
-            shown(e.home_burst_cycles)
+            shown(e.own.home_burst_cycles)
         );
     }
     // Run ids name the skew by its exponent, written out in full.
-    fetch_add::check_zipf_exponent("zipf_exponent", e.zipf_exponent)?;
-    e.full.validate("full", e.compute_procs)?;
-    e.quick.validate("quick", e.compute_procs)?;
-    let machine = MachineConfig::load(&src.preset(&e.preset))?;
+    fetch_add::check_zipf_exponent("zipf_exponent", e.own.zipf_exponent)?;
+    e.full.validate("full", e.own.compute_procs)?;
+    e.quick.validate("quick", e.own.compute_procs)?;
+    let machine = MachineConfig::load(&src.preset(&e.header.preset))?;
     if machine.pdq.is_none() {
-        bail!("invalid preset = {}: the study needs a machine with a [pdq] section (for example hpca99)", e.preset);
+        bail!(
+            "invalid preset = {}: the study needs a machine with a [pdq] section (for example hpca99)",
+            e.header.preset
+        );
     }
     for (table, grid) in [("full", &e.full), ("quick", &e.quick)] {
-        check_sensitivity_on(&format!("{table}.sensitivity"), &grid.sensitivity, &machine, &e.preset)?;
+        check_sensitivity_on(&format!("{table}.sensitivity"), &grid.sensitivity, &machine, &e.header.preset)?;
         let passes = grid.affinity_passes;
         if passes > 0 && machine.pdq.as_ref().is_some_and(|p| p.affinity_passes > 0) {
             bail!(
                 "invalid {table}.affinity_passes = {passes}: preset {} has key affinity on already \
                  (pdq.affinity_passes > 0), so its reruns would repeat the main runs; allowed 0 with it, or a preset \
                  with pdq.affinity_passes = 0",
-                e.preset
+                e.header.preset
             );
         }
     }
-    let capacity = fetch_add::key_capacity(&machine, e.compute_procs);
+    let capacity = fetch_add::key_capacity(&machine, e.own.compute_procs);
     for (table, grid) in [("full", &e.full), ("quick", &e.quick)] {
         if let Some(keys) = grid.keys.iter().find(|&&keys| keys == 0 || keys > capacity) {
             bail!(
@@ -68,21 +70,20 @@ pub(super) fn load(src: &Source) -> Result<Experiment> {
         grid.keys.sort();
     }
     // Every workload point must be valid before hours are spent on others.
-    for (table, grid) in [("full", &e.full), ("quick", &e.quick)] {
-        for s in plan(&e, grid) {
-            // The machine too (its caches must fit in host memory), before
-            // the output directory is made.
-            planned(&e, &machine, grid, &s)
-                .config
-                .validate()
-                .map_err(|err| anyhow::anyhow!("invalid experiment ({table} run {}): {err}", s.id()))?;
-            run_workload(&e, grid, &s).validate(&machine, e.compute_procs).map_err(|err| match s.sweep.field() {
-                Some(f) => anyhow::anyhow!("invalid {table}.{f} (run {}): {err}", s.id()),
-                None => anyhow::anyhow!("invalid experiment ({table} run {}): {err}", s.id()),
-            })?;
-        }
+    let (table, grid) = (e.mode.table(), e.grid());
+    let mut runs = Vec::new();
+    for s in plan(&e, grid) {
+        // The machine too (its caches must fit in host memory), before
+        // the output directory is made.
+        let p = planned(&e, &machine, grid, &s);
+        p.config.validate().map_err(|err| anyhow::anyhow!("invalid experiment ({table} run {}): {err}", s.id()))?;
+        run_workload(&e, grid, &s).validate(&machine, e.own.compute_procs).map_err(|err| match s.sweep.field() {
+            Some(f) => anyhow::anyhow!("invalid {table}.{f} (run {}): {err}", s.id()),
+            None => anyhow::anyhow!("invalid experiment ({table} run {}): {err}", s.id()),
+        })?;
+        runs.push(p);
     }
-    Ok(e)
+    Ok((e, runs))
 }
 
 /// One planned run, typed.
@@ -139,7 +140,7 @@ fn planned(exp: &Experiment, machine: &MachineConfig, grid: &Grid, s: &RunSpec) 
             pdq.affinity_passes = grid.affinity_passes;
         }
     }
-    let config = s.point().sim_config(&machine, exp.requester_nodes, exp.compute_procs, s.seed);
+    let config = s.point().sim_config(&machine, exp.own.requester_nodes, exp.own.compute_procs, s.seed);
     Planned { labels: s.labels(), config, workload: WorkloadSpec::FetchAdd(run_workload(exp, grid, s)) }
 }
 
@@ -147,8 +148,8 @@ fn plan(exp: &Experiment, grid: &Grid) -> Vec<RunSpec> {
     // One seed for every run (common random numbers): the requesters draw
     // the same words in every configuration, so differences between
     // configurations are not blurred by sampling noise.
-    let seed = mix_seed(exp.seed, 0, 0x9d9);
-    let skews = [KeySkew::Uniform, KeySkew::Zipf { exponent: exp.zipf_exponent }];
+    let seed = mix_seed(exp.header.seed, 0, 0x9d9);
+    let skews = [KeySkew::Uniform, KeySkew::Zipf { exponent: exp.own.zipf_exponent }];
     let mut specs = Vec::new();
     let main = |kind, discipline, protocol_procs, keys, skew| RunSpec {
         sweep: Sweep::Main,
@@ -157,7 +158,7 @@ fn plan(exp: &Experiment, grid: &Grid) -> Vec<RunSpec> {
         protocol_procs,
         keys,
         skew,
-        home_u: exp.home_u,
+        home_u: exp.own.home_u,
         sequential_fraction: 0.0,
         think_cycles: 0.0,
         seed,
@@ -227,15 +228,10 @@ fn run_workload(exp: &Experiment, grid: &Grid, s: &RunSpec) -> FetchAddConfig {
         think_cycles: s.think_cycles,
         keys: s.keys,
         skew: s.skew,
-        handler_cycles: exp.handler_cycles,
+        handler_cycles: exp.own.handler_cycles,
         sequential_fraction: s.sequential_fraction,
         requests_per_thread: grid.requests_per_thread,
         home_u: s.home_u,
-        home_burst_cycles: exp.home_burst_cycles,
+        home_burst_cycles: exp.own.home_burst_cycles,
     }
-}
-
-/// Every run of the chosen grid, ready to run.
-pub(super) fn planned_runs(exp: &Experiment, machine: &MachineConfig, grid: &Grid) -> Vec<Planned<RunLabels>> {
-    plan(exp, grid).iter().map(|s| planned(exp, machine, grid, s)).collect()
 }

@@ -330,7 +330,11 @@ pub(super) fn setup(exp: &Experiment, grid: &Grid) -> String {
     format!(
         "Home node 0, {} requester nodes x {} threads sending fetch&add requests back to back (the key is the word), \
          handler cost {} cycles, home compute utilization {}, {} requests per requester thread.",
-        exp.requester_nodes, exp.compute_procs, exp.handler_cycles, exp.home_u, grid.requests_per_thread
+        exp.own.requester_nodes,
+        exp.own.compute_procs,
+        exp.own.handler_cycles,
+        exp.own.home_u,
+        grid.requests_per_thread
     )
 }
 

@@ -3,7 +3,9 @@
 
 use super::labels::RunLabels;
 use crate::record::RunRecord;
-use finegrain_apps::fetch_add::HomeMeasures;
+use crate::study::{Measured, StudyRun};
+use anyhow::Result;
+use finegrain_apps::fetch_add::{self, HomeMeasures};
 
 /// A finished run as the study views it: its record and the home node's
 /// measures.
@@ -59,12 +61,31 @@ impl Run {
     }
 }
 
-pub(super) const CSV_HEADER: &str = "discipline,pp_kind,protocol_procs,keys,skew,throughput_msgs_per_us,\
+impl StudyRun<RunLabels> for Run {
+    const CSV_HEADER: &'static str = CSV_HEADER;
+
+    /// The home's measures from the statistics, with the function the
+    /// record's own were made by.
+    fn of(run: Measured<RunLabels>) -> Result<Run> {
+        let record = run.record;
+        Ok(Run { home: fetch_add::home_measures(&record.config.machine, &record.stats), record })
+    }
+
+    fn record(&self) -> &RunRecord<RunLabels> {
+        &self.record
+    }
+
+    fn csv_row(&self) -> String {
+        csv_row(self)
+    }
+}
+
+const CSV_HEADER: &str = "discipline,pp_kind,protocol_procs,keys,skew,throughput_msgs_per_us,\
 mean_queue_delay_cycles,p99_queue_delay_cycles,pp_busy_wait_fraction,seed,sweep,target_home_u,home_u,\
 sequential_fraction,interrupts,interrupts_per_request,bus_transactions_per_request,mean_request_latency_cycles,\
 requests,sim_cycles,events,wall_seconds,record,effect_off";
 
-pub(super) fn csv_row(run: &Run) -> String {
+fn csv_row(run: &Run) -> String {
     let (r, h, st) = (run.l(), &run.home, &run.record.stats);
     let sweep = serde_json::to_value(r.sweep).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
     format!(

@@ -2,6 +2,7 @@
 //! study's runs, and the figures they quote.
 
 use super::grid::{ContextSwitch, Grid, Mechanism, Variant};
+use super::operating_points::{COMM_BOUND_U, PAPER_OINT, PAPER_US};
 use super::runs::Run;
 use crate::claim::{Basis, Check, Claim, ClaimSpec, Origin, Verdict};
 use crate::experiment::EffectOff;
@@ -131,19 +132,6 @@ pub(super) const CLAIMS: [ClaimSpec; 5] = [
                axis, are reported.",
     },
 ];
-
-/// The interrupt overhead the paper assumes wherever it names no other
-/// (Section 2), and Figure 5's (its caption): the claims' low Oint.
-pub(super) const PAPER_OINT: u64 = 200;
-
-/// Communication-bound (C << Lmin, Section 5) read as U at most 0.1, i.e.
-/// C at most Lmin / 9, about an order of magnitude below Lmin (fixed
-/// before any run).
-pub(super) const COMM_BOUND_U: f64 = 0.1;
-
-/// The low and high U of the paper's processor sweeps (Section 5, Figure
-/// 5), the only U it names there: claims 4 and 5 are judged at these.
-pub(super) const PAPER_US: [f64; 2] = [0.3, 0.7];
 
 /// "Oint >> Lmin" (Section 5) read as Oint at least this many times Lmin:
 /// an order of magnitude (fixed before any run).
@@ -1825,7 +1813,8 @@ mod tests {
     #[test]
     fn the_shipped_experiment_places_every_claim() {
         use crate::study::Study as _;
-        let e: super::super::Experiment = toml::from_str(super::super::SchedulingMicro::EXPERIMENT).unwrap();
+        let src = crate::experiment::Source::shipped("scheduling-micro", super::super::SchedulingMicro::EXPERIMENT);
+        let e: super::super::Experiment = src.parsed().unwrap().typed(&src, "scheduling-micro", true).unwrap();
         let lmin: BTreeMap<Protocol, f64> = [(NULL, 600.0), (FETCH, 1600.0)].into_iter().collect();
         for (table, g) in [("full", &e.full), ("quick", &e.quick)] {
             g.validate(table).unwrap();

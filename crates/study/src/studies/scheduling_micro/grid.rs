@@ -1,7 +1,7 @@
 //! The experiment file of the scheduling study: its grids and their
 //! checks, and the variants its sensitivity runs make of the preset.
 
-use super::claims::{COMM_BOUND_U, PAPER_OINT, PAPER_US};
+use super::operating_points::{COMM_BOUND_U, PAPER_OINT, PAPER_US};
 use crate::experiment::{check_distinct, check_distinct_decimals, shown, EffectOff, MAX_CYCLES, MAX_REQUESTS};
 use anyhow::{bail, Result};
 use finegrain_apps::micro::Protocol;
@@ -14,18 +14,15 @@ use std::fmt::Write as _;
 /// The study's name: the experiment file's `study`, and every record's.
 pub const NAME: &str = "scheduling-micro";
 
+/// The study's experiment file: the common header, the top-level fields
+/// below, and its grids.
+pub type Experiment = crate::experiment::Experiment<Own, Grid>;
+
+/// The machine's size every grid shares.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct Experiment {
-    pub name: String,
-    pub title: String,
-    pub paper: String,
-    pub study: String,
-    pub preset: String,
-    pub seed: u64,
+pub struct Own {
     pub nodes: u32,
-    pub full: Grid,
-    pub quick: Grid,
 }
 
 /// The points of one sweep.

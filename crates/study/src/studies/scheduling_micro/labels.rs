@@ -98,6 +98,9 @@ impl RunLabels {
 }
 
 impl Labels for RunLabels {
+    /// A microbenchmark run has none.
+    type Measures = crate::record::NoMeasures;
+
     /// `[variant-]protocol-policy-pP-uU-ointO-rR`, U to two decimals.
     fn id(&self) -> String {
         format!(

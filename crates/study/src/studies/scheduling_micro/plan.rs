@@ -2,50 +2,73 @@
 //! grid, the sensitivity runs, and their machines and workloads, all
 //! checked before anything runs.
 
-use super::claims::{high_oint, oint_dominates, sorted_oints, CLAIM4_US, DOMINATES, PAPER_OINT};
-use super::grid::{Experiment, Grid, Variant, NAME};
+use super::claims::{high_oint, oint_dominates, sorted_oints, CLAIM4_US, DOMINATES};
+use super::grid::{Experiment, Grid, Variant};
 use super::labels::RunLabels;
-use crate::experiment::{shown, Source, MAX_CYCLES};
+use super::operating_points::PAPER_OINT;
+use crate::experiment::{check_sensitivity_on, shown, Source, MAX_CYCLES};
 use crate::record::Labels as _;
 use crate::study::Planned;
-use anyhow::{bail, Result};
-use finegrain_apps::micro::{MicroConfig, Protocol};
-use finegrain_apps::WorkloadSpec;
+use anyhow::{bail, Context, Result};
+use finegrain_apps::micro::{self, MicroConfig, Protocol};
+use finegrain_apps::{Sim, WorkloadSpec};
 use finegrain_core::{MachineConfig, Policy, Topology};
 use finegrain_sim::{mix_seed, SimConfig};
 use std::collections::BTreeMap;
 
-/// Reads the experiment and checks both its grids, every run's machine
-/// included, before anything is measured or run.
-pub(super) fn load(src: &Source) -> Result<Experiment> {
-    let e: Experiment = src.parse()?;
-    if e.study != NAME {
-        bail!("invalid study = {} in {}: expected scheduling-micro", e.study, src.origin);
-    }
-    if e.nodes < 2 || e.nodes > 4096 {
-        bail!("invalid nodes = {}: allowed 2..=4096 (requests go to another node)", e.nodes);
+/// When the study's own Floating runs give the role up: the paper's
+/// Floating, whose idle processor handles messages until it has work
+/// again and then gives the role up (to an idle peer if one waits for it).
+/// Its runs keep [`finegrain_sim::SimConfig::new`]'s rule, this one.
+pub(super) const OWN_RELINQUISH: finegrain_core::Relinquish = finegrain_core::Relinquish::Eager;
+
+/// What planning the study needs besides its experiment.
+pub(super) struct Loaded {
+    pub machine: MachineConfig,
+    /// Lmin measured on the machine for each protocol of the grid that runs.
+    pub lmin: BTreeMap<Protocol, f64>,
+    pub planned: Vec<Planned<RunLabels>>,
+}
+
+/// Checks the experiment (its fields and both grids', against the preset
+/// and the Lmin measured on it), then plans the grid that runs, every
+/// run's machine checked, before anything runs.
+pub(super) fn load(e: &Experiment, src: &Source) -> Result<Loaded> {
+    if e.own.nodes < 2 || e.own.nodes > 4096 {
+        bail!("invalid nodes = {}: allowed 2..=4096 (requests go to another node)", e.own.nodes);
     }
     e.full.validate("full")?;
     e.quick.validate("quick")?;
-    let machine = MachineConfig::load(&src.preset(&e.preset))?;
-    // Every run's machine must pass the simulator's checks (its caches must
-    // fit in host memory) before Lmin is measured, the output directory
-    // made or hours spent on other runs. Machines do not depend on Lmin,
-    // which only sets compute times.
-    let any_lmin: BTreeMap<Protocol, f64> = [Protocol::Null, Protocol::Fetch].into_iter().map(|p| (p, 1.0)).collect();
-    for (table, grid) in [("full", &e.full), ("quick", &e.quick)] {
-        for p in plan(&e, &machine, grid, &any_lmin) {
-            p.config
-                .validate()
-                .map_err(|err| anyhow::anyhow!("invalid experiment ({table} run {}): {err}", p.labels.id()))?;
-        }
+    let machine = MachineConfig::load(&src.preset(&e.header.preset))?;
+    for (table, g) in e.grids() {
+        g.check_rules(table, OWN_RELINQUISH, &machine.protocol, &machine.interrupt)?;
+        check_sensitivity_on(&format!("{table}.sensitivity"), &g.sensitivity, &machine, &e.header.preset)?;
     }
-    Ok(e)
+    let mut lmin = BTreeMap::new();
+    for &p in &e.grid().protocols {
+        let l = micro::measure_lmin(&Sim::idle(&machine, e.header.seed), p)
+            .with_context(|| format!("measuring Lmin for {p}"))?;
+        lmin.insert(p, l);
+    }
+    for (table, g) in e.grids() {
+        check_compute_times(table, g, &lmin)?;
+        check_oints_decide_claim3(table, g, &lmin)?;
+    }
+    // Every run's machine must pass the simulator's checks (its caches must
+    // fit in host memory) before the output directory is made or hours are
+    // spent on other runs.
+    let planned = plan(e, &machine, e.grid(), &lmin);
+    for p in &planned {
+        p.config
+            .validate()
+            .map_err(|err| anyhow::anyhow!("invalid experiment ({} run {}): {err}", e.mode.table(), p.labels.id()))?;
+    }
+    Ok(Loaded { machine, lmin, planned })
 }
 
 /// The mean compute time U / (1 - U) x Lmin of every U is at most
 /// [`MAX_CYCLES`] (known once Lmin is measured, before any run).
-pub(super) fn check_compute_times(table: &str, grid: &Grid, lmin: &BTreeMap<Protocol, f64>) -> Result<()> {
+fn check_compute_times(table: &str, grid: &Grid, lmin: &BTreeMap<Protocol, f64>) -> Result<()> {
     for (p, &l) in lmin {
         for &u in &grid.target_u {
             let compute = u / (1.0 - u) * l;
@@ -95,7 +118,7 @@ pub(super) fn plan(
     for replicate in 0..grid.replicates {
         // Every configuration of a replicate shares its seed (common random
         // numbers), so ratios between policies are not blurred by noise.
-        let seed = mix_seed(exp.seed, replicate as u64, 0x5c4e);
+        let seed = mix_seed(exp.header.seed, replicate as u64, 0x5c4e);
         for &protocol in &grid.protocols {
             // The policies a variant changes at each processor count, for a
             // U and an Oint (rules pair with the study's own Fixed runs,
@@ -211,7 +234,7 @@ fn planned(
 ) -> Planned<RunLabels> {
     let mut m = machine.clone();
     m.interrupt.overhead_cycles = labels.oint_cycles;
-    let topology = Topology { nodes: exp.nodes, procs_per_node: labels.procs_per_node };
+    let topology = Topology { nodes: exp.own.nodes, procs_per_node: labels.procs_per_node };
     let mut config = SimConfig::new(m, topology, policy, labels.seed);
     labels.variant().apply(&mut config);
     let workload = WorkloadSpec::Micro(MicroConfig {

@@ -1,9 +1,8 @@
 //! The study's figures and its report's own sections.
 
-use super::claims::{
-    arbitration_body, f2, high_oint, sorted_oints, sorted_u, Sensitivity, View, CLAIM4_US, PAPER_OINT,
-};
+use super::claims::{arbitration_body, f2, high_oint, sorted_oints, sorted_u, Sensitivity, View, CLAIM4_US};
 use super::grid::{ContextSwitch, Experiment, Grid, Mechanism, Variant};
+use super::operating_points::PAPER_OINT;
 use super::runs::Run;
 use crate::claim::{Claim, Verdict};
 use crate::figures::{Chart, Figure, Series};
@@ -120,7 +119,7 @@ pub(super) fn setup(exp: &Experiment, grid: &Grid) -> String {
          {} requests per node, split over its compute threads; {} seeds per point (the claims use their means). \
          Processors per node {}: 1 runs Single, every other count Fixed (one dedicated protocol processor) and \
          Floating. Oint {} cycles.",
-        exp.nodes,
+        exp.own.nodes,
         grid.requests_per_node,
         grid.replicates,
         grid.procs_per_node.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),

@@ -5,6 +5,8 @@
 use super::grid::Variant;
 use super::labels::RunLabels;
 use crate::record::RunRecord;
+use crate::study::{Measured, StudyRun};
+use anyhow::Result;
 use finegrain_apps::micro::Protocol;
 use std::collections::BTreeMap;
 
@@ -43,11 +45,29 @@ fn key(l: &RunLabels, policy: &str, ppn: u32) -> Key {
     (l.variant().seen_by(policy), l.protocol, l.oint_cycles, u, l.replicate, policy.to_string(), ppn)
 }
 
-/// Each run with its time against Fixed's and its cost-performance,
-/// found among the other runs.
-pub(super) fn derive(records: Vec<RunRecord<RunLabels>>) -> Vec<Run> {
-    let time: BTreeMap<Key, u64> = records
+impl StudyRun<RunLabels> for Run {
+    const CSV_HEADER: &'static str = CSV_HEADER;
+
+    /// The run alone: what it is compared with is found by [`derive`].
+    fn of(run: Measured<RunLabels>) -> Result<Run> {
+        Ok(Run { record: run.record, derived: Derived::default() })
+    }
+
+    fn record(&self) -> &RunRecord<RunLabels> {
+        &self.record
+    }
+
+    fn csv_row(&self) -> String {
+        csv_row(self)
+    }
+}
+
+/// Each run's time against Fixed's and its cost-performance, found among
+/// the other runs.
+pub(super) fn derive(runs: &mut [Run]) {
+    let time: BTreeMap<Key, u64> = runs
         .iter()
+        .map(|r| &r.record)
         .map(|r| (key(&r.labels, &r.labels.policy, r.labels.procs_per_node), r.stats.sim_cycles))
         .collect();
     let derived = |r: &RunRecord<RunLabels>| {
@@ -60,18 +80,19 @@ pub(super) fn derive(records: Vec<RunRecord<RunLabels>>) -> Vec<Run> {
             cost_performance: single.map(|&s| costup(l.procs_per_node) * t / s as f64),
         }
     };
-    let derived: Vec<Derived> = records.iter().map(derived).collect();
-    records.into_iter().zip(derived).map(|(record, derived)| Run { record, derived }).collect()
+    for run in runs.iter_mut() {
+        run.derived = derived(&run.record);
+    }
 }
 
-pub(super) const CSV_HEADER: &str =
+const CSV_HEADER: &str =
     "protocol,policy,procs_per_node,compute_procs,target_u,measured_u,oint_cycles,seed,sim_cycles,\
 time_norm_fixed,cost_performance,requests,interrupts,pp_occupancy,events,wall_seconds,replicate,lmin_cycles,\
 mean_compute_cycles,messages,mean_request_latency_cycles,migration_misses,placement_misses,interference_misses,\
 role_cycles,messages_per_wall_second,record,effect_off,relinquish,arbitration,interrupt_return_percent,mechanism_off,\
 context_switch";
 
-pub(super) fn csv_row(run: &Run) -> String {
+fn csv_row(run: &Run) -> String {
     let opt = |v: Option<f64>| v.map(|x| format!("{x:.4}")).unwrap_or_default();
     let (r, st, perf) = (run.l(), &run.record.stats, &run.record.wall);
     let variant = r.variant();
