@@ -99,7 +99,7 @@ pub fn measure_table1(machine: &MachineConfig) -> Result<Vec<Target>, SimError> 
             requests_per_node: REPS,
             single_requester: true,
         };
-        let stats = micro::simulate(&config(machine, library), &w)?.stats;
+        let stats = micro::run(&crate::Sim(config(machine, library)), &w)?.stats;
         let measured = machine.cycles_to_us(stats.request_latency.mean_cycles);
         out.push(Target { name: format!("table1 round trip {}", library.label()), unit: "us", paper, measured });
     }
@@ -115,7 +115,7 @@ pub fn measure_figure3(machine: &MachineConfig) -> Result<Vec<Target>, SimError>
             _ => PrimitivesConfig::figure3(p, REPS),
         };
         let words = cfg.words;
-        let (_, measures) = ProgramSpec::Primitives(cfg).simulate(&config(machine, library))?;
+        let (_, measures) = ProgramSpec::Primitives(cfg).run(&crate::Sim(config(machine, library)))?;
         // The primitives program always records its operations; a run
         // without them is a bug, not a number.
         let per_op = measures.per_event("op", "ops").ok_or_else(|| {

@@ -23,14 +23,14 @@
 //! step, so there the words cannot show an overlap; the engine checks every
 //! handler's time against its key instead, see `finegrain_sim::stats::KeyCheck`.)
 
+use crate::Target;
 use finegrain_core::config::{MAX_CYCLES, MAX_REQUESTS};
 use finegrain_core::{
     Access, AmError, Args, ConfigError, HandlerId, HandlerInfo, HandlerTable, MachineConfig, Message, NodeId, Payload,
     Proc, Region, Reply, SyncKey,
 };
-use finegrain_core::{Platform, Ran, Workload, WorkloadError};
-use finegrain_rt::Native;
-use finegrain_sim::{RunStats, SimConfig, SimError, Simulator};
+use finegrain_core::{Ran, Workload, WorkloadError};
+use finegrain_sim::{RunStats, SimConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp, Zipf};
@@ -503,13 +503,25 @@ impl Workload for FetchAdd {
     }
 }
 
-/// Runs fetch&add in the simulator and checks every word afterwards.
-pub fn simulate(sim: &SimConfig, cfg: &FetchAddConfig) -> Result<Ran<ThreadOutcome, RunStats>, SimError> {
-    // The machine first: the workload's checks size the key table from it.
-    sim.validate()?;
-    let threads = sim.run.policy.compute_procs(sim.run.topology.procs_per_node);
-    let w = FetchAdd::new(cfg, &sim.machine, sim.run.topology.nodes, threads)?;
-    Simulator { config: sim }.run(&w)
+/// Runs fetch&add on `on` and checks every word afterwards. Nodes in
+/// separate processes tell the home they are done by message
+/// ([`FetchAdd::for_processes`]).
+pub fn run<P: Target>(on: &P, cfg: &FetchAddConfig) -> Result<Ran<ThreadOutcome, P::Stats>, P::Error> {
+    // The platform first: the workload's checks size the key table from
+    // its machine.
+    on.validate()?;
+    let run = on.run_config();
+    let (nodes, threads) = (run.topology.nodes, run.policy.compute_procs(run.topology.procs_per_node));
+    // A native table's room first: the simulated machine's (what the
+    // workload checks) is larger, and would name the wrong range.
+    if let Some(bytes) = on.native_table_bytes() {
+        check_native_keys(bytes, on.machine(), cfg).map_err(WorkloadError::from)?;
+    }
+    if on.across_processes() {
+        on.run(&FetchAdd::for_processes(cfg, on.machine(), nodes, threads)?)
+    } else {
+        on.run(&FetchAdd::new(cfg, on.machine(), nodes, threads)?)
+    }
 }
 
 /// Requests a run makes in all (each is answered once).
@@ -569,54 +581,16 @@ pub fn home_measures(machine: &MachineConfig, stats: &RunStats) -> HomeMeasures 
     }
 }
 
-/// Runs fetch&add on the native runtime and checks every word.
-pub fn run_native(
-    rt: &finegrain_rt::RtConfig,
-    machine: &MachineConfig,
-    cfg: &FetchAddConfig,
-) -> Result<Ran<ThreadOutcome, finegrain_rt::RtStats>, finegrain_rt::RtError> {
-    // The machine and runtime first: the workload's checks size the key
-    // table from them.
-    machine.validate()?;
-    rt.validate()?;
-    let threads = rt.compute_threads_per_node();
-    // The native table's room first: the simulated machine's (what the
-    // workload checks) is larger, and would name the wrong range.
-    check_native_keys(rt, machine, cfg)?;
-    Native { config: rt }.run(&FetchAdd::new(cfg, machine, rt.run.topology.nodes, threads)?)
-}
-
-/// [`run_native`] on any of the runtime's platforms.
-pub fn run_rt(
-    rt: &finegrain_rt::RtConfig,
-    machine: &MachineConfig,
-    cfg: &FetchAddConfig,
-    on: crate::RtPlatform<'_>,
-) -> Result<Ran<ThreadOutcome, finegrain_rt::RtStats>, finegrain_rt::RtError> {
-    if !on.across_processes() {
-        return run_native(rt, machine, cfg);
-    }
-    machine.validate()?;
-    rt.validate()?;
-    let threads = rt.compute_threads_per_node();
-    check_native_keys(rt, machine, cfg)?;
-    on.run(rt, &FetchAdd::for_processes(cfg, machine, rt.run.topology.nodes, threads)?)
-}
-
 /// The native home's protocol table holds fewer words than the simulated
 /// one (which the workload checks): refuse more with the native range.
-fn check_native_keys(
-    rt: &finegrain_rt::RtConfig,
-    machine: &MachineConfig,
-    cfg: &FetchAddConfig,
-) -> Result<(), finegrain_rt::RtError> {
-    let capacity = rt.protocol_table_bytes() as u64 / machine.protocol.block_bytes as u64;
+fn check_native_keys(table_bytes: u64, machine: &MachineConfig, cfg: &FetchAddConfig) -> Result<(), ConfigError> {
+    let capacity = table_bytes / machine.protocol.block_bytes as u64;
     if cfg.keys == 0 || cfg.keys > capacity {
         let allowed = format!(
             "allowed 1..={capacity} on the native runtime (one protocol block per word in its {}-byte protocol table; more compute threads, or a preset with a larger cache.size_bytes, make room: each thread's segment is as large as its cache)",
-            rt.protocol_table_bytes()
+            table_bytes
         );
-        return Err(finegrain_rt::RtError::Config(ConfigError::invalid("keys", cfg.keys, allowed)));
+        return Err(ConfigError::invalid("keys", cfg.keys, allowed));
     }
     Ok(())
 }

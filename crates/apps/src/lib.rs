@@ -13,12 +13,14 @@ pub mod dsm;
 pub mod fetch_add;
 pub mod fit;
 pub mod micro;
+pub mod platform;
 pub mod serving;
 pub mod splitc;
 
-use finegrain_core::{Platform, Ran, Workload};
-use finegrain_rt::{Native, NodeEnv, RtConfig, RtError, RtStats, ShmPlatform};
-use finegrain_sim::{RunStats, SimConfig, SimError};
+pub use platform::{RtPlatform, Sim, Target, Threads};
+
+use finegrain_core::RunSummary;
+use finegrain_sim::{SimConfig, SimError};
 use serde::{Deserialize, Serialize};
 
 /// One workload and its configuration, tagged by name in records:
@@ -36,69 +38,36 @@ pub enum WorkloadSpec {
     Dsm(dsm::spec::DsmSpec),
 }
 
-/// Where a run on the native runtime goes: threads of this process, or
-/// this process's node of a cluster of processes.
-#[derive(Clone, Copy)]
-pub enum RtPlatform<'a> {
-    /// Every node a group of threads of this process.
-    Native,
-    /// This process is one node of a shared-memory run (`finegrain
-    /// launch` told it which).
-    Shm(NodeEnv),
-    /// This process is one MPI rank, one node of the run.
-    #[cfg(feature = "mpi")]
-    Mpi(&'a finegrain_rt::MpiEnv),
-    #[doc(hidden)]
-    #[cfg(not(feature = "mpi"))]
-    _Lifetime(std::marker::PhantomData<&'a ()>),
+/// What a run of a workload spec gives on any platform: the summary every
+/// platform fills, the platform's own statistics, and the workload's own
+/// measures where it has them.
+pub struct Outcome<S> {
+    pub summary: RunSummary,
+    pub stats: S,
+    pub measures: Option<Measures>,
 }
 
-impl RtPlatform<'_> {
-    pub fn name(self) -> &'static str {
-        match self {
-            RtPlatform::Native => "native",
-            RtPlatform::Shm(_) => "shm",
-            #[cfg(feature = "mpi")]
-            RtPlatform::Mpi(_) => "mpi",
-            #[cfg(not(feature = "mpi"))]
-            RtPlatform::_Lifetime(_) => "native",
-        }
-    }
-
-    /// Whether this process has the whole run's results (the others
-    /// leave theirs to node 0's process).
-    pub fn has_results(self) -> bool {
-        match self {
-            RtPlatform::Shm(env) => env.node == 0,
-            #[cfg(feature = "mpi")]
-            RtPlatform::Mpi(env) => env.rank == 0,
-            _ => true,
-        }
-    }
-
-    /// Runs `w` there and checks its answer (in the process that has the
-    /// results).
-    pub fn run<W: Workload>(self, rt: &RtConfig, w: &W) -> Result<Ran<W::Output, RtStats>, RtError> {
-        match self {
-            RtPlatform::Shm(env) => ShmPlatform { config: rt, env }.run(w),
-            #[cfg(feature = "mpi")]
-            RtPlatform::Mpi(env) => finegrain_rt::MpiPlatform { config: rt, env }.run(w),
-            _ => Native { config: rt }.run(w),
-        }
-    }
-
-    /// Whether the workload runs in separate processes here.
-    pub fn across_processes(self) -> bool {
-        !matches!(self, RtPlatform::Native)
-    }
+/// A workload's own measures of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Measures {
+    /// A fetch&add home's (from the simulator's per-node statistics).
+    Home(fetch_add::HomeMeasures),
+    /// A Split-C program's, over its nodes.
+    Program(splitc::spec::ProgramMeasures),
+    /// A shared-memory program's, over its threads.
+    Dsm(dsm::spec::DsmMeasures),
 }
 
-/// What a simulated workload run gives: the statistics, and the
-/// workload's own measures derived from them (a fetch&add run's home
-/// measures), as JSON.
-pub struct Simulated {
-    pub stats: RunStats,
-    pub measures: Option<serde_json::Value>,
+impl Measures {
+    /// As a run record holds them.
+    pub fn to_json(&self) -> serde_json::Value {
+        let value = match self {
+            Measures::Home(m) => serde_json::to_value(m),
+            Measures::Program(m) => serde_json::to_value(m),
+            Measures::Dsm(m) => serde_json::to_value(m),
+        };
+        value.expect("measures are plain numbers and names")
+    }
 }
 
 impl WorkloadSpec {
@@ -178,35 +147,25 @@ impl WorkloadSpec {
         }
     }
 
-    /// Runs the workload on the simulated machine `config`.
-    pub fn simulate(&self, config: &SimConfig) -> Result<Simulated, SimError> {
-        let stats = match self {
-            WorkloadSpec::Micro(w) => micro::simulate(config, w)?.stats,
-            WorkloadSpec::FetchAdd(w) => fetch_add::simulate(config, w)?.stats,
+    /// Runs the workload on `on` and checks its answer (in the process
+    /// that holds the results).
+    pub fn run<P: Target>(&self, on: &P) -> Result<Outcome<P::Stats>, P::Error> {
+        let (stats, measures) = match self {
+            WorkloadSpec::Micro(w) => (micro::run(on, w)?.stats, None),
+            WorkloadSpec::FetchAdd(w) => {
+                let stats = fetch_add::run(on, w)?.stats;
+                let home = on.home_measures(&stats).map(Measures::Home);
+                (stats, home)
+            }
             WorkloadSpec::Splitc(p) => {
-                let (stats, measures) = p.simulate(config)?;
-                let measures = serde_json::to_value(measures).expect("program measures are plain numbers");
-                return Ok(Simulated { stats, measures: Some(measures) });
+                let (stats, m) = p.run(on)?;
+                (stats, Some(Measures::Program(m)))
             }
             WorkloadSpec::Dsm(d) => {
-                let (stats, measures) = d.simulate(config)?;
-                let measures = serde_json::to_value(measures).expect("program measures are plain numbers");
-                return Ok(Simulated { stats, measures: Some(measures) });
+                let (stats, m) = d.run(on)?;
+                (stats, Some(Measures::Dsm(m)))
             }
         };
-        let measures = self.measures(config, &stats);
-        Ok(Simulated { stats, measures })
-    }
-
-    /// The workload's own measures of a run, from its statistics (a
-    /// Split-C program's come from what its nodes returned instead).
-    pub fn measures(&self, config: &SimConfig, stats: &RunStats) -> Option<serde_json::Value> {
-        match self {
-            WorkloadSpec::Micro(_) | WorkloadSpec::Splitc(_) | WorkloadSpec::Dsm(_) => None,
-            WorkloadSpec::FetchAdd(_) => {
-                let home = fetch_add::home_measures(&config.machine, stats);
-                Some(serde_json::to_value(home).expect("home measures are plain numbers"))
-            }
-        }
+        Ok(Outcome { summary: on.summary(&stats), stats, measures })
     }
 }

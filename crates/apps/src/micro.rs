@@ -13,14 +13,14 @@
 //! The number of requests per node is fixed and split across the node's
 //! compute threads, so adding compute processors divides the work.
 
+use crate::Target;
 use finegrain_core::config::{MAX_CYCLES, MAX_REQUESTS};
 use finegrain_core::{
     Access, AmError, Args, ConfigError, HandlerId, HandlerInfo, HandlerTable, MachineConfig, Message, NodeId, Payload,
-    Policy, Proc, Region, Reply, ThreadId, Topology,
+    Proc, Region, Reply, ThreadId,
 };
-use finegrain_core::{Platform, Ran, Workload, WorkloadError};
-use finegrain_rt::Native;
-use finegrain_sim::{RunStats, SimConfig, SimError, Simulator};
+use finegrain_core::{Ran, Workload, WorkloadError};
+use finegrain_sim::SimConfig;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
@@ -219,13 +219,14 @@ pub fn block_fits(protocol: Protocol, machine: &MachineConfig) -> Result<(), Con
 }
 
 /// The fetch-block handler picks blocks across the preset's segment (as
-/// large as its cache), so a native thread's segment must hold that many.
-pub fn segment_fits(rt: &finegrain_rt::RtConfig, machine: &MachineConfig) -> Result<(), ConfigError> {
+/// large as its cache), so a thread's segment (`segment_bytes`) must hold
+/// that many.
+pub fn segment_fits(segment_bytes: u64, machine: &MachineConfig) -> Result<(), ConfigError> {
     let needed = machine.segment_bytes();
-    if (rt.segment_bytes as u64) < needed {
+    if segment_bytes < needed {
         return Err(ConfigError::invalid(
             "segment_bytes",
-            rt.segment_bytes,
+            segment_bytes,
             format!(
                 "the microbenchmark's segment is as large as preset {}'s cache; allowed at least {needed}",
                 machine.name
@@ -331,79 +332,24 @@ impl Workload for Micro {
     }
 }
 
-/// Runs the microbenchmark in the simulator.
-pub fn simulate(sim: &SimConfig, cfg: &MicroConfig) -> Result<Ran<u64, RunStats>, SimError> {
-    // The machine first: the workload's checks and handlers size things
-    // from it (a zero block size would divide by zero).
-    sim.validate()?;
-    two_nodes_at_least(sim.run.topology.nodes)?;
-    Simulator { config: sim }.run(&Micro::new(cfg, &sim.machine)?)
+/// Runs the microbenchmark on `on` (natively a `work` cycle lasts
+/// `ns_per_cycle` nanoseconds) and checks every request was answered.
+pub fn run<P: Target>(on: &P, cfg: &MicroConfig) -> Result<Ran<u64, P::Stats>, P::Error> {
+    // The platform first: the workload's checks and handlers size things
+    // from its machine (a zero block size would divide by zero).
+    on.validate()?;
+    two_nodes_at_least(on.run_config().topology.nodes).map_err(WorkloadError::from)?;
+    segment_fits(on.segment_bytes(), on.machine()).map_err(WorkloadError::from)?;
+    on.run(&Micro::new(cfg, on.machine())?)
 }
 
 /// Lmin: the round trip of one request and its reply (including using the
-/// fetched data) on an otherwise idle machine under Fixed, in cycles.
-pub fn measure_lmin(machine: &MachineConfig, protocol: Protocol, seed: u64) -> Result<f64, SimError> {
-    const ROUND_TRIPS: u64 = 400;
-    let sim = SimConfig::new(
-        machine.clone(),
-        Topology { nodes: 2, procs_per_node: 2 },
-        Policy::Fixed { protocol_procs: 1 },
-        seed,
-    );
+/// fetched data) on an otherwise idle cluster of `on`'s machine (2 nodes x
+/// 2 processors under Fixed, one requester), on the platform's clock.
+pub fn measure_lmin<P: Target>(on: &P, protocol: Protocol) -> Result<f64, P::Error> {
+    let (pair, round_trips) = on.idle_pair();
     let cfg =
-        MicroConfig { protocol, mean_compute_cycles: 0.0, requests_per_node: ROUND_TRIPS, single_requester: true };
-    let out = simulate(&sim, &cfg)?;
-    Ok(out.stats.sim_cycles as f64 / ROUND_TRIPS as f64)
-}
-
-/// Runs the microbenchmark on the native runtime (a `work` cycle lasts
-/// `rt.ns_per_cycle` nanoseconds).
-pub fn run_native(
-    rt: &finegrain_rt::RtConfig,
-    machine: &MachineConfig,
-    cfg: &MicroConfig,
-) -> Result<Ran<u64, finegrain_rt::RtStats>, finegrain_rt::RtError> {
-    // The machine and runtime first: the workload's checks and handlers
-    // size things from them.
-    machine.validate()?;
-    rt.validate()?;
-    segment_fits(rt, machine)?;
-    Native { config: rt }.run(&Micro::new(cfg, machine)?)
-}
-
-/// [`run_native`] on any of the runtime's platforms.
-pub fn run_rt(
-    rt: &finegrain_rt::RtConfig,
-    machine: &MachineConfig,
-    cfg: &MicroConfig,
-    on: crate::RtPlatform<'_>,
-) -> Result<Ran<u64, finegrain_rt::RtStats>, finegrain_rt::RtError> {
-    machine.validate()?;
-    rt.validate()?;
-    segment_fits(rt, machine)?;
-    two_nodes_at_least(rt.run.topology.nodes)?;
-    on.run(rt, &Micro::new(cfg, machine)?)
-}
-
-/// Lmin natively: the round trip of one request on an otherwise idle
-/// cluster under Fixed (2 nodes x 2 threads, one requester), in
-/// nanoseconds. `rt` supplies everything but the topology and policy.
-pub fn measure_lmin_native(
-    rt: &finegrain_rt::RtConfig,
-    machine: &MachineConfig,
-    protocol: Protocol,
-) -> Result<f64, finegrain_rt::RtError> {
-    const ROUND_TRIPS: u64 = 20_000;
-    let mut cfg = rt.clone();
-    cfg.run.topology = Topology { nodes: 2, procs_per_node: 2 };
-    cfg.run.policy = Policy::Fixed { protocol_procs: 1 };
-    // A dedicated protocol thread never gives the role up: the run's own
-    // rule (hand-off, say, which only Floating takes natively) is moot here.
-    cfg.run.relinquish = finegrain_core::Relinquish::Eager;
-    let work =
-        MicroConfig { protocol, mean_compute_cycles: 0.0, requests_per_node: ROUND_TRIPS, single_requester: true };
-    let out = run_native(&cfg, machine, &work)?;
-    let requester = out.stats.threads.iter().find(|t| t.node == 0 && t.thread == 0 && t.role == "compute");
-    let wall = requester.map(|t| t.wall_ns).unwrap_or(out.stats.wall_ns);
-    Ok(wall as f64 / ROUND_TRIPS as f64)
+        MicroConfig { protocol, mean_compute_cycles: 0.0, requests_per_node: round_trips, single_requester: true };
+    let out = run(&pair, &cfg)?;
+    Ok(pair.first_thread_time(&out.stats) / round_trips as f64)
 }

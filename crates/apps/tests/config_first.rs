@@ -5,6 +5,7 @@
 
 use finegrain_apps::fetch_add::{self, FetchAddConfig, KeySkew};
 use finegrain_apps::micro::{self, MicroConfig, Protocol};
+use finegrain_apps::{RtPlatform, Sim, Threads};
 use finegrain_core::{MachineConfig, Policy, Topology};
 use finegrain_sim::SimConfig;
 
@@ -40,19 +41,19 @@ fn zero_block(preset: &str) -> MachineConfig {
 fn a_zero_block_size_is_named_in_the_simulator() {
     let topology = Topology { nodes: 2, procs_per_node: 2 };
     let sim = SimConfig::new(zero_block("hpca97"), topology, Policy::Fixed { protocol_procs: 1 }, 1);
-    let e = micro::simulate(&sim, &micro_workload()).unwrap_err().to_string();
+    let e = micro::run(&Sim(sim.clone()), &micro_workload()).unwrap_err().to_string();
     assert!(e.starts_with("invalid protocol.block_bytes = 0"), "{e}");
     let sim = SimConfig::new(zero_block("hpca99"), topology, Policy::Fixed { protocol_procs: 1 }, 1);
-    let e = fetch_add::simulate(&sim, &fetch_add_workload()).unwrap_err().to_string();
+    let e = fetch_add::run(&Sim(sim.clone()), &fetch_add_workload()).unwrap_err().to_string();
     assert!(e.starts_with("invalid protocol.block_bytes = 0"), "{e}");
 }
 
 #[test]
 fn a_zero_block_size_is_named_natively() {
     let rt = finegrain_rt::RtConfig::new(Topology { nodes: 2, procs_per_node: 2 }, Policy::Fixed { protocol_procs: 1 });
-    let e = micro::run_native(&rt, &zero_block("hpca97"), &micro_workload()).unwrap_err().to_string();
+    let e = micro::run(&native(&rt, zero_block("hpca97")), &micro_workload()).unwrap_err().to_string();
     assert!(e.starts_with("invalid protocol.block_bytes = 0"), "{e}");
-    let e = fetch_add::run_native(&rt, &zero_block("hpca99"), &fetch_add_workload()).unwrap_err().to_string();
+    let e = fetch_add::run(&native(&rt, zero_block("hpca99")), &fetch_add_workload()).unwrap_err().to_string();
     assert!(e.starts_with("invalid protocol.block_bytes = 0"), "{e}");
 }
 
@@ -64,7 +65,7 @@ fn fixed_with_no_compute_processor_is_named_not_the_key_table() {
         Policy::Fixed { protocol_procs: 1 },
         1,
     );
-    let e = fetch_add::simulate(&sim, &fetch_add_workload()).unwrap_err().to_string();
+    let e = fetch_add::run(&Sim(sim.clone()), &fetch_add_workload()).unwrap_err().to_string();
     assert!(e.contains("leaves no compute processor"), "{e}");
 }
 
@@ -74,7 +75,7 @@ fn a_native_segment_smaller_than_the_presets_is_refused_before_the_run() {
     let mut rt =
         finegrain_rt::RtConfig::new(Topology { nodes: 2, procs_per_node: 2 }, Policy::Fixed { protocol_procs: 1 });
     rt.segment_bytes = 4096;
-    let e = micro::run_native(&rt, &machine, &micro_workload()).unwrap_err().to_string();
+    let e = micro::run(&native(&rt, machine.clone()), &micro_workload()).unwrap_err().to_string();
     assert!(e.starts_with(&format!("invalid segment_bytes = 4096: the microbenchmark's segment is as large as preset hpca97's cache; allowed at least {}", machine.segment_bytes())), "{e}");
 }
 
@@ -84,4 +85,9 @@ fn iterations_split_a_nodes_requests_exactly() {
     assert_eq!((0..3).map(|t| w.iterations(t, 3)).collect::<Vec<_>>(), [4, 3, 3]);
     assert_eq!(w.iterations(0, 0), 0, "no threads, no iterations (not a division by zero)");
     assert_eq!(w.iterations(3, 3), 0);
+}
+
+/// The native runtime's threads of this process with `machine`.
+fn native(rt: &finegrain_rt::RtConfig, machine: MachineConfig) -> Threads<'static> {
+    Threads { on: RtPlatform::Native, config: rt.clone(), machine }
 }

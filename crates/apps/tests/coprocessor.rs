@@ -5,6 +5,7 @@
 
 use finegrain_apps::fetch_add::{self, FetchAddConfig, KeySkew};
 use finegrain_apps::micro::{self, MicroConfig, Protocol};
+use finegrain_apps::Sim;
 use finegrain_core::{CoprocLibrary, MachineConfig, Policy, Topology};
 use finegrain_sim::{RunStats, SimConfig};
 
@@ -20,7 +21,7 @@ fn coproc(library: CoprocLibrary, nodes: u32) -> SimConfig {
 
 fn micro_run(cfg: &SimConfig, protocol: Protocol, compute: f64, single: bool) -> RunStats {
     let w = MicroConfig { protocol, mean_compute_cycles: compute, requests_per_node: 40, single_requester: single };
-    micro::simulate(cfg, &w).unwrap().stats
+    micro::run(&Sim(cfg.clone()), &w).unwrap().stats
 }
 
 fn coproc_handlers(stats: &RunStats) -> u64 {
@@ -102,7 +103,7 @@ fn fetch_and_add_answers_are_right_under_both_libraries() {
     for library in LIBRARIES {
         let cfg = coproc(library, 4);
         // The run checks every word against the requests sent for it.
-        let out = fetch_add::simulate(&cfg, &w).unwrap();
+        let out = fetch_add::run(&Sim(cfg.clone()), &w).unwrap();
         assert_eq!(out.stats.requests, fetch_add::total_requests(&cfg, &w), "{}", library.label());
         assert_eq!(out.stats.replies, out.stats.requests, "{}", library.label());
     }

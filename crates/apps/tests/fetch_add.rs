@@ -3,6 +3,7 @@
 //! discipline, and overlapping handlers of one key would be caught.
 
 use finegrain_apps::fetch_add::{self, FetchAddConfig, KeySkew, Words};
+use finegrain_apps::{RtPlatform, Sim, Threads};
 use finegrain_core::{
     Access, AmError, Args, Discipline, Dispatch, HandlerCtx, HandlerId, HandlerTable, MachineConfig, NodeId, Policy,
     PpKind, Region, Reply, Topology,
@@ -76,7 +77,7 @@ fn every_request_is_answered_under_every_arrangement() {
     for (policy, ppn, d, kind, max) in arrangements {
         for skew in [KeySkew::Uniform, KeySkew::Zipf { exponent: 1.0 }] {
             let cfg = sim(policy, ppn, d, kind, max);
-            let out = fetch_add::simulate(&cfg, &workload(16, skew)).unwrap();
+            let out = fetch_add::run(&Sim(cfg.clone()), &workload(16, skew)).unwrap();
             let threads = policy.compute_procs(ppn) as u64;
             let h = fetch_add::home_measures(&cfg.machine, &out.stats);
             assert_eq!(h.requests, 2 * threads * 25, "{d:?} {kind:?} {skew}: every request reached the home");
@@ -89,10 +90,10 @@ fn every_request_is_answered_under_every_arrangement() {
 #[test]
 fn sequential_requests_run_under_pdq_and_are_refused_by_spin_locks() {
     let w = FetchAddConfig { sequential_fraction: 0.2, ..workload(8, KeySkew::Uniform) };
-    fetch_add::simulate(&sim(Policy::Fixed { protocol_procs: 2 }, 4, Discipline::Pdq, PpKind::Embedded, None), &w)
+    fetch_add::run(&Sim(sim(Policy::Fixed { protocol_procs: 2 }, 4, Discipline::Pdq, PpKind::Embedded, None)), &w)
         .unwrap();
     let e =
-        fetch_add::simulate(&sim(Policy::Fixed { protocol_procs: 2 }, 4, Discipline::SpinLock, PpKind::Smp, None), &w)
+        fetch_add::run(&Sim(sim(Policy::Fixed { protocol_procs: 2 }, 4, Discipline::SpinLock, PpKind::Smp, None)), &w)
             .map(|_| ())
             .unwrap_err()
             .to_string();
@@ -113,7 +114,7 @@ fn mult_takes_fewer_interrupts_when_the_home_computes_less() {
     let rate = |home_u| {
         let w = FetchAddConfig { home_u, think_cycles: 20_000.0, ..workload(64, KeySkew::Uniform) };
         let cfg = sim(Policy::Floating, 4, Discipline::Pdq, PpKind::Smp, Some(2));
-        let out = fetch_add::simulate(&cfg, &w).unwrap();
+        let out = fetch_add::run(&Sim(cfg.clone()), &w).unwrap();
         let h = fetch_add::home_measures(&cfg.machine, &out.stats);
         h.interrupts as f64 / h.requests as f64
     };
@@ -132,7 +133,7 @@ fn mult_servers_go_back_to_their_computation_at_saturation() {
         let cfg = sim(Policy::Floating, 8, discipline, PpKind::Smp, servers);
         let w =
             FetchAddConfig { requests_per_thread: 400, home_burst_cycles: 2000.0, ..workload(4096, KeySkew::Uniform) };
-        let out = fetch_add::simulate(&cfg, &w).unwrap();
+        let out = fetch_add::run(&Sim(cfg.clone()), &w).unwrap();
         let h = fetch_add::home_measures(&cfg.machine, &out.stats);
         assert!(h.home_u > 0.4, "{discipline:?}: the home computed {:.3} of the time, target 0.5", h.home_u);
     }
@@ -252,7 +253,7 @@ fn native_fetch_add_loses_no_update_under_parallel_dispatch() {
         let compute = policy.compute_procs(ppn) as u64;
         assert_eq!(out.results.iter().map(|r| r.requests).sum::<u64>(), 2 * compute * 300, "{policy:?} {d:?}");
         // The workload's own native driver, which checks the words too.
-        let out = fetch_add::run_native(&rt, &m, &w).unwrap_or_else(|e| panic!("{policy:?} {d:?}: {e}"));
+        let out = fetch_add::run(&native(&rt, m.clone()), &w).unwrap_or_else(|e| panic!("{policy:?} {d:?}: {e}"));
         assert_eq!(out.outputs.iter().map(|r| r.requests).sum::<u64>(), 2 * compute * 300, "{policy:?} {d:?}");
     }
 }
@@ -290,7 +291,7 @@ fn mult_serves_even_when_every_idle_period_is_shorter_than_taking_the_role() {
                 home_burst_cycles: burst,
                 ..workload(2, KeySkew::Uniform)
             };
-            let out = fetch_add::simulate(&cfg, &w).unwrap();
+            let out = fetch_add::run(&Sim(cfg.clone()), &w).unwrap();
             assert_eq!(fetch_add::home_measures(&cfg.machine, &out.stats).requests, 2 * 4 * 20);
         }
     };
@@ -317,7 +318,7 @@ fn spinning_on_a_held_lock_costs_bus_transactions() {
     let bus_per_request = |kind, keys| {
         let cfg = sim(Policy::Fixed { protocol_procs: 4 }, 8, Discipline::SpinLock, kind, None);
         let w = FetchAddConfig { requests_per_thread: 200, ..workload(keys, KeySkew::Uniform) };
-        let out = fetch_add::simulate(&cfg, &w).unwrap();
+        let out = fetch_add::run(&Sim(cfg.clone()), &w).unwrap();
         let h = fetch_add::home_measures(&cfg.machine, &out.stats);
         assert!(keys > 1 || h.pp_busy_wait_fraction > 0.3, "{kind:?}: one key, yet little spinning");
         h.bus_transactions_per_request
@@ -336,7 +337,7 @@ fn a_dispatch_device_spares_serial_dispatch_the_role_lock() {
     let role_and_migration = |discipline, servers| {
         let cfg = sim(Policy::Floating, 8, discipline, PpKind::Smp, servers);
         let w = FetchAddConfig { requests_per_thread: 200, ..workload(1, KeySkew::Uniform) };
-        let home = fetch_add::simulate(&cfg, &w).unwrap().stats.nodes.swap_remove(0);
+        let home = fetch_add::run(&Sim(cfg.clone()), &w).unwrap().stats.nodes.swap_remove(0);
         let role: u64 = home.procs.iter().map(|p| p.cycles.role).sum();
         let migration: u64 = home.procs.iter().map(|p| p.misses.migration).sum();
         (role, migration)
@@ -355,7 +356,7 @@ fn a_home_that_never_computes_adds_no_events_however_long_the_run() {
         FetchAddConfig { home_u: 0.0, think_cycles: 1e7, requests_per_thread: 2, ..workload(8, KeySkew::Uniform) };
     for (policy, pp_kind) in [(Policy::Fixed { protocol_procs: 1 }, PpKind::Smp), (Policy::Floating, PpKind::Smp)] {
         let max = (policy == Policy::Floating).then_some(1);
-        let out = fetch_add::simulate(&sim(policy, 3, Discipline::Pdq, pp_kind, max), &cfg).unwrap();
+        let out = fetch_add::run(&Sim(sim(policy, 3, Discipline::Pdq, pp_kind, max)), &cfg).unwrap();
         let s = &out.stats;
         assert!(s.sim_cycles > 10_000_000, "a long run: {} cycles", s.sim_cycles);
         assert!(s.events < 50 * s.messages, "{} events for {} messages", s.events, s.messages);
@@ -374,7 +375,7 @@ fn a_split_bus_queues_smp_protocol_processors_less_than_one_held_whole() {
             cfg.machine.bus.address_phase_cycles = None;
         }
         let w = FetchAddConfig { requests_per_thread: 200, home_u: 0.0, ..workload(4096, KeySkew::Uniform) };
-        let out = fetch_add::simulate(&cfg, &w).unwrap();
+        let out = fetch_add::run(&Sim(cfg.clone()), &w).unwrap();
         let bus = out.stats.nodes[0].bus.clone();
         (fetch_add::home_measures(&cfg.machine, &out.stats).throughput_msgs_per_us, bus)
     };
@@ -388,4 +389,9 @@ fn a_split_bus_queues_smp_protocol_processors_less_than_one_held_whole() {
         wait(&whole)
     );
     assert!(split_rate > whole_rate, "requests per us: split {split_rate:.2}, whole {whole_rate:.2}");
+}
+
+/// The native runtime's threads of this process with `machine`.
+fn native(rt: &finegrain_rt::RtConfig, machine: MachineConfig) -> Threads<'static> {
+    Threads { on: RtPlatform::Native, config: rt.clone(), machine }
 }

@@ -5,6 +5,7 @@
 //! study's verdicts.
 
 use finegrain_apps::micro::{self, MicroConfig, Protocol};
+use finegrain_apps::Sim;
 use finegrain_core::{
     Access, AmError, Args, HandlerCtx, MachineConfig, Message, MsgKind, NodeId, Payload, Policy, Region, Reply,
     SyncKey, ThreadId, Topology,
@@ -31,7 +32,7 @@ fn single_interrupts_per_request(return_percent: u32) -> f64 {
         requests_per_node: 2000,
         single_requester: false,
     };
-    let out = micro::simulate(&sim, &work).unwrap();
+    let out = micro::run(&Sim(sim.clone()), &work).unwrap();
     out.stats.interrupts as f64 / out.stats.requests as f64
 }
 

@@ -8,6 +8,7 @@
 
 use anyhow::Result;
 use finegrain_apps::micro::{self, MicroConfig, Protocol};
+use finegrain_apps::Sim;
 use finegrain_core::{MachineConfig, Policy, Topology};
 use finegrain_sim::SimConfig;
 use serde::Serialize;
@@ -66,9 +67,9 @@ pub fn sim(rounds: u32, requests_per_node: u64) -> Result<Vec<SimBenchRow>> {
     let target_u = 0.5;
     let mut rows = Vec::new();
     for protocol in [Protocol::Fetch, Protocol::Null] {
-        let lmin = micro::measure_lmin(&machine, protocol, SEED)?;
+        let lmin = micro::measure_lmin(&Sim::idle(&machine, SEED), protocol)?;
         for policy in [Policy::Fixed { protocol_procs: 1 }, Policy::Floating] {
-            let cfg = SimConfig::new(machine.clone(), Topology { nodes: 2, procs_per_node: 2 }, policy, SEED);
+            let cfg = Sim(SimConfig::new(machine.clone(), Topology { nodes: 2, procs_per_node: 2 }, policy, SEED));
             let work = MicroConfig {
                 protocol,
                 mean_compute_cycles: micro::mean_compute(target_u, lmin),
@@ -79,7 +80,7 @@ pub fn sim(rounds: u32, requests_per_node: u64) -> Result<Vec<SimBenchRow>> {
             let (mut messages, mut events) = (0, 0);
             for _ in 0..rounds {
                 let t0 = Instant::now();
-                let out = micro::simulate(&cfg, &work)?;
+                let out = micro::run(&cfg, &work)?;
                 walls.push(t0.elapsed().as_secs_f64());
                 messages = out.stats.messages;
                 events = out.stats.events;

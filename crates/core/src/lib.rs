@@ -18,6 +18,7 @@ pub mod memory;
 pub mod message;
 pub mod pdq;
 pub mod proc_api;
+pub mod summary;
 pub mod work;
 pub mod workload;
 
@@ -34,5 +35,6 @@ pub use memory::{Access, Region};
 pub use message::{Args, Message, MsgKind, Payload, Reply, SyncKey, MAX_ARGS};
 pub use pdq::{Dispatched, InService, Pdq};
 pub use proc_api::Proc;
+pub use summary::{Clock, RunSummary};
 pub use work::Work;
 pub use workload::{Platform, Ran, Workload, WorkloadError};

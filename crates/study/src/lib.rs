@@ -9,6 +9,8 @@
 //!   [`regenerate`] reruns one from its record with its labels' type, and
 //!   [`rerun`] picks that type by the record's study; [`reuse`] takes
 //!   finished runs from earlier records (`reproduce --reuse`);
+//! - [`calibrate`]: a preset's paper targets measured back (`finegrain
+//!   calibrate`);
 //! - [`claim`]: claims as values (statement, source, test, verdict);
 //! - [`sweep`]: `finegrain sweep`, any workload over any grid of
 //!   configuration fields, no claims;
@@ -21,6 +23,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod calibrate;
 pub mod claim;
 pub mod experiment;
 pub mod figures;

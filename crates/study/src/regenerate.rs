@@ -5,7 +5,7 @@
 use crate::progress;
 use crate::record::Labels;
 use anyhow::{bail, Context, Result};
-use finegrain_apps::WorkloadSpec;
+use finegrain_apps::{Measures, Sim, WorkloadSpec};
 use finegrain_sim::{RunStats, SimConfig};
 use serde::Deserialize;
 use serde_json::Value;
@@ -171,12 +171,13 @@ pub fn regenerate<L: Labels>(text: &str) -> Result<Rerun> {
         bail!("it names id = {} but its labels make {expected}; {DESCRIBED}", record.id);
     }
     let total = record.workload.total_requests(&record.config);
-    let out = progress::one_run(total, || record.workload.simulate(&record.config))?;
+    let out = progress::one_run(total, || record.workload.run(&Sim(record.config.clone())))?;
+    let measures = out.measures.as_ref().map(Measures::to_json);
     let now = serde_json::to_value(&out.stats).context("statistics to JSON")?;
     let mut differences = Vec::new();
     diff("stats", &record.stats, &now, &mut differences);
     let mut fields = leaves(&now);
-    match (&record.measures, &out.measures) {
+    match (&record.measures, &measures) {
         (Some(recorded), Some(measured)) => {
             diff("measures", recorded, measured, &mut differences);
             fields += leaves(measured);

@@ -5,7 +5,7 @@
 
 use crate::record::{describe_value, Labels, Remeasured, RunRecord, Wall};
 use finegrain_apps::serving::Point;
-use finegrain_apps::{micro, WorkloadSpec};
+use finegrain_apps::{micro, Sim, WorkloadSpec};
 use finegrain_sim::{RunStats, SimConfig};
 use serde::{Deserialize, Serialize};
 
@@ -111,7 +111,7 @@ impl Labels for RunLabels {
     /// Lmin again, from the machine and seed the run measured it with.
     fn remeasure(&self, config: &SimConfig, workload: &WorkloadSpec) -> anyhow::Result<Vec<Remeasured>> {
         let (WorkloadSpec::Micro(w), Some(recorded)) = (workload, self.lmin_cycles) else { return Ok(Vec::new()) };
-        let now = micro::measure_lmin(&config.machine, w.protocol, config.run.seed)?;
+        let now = micro::measure_lmin(&Sim(config.clone()), w.protocol)?;
         Ok(vec![Remeasured { name: "lmin_cycles", recorded, now }])
     }
 }

@@ -16,7 +16,7 @@ use crate::report::{self, Section};
 use crate::reuse::{Earlier, Reused};
 use crate::runner::{self, Work};
 use anyhow::{Context, Result};
-use finegrain_apps::WorkloadSpec;
+use finegrain_apps::{Measures, Sim, WorkloadSpec};
 use finegrain_sim::SimConfig;
 use serde::de::DeserializeOwned;
 use serde::Deserialize as _;
@@ -349,7 +349,7 @@ pub fn host_bytes<L>(p: &Planned<L>) -> u64 {
 pub fn run_planned<L: Labels>(study: &str, experiment: &str, p: &Planned<L>) -> Result<RunRecord<L>> {
     let id = p.labels.id();
     let t0 = Instant::now();
-    let out = p.workload.simulate(&p.config).with_context(|| format!("run {id}"))?;
+    let out = p.workload.run(&Sim(p.config.clone())).with_context(|| format!("run {id}"))?;
     let wall = Wall::of(t0.elapsed(), &out.stats);
     Ok(RunRecord {
         study: study.to_string(),
@@ -359,7 +359,7 @@ pub fn run_planned<L: Labels>(study: &str, experiment: &str, p: &Planned<L>) -> 
         config: p.config.clone(),
         workload: p.workload.clone(),
         stats: out.stats,
-        measures: out.measures,
+        measures: out.measures.as_ref().map(Measures::to_json),
         wall,
     })
 }

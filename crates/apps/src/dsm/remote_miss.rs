@@ -10,12 +10,14 @@
 //! here sets the costs the paper leaves open that shape the Hurricane-1
 //! column, where protocol processors sit on the memory bus.
 
+use super::spec::DsmRun;
 use crate::fit::{coordinate_descent, Unknown as _};
+use crate::splitc::spec::Size;
 use finegrain_core::config::ServingSystem;
-use finegrain_core::{ConfigError, HandlerTable, MachineConfig, Policy, Proc, Topology};
-use finegrain_dsm::{Dsm, DsmConfig, Home};
+use finegrain_core::{ConfigError, HandlerTable, MachineConfig, Proc};
+use finegrain_dsm::{Dsm, Home};
 use finegrain_sim::stats::TraceEvent;
-use finegrain_sim::{SimConfig, SimError};
+use finegrain_sim::SimError;
 
 /// The seed the remote miss is simulated with (an idle machine: the seed
 /// moves nothing, but every run records one).
@@ -54,17 +56,17 @@ pub const REMOTE_MISS_TOLERANCE: f64 = 0.10;
 /// node 0, node 1 reads it): the cycles of each of Table 1's steps, from
 /// the run's trace.
 pub fn remote_miss_steps(machine: &MachineConfig, system: ServingSystem) -> Result<[u64; 12], SimError> {
-    let Some(params) = &machine.dsm else {
+    if machine.dsm.is_none() {
         return Err(SimError::Config(ConfigError::invalid(
             "dsm",
             "none",
             format!("preset {} needs a [dsm] table of handler instructions to time a remote miss", machine.name),
         )));
-    };
-    let mut cfg = SimConfig::new(machine.clone(), Topology { nodes: 2, procs_per_node: 1 }, Policy::Single, SEED);
-    system.apply(&mut cfg.run, 1);
+    }
+    let run = DsmRun { system, nodes: 2, compute_procs: 1, block_bytes: 64, seed: SEED };
+    let mut cfg = run.sim_config(machine, Size::Tiny);
     cfg.trace_handlers = true;
-    let dsm_cfg = DsmConfig { block_bytes: 64, costs: params.clone(), ..DsmConfig::default() };
+    let dsm_cfg = run.dsm_config(machine, false)?;
     let block_words = dsm_cfg.block_bytes as u64 / 8;
     let mut table = HandlerTable::new();
     let mut b = Dsm::builder(2, 1, dsm_cfg).map_err(SimError::Handler)?;

@@ -11,12 +11,11 @@ use super::radix::Radix;
 use super::water::WaterSp;
 use super::{DsmProgram, DsmWorkload, ThreadRun};
 use crate::splitc::spec::Size;
-use crate::RtPlatform;
-use finegrain_core::config::MemoryParams;
-use finegrain_core::{ConfigError, MachineConfig, Platform};
+use crate::Target;
+use finegrain_core::config::{MemoryParams, ServingSystem};
+use finegrain_core::{ConfigError, MachineConfig, Policy, RunConfig, Topology, WorkloadError};
 use finegrain_dsm::DsmConfig;
-use finegrain_rt::{RtConfig, RtError, RtStats};
-use finegrain_sim::{RunStats, SimConfig, SimError, Simulator};
+use finegrain_sim::SimConfig;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -136,6 +135,67 @@ pub fn room_for(size: Size, machine: &mut MachineConfig) {
     }
 }
 
+/// One shared-memory run's shape, as the command line, the pdq-dsm study
+/// and the calibration of a remote miss all build it: the system that
+/// serves the DSM's handlers, the nodes and compute processors, the
+/// coherence unit and the seed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DsmRun {
+    pub system: ServingSystem,
+    pub nodes: u32,
+    pub compute_procs: u32,
+    pub block_bytes: u32,
+    pub seed: u64,
+}
+
+impl DsmRun {
+    /// The run settings: the system's policy, processors and dispatch.
+    pub fn run_config(&self) -> RunConfig {
+        let topology = Topology { nodes: self.nodes, procs_per_node: 1 };
+        let mut run = RunConfig::new(topology, Policy::Single, self.seed);
+        self.system.apply(&mut run, self.compute_procs);
+        run
+    }
+
+    /// The simulated machine: `machine` with room for the inputs of
+    /// `size` (see [`room_for`]) under [`DsmRun::run_config`].
+    pub fn sim_config(&self, machine: &MachineConfig, size: Size) -> SimConfig {
+        let mut machine = machine.clone();
+        room_for(size, &mut machine);
+        SimConfig { run: self.run_config(), machine, trace_handlers: false }
+    }
+
+    /// The DSM's settings on `machine`: its handler instructions from the
+    /// machine's `[dsm]` section, and the shadow copy that checks
+    /// coherence where `check_coherence` (it needs the nodes in one
+    /// process and messages delivered in order).
+    pub fn dsm_config(&self, machine: &MachineConfig, check_coherence: bool) -> Result<DsmConfig, ConfigError> {
+        let Some(params) = machine.dsm.as_ref() else {
+            return Err(ConfigError::invalid(
+                "preset",
+                &machine.name,
+                "it has no [dsm] section (the DSM handlers' instructions); allowed a preset with one, such as hpca99",
+            ));
+        };
+        Ok(DsmConfig { block_bytes: self.block_bytes, check_coherence, costs: params.clone(), ..DsmConfig::default() })
+    }
+
+    /// The simulated run of `program` at `size` (its input drawn from the
+    /// run's seed) on `machine`: the simulator's network delivers in order
+    /// and its nodes share one process, so the coherence check is on.
+    pub fn simulated(
+        &self,
+        machine: &MachineConfig,
+        program: &str,
+        size: Size,
+    ) -> Result<(SimConfig, DsmSpec), ConfigError> {
+        let config = self.sim_config(machine, size);
+        let dsm = self.dsm_config(&config.machine, true)?;
+        let program = ProgramSpec::named(program, size, self.seed)?;
+        Ok((config, DsmSpec { program, dsm }))
+    }
+}
+
 /// What a run of a program measured, over its threads, on the platform's
 /// clock (simulated cycles, or nanoseconds natively).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -167,28 +227,15 @@ impl DsmMeasures {
     }
 }
 
-fn simulate_one<G: DsmProgram + Clone>(
+fn run_one<G: DsmProgram + Clone, P: Target>(
     prog: &G,
     dsm: &DsmConfig,
-    sim: &SimConfig,
-) -> Result<(RunStats, DsmMeasures), SimError> {
-    let (nodes, threads) = shape(&sim.run);
-    let w = DsmWorkload::new(prog.clone(), nodes, threads, dsm.clone()).map_err(SimError::Handler)?;
-    let ran = Simulator { config: sim }.run(&w)?;
+    on: &P,
+) -> Result<(P::Stats, DsmMeasures), P::Error> {
+    let (nodes, threads) = shape(on.run_config());
+    let w = DsmWorkload::new(prog.clone(), nodes, threads, dsm.clone()).map_err(WorkloadError::from)?;
+    let ran = on.run(&w)?;
     Ok((ran.stats, DsmMeasures::of(prog.input(), &ran.outputs)))
-}
-
-fn run_rt_one<G: DsmProgram + Clone>(
-    prog: &G,
-    dsm: &DsmConfig,
-    platform: RtPlatform,
-    rt: &RtConfig,
-) -> Result<(RtStats, Option<DsmMeasures>), RtError> {
-    let (nodes, threads) = (rt.run.topology.nodes, rt.compute_threads_per_node());
-    let w = DsmWorkload::new(prog.clone(), nodes, threads, dsm.clone()).map_err(|e| RtError::Setup(e.to_string()))?;
-    let ran = platform.run(rt, &w)?;
-    let measures = platform.has_results().then(|| DsmMeasures::of(prog.input(), &ran.outputs));
-    Ok((ran.stats, measures))
 }
 
 /// Nodes and compute threads per node of a run.
@@ -205,17 +252,12 @@ impl DsmSpec {
             .map_err(|e| ConfigError::invalid("dsm", self.program.label(), e.to_string()))
     }
 
-    /// Runs the program on the simulated machine `sim`; checks its answer.
-    pub fn simulate(&self, sim: &SimConfig) -> Result<(RunStats, DsmMeasures), SimError> {
-        sim.validate()?;
-        self.validate(&sim.run)?;
-        with_program!(&self.program, p => simulate_one(p, &self.dsm, sim))
-    }
-
-    /// Runs the program natively; checks its answer. Only the process
-    /// holding the results has the measures (in nanoseconds).
-    pub fn run_rt(&self, platform: RtPlatform, rt: &RtConfig) -> Result<(RtStats, Option<DsmMeasures>), RtError> {
-        self.validate(&rt.run).map_err(|e| RtError::Setup(e.to_string()))?;
-        with_program!(&self.program, p => run_rt_one(p, &self.dsm, platform, rt))
+    /// Runs the program on `on` and checks its answer. The measures are
+    /// on the platform's clock, and whole only in the process that holds
+    /// the results.
+    pub fn run<P: Target>(&self, on: &P) -> Result<(P::Stats, DsmMeasures), P::Error> {
+        on.validate()?;
+        self.validate(on.run_config()).map_err(WorkloadError::from)?;
+        with_program!(&self.program, p => run_one(p, &self.dsm, on))
     }
 }

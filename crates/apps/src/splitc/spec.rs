@@ -13,10 +13,8 @@ use super::sample::{Moves, SampleConfig};
 use super::shell::ShellConfig;
 use super::wator::WatorConfig;
 use super::{NodeRun, SplitcProgram, SplitcWorkload};
-use crate::RtPlatform;
-use finegrain_core::{ConfigError, Platform};
-use finegrain_rt::{RtConfig, RtError, RtStats};
-use finegrain_sim::{RunStats, SimConfig, SimError, Simulator};
+use crate::Target;
+use finegrain_core::{ConfigError, WorkloadError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -170,23 +168,11 @@ macro_rules! with_program {
     };
 }
 
-fn simulate_one<G: SplitcProgram + Clone>(prog: &G, sim: &SimConfig) -> Result<(RunStats, ProgramMeasures), SimError> {
-    let nodes = sim.run.topology.nodes;
-    let w = SplitcWorkload::new(prog.clone(), nodes).map_err(SimError::Handler)?;
-    let ran = Simulator { config: sim }.run(&w)?;
+fn run_one<G: SplitcProgram + Clone, P: Target>(prog: &G, on: &P) -> Result<(P::Stats, ProgramMeasures), P::Error> {
+    let nodes = on.run_config().topology.nodes;
+    let w = SplitcWorkload::new(prog.clone(), nodes).map_err(WorkloadError::from)?;
+    let ran = on.run(&w)?;
     Ok((ran.stats, ProgramMeasures::of(prog.input(nodes), &ran.outputs)))
-}
-
-fn run_rt_one<G: SplitcProgram + Clone>(
-    prog: &G,
-    platform: RtPlatform,
-    rt: &RtConfig,
-) -> Result<(RtStats, Option<ProgramMeasures>), RtError> {
-    let nodes = rt.run.topology.nodes;
-    let w = SplitcWorkload::new(prog.clone(), nodes).map_err(|e| RtError::Setup(e.to_string()))?;
-    let ran = platform.run(rt, &w)?;
-    let measures = platform.has_results().then(|| ProgramMeasures::of(prog.input(nodes), &ran.outputs));
-    Ok((ran.stats, measures))
 }
 
 impl ProgramSpec {
@@ -235,17 +221,12 @@ impl ProgramSpec {
         checked.map_err(|why| ConfigError::invalid("program", self.label(), why))
     }
 
-    /// Runs the program on the simulated machine `sim`; checks its answer.
-    pub fn simulate(&self, sim: &SimConfig) -> Result<(RunStats, ProgramMeasures), SimError> {
-        sim.validate()?;
-        self.validate(sim.run.topology.nodes)?;
-        with_program!(self, p => simulate_one(p, sim))
-    }
-
-    /// Runs the program natively; checks its answer. The measures are in
-    /// nanoseconds, and only the process holding the results has them.
-    pub fn run_rt(&self, platform: RtPlatform, rt: &RtConfig) -> Result<(RtStats, Option<ProgramMeasures>), RtError> {
-        self.validate(rt.run.topology.nodes).map_err(|e| RtError::Setup(e.to_string()))?;
-        with_program!(self, p => run_rt_one(p, platform, rt))
+    /// Runs the program on `on` and checks its answer. The measures are
+    /// on the platform's clock (simulated cycles, or nanoseconds
+    /// natively), and whole only in the process that holds the results.
+    pub fn run<P: Target>(&self, on: &P) -> Result<(P::Stats, ProgramMeasures), P::Error> {
+        on.validate()?;
+        self.validate(on.run_config().topology.nodes).map_err(WorkloadError::from)?;
+        with_program!(self, p => run_one(p, on))
     }
 }

@@ -7,14 +7,14 @@
 use super::SimRun;
 use crate::args::RunArgs;
 use crate::say;
-use anyhow::{bail, Context, Result};
-use finegrain_apps::dsm::spec::{room_for, DsmMeasures, DsmSpec, ProgramSpec, PROGRAMS};
+use anyhow::{bail, Result};
+use finegrain_apps::dsm::spec::{DsmMeasures, DsmRun, DsmSpec, ProgramSpec, PROGRAMS};
 use finegrain_apps::splitc::spec::Size;
-use finegrain_apps::{RtPlatform, WorkloadSpec};
+use finegrain_apps::{Measures, RtPlatform, Threads, WorkloadSpec};
 use finegrain_core::config::ServingSystem;
-use finegrain_core::{MachineConfig, Policy, RunConfig, Topology};
+use finegrain_core::{MachineConfig, RunConfig};
 use finegrain_dsm::DsmConfig;
-use finegrain_sim::{RunStats, SimConfig};
+use finegrain_sim::RunStats;
 use finegrain_study::experiment::preset_shown;
 
 const DEFAULT_NODES: u32 = 2;
@@ -61,45 +61,33 @@ fn system(a: &RunArgs, native: Option<&str>) -> Result<ServingSystem> {
     Ok(system)
 }
 
-/// Nodes and compute processors per node, with the system's protocol
-/// processors set on `run`.
-fn shape(a: &RunArgs, system: ServingSystem, run: &mut RunConfig) -> Result<()> {
+/// The run's shape the flags ask for under `system`, checked.
+fn dsm_run(a: &RunArgs, system: ServingSystem) -> Result<DsmRun> {
     let compute = a.compute_procs.unwrap_or(DEFAULT_COMPUTE_PROCS);
     let most = 64 - system.protocol_procs();
     if !(1..=most).contains(&compute) {
         bail!("invalid compute_procs = {compute} with system {system}: allowed 1..={most} (64 processors per node)");
     }
-    run.topology.nodes = a.nodes.unwrap_or(DEFAULT_NODES);
-    system.apply(run, compute);
-    run.validate()?;
-    Ok(())
+    let nodes = a.nodes.unwrap_or(DEFAULT_NODES);
+    let run = DsmRun { system, nodes, compute_procs: compute, block_bytes: block_bytes(a)?, seed: a.seed.unwrap_or(1) };
+    run.run_config().validate()?;
+    Ok(run)
 }
 
 /// The simulated run the flags ask for, checked.
 pub fn build(a: &RunArgs) -> Result<SimRun> {
     let preset = a.preset.as_deref().unwrap_or("hpca99");
-    let mut machine = MachineConfig::load(preset)?;
+    let machine = MachineConfig::load(preset)?;
     let program = program(a)?;
-    room_for(size(a)?, &mut machine);
-    let Some(params) = machine.dsm.as_ref() else {
+    if machine.dsm.is_none() {
         bail!(
             "invalid preset = {preset} for workload dsm: it has no [dsm] section (the DSM handlers' instructions); \
              allowed a preset with one, such as hpca99"
         );
-    };
-    let dsm = DsmConfig {
-        block_bytes: block_bytes(a)?,
-        // The simulator's network delivers in order; its nodes share one
-        // process, so the shadow copy sees every write.
-        check_coherence: true,
-        costs: params.clone(),
-        ..DsmConfig::default()
-    };
+    }
     let system = system(a, None)?;
-    let topology = Topology { nodes: DEFAULT_NODES, procs_per_node: 1 };
-    let mut config = SimConfig::new(machine, topology, Policy::Single, a.seed.unwrap_or(1));
-    shape(a, system, &mut config.run)?;
-    let workload = WorkloadSpec::Dsm(DsmSpec { program, dsm });
+    let (config, spec) = dsm_run(a, system)?.simulated(&machine, program.label(), size(a)?)?;
+    let workload = WorkloadSpec::Dsm(spec);
     workload.validate(&config)?;
     Ok(SimRun { config, workload, target_u: None, lmin: None })
 }
@@ -135,22 +123,16 @@ fn print_measures(m: &DsmMeasures, unit: impl Fn(u64) -> String) -> Result<()> {
 }
 
 /// Prints what a simulated run measured.
-pub fn print(
-    a: &RunArgs,
-    run: &SimRun,
-    spec: &DsmSpec,
-    stats: &RunStats,
-    measures: Option<&serde_json::Value>,
-) -> Result<()> {
+pub fn print(a: &RunArgs, run: &SimRun, spec: &DsmSpec, stats: &RunStats, measures: Option<&Measures>) -> Result<()> {
     let c = &run.config;
-    let m: DsmMeasures = serde_json::from_value(measures.cloned().context("a DSM run without its measures")?)?;
+    let Some(Measures::Dsm(m)) = measures else { bail!("a DSM run without its measures") };
     say!(
         "preset {}  {}",
         preset_shown(&c.machine.name, a.preset.as_deref()),
         describe(ServingSystem::of_run(&c.run), &c.run, spec)
     );
     let us = |cycles: u64| format!("{:.1} us ({cycles} cycles)", c.machine.cycles_to_us(cycles as f64));
-    print_measures(&m, us)?;
+    print_measures(m, us)?;
     say!(
         "messages          {} ({} one-way, {} replies to them)  handlers {}  interrupts {}",
         stats.messages,
@@ -173,8 +155,12 @@ pub fn native(a: &RunArgs, on: RtPlatform<'_>) -> Result<()> {
         ..DsmConfig::default()
     };
     let spec = DsmSpec { program: program(a)?, dsm };
-    let (stats, measures) = spec.run_rt(on, &rt)?;
-    let Some(m) = measures else { return Ok(()) };
+    let threads =
+        Threads { on, config: rt.clone(), machine: MachineConfig::load(a.preset.as_deref().unwrap_or("hpca99"))? };
+    let (stats, m) = spec.run(&threads)?;
+    if !on.has_results() {
+        return Ok(());
+    }
     say!("platform {}  {}", on.name(), describe(ServingSystem::of_run(&rt.run), &rt.run, &spec));
     print_measures(&m, |ns| format!("{:.1} us ({ns} ns)", ns as f64 / 1e3))?;
     say!("messages          {}  handlers {}  interrupts {}", stats.messages, stats.handlers, stats.interrupts);
@@ -195,9 +181,7 @@ pub fn native_config(a: &RunArgs, platform: &str) -> Result<finegrain_rt::RtConf
         bail!("invalid json with workload dsm on platform {platform}: records are written for simulated runs only");
     }
     let system = system(a, Some(platform))?;
-    let mut run = RunConfig::new(Topology { nodes: DEFAULT_NODES, procs_per_node: 1 }, Policy::Single, 1);
-    shape(a, system, &mut run)?;
-    run.seed = a.seed.unwrap_or(1);
+    let run = dsm_run(a, system)?.run_config();
     let mut rt = finegrain_rt::RtConfig::of(run);
     super::apply_runtime_fields(a, &mut rt);
     rt.validate()?;

@@ -9,7 +9,7 @@ use crate::say;
 use anyhow::{bail, Result};
 use finegrain_apps::fetch_add::{self, FetchAddConfig, KeySkew};
 use finegrain_apps::serving::Point;
-use finegrain_apps::{RtPlatform, WorkloadSpec};
+use finegrain_apps::{RtPlatform, Threads, WorkloadSpec};
 use finegrain_core::{Discipline, MachineConfig, ServingKind};
 use finegrain_sim::{RunStats, SimConfig};
 use finegrain_study::experiment::preset_shown;
@@ -144,7 +144,7 @@ pub fn build_native(a: &RunArgs) -> Result<NativeRun> {
 /// Runs the point on real threads; every word is checked afterwards.
 pub fn native(a: &RunArgs, run: NativeRun, on: RtPlatform<'_>) -> Result<()> {
     let NativeRun { built: Built { point, config, workload }, rt } = run;
-    let out = fetch_add::run_rt(&rt, &config.machine, &workload, on)?;
+    let out = fetch_add::run(&Threads { on, config: rt.clone(), machine: config.machine.clone() }, &workload)?;
     if !on.has_results() {
         return Ok(());
     }

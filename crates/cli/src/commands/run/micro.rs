@@ -6,7 +6,7 @@ use crate::args::RunArgs;
 use crate::say;
 use anyhow::{bail, Result};
 use finegrain_apps::micro::{self, MicroConfig, Protocol};
-use finegrain_apps::{RtPlatform, WorkloadSpec};
+use finegrain_apps::{RtPlatform, Sim, Threads, WorkloadSpec};
 use finegrain_core::{MachineConfig, Policy, Relinquish, Topology};
 use finegrain_sim::{RunStats, SimConfig};
 use finegrain_study::experiment::preset_shown;
@@ -35,7 +35,7 @@ pub fn build(a: &RunArgs) -> Result<SimRun> {
     micro::two_nodes_at_least(topology.nodes)?;
     config.validate()?;
     let (workload, lmin) =
-        workload(a, protocol, "cycles", || Ok(micro::measure_lmin(&config.machine, protocol, config.run.seed)?))?;
+        workload(a, protocol, "cycles", || Ok(micro::measure_lmin(&Sim(config.clone()), protocol)?))?;
     Ok(SimRun { config, workload: WorkloadSpec::Micro(workload), target_u: a.u, lmin })
 }
 
@@ -152,7 +152,7 @@ pub fn native_setup(a: &RunArgs, platform: &str) -> Result<NativeSetup> {
     super::apply_runtime_fields(a, &mut rt);
     micro::two_nodes_at_least(topology.nodes)?;
     rt.validate()?;
-    micro::segment_fits(&rt, &machine)?;
+    micro::segment_fits(rt.segment_bytes as u64, &machine)?;
     Ok(NativeSetup { rt, machine, protocol, policy, topology, preset: preset.to_string() })
 }
 
@@ -160,8 +160,9 @@ pub fn native_setup(a: &RunArgs, platform: &str) -> Result<NativeSetup> {
 pub fn native(a: &RunArgs, on: RtPlatform<'_>) -> Result<()> {
     let NativeSetup { rt, machine, protocol, policy, topology, preset } = native_setup(a, on.name())?;
     let preset = preset.as_str();
-    let (workload, lmin) = workload(a, protocol, "ns", || Ok(micro::measure_lmin_native(&rt, &machine, protocol)?))?;
-    let out = micro::run_rt(&rt, &machine, &workload, on)?;
+    let threads = Threads { on, config: rt.clone(), machine: machine.clone() };
+    let (workload, lmin) = workload(a, protocol, "ns", || Ok(micro::measure_lmin(&threads, protocol)?))?;
+    let out = micro::run(&threads, &workload)?;
     if !on.has_results() {
         return Ok(());
     }

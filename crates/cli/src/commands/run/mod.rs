@@ -10,7 +10,7 @@ mod splitc;
 
 use crate::args::RunArgs;
 use anyhow::{bail, Result};
-use finegrain_apps::{RtPlatform, WorkloadSpec};
+use finegrain_apps::{Measures, RtPlatform, Sim, WorkloadSpec};
 use finegrain_core::config::parse_toml;
 use finegrain_rt::NodeEnv;
 use finegrain_sim::SimConfig;
@@ -198,12 +198,13 @@ fn launch_self(a: &RunArgs, workload: Workload) -> Result<()> {
 fn simulate(a: &RunArgs, run: SimRun) -> Result<()> {
     let t0 = Instant::now();
     let total = run.workload.total_requests(&run.config);
-    let out = finegrain_study::progress::one_run(total, || run.workload.simulate(&run.config))?;
+    let out = finegrain_study::progress::one_run(total, || run.workload.run(&Sim(run.config.clone())))?;
+    let measures = out.measures.as_ref().map(Measures::to_json);
     let wall = Wall::of(t0.elapsed(), &out.stats);
     // The record first: output closed early must not lose it.
     if let Some(path) = &a.json {
         let labels = RunLabels::of(&run.config, &run.workload, run.target_u, run.lmin);
-        let record = single::record(&run.config, &run.workload, labels, out.stats.clone(), out.measures.clone(), wall);
+        let record = single::record(&run.config, &run.workload, labels, out.stats.clone(), measures, wall);
         write_json(path, &record)?;
     }
     match &run.workload {

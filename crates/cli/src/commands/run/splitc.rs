@@ -6,9 +6,9 @@
 use super::SimRun;
 use crate::args::RunArgs;
 use crate::say;
-use anyhow::{bail, Context, Result};
-use finegrain_apps::splitc::spec::{program_names, ProgramMeasures, ProgramSpec, Size};
-use finegrain_apps::{RtPlatform, WorkloadSpec};
+use anyhow::{bail, Result};
+use finegrain_apps::splitc::spec::{program_names, ProgramSpec, Size};
+use finegrain_apps::{Measures, RtPlatform, Threads, WorkloadSpec};
 use finegrain_core::{MachineConfig, Policy, Topology};
 use finegrain_sim::{RunStats, SimConfig};
 use finegrain_study::experiment::preset_shown;
@@ -49,10 +49,10 @@ pub fn print(
     run: &SimRun,
     spec: &ProgramSpec,
     stats: &RunStats,
-    measures: Option<&serde_json::Value>,
+    measures: Option<&Measures>,
 ) -> Result<()> {
     let c = &run.config;
-    let m: ProgramMeasures = serde_json::from_value(measures.cloned().context("a Split-C run without its measures")?)?;
+    let Some(Measures::Program(m)) = measures else { bail!("a Split-C run without its measures") };
     say!(
         "preset {}  policy {}  {} nodes  program {}  seed {}",
         preset_shown(&c.machine.name, a.preset.as_deref()),
@@ -79,8 +79,12 @@ pub fn print(
 pub fn native(a: &RunArgs, on: RtPlatform<'_>) -> Result<()> {
     let spec = program(a)?;
     let rt = native_config(a)?;
-    let (stats, measures) = spec.run_rt(on, &rt)?;
-    let Some(m) = measures else { return Ok(()) };
+    let threads =
+        Threads { on, config: rt.clone(), machine: MachineConfig::load(a.preset.as_deref().unwrap_or("ipps96"))? };
+    let (stats, m) = spec.run(&threads)?;
+    if !on.has_results() {
+        return Ok(());
+    }
     say!(
         "platform {}  policy {}  {} nodes  program {}  seed {}",
         on.name(),

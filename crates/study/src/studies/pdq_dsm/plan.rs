@@ -10,12 +10,10 @@ use crate::experiment::Source;
 use crate::record::Labels as _;
 use crate::study::Planned;
 use anyhow::{bail, Context, Result};
-use finegrain_apps::dsm::spec::{room_for, DsmSpec, ProgramSpec};
+use finegrain_apps::dsm::spec::DsmRun;
 use finegrain_apps::WorkloadSpec;
 use finegrain_core::config::ServingSystem;
-use finegrain_core::{MachineConfig, Policy, Topology};
-use finegrain_dsm::DsmConfig;
-use finegrain_sim::SimConfig;
+use finegrain_core::MachineConfig;
 
 /// The machines a study runs on.
 pub(super) struct Machines {
@@ -59,21 +57,10 @@ fn run(
     seed: u64,
     variant: Option<Variant>,
 ) -> Result<Planned<RunLabels>> {
-    let topology = Topology { nodes: shape.nodes, procs_per_node: shape.procs };
-    let mut machine = machine.clone();
-    room_for(grid.size, &mut machine);
-    let mut config = SimConfig::new(machine, topology, Policy::Single, seed);
-    system.apply(&mut config.run, shape.procs);
-    let params = config.machine.dsm.as_ref().context("the machine has no [dsm] section")?;
-    let dsm = DsmConfig {
-        block_bytes: shape.block_bytes,
-        check_coherence: true,
-        costs: params.clone(),
-        ..DsmConfig::default()
-    };
+    let run = DsmRun { system, nodes: shape.nodes, compute_procs: shape.procs, block_bytes: shape.block_bytes, seed };
     // The inputs come from the experiment's seed, the same on every
     // system (common random numbers).
-    let program = ProgramSpec::named(app, grid.size, seed)?;
+    let (config, spec) = run.simulated(machine, app, grid.size)?;
     let labels = RunLabels {
         app: app.to_string(),
         system,
@@ -83,7 +70,7 @@ fn run(
         seed,
         variant,
     };
-    Ok(Planned { labels, config, workload: WorkloadSpec::Dsm(DsmSpec { program, dsm }) })
+    Ok(Planned { labels, config, workload: WorkloadSpec::Dsm(spec) })
 }
 
 /// The baseline shape: the grid's first.

@@ -11,7 +11,7 @@ use crate::record::Labels as _;
 use crate::study::Planned;
 use anyhow::{bail, Context, Result};
 use finegrain_apps::micro::{self, MicroConfig, Protocol};
-use finegrain_apps::WorkloadSpec;
+use finegrain_apps::{Sim, WorkloadSpec};
 use finegrain_core::{MachineConfig, Policy, Topology};
 use finegrain_sim::{mix_seed, SimConfig};
 use std::collections::BTreeMap;
@@ -46,7 +46,8 @@ pub(super) fn load(e: &Experiment, src: &Source) -> Result<Loaded> {
     }
     let mut lmin = BTreeMap::new();
     for &p in &e.grid().protocols {
-        let l = micro::measure_lmin(&machine, p, e.header.seed).with_context(|| format!("measuring Lmin for {p}"))?;
+        let l = micro::measure_lmin(&Sim::idle(&machine, e.header.seed), p)
+            .with_context(|| format!("measuring Lmin for {p}"))?;
         lmin.insert(p, l);
     }
     for (table, g) in e.grids() {
