@@ -72,10 +72,12 @@ struct Shared {
 
 /// Three words of a shared mapping where a producer reports a consumer
 /// position it cannot believe: 1 + the ring's number (0: none yet), the
-/// position read, and the producer's own position then.
+/// position read, and the producer's own position then. Always the
+/// standard library's atomics, also in loom models: these words live in a
+/// mapping other processes see, which loom does not model.
 #[derive(Clone, Copy)]
 pub(crate) struct FaultAt {
-    pub(crate) words: *const [AtomicU64; 3],
+    pub(crate) words: *const [std::sync::atomic::AtomicU64; 3],
     pub(crate) ring: u64,
 }
 
