@@ -4,6 +4,7 @@
 //! stops mpirun and every rank, the ranks open no TCP port, and nothing is
 //! left in /dev/shm.
 
+use finegrain_rt::processes::launch::descendants;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -27,23 +28,6 @@ fn long_run(extra: &[&str]) -> Child {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
-}
-
-/// The processes below `pid`.
-fn descendants(pid: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    let mut todo = vec![pid];
-    while let Some(p) = todo.pop() {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{p}/task")) else { continue };
-        for t in tasks.flatten() {
-            let children = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
-            for c in children.split_whitespace().filter_map(|c| c.parse().ok()) {
-                out.push(c);
-                todo.push(c);
-            }
-        }
-    }
-    out
 }
 
 /// The value of `name` in process `pid`'s environment.

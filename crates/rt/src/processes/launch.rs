@@ -390,8 +390,9 @@ fn stop_job(child: &mut Child, sig: i32) {
     let _ = child.wait();
 }
 
-/// The processes below `pid` (its children, theirs, and so on).
-fn descendants(pid: u32) -> Vec<u32> {
+/// The processes below `pid` (its children, theirs, and so on), read
+/// from /proc: what a launcher must make sure has ended.
+pub fn descendants(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
     let mut todo = vec![pid];
     while let Some(p) = todo.pop() {
