@@ -8,7 +8,7 @@ use crate::fetch_add::{home_measures, HomeMeasures};
 use finegrain_core::{
     Clock, MachineConfig, Platform, Policy, Ran, Relinquish, RunConfig, RunSummary, Topology, Workload,
 };
-use finegrain_rt::{Native, NodeEnv, RtConfig, RtError, RtStats, ShmPlatform};
+use finegrain_rt::{Placement, RtConfig, RtError, RtStats};
 use finegrain_sim::{RunStats, SimConfig, SimError, Simulator};
 
 /// A platform a workload spec runs on.
@@ -132,68 +132,11 @@ impl Target for Sim {
     }
 }
 
-/// Where a run on the native runtime goes: threads of this process, or
-/// this process's node of a cluster of processes.
-#[derive(Clone, Copy)]
-pub enum RtPlatform<'a> {
-    /// Every node a group of threads of this process.
-    Native,
-    /// This process is one node of a shared-memory run (`finegrain
-    /// launch` told it which).
-    Shm(NodeEnv),
-    /// This process is one MPI rank, one node of the run.
-    #[cfg(feature = "mpi")]
-    Mpi(&'a finegrain_rt::MpiEnv),
-    #[doc(hidden)]
-    #[cfg(not(feature = "mpi"))]
-    _Lifetime(std::marker::PhantomData<&'a ()>),
-}
-
-impl RtPlatform<'_> {
-    pub fn name(self) -> &'static str {
-        match self {
-            RtPlatform::Native => "native",
-            RtPlatform::Shm(_) => "shm",
-            #[cfg(feature = "mpi")]
-            RtPlatform::Mpi(_) => "mpi",
-            #[cfg(not(feature = "mpi"))]
-            RtPlatform::_Lifetime(_) => "native",
-        }
-    }
-
-    /// Whether this process has the whole run's results (the others
-    /// leave theirs to node 0's process).
-    pub fn has_results(self) -> bool {
-        match self {
-            RtPlatform::Shm(env) => env.node == 0,
-            #[cfg(feature = "mpi")]
-            RtPlatform::Mpi(env) => env.rank == 0,
-            _ => true,
-        }
-    }
-
-    /// Runs `w` there and checks its answer (in the process that has the
-    /// results).
-    pub fn run<W: Workload>(self, rt: &RtConfig, w: &W) -> Result<Ran<W::Output, RtStats>, RtError> {
-        match self {
-            RtPlatform::Shm(env) => ShmPlatform { config: rt, env }.run(w),
-            #[cfg(feature = "mpi")]
-            RtPlatform::Mpi(env) => finegrain_rt::MpiPlatform { config: rt, env }.run(w),
-            _ => Native { config: rt }.run(w),
-        }
-    }
-
-    /// Whether the workload runs in separate processes here.
-    pub fn across_processes(self) -> bool {
-        !matches!(self, RtPlatform::Native)
-    }
-}
-
 /// The native runtime on one of its transports, with the machine (a
 /// preset) the workloads size their segments and tables from.
 #[derive(Clone)]
 pub struct Threads<'a> {
-    pub on: RtPlatform<'a>,
+    pub on: Placement<'a>,
     pub config: RtConfig,
     pub machine: MachineConfig,
 }
@@ -276,7 +219,7 @@ impl Target for Threads<'_> {
     /// thread never gives the role up: the run's own rule (hand-off, say,
     /// which only Floating takes natively) is moot here.
     fn idle_pair(&self) -> (Self, u64) {
-        let mut pair = Threads { on: RtPlatform::Native, ..self.clone() };
+        let mut pair = Threads { on: Placement::Native, ..self.clone() };
         pair.config.run.topology = Topology { nodes: 2, procs_per_node: 2 };
         pair.config.run.policy = Policy::Fixed { protocol_procs: 1 };
         pair.config.run.relinquish = Relinquish::Eager;

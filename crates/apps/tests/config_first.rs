@@ -5,8 +5,9 @@
 
 use finegrain_apps::fetch_add::{self, FetchAddConfig, KeySkew};
 use finegrain_apps::micro::{self, MicroConfig, Protocol};
-use finegrain_apps::{RtPlatform, Sim, Threads};
+use finegrain_apps::{Sim, Threads};
 use finegrain_core::{MachineConfig, Policy, Topology};
+use finegrain_rt::Placement;
 use finegrain_sim::SimConfig;
 
 fn micro_workload() -> MicroConfig {
@@ -89,5 +90,5 @@ fn iterations_split_a_nodes_requests_exactly() {
 
 /// The native runtime's threads of this process with `machine`.
 fn native(rt: &finegrain_rt::RtConfig, machine: MachineConfig) -> Threads<'static> {
-    Threads { on: RtPlatform::Native, config: rt.clone(), machine }
+    Threads { on: Placement::Native, config: rt.clone(), machine }
 }

@@ -3,11 +3,12 @@
 //! discipline, and overlapping handlers of one key would be caught.
 
 use finegrain_apps::fetch_add::{self, FetchAddConfig, KeySkew, Words};
-use finegrain_apps::{RtPlatform, Sim, Threads};
+use finegrain_apps::{Sim, Threads};
 use finegrain_core::{
     Access, AmError, Args, Discipline, Dispatch, HandlerCtx, HandlerId, HandlerTable, MachineConfig, NodeId, Policy,
     PpKind, Region, Reply, Topology,
 };
+use finegrain_rt::Placement;
 use finegrain_sim::SimConfig;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -393,5 +394,5 @@ fn a_split_bus_queues_smp_protocol_processors_less_than_one_held_whole() {
 
 /// The native runtime's threads of this process with `machine`.
 fn native(rt: &finegrain_rt::RtConfig, machine: MachineConfig) -> Threads<'static> {
-    Threads { on: RtPlatform::Native, config: rt.clone(), machine }
+    Threads { on: Placement::Native, config: rt.clone(), machine }
 }

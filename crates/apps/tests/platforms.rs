@@ -3,9 +3,9 @@
 //! summary, each leaving out (not zeroing) what it cannot measure.
 
 use finegrain_apps::micro::{self, MicroConfig, Protocol};
-use finegrain_apps::{RtPlatform, Sim, Target, Threads, WorkloadSpec};
+use finegrain_apps::{Sim, Target, Threads, WorkloadSpec};
 use finegrain_core::{Clock, MachineConfig, Policy, Topology};
-use finegrain_rt::RtConfig;
+use finegrain_rt::{Placement, RtConfig};
 use finegrain_sim::SimConfig;
 
 fn machine() -> MachineConfig {
@@ -41,7 +41,7 @@ fn threads_fill_what_they_measure_and_name_the_rest() {
     let m = machine();
     let mut rt = RtConfig::new(topology(), Policy::Fixed { protocol_procs: 1 });
     rt.segment_bytes = m.segment_bytes() as usize;
-    let threads = Threads { on: RtPlatform::Native, config: rt, machine: m };
+    let threads = Threads { on: Placement::Native, config: rt, machine: m };
     let out = spec().run(&threads).unwrap();
     let s = &out.summary;
     assert_eq!((s.platform, s.clock, s.requests), ("native", Clock::Nanoseconds, 400));

@@ -33,9 +33,11 @@
 //! - `notify/`: how a node notices a message: polling, parking, signal
 //!   interrupts ([`interrupt`] is its public part);
 //! - `runtime/`: the threads, which compose the three, and [`run`];
-//! - [`processes`]: nodes as OS processes of one host (the launcher, the
-//!   [`ShmPlatform`]); `ranks`: nodes as MPI ranks (`MpiPlatform`, feature
-//!   `mpi`);
+//! - [`processes`]: nodes as OS processes, one process platform whichever
+//!   transport joins them (shared memory between the processes of one
+//!   host, MPI ranks with the `mpi` feature), and the launchers that start
+//!   them; [`Placement`] says where a run's nodes are, from the
+//!   environment;
 //! - `os`: the operating-system helpers they share.
 //!
 //! The rings and the message codec are internal: they trust their callers
@@ -60,12 +62,11 @@ pub mod config;
 mod dispatch;
 mod notify;
 mod os;
+mod placement;
 mod platform;
 #[cfg(feature = "probe")]
 pub mod probe;
 pub mod processes;
-#[cfg(feature = "mpi")]
-pub mod ranks;
 mod runtime;
 pub mod stats;
 mod transport;
@@ -81,10 +82,9 @@ pub mod interrupt {
 
 pub use config::RtConfig;
 pub use os::{online_cores, pin_to};
+pub use placement::{Launch, Placement, Start};
 pub use platform::Native;
-pub use processes::{NodeEnv, ShmPlatform};
-#[cfg(feature = "mpi")]
-pub use ranks::{MpiEnv, MpiPlatform};
+pub use processes::{MpiEnv, NodeEnv};
 pub use runtime::{run, ReplyView, RtError, RtOutput, RtProc, STUCK_EXIT};
 pub use stats::{RtStats, ThreadTimes};
 pub use transport::codec::MAX_PAYLOAD;

@@ -211,7 +211,7 @@ fn a_parallel_discipline_is_refused_under_the_coprocessor_policy() {
 }
 
 /// Under optimized with its 2 nodes in 2 processes over shared memory
-/// (`finegrain_rt::ShmPlatform`): every operation, as on threads. The test
+/// (`finegrain_rt::Placement::Shm`): every operation, as on threads. The test
 /// launches two copies of this test binary, each told its node through
 /// the environment, which run only this test and check their own node's
 /// answers (a failed check fails its process, and so the launch).
@@ -240,8 +240,8 @@ fn shm_node(env: finegrain_rt::NodeEnv) {
     })
     .unwrap();
     let cfg = coprocessor(CoprocLibrary::Optimized, 2);
-    let shm = finegrain_rt::ShmPlatform { config: &cfg, env };
-    let out = shm.run_node(&table, conforming(&c)).unwrap_or_else(|e| panic!("node {}: {e}", env.node));
+    let shm = finegrain_rt::Placement::Shm(env);
+    let out = shm.run_node(&cfg, &table, conforming(&c)).unwrap_or_else(|e| panic!("node {}: {e}", env.node));
     let wrong: Vec<String> = out.results.into_iter().flatten().collect();
     assert!(wrong.is_empty(), "node {}: {wrong:?}", env.node);
     assert_eq!(out.stats.threads.len(), 2, "node {}: a main and a progress thread", env.node);

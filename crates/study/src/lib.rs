@@ -18,8 +18,8 @@
 //! - [`experiment`], [`output`], [`runner`], [`progress`], [`figures`],
 //!   [`report`]: experiment files and inputs, output directories, runs on
 //!   all cores longest first (or one share of a batch job), progress, SVG
-//!   charts, report skeleton; `ranks` (feature `mpi`) spreads a study's
-//!   runs over the ranks of an `mpirun`.
+//!   charts, report skeleton; [`ranks`] spreads a study's runs over the
+//!   ranks of an `mpirun` (in a build with MPI, the `mpi` feature).
 
 #![forbid(unsafe_code)]
 
@@ -29,7 +29,6 @@ pub mod experiment;
 pub mod figures;
 pub mod output;
 pub mod progress;
-#[cfg(feature = "mpi")]
 pub mod ranks;
 pub mod record;
 pub mod regenerate;

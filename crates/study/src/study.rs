@@ -17,6 +17,7 @@ use crate::reuse::{Earlier, Reused};
 use crate::runner::{self, Work};
 use anyhow::{Context, Result};
 use finegrain_apps::{Measures, Sim, WorkloadSpec};
+use finegrain_rt::MpiEnv;
 use finegrain_sim::SimConfig;
 use serde::de::DeserializeOwned;
 use serde::Deserialize as _;
@@ -132,8 +133,7 @@ pub enum Spread {
     /// leaves its runs' records for `reproduce --reuse` to gather.
     Shard { index: u32, count: u32 },
     /// Over the MPI ranks of this `mpirun`.
-    #[cfg(feature = "mpi")]
-    Ranks(finegrain_rt::MpiEnv),
+    Ranks(MpiEnv),
 }
 
 impl Spread {
@@ -141,20 +141,13 @@ impl Spread {
     /// one (Open MPI's or a PMI launcher's environment says so), else this
     /// host's cores.
     pub fn detect() -> Result<Spread> {
-        let size = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"]
-            .iter()
-            .find_map(|v| std::env::var(v).ok())
-            .and_then(|s| s.parse::<u32>().ok())
-            .unwrap_or(1);
+        let size = MpiEnv::launched_ranks().unwrap_or(1);
         if size <= 1 {
             return Ok(Spread::Cores);
         }
-        #[cfg(feature = "mpi")]
-        {
-            let env = finegrain_rt::MpiEnv::init(1).map_err(anyhow::Error::msg)?;
-            Ok(Spread::Ranks(env))
+        if MpiEnv::BUILT_IN {
+            return Ok(Spread::Ranks(MpiEnv::init(1).map_err(anyhow::Error::msg)?));
         }
-        #[cfg(not(feature = "mpi"))]
         anyhow::bail!(
             "started by mpirun with {size} ranks, but this finegrain was built without MPI (--no-default-features); \
              allowed: a build with the mpi feature, or one process (its runs use every core)"
@@ -180,7 +173,6 @@ impl Spread {
     /// Whether this process writes the outputs (not an MPI worker rank).
     fn writes(&self) -> bool {
         match self {
-            #[cfg(feature = "mpi")]
             Spread::Ranks(env) => env.rank == 0,
             _ => true,
         }
@@ -202,7 +194,6 @@ pub fn reproduce<S: Study>(
     let planned = study.plan()?;
     let header = &study.experiment().header;
     let mode = study.experiment().mode.table();
-    #[cfg(feature = "mpi")]
     if let Spread::Ranks(env) = spread {
         if env.rank != 0 {
             let experiment = header.name.clone();
@@ -298,7 +289,6 @@ fn run_or_reuse<L: Labels>(
             let on_disk = mine.iter().map(|&i| output::record_file(&work.names[i])).collect();
             return Ok(Ran { records: None, on_disk, reused, spread_line: Some(line) });
         }
-        #[cfg(feature = "mpi")]
         Spread::Ranks(env) => {
             let read = |i: usize, text: &str| -> Result<RunRecord<L>> {
                 let crate::reuse::Read::Same(record) = crate::reuse::record_of(text, study, experiment, &planned[i])?
@@ -335,7 +325,6 @@ fn shard_line<S>(work: &Work<S>, share: &[usize], simulated: usize, index: u32, 
 
 /// Simulates one planned run into its record's text, as `runs/<id>.json`
 /// holds it (what an MPI worker rank sends rank 0).
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 fn record_text<L: Labels>(study: &str, experiment: &str, p: &Planned<L>) -> Result<String> {
     output::json_text(&run_planned(study, experiment, p)?)
 }

@@ -3,8 +3,8 @@
 use crate::args::{BenchArgs, BenchCommand, PingpongArgs};
 use crate::say;
 use anyhow::{bail, Result};
-use finegrain_apps::RtPlatform;
 use finegrain_bench::{native as native_bench, platforms, sim as bench, Effort};
+use finegrain_rt::{MpiEnv, Placement, Start};
 use finegrain_study::output::{check_writable, write_json};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -81,32 +81,25 @@ pub fn bench(what: BenchCommand) -> Result<()> {
 
 /// The platform a benchmark runs across processes on (None: native).
 fn across(platform: &str) -> Result<Option<&'static str>> {
-    match platform {
-        "native" => Ok(None),
-        "shm" => Ok(Some("shm")),
-        "mpi" if cfg!(feature = "mpi") => Ok(Some("mpi")),
-        other => {
-            bail!("invalid platform = {other}: allowed native, shm{}", if cfg!(feature = "mpi") { ", mpi" } else { "" })
-        }
+    match Placement::named(platform) {
+        Some("native") => Ok(None),
+        Some(name) => Ok(Some(name)),
+        None => bail!("invalid platform = {platform}: allowed {}", Placement::NAMES),
     }
 }
 
-/// This process's node of a benchmark across processes.
-fn node_platform<'a>(
-    platform: &str,
-    #[cfg(feature = "mpi")] mpi_env: &'a mut Option<finegrain_rt::MpiEnv>,
-) -> Result<RtPlatform<'a>> {
-    match platform {
-        "shm" => match finegrain_rt::NodeEnv::from_env().map_err(anyhow::Error::msg)? {
-            Some(env) => Ok(RtPlatform::Shm(env)),
-            None => bail!("this benchmark node runs under finegrain bench --platform shm (finegrain launch)"),
-        },
-        #[cfg(feature = "mpi")]
-        "mpi" => {
-            let threads = platforms::config().threads_per_node();
-            Ok(RtPlatform::Mpi(mpi_env.insert(finegrain_rt::MpiEnv::init(threads).map_err(anyhow::Error::msg)?)))
+/// This process's node of a benchmark across processes (MPI, if it is a
+/// rank, initialised in `mpi`).
+fn node_placement<'a>(platform: &str, mpi: &'a mut Option<MpiEnv>) -> Result<Placement<'a>> {
+    let threads = platforms::config().threads_per_node();
+    match Placement::detect(platform, threads, mpi).map_err(anyhow::Error::msg)? {
+        Some(Start::Here(on)) if on.across_processes() => Ok(on),
+        Some(Start::Launch(_)) => {
+            bail!(
+                "this benchmark node runs under its launcher (finegrain bench pingpong or rate --platform {platform})"
+            )
         }
-        other => bail!("invalid platform = {other}: allowed shm, mpi"),
+        _ => bail!("invalid platform = {platform}: allowed shm, mpi"),
     }
 }
 
@@ -114,20 +107,9 @@ fn node_platform<'a>(
 /// prints its median.
 fn rate_node(platform: &str, quick: bool) -> Result<()> {
     let s = platforms::Stream::new(effort(quick))?;
-    let cfg = platforms::config();
-    #[cfg(feature = "mpi")]
-    let mut mpi_env = None;
-    let on = node_platform(
-        platform,
-        #[cfg(feature = "mpi")]
-        &mut mpi_env,
-    )?;
-    let out = match on {
-        RtPlatform::Shm(env) => finegrain_rt::ShmPlatform { config: &cfg, env }.run_node(&s.table, |p| s.node(p))?,
-        #[cfg(feature = "mpi")]
-        RtPlatform::Mpi(env) => finegrain_rt::MpiPlatform { config: &cfg, env }.run_node(&s.table, |p| s.node(p))?,
-        _ => bail!("invalid platform = {platform}: allowed shm, mpi"),
-    };
+    let mut mpi = None;
+    let on = node_placement(platform, &mut mpi)?;
+    let out = on.run_node(&platforms::config(), &s.table, |p| s.node(p))?;
     if on.has_results() {
         say!("per_s {}", finegrain_rt::probe::median(out.results.into_iter().flatten().collect()));
     }
@@ -138,15 +120,9 @@ fn rate_node(platform: &str, quick: bool) -> Result<()> {
 /// median for the benchmark that started it.
 fn pingpong_node(platform: &str, size: usize, quick: bool) -> Result<()> {
     let w = platforms::PingPong::new(size, effort(quick))?;
-    let cfg = platforms::config();
-    #[cfg(feature = "mpi")]
-    let mut mpi_env = None;
-    let on = node_platform(
-        platform,
-        #[cfg(feature = "mpi")]
-        &mut mpi_env,
-    )?;
-    let ran = on.run(&cfg, &w)?;
+    let mut mpi = None;
+    let on = node_placement(platform, &mut mpi)?;
+    let ran = on.run(&platforms::config(), &w)?;
     if on.has_results() {
         say!("one_way_ns {}", platforms::one_way(ran.outputs));
     }

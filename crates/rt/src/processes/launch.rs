@@ -58,6 +58,22 @@ pub enum Launched {
     MpirunFailed { how: String, code: i32 },
 }
 
+impl Launched {
+    /// Why the launched run failed, where no node process said why itself
+    /// (None when every one succeeded, or when the one that failed printed
+    /// its own line: [`Launched::Reported`]).
+    pub fn error(&self) -> Option<String> {
+        match self {
+            Launched::Done | Launched::Reported { .. } => None,
+            Launched::Failed { node, how, .. } => Some(format!("node {node} {how}")),
+            Launched::MpirunFailed { how, .. } => Some(how.clone()),
+            Launched::Interrupted { signal } => {
+                Some(format!("interrupted by signal {signal}: stopped every node process"))
+            }
+        }
+    }
+}
+
 /// The status of a node process (or an MPI job) that printed its error
 /// line: the command line's status for an error it reports.
 pub const REPORTED_STATUS: i32 = 2;
@@ -69,9 +85,11 @@ fn reported(code: Option<i32>) -> bool {
 
 /// Starts `nodes` processes of `program args`, node `k` told so through
 /// the environment, and waits for them.
-pub fn launch(nodes: u32, program: &OsString, args: &[OsString]) -> Result<Launched, String> {
+pub fn launch(nodes: u32, program: &OsStr, args: &[OsString]) -> Result<Launched, String> {
     if !(1..=MAX_LAUNCH_NODES).contains(&nodes) {
-        return Err(format!("invalid node count {nodes}: the launcher starts 1..={MAX_LAUNCH_NODES} node processes"));
+        return Err(format!(
+            "invalid nodes = {nodes}: the launcher starts 1..={MAX_LAUNCH_NODES} node processes on one host"
+        ));
     }
     let fd = create_memfd()?;
     for sig in [libc::SIGINT, libc::SIGTERM] {
@@ -158,7 +176,7 @@ fn without_numbers(line: &str) -> String {
     out
 }
 
-fn spawn(program: &OsString, args: &[OsString], fd: i32, node: u32, nodes: u32) -> std::io::Result<Child> {
+fn spawn(program: &OsStr, args: &[OsString], fd: i32, node: u32, nodes: u32) -> std::io::Result<Child> {
     let mut cmd = Command::new(program);
     cmd.args(args).env(ENV_FD, fd.to_string()).env(ENV_NODE, node.to_string()).env(ENV_NODES, nodes.to_string());
     cmd.stderr(std::process::Stdio::piped());

@@ -1,205 +1,152 @@
-//! Nodes as OS processes of one host (platform `shm`): the launcher
-//! ([`launch`]), and what a node process does around the runtime's own
-//! run: it finds its node in the environment, maps the shared memory,
-//! meets the other node processes, watches them, and at the end leaves
-//! its results for node 0, which gathers and checks them.
+//! Nodes as OS processes: each process runs one node of the run, over a
+//! transport that joins the processes (shared memory between the
+//! processes of one host, or MPI ranks across hosts), and at the end
+//! leaves its results for node 0, which gathers and checks them.
+//!
+//! The run is the same whatever the transport ([`Across`], written once):
+//! meet the other processes, run this process's node, leave its report,
+//! and on node 0 gather every report. What differs ([`Crossing`]) is how a
+//! transport meets the others, what a failed node does (a shared-memory
+//! node tells the others and returns; an MPI rank aborts the job, since
+//! its peers may wait for it inside the library), and how a report
+//! travels. The launchers that start the processes are in [`launch`].
 
 pub mod launch;
+#[cfg(feature = "mpi")]
+mod mpi;
+#[cfg(not(feature = "mpi"))]
+#[path = "no_mpi.rs"]
+mod mpi;
+mod shm;
+
+pub use self::mpi::MpiEnv;
+pub use shm::{NodeEnv, ENV_FD, ENV_NODE, ENV_NODES};
 
 use crate::config::RtConfig;
-use crate::runtime::{layout_of, run_nodes, RtError, RtOutput};
+use crate::runtime::{run_nodes, RtError, RtOutput};
 use crate::stats::{RtStats, ThreadTimes};
-use crate::transport::shm::{
-    self, MapLayout, Mapping, Peer, Shm, ShmNode, STATE_FAILED, STATE_REPORTED, STATE_RUNNING,
-};
-use crate::transport::Trouble;
-use finegrain_core::{Platform, Ran, Workload};
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use crate::transport::Transport;
+use finegrain_core::{AmError, HandlerTable, Platform, Ran, Workload};
+use std::future::Future;
 
-/// The environment a launcher gives each node process: the shared
-/// memory's descriptor, the node, and how many nodes it started.
-pub const ENV_FD: &str = "FINEGRAIN_SHM_FD";
-pub const ENV_NODE: &str = "FINEGRAIN_NODE";
-pub const ENV_NODES: &str = "FINEGRAIN_NODES";
+/// What a transport between processes adds to a run: meeting the other
+/// processes before it, a failure's way out, and the end-of-run exchange
+/// of each node's report to node 0.
+pub(crate) trait Crossing: Transport {
+    /// The platform's name.
+    const NAME: &'static str;
+    /// What this process was started with: its node, and the run's shape
+    /// as its launcher saw it.
+    type Env: Copy;
 
-/// How long a node process waits for the others to start.
-const START_WAIT: Duration = Duration::from_secs(30);
-/// How long node 0 waits for a failed node to say why.
-const WORDS_WAIT: Duration = Duration::from_millis(500);
+    /// The node this process runs.
+    fn node(env: &Self::Env) -> u32;
 
-/// What the launcher told this process.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct NodeEnv {
-    pub fd: i32,
-    pub node: u32,
-    pub nodes: u32,
-}
+    /// Checks `env` against the configuration and meets the other
+    /// processes: the place the transport opens on.
+    fn connect(config: &RtConfig, env: Self::Env) -> Result<Self::Place, RtError>;
 
-impl NodeEnv {
-    /// The node this process runs, if a launcher started it (None: no
-    /// launcher; an error if the environment is malformed).
-    pub fn from_env() -> Result<Option<NodeEnv>, String> {
-        let get = |name: &str| std::env::var(name).ok();
-        let (Some(fd), Some(node), Some(nodes)) = (get(ENV_FD), get(ENV_NODE), get(ENV_NODES)) else {
-            return Ok(None);
-        };
-        let num = |name: &str, v: &str| -> Result<u32, String> {
-            v.parse().map_err(|_| format!("invalid {name} = {v}: allowed a whole number (set by finegrain launch)"))
-        };
-        let env = NodeEnv { fd: num(ENV_FD, &fd)? as i32, node: num(ENV_NODE, &node)?, nodes: num(ENV_NODES, &nodes)? };
-        if env.node >= env.nodes {
-            return Err(format!("invalid {ENV_NODE} = {}: allowed 0..{} ({ENV_NODES})", env.node, env.nodes));
-        }
-        Ok(Some(env))
+    /// This process's run failed with `e` (its own failure, or news of
+    /// another's): the others learn of it, and the run returns what this
+    /// gives (an MPI rank does not return: it ends the job).
+    fn failed(place: &Self::Place, e: RtError) -> RtError;
+
+    /// Node 0 failed after the exchange (a report it could not read, a
+    /// wrong answer): what the run returns.
+    fn failed_after(e: RtError) -> RtError {
+        e
+    }
+
+    /// Leaves this node's `report` for node 0 (node 0's own too, where
+    /// the transport needs to see that a node has finished).
+    fn leave_report(place: &Self::Place, config: &RtConfig, report: &[u8]) -> Result<(), RtError>;
+
+    /// Node 0: node `n`'s report, once it has left it.
+    fn take_report(place: &Self::Place, config: &RtConfig, n: u32) -> Result<Vec<u8>, RtError>;
+
+    /// This node's part of a run outside the [`Workload`] interface has
+    /// ended, with nothing for node 0.
+    fn done(_place: &Self::Place) -> Result<(), RtError> {
+        Ok(())
     }
 }
 
-/// Maps the run's memory (node 0 makes it), records this process and
-/// waits until every node process has.
-fn attach(cfg: &RtConfig, env: NodeEnv) -> Result<ShmNode, RtError> {
-    let nodes = cfg.run.topology.nodes;
-    if env.nodes != nodes {
-        return Err(RtError::Setup(format!(
-            "the launcher started {} node processes but the configuration has {nodes} nodes: launch exactly {nodes}",
-            env.nodes
-        )));
-    }
-    if cfg.compute_threads_per_node() as usize > shm::MAX_COMPUTE {
-        return Err(RtError::Setup(format!(
-            "{} compute threads per node: a shared-memory run allows at most {}",
-            cfg.compute_threads_per_node(),
-            shm::MAX_COMPUTE
-        )));
-    }
-    let layout = MapLayout::of(&layout_of(cfg, env.node..env.node + 1));
-    let map = if env.node == 0 { Mapping::create(env.fd, layout) } else { Mapping::attach(env.fd, layout, START_WAIT) };
-    let map = Arc::new(map.map_err(RtError::Setup)?);
-    let me = map.area(env.node);
-    me.pid.store(std::process::id() as i32, Ordering::Release);
-    me.state.store(STATE_RUNNING, Ordering::Release);
-    let start = Instant::now();
-    let mut peers = Vec::new();
-    for n in (0..nodes).filter(|&n| n != env.node) {
-        loop {
-            let pid = map.area(n).pid.load(Ordering::Acquire);
-            if pid != 0 {
-                peers.push(Peer::open(n, pid as u32).map_err(RtError::Setup)?);
-                break;
-            }
-            if start.elapsed() > START_WAIT {
-                return Err(RtError::Setup(format!("node {n} did not start within {} s", START_WAIT.as_secs())));
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    }
-    Ok(ShmNode { map, node: env.node, peers })
+/// The process platform: this process's node of a run whose nodes are
+/// processes joined by transport `T`. Every process runs the same
+/// program; node 0's [`Platform::run`] returns every node's outputs and
+/// the whole run's statistics, the others their own.
+pub(crate) struct Across<'c, T: Crossing> {
+    pub(crate) config: &'c RtConfig,
+    pub(crate) env: T::Env,
 }
 
-/// Runs workloads with each node an OS process of this host, the nodes
-/// exchanging messages through rings in shared memory. Every node process
-/// runs the same program; node 0's [`Platform::run`] returns every node's
-/// outputs and the whole run's statistics, the others' their own.
-pub struct ShmPlatform<'c> {
-    pub config: &'c RtConfig,
-    pub env: NodeEnv,
-}
+impl<T: Crossing> Across<'_, T> {
+    /// Checks the configuration and meets the other processes.
+    fn connect(&self) -> Result<T::Place, RtError> {
+        self.config.validate()?;
+        T::connect(self.config, self.env)
+    }
 
-impl ShmPlatform<'_> {
+    /// Runs this process's node over `place`.
+    fn run_here<R, F, Fut>(&self, place: &T::Place, handlers: &HandlerTable, spawn: F) -> Result<RtOutput<R>, RtError>
+    where
+        R: Send,
+        F: Fn(crate::RtProc) -> Fut + Sync,
+        Fut: Future<Output = Result<R, AmError>>,
+    {
+        let node = T::node(&self.env);
+        run_nodes::<_, T, _, _>(self.config, handlers, place, node..node + 1, spawn).map_err(|e| T::failed(place, e))
+    }
+
     /// Runs `spawn`'s future on each compute thread of this process's node
     /// (as [`crate::run`] does for a whole cluster in one process) and
     /// returns this node's results only: for programs outside the
     /// [`Workload`] interface, such as the runtime's own benchmarks.
-    pub fn run_node<T, F, Fut>(&self, handlers: &finegrain_core::HandlerTable, spawn: F) -> Result<RtOutput<T>, RtError>
+    pub(crate) fn run_node<R, F, Fut>(&self, handlers: &HandlerTable, spawn: F) -> Result<RtOutput<R>, RtError>
     where
-        T: Send,
+        R: Send,
         F: Fn(crate::RtProc) -> Fut + Sync,
-        Fut: std::future::Future<Output = Result<T, finegrain_core::AmError>>,
+        Fut: Future<Output = Result<R, AmError>>,
     {
-        self.config.validate()?;
-        let node = Arc::new(attach(self.config, self.env)?);
-        let local = self.env.node..self.env.node + 1;
-        let out =
-            run_nodes::<_, Shm, _, _>(self.config, handlers, &node, local, spawn).map_err(|e| failed(&node, e))?;
-        node.map.write_report(node.node, &[]).map_err(RtError::Setup)?;
+        let place = self.connect()?;
+        let out = self.run_here(&place, handlers, spawn)?;
+        T::done(&place)?;
         Ok(out)
     }
 }
 
-impl Platform for ShmPlatform<'_> {
+impl<T: Crossing> Platform for Across<'_, T> {
     type Stats = RtStats;
     type Error = RtError;
 
     fn name(&self) -> &'static str {
-        "shm"
+        T::NAME
     }
 
     fn run<W: Workload>(&self, workload: &W) -> Result<Ran<W::Output, RtStats>, RtError> {
         workload.across_processes()?;
-        self.config.validate()?;
-        let node = Arc::new(attach(self.config, self.env)?);
-        let local = self.env.node..self.env.node + 1;
-        let ran = run_nodes::<_, Shm, _, _>(self.config, workload.handlers(), &node, local, |p| workload.thread(p));
-        let out = match ran {
-            Ok(out) => out,
-            Err(e) => return Err(failed(&node, e)),
-        };
-        let report = Report::of(workload, &out).map_err(RtError::Setup)?;
-        node.map.write_report(node.node, &report).map_err(|e| failed(&node, RtError::Setup(e)))?;
-        if node.node != 0 {
+        let place = self.connect()?;
+        let out = self.run_here(&place, workload.handlers(), |p| workload.thread(p))?;
+        let report = Report::of(workload, &out).map_err(|e| T::failed_after(RtError::Setup(e)))?;
+        T::leave_report(&place, self.config, &report)?;
+        if T::node(&self.env) != 0 {
             return Ok(Ran { outputs: out.results, stats: out.stats });
         }
-        gather(&node, workload, out)
+        gather::<T, W>(&place, self.config, workload, out).map_err(T::failed_after)
     }
 }
 
-/// This node's run failed: the others learn why (or, if it failed for
-/// one of them, that node's own words are fetched).
-fn failed(node: &ShmNode, e: RtError) -> RtError {
-    match e {
-        RtError::PeerFailed { node: peer, .. } => {
-            let start = Instant::now();
-            loop {
-                if let Some((n, Some(text))) = node.map.failure() {
-                    return RtError::PeerFailed { node: n, error: text };
-                }
-                if start.elapsed() > WORDS_WAIT {
-                    return RtError::PeerFailed { node: peer, error: String::new() };
-                }
-                std::thread::sleep(Duration::from_millis(2));
-            }
-        }
-        RtError::PeerDied { .. } => {
-            // Failed, not died: the others must look for the cause.
-            node.map.area(node.node).state.store(STATE_FAILED, Ordering::Release);
-            e
-        }
-        e => {
-            node.map.announce_failure(node.node, &e.to_string());
-            node.map.area(node.node).state.store(STATE_FAILED, Ordering::Release);
-            e
-        }
-    }
-}
-
-/// Node 0: waits for every node's report, then checks the whole run.
-fn gather<W: Workload>(
-    node: &ShmNode,
+/// Node 0: every other node's report, then the whole run checked.
+fn gather<T: Crossing, W: Workload>(
+    place: &T::Place,
+    config: &RtConfig,
     workload: &W,
     own: RtOutput<W::Output>,
 ) -> Result<Ran<W::Output, RtStats>, RtError> {
-    let nodes = node.map.layout_nodes();
-    let mut outputs = Vec::new();
+    let mut outputs = own.results;
     let mut stats = own.stats;
-    let mut own_outputs = Some(own.results);
-    for n in 0..nodes {
-        if n == 0 {
-            outputs.extend(own_outputs.take().into_iter().flatten());
-            continue;
-        }
-        wait_reported(node, n)?;
-        let report = Report::read(&node.map.read_report(n)).map_err(RtError::Setup)?;
+    for n in 1..config.run.topology.nodes {
+        let report = Report::read(&T::take_report(place, config, n)?).map_err(RtError::Setup)?;
         workload.absorb(&report.tally)?;
         for v in report.outputs {
             outputs.push(serde_json::from_value(v).map_err(|e| RtError::Setup(format!("node {n}'s outputs: {e}")))?);
@@ -210,28 +157,8 @@ fn gather<W: Workload>(
     Ok(Ran { outputs, stats })
 }
 
-fn wait_reported(node: &ShmNode, n: u32) -> Result<(), RtError> {
-    loop {
-        if node.map.area(n).state.load(Ordering::Acquire) == STATE_REPORTED {
-            return Ok(());
-        }
-        match node.trouble() {
-            Some(Trouble::Died { node: n, pid }) => return Err(RtError::PeerDied { node: n, pid }),
-            Some(Trouble::Failed { node: n }) => {
-                return Err(failed(node, RtError::PeerFailed { node: n, error: String::new() }))
-            }
-            Some(Trouble::Corrupt { sender, node: to, head, .. }) => {
-                let what =
-                    format!("the ring from thread {sender} of the run to node {to} reads consumer position {head}");
-                return Err(failed(node, RtError::Corrupt(what)));
-            }
-            None => std::thread::sleep(Duration::from_micros(200)),
-        }
-    }
-}
-
 /// Sums two processes' statistics (wall time: the longer).
-pub(crate) fn merge(a: RtStats, b: RtStats) -> RtStats {
+fn merge(a: RtStats, b: RtStats) -> RtStats {
     let mut threads = a.threads;
     threads.extend(b.threads);
     RtStats {
@@ -246,14 +173,14 @@ pub(crate) fn merge(a: RtStats, b: RtStats) -> RtStats {
 }
 
 /// What a node process leaves for node 0.
-pub(crate) struct Report {
-    pub(crate) outputs: Vec<serde_json::Value>,
-    pub(crate) tally: Vec<u64>,
-    pub(crate) stats: RtStats,
+struct Report {
+    outputs: Vec<serde_json::Value>,
+    tally: Vec<u64>,
+    stats: RtStats,
 }
 
 impl Report {
-    pub(crate) fn of<W: Workload>(workload: &W, out: &RtOutput<W::Output>) -> Result<Vec<u8>, String> {
+    fn of<W: Workload>(workload: &W, out: &RtOutput<W::Output>) -> Result<Vec<u8>, String> {
         let outputs =
             out.results.iter().map(serde_json::to_value).collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())?;
         let s = &out.stats;
@@ -262,7 +189,7 @@ impl Report {
         serde_json::to_vec(&(outputs, workload.tally(), totals, threads)).map_err(|e| e.to_string())
     }
 
-    pub(crate) fn read(bytes: &[u8]) -> Result<Report, String> {
+    fn read(bytes: &[u8]) -> Result<Report, String> {
         type Wire = (Vec<serde_json::Value>, Vec<u64>, [u64; 6], Vec<Vec<u64>>);
         let (outputs, tally, t, threads): Wire =
             serde_json::from_slice(bytes).map_err(|e| format!("a node's report is malformed: {e}"))?;
@@ -328,122 +255,14 @@ fn thread_of(w: &[u64]) -> Option<ThreadTimes> {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    //! Corrupt ring state in the shared mapping: two nodes of one process
-    //! over one mapping, as two node processes would share it, with a
-    //! ring's consumer position written over before the run.
+impl MpiEnv {
+    /// Whether this build has MPI (the `mpi` feature).
+    pub const BUILT_IN: bool = cfg!(feature = "mpi");
 
-    use super::*;
-    use crate::transport::shm::create_memfd;
-    use finegrain_core::{
-        Args, HandlerId, HandlerInfo, HandlerTable, NodeId, Payload, Policy, Proc, SyncKey, Topology,
-    };
-    use std::sync::atomic::AtomicU64;
-    use std::sync::mpsc;
-
-    fn config(policy: Policy) -> RtConfig {
-        let mut cfg = RtConfig::new(Topology { nodes: 2, procs_per_node: 2 }, policy);
-        cfg.segment_bytes = 1 << 12;
-        cfg.pin = false;
-        cfg.ring_slots = 256;
-        cfg.progress_timeout_ms = 1000;
-        cfg
-    }
-
-    /// A one-way handler that does nothing.
-    fn table() -> (HandlerTable, HandlerId) {
-        let mut t = HandlerTable::new();
-        let info = HandlerInfo { name: "null".into(), body_cycles: 0, code_bytes: 0 };
-        let id = t.register(info, |_, _| Ok(())).unwrap();
-        (t, id)
-    }
-
-    /// Both nodes of `cfg` over one fresh mapping, the consumer position
-    /// of the ring (thread `sender` of the run, node `dst`) set to `head`.
-    fn mapped(cfg: &RtConfig, sender: usize, dst: usize, head: u64) -> Arc<ShmNode> {
-        let fd = create_memfd().unwrap();
-        let map = Mapping::create(fd, MapLayout::of(&layout_of(cfg, 0..2))).unwrap();
-        // SAFETY: the head word lies in the mapping and is an atomic.
-        unsafe { (*map.ring_at(sender, dst).head_at.cast::<AtomicU64>()).store(head, Ordering::Release) };
-        Arc::new(ShmNode { map: Arc::new(map), node: 0, peers: Vec::new() })
-    }
-
-    /// Runs `app` on both nodes in a thread of its own; what the run
-    /// returned, or None if it did not end within `limit`.
-    fn run_within<F, Fut>(cfg: RtConfig, place: Arc<ShmNode>, app: F, limit: Duration) -> Option<Result<(), String>>
-    where
-        F: Fn(crate::RtProc) -> Fut + Sync + Send + 'static,
-        Fut: std::future::Future<Output = Result<(), finegrain_core::AmError>>,
-    {
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let (t, _) = table();
-            let r = run_nodes::<_, Shm, _, _>(&cfg, &t, &place, 0..2, app);
-            let _ = tx.send(r.map(drop).map_err(|e| e.to_string()));
-        });
-        rx.recv_timeout(limit).ok()
-    }
-
-    /// A producer that reads an impossible consumer position reports the
-    /// ring (rather than wait for room that never comes).
-    #[test]
-    fn a_producer_that_reads_a_corrupt_head_ends_the_run_naming_the_ring() {
-        let cfg = config(Policy::Single);
-        let cfg = RtConfig {
-            run: finegrain_core::RunConfig { topology: Topology { nodes: 2, procs_per_node: 1 }, ..cfg.run },
-            ..cfg
-        };
-        // Thread 0 (node 0) to node 1: far past anything it wrote.
-        let place = mapped(&cfg, 0, 1, 0xdead_beef_0000);
-        let (_, null) = table();
-        let r = run_within(
-            cfg,
-            place,
-            move |p| async move {
-                if p.node().0 == 0 {
-                    for _ in 0..1000 {
-                        Proc::send_keyed(&p, NodeId(1), null, SyncKey::NoSync, Args::default(), Payload::none())
-                            .await?;
-                    }
-                } else {
-                    // Away from the runtime: node 1 reads nothing for now,
-                    // so the corrupt word stays.
-                    std::thread::sleep(Duration::from_millis(500));
-                }
-                Ok(())
-            },
-            Duration::from_secs(20),
-        );
-        let err = r.expect("the run ends").expect_err("a corrupt ring fails the run");
-        assert!(err.contains("shared memory is corrupt"), "{err}");
-        assert!(
-            err.contains("the ring from node 0 thread 0 to node 1 has its consumer position at 244837814042624"),
-            "{err}"
-        );
-    }
-
-    /// A consumer position that makes a node's inbox look non-empty for
-    /// ever, on a ring nobody sends on: once every application has
-    /// returned, the node's serving threads give up at the progress
-    /// timeout instead of spinning.
-    #[test]
-    fn an_inbox_that_says_a_message_waits_for_ever_ends_the_run() {
-        let cfg = config(Policy::Fixed { protocol_procs: 1 });
-        // Node 1's protocol thread (thread 3 of the run) to its own node:
-        // one lap on, where the empty slot 0 reads as full.
-        let place = mapped(&cfg, 3, 1, cfg.ring_slots as u64);
-        let (_, null) = table();
-        let r = run_within(
-            cfg,
-            place,
-            move |p| async move {
-                Proc::send_keyed(&p, NodeId(1 - p.node().0), null, SyncKey::NoSync, Args::default(), Payload::none())
-                    .await
-            },
-            Duration::from_secs(20),
-        );
-        let err = r.expect("the run ends").expect_err("a spin on corrupt state fails the run");
-        assert!(err.contains("node 1's inbox said for the progress timeout of 1000 ms that a message waits"), "{err}");
+    /// The ranks of the MPI job that started this process, if an MPI
+    /// launcher did (Open MPI's `mpirun`, or a PMI launcher such as
+    /// Slurm's `srun`, says so in the environment); None otherwise.
+    pub fn launched_ranks() -> Option<u32> {
+        ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"].iter().find_map(|v| std::env::var(v).ok()?.parse().ok())
     }
 }

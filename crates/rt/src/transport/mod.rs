@@ -58,7 +58,7 @@
 //! processes also counts finished applications cluster-wide
 //! ([`Transport::apps_finished`]) and reports trouble at other nodes
 //! ([`Transport::peer_trouble`]); its launcher and the gathering of results
-//! are in `crate::processes` and `crate::ranks`.
+//! are in `crate::processes`.
 //!
 //! The transport is a type parameter of the runtime's thread and node
 //! contexts, so every operation on the message path is a direct (mostly

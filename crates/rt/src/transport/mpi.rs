@@ -22,7 +22,7 @@
 //! Threads of a rank call MPI concurrently (any thread sends; the receive
 //! right moves between threads), so nodes of several threads need
 //! `MPI_THREAD_MULTIPLE`; a node of one thread needs only
-//! `MPI_THREAD_SERIALIZED` (see `crate::ranks::MpiEnv`).
+//! `MPI_THREAD_SERIALIZED` (see `crate::MpiEnv`).
 //!
 //! A remote node's doorbell is out of reach (`doorbell` gives `None`):
 //! senders do not wake or interrupt other ranks' threads. A rank's own
@@ -49,7 +49,7 @@ pub(crate) const SEND_SLOTS: usize = 64;
 pub(crate) const RECV_SLOTS: usize = 64;
 const TAG_AM: c_int = 11;
 const TAG_CONTROL: c_int = 12;
-/// Tag of the end-of-run reports (see `crate::ranks`).
+/// Tag of the end-of-run reports (see `crate::processes`).
 pub(crate) const TAG_REPORT: c_int = 13;
 /// Words of the largest message: the metadata word and the data.
 const MSG_WORDS: usize = 1 + MAX_WORDS;
@@ -278,6 +278,7 @@ pub(crate) struct Mpi {
 }
 
 /// A rank's MPI environment as the transport needs it.
+#[derive(Clone, Copy)]
 pub(crate) struct MpiPlace {
     pub(crate) rank: u32,
     pub(crate) ranks: u32,

@@ -303,11 +303,6 @@ impl Mapping {
         Some(((ring / nodes) as u32, (ring % nodes) as u32, w[1].load(Ordering::Relaxed), w[2].load(Ordering::Relaxed)))
     }
 
-    /// Nodes of the run the mapping was made for.
-    pub(crate) fn layout_nodes(&self) -> u32 {
-        self.layout.nodes as u32
-    }
-
     /// The cluster-wide count of applications that have returned.
     pub(crate) fn finished(&self) -> &AtomicU32 {
         &self.header().finished

@@ -1,6 +1,5 @@
 //! Nodes as MPI ranks (platform `mpi`): each rank runs its node's threads
-//! over the MPI transport, then sends its results to rank 0, which
-//! gathers and checks them.
+//! over the MPI transport, then sends its report to rank 0.
 //!
 //! A rank whose run fails ends the whole job: it prints its error (one
 //! line) and aborts (`MPI_Abort`), rather than return and finalise MPI,
@@ -12,12 +11,12 @@
 //! receives; `MPI_THREAD_SERIALIZED` for nodes of one thread. Asked for and
 //! checked at start-up ([`MpiEnv::init`]).
 
+use super::{Across, Crossing};
 use crate::config::RtConfig;
-use crate::processes::{merge, Report};
-use crate::runtime::{run_nodes, RtError, RtOutput};
+use crate::runtime::{RtError, RtOutput};
 use crate::stats::RtStats;
 use crate::transport::mpi::{self as mpi_transport, job, Mpi, MpiPlace, TAG_REPORT};
-use finegrain_core::{Platform, Ran, Workload};
+use finegrain_core::{AmError, HandlerTable, Platform, Ran, Workload};
 use mpi::ffi;
 use mpi::point_to_point::{Destination, MatchedReceiveVec, Source};
 use mpi::topology::Communicator;
@@ -90,91 +89,101 @@ impl MpiEnv {
         self._universe.world().process_at_rank(rank as i32).receive_vec_with_tag::<u8>(TAG_BYTES).0
     }
 
-    /// Refuses a run whose nodes have more threads than MPI was set up for.
-    fn check_level(&self, threads_per_node: u32) -> Result<(), RtError> {
-        if threads_per_node > 1 && !self.multiple {
-            return Err(RtError::Setup(format!(
-                "MPI was initialised for one thread per node, and this run has {threads_per_node}: initialise with \
-                 MpiEnv::init({threads_per_node}) (MPI_THREAD_MULTIPLE)"
-            )));
-        }
-        Ok(())
+    /// Runs `workload` with this rank one node of it (see
+    /// [`crate::Placement::run`]).
+    pub(crate) fn run<W: Workload>(&self, config: &RtConfig, workload: &W) -> Result<Ran<W::Output, RtStats>, RtError> {
+        Across::<Mpi> { config, env: self.place() }.run(workload)
     }
-}
 
-/// Runs workloads with each node an MPI rank. Every rank runs the same
-/// program; rank 0's [`Platform::run`] returns every node's outputs and
-/// the whole run's statistics, the others their own.
-pub struct MpiPlatform<'c> {
-    pub config: &'c RtConfig,
-    pub env: &'c MpiEnv,
-}
-
-impl MpiPlatform<'_> {
-    /// Runs `spawn`'s future on each compute thread of this rank's node and
-    /// returns this rank's results only: for programs outside the
-    /// [`Workload`] interface, such as the runtime's own benchmarks.
-    pub fn run_node<T, F, Fut>(&self, handlers: &finegrain_core::HandlerTable, spawn: F) -> Result<RtOutput<T>, RtError>
+    /// Runs `spawn` on this rank's node (see [`crate::Placement::run_node`]).
+    pub(crate) fn run_node<R, F, Fut>(
+        &self,
+        config: &RtConfig,
+        handlers: &HandlerTable,
+        spawn: F,
+    ) -> Result<RtOutput<R>, RtError>
     where
-        T: Send,
+        R: Send,
         F: Fn(crate::RtProc) -> Fut + Sync,
-        Fut: std::future::Future<Output = Result<T, finegrain_core::AmError>>,
+        Fut: std::future::Future<Output = Result<R, AmError>>,
     {
-        self.config.validate()?;
-        self.check_ranks()?;
-        self.env.check_level(self.config.threads_per_node())?;
-        let (rank, ranks, multiple) = (self.env.rank, self.env.ranks, self.env.multiple);
-        let place = MpiPlace { rank, ranks, multiple };
-        match run_nodes::<_, Mpi, _, _>(self.config, handlers, &place, rank..rank + 1, spawn) {
-            Ok(out) => Ok(out),
-            Err(e) => job::abort(&e.to_string()),
-        }
+        Across::<Mpi> { config, env: self.place() }.run_node(handlers, spawn)
     }
 
-    /// One rank per node of the configuration.
-    fn check_ranks(&self) -> Result<(), RtError> {
-        let (ranks, nodes) = (self.env.ranks, self.config.run.topology.nodes);
-        if ranks != nodes {
-            return Err(RtError::Setup(format!(
-                "MPI started {ranks} ranks but the configuration has {nodes} nodes: run with mpirun -np {nodes}"
-            )));
-        }
-        Ok(())
+    fn place(&self) -> MpiPlace {
+        MpiPlace { rank: self.rank, ranks: self.ranks, multiple: self.multiple }
     }
 }
 
-impl Platform for MpiPlatform<'_> {
-    type Stats = RtStats;
-    type Error = RtError;
+impl Crossing for Mpi {
+    const NAME: &'static str = "mpi";
+    type Env = MpiPlace;
 
-    fn name(&self) -> &'static str {
-        "mpi"
+    fn node(env: &MpiPlace) -> u32 {
+        env.rank
     }
 
-    fn run<W: Workload>(&self, workload: &W) -> Result<Ran<W::Output, RtStats>, RtError> {
-        workload.across_processes()?;
-        self.config.validate()?;
-        self.check_ranks()?;
-        self.env.check_level(self.config.threads_per_node())?;
-        let (rank, ranks, multiple) = (self.env.rank, self.env.ranks, self.env.multiple);
-        let place = MpiPlace { rank, ranks, multiple };
-        let ran =
-            run_nodes::<_, Mpi, _, _>(self.config, workload.handlers(), &place, rank..rank + 1, |p| workload.thread(p));
-        // The others may wait for this rank inside MPI, or this rank for
-        // one of them: the job ends here (the abort tells every rank).
-        let out = ran.unwrap_or_else(|e| job::abort(&e.to_string()));
-        let report = Report::of(workload, &out).unwrap_or_else(|e| job::abort(&e));
-        let timeout = Duration::from_millis(self.config.progress_timeout_ms);
-        if rank != 0 {
-            job::arm(timeout, no_progress(0, &format!("take node {rank}'s report"), self.config.progress_timeout_ms));
-            mpi_transport::send_now(&[report.len() as u64], 0, TAG_REPORT);
-            send_bytes(&report, 0);
-            job::disarm();
-            return Ok(Ran { outputs: out.results, stats: out.stats });
+    fn connect(config: &RtConfig, env: MpiPlace) -> Result<MpiPlace, RtError> {
+        check_ranks(config, env.ranks)?;
+        check_level(config.threads_per_node(), env.multiple)?;
+        Ok(env)
+    }
+
+    /// The others may wait for this rank inside MPI, or this rank for one
+    /// of them: the job ends here (the abort tells every rank).
+    fn failed(_place: &MpiPlace, e: RtError) -> RtError {
+        job::abort(&e.to_string())
+    }
+
+    fn failed_after(e: RtError) -> RtError {
+        job::abort(&e.to_string())
+    }
+
+    /// Under the progress timeout: rank 0 may never take it.
+    fn leave_report(place: &MpiPlace, config: &RtConfig, report: &[u8]) -> Result<(), RtError> {
+        let rank = place.rank;
+        if rank == 0 {
+            return Ok(());
         }
-        let ran = gather(workload, out, ranks, self.config.progress_timeout_ms);
-        Ok(ran.unwrap_or_else(|e| job::abort(&e.to_string())))
+        let ms = config.progress_timeout_ms;
+        job::arm(Duration::from_millis(ms), no_progress(0, &format!("take node {rank}'s report"), ms));
+        mpi_transport::send_now(&[report.len() as u64], 0, TAG_REPORT);
+        send_bytes(report, 0);
+        job::disarm();
+        Ok(())
     }
+
+    /// Under the progress timeout: rank `n` may never send it.
+    fn take_report(_place: &MpiPlace, config: &RtConfig, n: u32) -> Result<Vec<u8>, RtError> {
+        let ms = config.progress_timeout_ms;
+        job::arm(Duration::from_millis(ms), no_progress(n, "send its report", ms));
+        let len = u64::from_le_bytes(recv_bytes(n, 8).try_into().unwrap_or([0; 8])) as usize;
+        let bytes = recv_bytes(n, len);
+        job::disarm();
+        Ok(bytes)
+    }
+}
+
+/// One rank per node of the configuration.
+fn check_ranks(config: &RtConfig, ranks: u32) -> Result<(), RtError> {
+    let nodes = config.run.topology.nodes;
+    if ranks != nodes {
+        return Err(RtError::Setup(format!(
+            "MPI started {ranks} ranks but the configuration has {nodes} nodes: run with mpirun -np {nodes}"
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses a run whose nodes have more threads than MPI was set up for.
+fn check_level(threads_per_node: u32, multiple: bool) -> Result<(), RtError> {
+    if threads_per_node > 1 && !multiple {
+        return Err(RtError::Setup(format!(
+            "MPI was initialised for one thread per node, and this run has {threads_per_node}: initialise with \
+             MpiEnv::init({threads_per_node}) (MPI_THREAD_MULTIPLE)"
+        )));
+    }
+    Ok(())
 }
 
 /// Why the job ends when rank `peer` did not do `what` within the
@@ -215,30 +224,4 @@ fn recv_bytes(from: u32, len: usize) -> Vec<u8> {
         )
     };
     b
-}
-
-/// Rank 0: every other rank's report, then the whole run checked.
-/// Each wait for a rank's report is under the progress timeout (`ms`).
-fn gather<W: Workload>(
-    workload: &W,
-    own: RtOutput<W::Output>,
-    ranks: u32,
-    ms: u64,
-) -> Result<Ran<W::Output, RtStats>, RtError> {
-    let mut outputs = own.results;
-    let mut stats = own.stats;
-    for r in 1..ranks {
-        job::arm(Duration::from_millis(ms), no_progress(r, "send its report", ms));
-        let len = u64::from_le_bytes(recv_bytes(r, 8).try_into().unwrap_or([0; 8])) as usize;
-        let bytes = recv_bytes(r, len);
-        job::disarm();
-        let report = Report::read(&bytes).map_err(RtError::Setup)?;
-        workload.absorb(&report.tally)?;
-        for v in report.outputs {
-            outputs.push(serde_json::from_value(v).map_err(|e| RtError::Setup(format!("rank {r}'s outputs: {e}")))?);
-        }
-        stats = merge(stats, report.stats);
-    }
-    workload.check(&outputs)?;
-    Ok(Ran { outputs, stats })
 }
