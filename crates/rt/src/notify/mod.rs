@@ -50,7 +50,7 @@ pub mod signal;
 
 use crossbeam_utils::CachePadded;
 use finegrain_core::Policy;
-use std::sync::atomic::{AtomicBool, AtomicU32};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 
 /// What a node shows its senders so they can tell whether and how to
 /// alert it. Only plain atomics and a constant, with no pointers: a
@@ -72,6 +72,11 @@ pub(crate) struct Doorbell {
     /// while it may sleep, so one thread's wake-up cannot hide another
     /// that still sleeps).
     pub(crate) parked: AtomicU32,
+    /// Messages the node has handled: its heartbeat. A thread waiting on
+    /// the node reads it when its progress timeout comes: a node that
+    /// still handles messages is slow (starved of cores, say), not stuck.
+    /// On a line of its own, which only the node's handling threads write.
+    pub(crate) handled: CachePadded<AtomicU64>,
 }
 
 impl Doorbell {
@@ -83,6 +88,7 @@ impl Doorbell {
             irq_next: AtomicU32::new(0),
             compute_threads,
             parked: AtomicU32::new(0),
+            handled: CachePadded::new(AtomicU64::new(0)),
         }
     }
 }

@@ -118,6 +118,7 @@ impl<T: Transport> ThreadCtx<T> {
         clock.since.store(Stamp::now().ticks() | 1, Ordering::Release);
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut ctx, m)));
         clock.since.store(0, Ordering::Release);
+        self.cluster.bell(self.node).handled.fetch_add(1, Ordering::Relaxed);
         self.stats.add_handler(self.stats.since(t0));
         match outcome {
             Err(_) => return self.cluster.fail(FAIL_PANIC, m.handler, None),

@@ -29,15 +29,22 @@ fn reply_on_loan() -> AmError {
 /// preempted (more threads than cores) pushes the deadline back, so a
 /// heavily oversubscribed run is not mistaken for a stuck one, while a
 /// peer that makes no progress is noticed on time wherever the waiter
-/// gets a core.
-pub(super) struct Deadline {
+/// gets a core. A wait on one node also watches that node's heartbeat (the
+/// messages it has handled): while it still handles messages it is slow,
+/// not stuck (its threads starved of cores while the waiter has one, or a
+/// backlog ahead of the waiter's message), and the deadline moves on by
+/// the timeout; a node that stops is named one timeout after it stopped.
+pub(super) struct Deadline<'a> {
     at: Stamp,
+    ms: u64,
     checks: u32,
     /// Once passed, passed for every later check too.
     passed: bool,
     /// The thread's run delay when the wait began (or shortly after; None
     /// until read), and when it was read.
     delay: Option<(Stamp, u64)>,
+    /// The awaited node's heartbeat, and its count when last read.
+    peer: Option<(&'a AtomicU64, u64)>,
 }
 
 /// A thread's last reading of its run delay and when it was made: a wait
@@ -64,11 +71,20 @@ fn read_delay() -> Option<(Stamp, u64)> {
     Some((at, delay_ns))
 }
 
-impl Deadline {
-    pub(super) fn new(ms: u64) -> Deadline {
+impl Deadline<'static> {
+    pub(super) fn new(ms: u64) -> Deadline<'static> {
         let now = Stamp::now();
         let delay = DELAY.with(|d| d.get()).filter(|s| now.since(s.at) < DELAY_FRESH_NS).map(|s| (s.at, s.delay_ns));
-        Deadline { at: now.plus_ns(ms as f64 * 1e6), checks: 0, passed: false, delay }
+        Deadline { at: now.plus_ns(ms as f64 * 1e6), ms, checks: 0, passed: false, delay, peer: None }
+    }
+}
+
+impl<'a> Deadline<'a> {
+    /// A deadline of `ms` on a wait for a node whose heartbeat is `beat`
+    /// (None where the transport cannot see it: a remote MPI rank).
+    pub(super) fn watching(ms: u64, beat: Option<&'a AtomicU64>) -> Deadline<'a> {
+        let peer = beat.map(|b| (b, b.load(Ordering::Relaxed)));
+        Deadline { peer, ..Deadline::new(ms) }
     }
 
     #[inline]
@@ -90,7 +106,7 @@ impl Deadline {
         if self.delay.is_none() {
             self.delay = read_delay();
         }
-        if !self.at.reached() {
+        if !self.at.reached() || self.peer_beats() {
             return;
         }
         let (Some((t0, then)), Some((t1, now))) = (self.delay, read_delay()) else {
@@ -104,6 +120,20 @@ impl Deadline {
         }
         self.at = self.at.plus_ns(preempted as f64);
         self.delay = Some((t1, now));
+    }
+
+    /// Whether the awaited node has handled a message since the last look;
+    /// if so the wait starts afresh from now.
+    fn peer_beats(&mut self) -> bool {
+        let Some((beat, seen)) = &mut self.peer else { return false };
+        let count = beat.load(Ordering::Relaxed);
+        if count == *seen {
+            return false;
+        }
+        *seen = count;
+        self.at = Stamp::now().plus_ns(self.ms as f64 * 1e6);
+        self.delay = read_delay();
+        true
     }
 }
 
@@ -242,7 +272,7 @@ impl<T: Transport> ThreadCtx<T> {
         let m = self.request_from_here(handler, 0, key, args, payload);
         self.enter();
         let mut spins = 0;
-        let mut deadline = Deadline::new(cl.cfg.progress_timeout_ms);
+        let mut deadline = Deadline::watching(cl.cfg.progress_timeout_ms, self.heartbeat(dst.0));
         loop {
             // SAFETY: only this thread uses its send side, and not
             // re-entrantly (as in `send`); the borrow ends here.
@@ -290,7 +320,7 @@ impl<T: Transport> ThreadCtx<T> {
     /// `handler`).
     fn wait_for(&self, c: &Completion, token: u64, dst: u32, handler: HandlerId) {
         let done = || c.token.load(Ordering::Acquire) == token;
-        self.wait_while_handling(&done, || self.no_progress(dst, handler));
+        self.wait_while_handling(&done, self.heartbeat(dst), || self.no_progress(dst, handler));
     }
 
     /// `Proc::wait_until`: waits for a condition handlers at this node make
@@ -300,7 +330,7 @@ impl<T: Transport> ThreadCtx<T> {
             return Ok(());
         }
         self.enter();
-        self.wait_while_handling(done, || self.no_progress_waiting());
+        self.wait_while_handling(done, None, || self.no_progress_waiting());
         self.exit();
         if self.cluster.failed() {
             return Err(run_aborted());
@@ -308,11 +338,17 @@ impl<T: Transport> ThreadCtx<T> {
         Ok(())
     }
 
+    /// Node `dst`'s heartbeat, where this process can see it.
+    fn heartbeat(&self, dst: u32) -> Option<&AtomicU64> {
+        self.cluster.transport.doorbell(dst).map(|b| &*b.handled)
+    }
+
     /// Waits until `done`, handling messages as the policy allows; past the
-    /// progress timeout calls `timed_out` (which fails the run).
-    fn wait_while_handling(&self, done: &dyn Fn() -> bool, timed_out: impl Fn()) {
+    /// progress timeout (with `beat` still, if the wait is on one node whose
+    /// heartbeat it is) calls `timed_out` (which fails the run).
+    fn wait_while_handling(&self, done: &dyn Fn() -> bool, beat: Option<&AtomicU64>, timed_out: impl Fn()) {
         let t0 = self.stats.stamp();
-        let mut deadline = Deadline::new(self.cluster.cfg.progress_timeout_ms);
+        let mut deadline = Deadline::watching(self.cluster.cfg.progress_timeout_ms, beat);
         let node = self.node();
         let mode = self.cluster.mode;
         let mut spins = 0;
@@ -364,7 +400,7 @@ impl<T: Transport> ThreadCtx<T> {
 
     /// Acts as PP until this thread's reply is in, then relinquishes
     /// (eagerly, or under hand-off only to a waiting peer).
-    fn act_until_done(&self, done: &dyn Fn() -> bool, deadline: &mut Deadline) {
+    fn act_until_done(&self, done: &dyn Fn() -> bool, deadline: &mut Deadline<'_>) {
         let node = self.node();
         let mut spins = 0;
         loop {
@@ -435,7 +471,7 @@ impl<T: Transport> ThreadCtx<T> {
     /// Serving after every application has returned, the node's inbox has
     /// said a message waits while none comes: past the progress timeout
     /// that is a spin on corrupt state, which fails the run (true).
-    fn stale_inbox(&self, since: &mut Option<Deadline>) -> bool {
+    fn stale_inbox(&self, since: &mut Option<Deadline<'static>>) -> bool {
         let cl = &self.cluster;
         let total = cl.cfg.run.topology.nodes * cl.cfg.compute_threads_per_node();
         if cl.transport.apps_finished() != total || !self.node().work_waiting() {
