@@ -14,7 +14,8 @@
 //! - [`claim`]: claims as values (statement, source, test, verdict);
 //! - [`sweep`]: `finegrain sweep`, any workload over any grid of
 //!   configuration fields, no claims;
-//! - [`single`]: the record of one `finegrain run`;
+//! - [`single`]: the record of one `finegrain run`; [`run`]: each
+//!   workload's options, the run they build, and what it reports;
 //! - [`experiment`], [`output`], [`runner`], [`progress`], [`figures`],
 //!   [`report`]: experiment files and inputs, output directories, runs on
 //!   all cores longest first (or one share of a batch job), progress, SVG
@@ -36,6 +37,7 @@ pub mod regenerate;
 pub mod report;
 pub mod rerun;
 pub mod reuse;
+pub mod run;
 pub mod runner;
 pub mod single;
 pub mod studies;
