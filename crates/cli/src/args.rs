@@ -81,7 +81,7 @@ pub enum Command {
         preset: String,
     },
     /// Start a run's node processes on this host: `finegrain launch -n 4 --
-    /// finegrain run --platform shm ...` (each a node, sharing memory).
+    /// finegrain run micro --platform shm ...` (each a node, sharing memory).
     Launch {
         /// Node processes to start, 1..=256 (as many as the run has nodes).
         #[arg(short = 'n', long = "nodes")]

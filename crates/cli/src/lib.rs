@@ -28,9 +28,7 @@ pub fn stdout_line(args: std::fmt::Arguments) -> anyhow::Result<()> {
 pub fn stdout_text(args: std::fmt::Arguments) -> anyhow::Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    out.write_fmt(args)
-        .and_then(|()| out.flush())
-        .map_err(|e| anyhow::Error::new(e).context("writing standard output"))
+    out.write_fmt(args).and_then(|()| out.flush()).map_err(|e| anyhow::Error::new(e).context("writing standard output"))
 }
 
 /// `println!` for the command line: a failed write becomes the command's

@@ -196,7 +196,10 @@ pub struct NativeRun {
 
 impl NativeReport for NativeRun {
     fn write_record(&self, _path: &Path) -> Result<()> {
-        bail!("invalid json with workload dsm on platform {}: records are written for simulated runs only", self.platform)
+        bail!(
+            "invalid json with workload dsm on platform {}: records are written for simulated runs only",
+            self.platform
+        )
     }
 
     fn oversubscribed(&self) -> bool {

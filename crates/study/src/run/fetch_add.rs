@@ -122,8 +122,7 @@ impl FetchAddOptions {
             let threads = config.run.policy.compute_procs(config.run.topology.procs_per_node);
             workload.validate(&config.machine, threads)?;
         }
-        if workload.sequential_fraction > 0.0 && matches!(point.discipline, Discipline::SpinLock | Discipline::Static)
-        {
+        if workload.sequential_fraction > 0.0 && matches!(point.discipline, Discipline::SpinLock | Discipline::Static) {
             bail!(
                 "invalid sequential_fraction = {} with discipline {}: only pdq and serial can run a handler alone, \
                  allowed 0 here",

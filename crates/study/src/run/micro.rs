@@ -233,7 +233,8 @@ impl RunOptions for MicroOptions {
         if !on.has_results() {
             return Ok(None);
         }
-        let compute: Vec<&finegrain_rt::ThreadTimes> = out.stats.threads.iter().filter(|t| t.role == "compute").collect();
+        let compute: Vec<&finegrain_rt::ThreadTimes> =
+            out.stats.threads.iter().filter(|t| t.role == "compute").collect();
         let measured_u = compute.iter().map(|t| t.compute_ns as f64 / t.wall_ns.max(1) as f64).sum::<f64>()
             / compute.len().max(1) as f64;
         Ok(Some(NativeRun {

@@ -128,7 +128,10 @@ pub struct NativeRun {
 
 impl NativeReport for NativeRun {
     fn write_record(&self, _path: &Path) -> Result<()> {
-        bail!("invalid json with workload splitc on platform {}: records are written for simulated runs only", self.platform)
+        bail!(
+            "invalid json with workload splitc on platform {}: records are written for simulated runs only",
+            self.platform
+        )
     }
 }
 
@@ -152,7 +155,12 @@ impl fmt::Display for NativeRun {
 
 /// A program's input, answer, run time, phases and counts, `us` turning a
 /// time into microseconds.
-fn fmt_measures(f: &mut fmt::Formatter<'_>, m: &ProgramMeasures, run_time: String, us: impl Fn(u64) -> f64) -> fmt::Result {
+fn fmt_measures(
+    f: &mut fmt::Formatter<'_>,
+    m: &ProgramMeasures,
+    run_time: String,
+    us: impl Fn(u64) -> f64,
+) -> fmt::Result {
     writeln!(f, "input             {}", m.input)?;
     writeln!(f, "answer            checked against the sequential reference")?;
     writeln!(f, "run time          {run_time}")?;

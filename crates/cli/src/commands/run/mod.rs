@@ -93,7 +93,9 @@ fn native<O: RunOptions + clap::Args>(
     }
     show(&report)?;
     if report.oversubscribed() {
-        crate::note(format_args!("more threads than cores; the time measures correctness under oversubscription, not speed"));
+        crate::note(format_args!(
+            "more threads than cores; the time measures correctness under oversubscription, not speed"
+        ));
     }
     Ok(())
 }
