@@ -243,7 +243,8 @@ fn time_run(exe: &Path, preset: &Path, run: &PaperRun, json: &Path) -> Result<(f
 /// Whether the finegrain executable `exe` names a run's workload as a
 /// subcommand (`run micro`) rather than with `--workload`.
 fn workload_subcommands(exe: &Path) -> bool {
-    let help = Command::new(exe).args(["run", "micro", "--help"]).stdout(Stdio::null()).stderr(Stdio::null());
+    let mut help = Command::new(exe);
+    help.args(["run", "micro", "--help"]).stdout(Stdio::null()).stderr(Stdio::null());
     help.status().is_ok_and(|s| s.success())
 }
 

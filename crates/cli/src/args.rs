@@ -230,8 +230,8 @@ pub struct SweepArgs {
     /// A field and its values: PATH=V1,V2 or PATH=A..B (whole numbers);
     /// PATH names a field of the run's record (machine.interrupt.
     /// overhead_cycles, topology.procs_per_node, policy, dispatch.
-    /// discipline, workload.keys ...). Repeat for more axes.
-    #[arg(long = "set", value_name = "PATH=VALUES", required = true, global = true)]
+    /// discipline, workload.keys ...). Repeat for more axes; one at least.
+    #[arg(long = "set", value_name = "PATH=VALUES", global = true)]
     pub set: Vec<String>,
     /// Seeds per point, 1..=1000 (each derived from --seed).
     #[arg(long, default_value_t = 1, global = true)]

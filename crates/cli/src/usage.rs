@@ -124,6 +124,9 @@ fn unknown_flag(e: &clap::Error) -> Option<String> {
     let (cmd, path) = named_subcommand(&args);
     let command = path.join(" ");
     if flag == "--workload" || flag.starts_with("--workload=") {
+        // The command up to the workload (which the value may have named).
+        let command = path.iter().take_while(|w| !WORKLOADS.contains(&w.as_str())).cloned().collect::<Vec<_>>();
+        let command = command.join(" ");
         let named = args.iter().position(|a| a.starts_with("--workload")).and_then(|i| match args[i].split_once('=') {
             Some((_, w)) => Some(w.to_string()),
             None => args.get(i + 1).cloned(),
@@ -131,7 +134,8 @@ fn unknown_flag(e: &clap::Error) -> Option<String> {
         let workload = named.unwrap_or_else(|| "WORKLOAD".into());
         return Some(format!(
             "unexpected argument '--workload': the workload is a subcommand now; write `{command} {workload} ...` \
-             (allowed micro, fetch-add, splitc, dsm)"
+             (allowed {})",
+            WORKLOADS.join(", ")
         ));
     }
     let subcommands: Vec<&str> = cmd.get_subcommands().map(|c| c.get_name()).filter(|n| *n != "help").collect();
@@ -149,6 +153,9 @@ fn unknown_flag(e: &clap::Error) -> Option<String> {
         .collect();
     Some(format!("unexpected argument '{flag}' for `{command}`: allowed {}", flags.join(", ")))
 }
+
+/// The subcommands of `run` and `sweep`.
+const WORKLOADS: [&str; 4] = ["micro", "fetch-add", "splitc", "dsm"];
 
 /// The help line of flag `--long` of the subcommand the command line names.
 fn flag_help(long: &str) -> Option<String> {

@@ -9,6 +9,9 @@ pub fn sweep(args: SweepArgs) -> Result<()> {
     if args.name.trim().is_empty() || args.name.chars().any(char::is_control) {
         bail!("invalid name = {:?}: allowed non-blank text without control characters", args.name);
     }
+    if args.set.is_empty() {
+        bail!("missing --set: a sweep needs an axis, --set PATH=VALUES (repeat for more)");
+    }
     let axes = args.set.iter().map(|s| Axis::parse(s)).collect::<Result<Vec<_>>>()?;
     let base = super::run::sweep_base(args.run)?;
     let sweep = Sweep { name: args.name, config: base.config, workload: base.workload, axes, seeds: args.seeds };
