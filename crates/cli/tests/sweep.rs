@@ -110,4 +110,11 @@ fn a_sweep_it_cannot_run_is_refused_in_one_line_before_any_run() {
         &["invalid platform = native"],
     );
     assert_one_line_error(&["sweep", "--out", o, "micro"], &["--set"]);
+    assert_one_line_error(
+        &["sweep", "--set", "seed=1", "--name", " ", "micro"],
+        &["invalid name = \" \"", "non-blank"],
+    );
+    // The sweep's flags may follow the workload's.
+    assert_one_line_error(&["sweep", "micro", "--u", "0.5", "--set", "seed=1", "--seeds", "0"], &["invalid seeds = 0"]);
+    assert!(!out.exists(), "output written for a refused sweep");
 }

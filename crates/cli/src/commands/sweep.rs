@@ -6,9 +6,6 @@ use anyhow::{bail, Result};
 use finegrain_study::sweep::{Axis, Sweep};
 
 pub fn sweep(args: SweepArgs) -> Result<()> {
-    if args.name.trim().is_empty() || args.name.chars().any(char::is_control) {
-        bail!("invalid name = {:?}: allowed non-blank text without control characters", args.name);
-    }
     if args.set.is_empty() {
         bail!("missing --set: a sweep needs an axis, --set PATH=VALUES (repeat for more)");
     }

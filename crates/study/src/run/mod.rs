@@ -76,9 +76,7 @@ impl Common {
             ("interrupt_signal", self.interrupt_signal.is_some()),
         ];
         if let Some((field, _)) = given.iter().find(|(_, g)| *g) {
-            bail!(
-                "invalid {field} with platform sim: it sets the native runtime; allowed with platform native, shm or mpi"
-            );
+            bail!("invalid {field} with platform sim: it sets the native runtime; allowed with platform native or shm");
         }
         Ok(())
     }
@@ -151,18 +149,21 @@ pub fn with_file<T: RunOptions>(flags: T, path: &Path) -> Result<T> {
     let origin = path.display().to_string();
     let text = read_input(path)?;
     let mut file: toml::Table = parse_toml(&origin, &text)?;
-    let known = known_fields::<T>()?;
-    if let Some(unknown) = file.keys().find(|k| !known.contains(k) && k.as_str() != "workload") {
-        bail!("unknown field `{unknown}` in {origin} for workload {}: allowed {}", T::WORKLOAD, known.join(", "));
-    }
-    let typed: T = parse_toml(&origin, &text)?;
-    if let Some(w) = typed.common().workload.as_deref().filter(|w| *w != T::WORKLOAD) {
+    // A file for another workload holds that workload's fields: named
+    // first, it says why they are unknown here.
+    if let Some(w) = file.get("workload").and_then(toml::Value::as_str).filter(|w| *w != T::WORKLOAD) {
         bail!(
             "invalid workload = {w} in {origin}: the workload is the subcommand; allowed {} here, or run the file \
              with `finegrain run {w} --config {origin}`",
             T::WORKLOAD
         );
     }
+    let known = known_fields::<T>()?;
+    if let Some(unknown) = file.keys().find(|k| !known.contains(k) && k.as_str() != "workload") {
+        bail!("unknown field `{unknown}` in {origin} for workload {}: allowed {}", T::WORKLOAD, known.join(", "));
+    }
+    // Wrong types named with their line (a non-text `workload` too).
+    parse_toml::<T>(&origin, &text)?;
     if let Some(toml::Value::String(p)) = file.get_mut("preset") {
         *p = preset_beside(path, Some(p.clone())).unwrap_or_default();
     }
