@@ -249,3 +249,58 @@ impl fmt::Display for Simulated {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::micro::MicroOptions;
+    use super::*;
+
+    fn file(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.toml");
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn flags_override_the_file_which_fills_the_rest() {
+        let (_d, path) = file("seed = 7\nnodes = 3\npolicy = \"floating\"\n");
+        let flags = MicroOptions { nodes: Some(4), ..Default::default() };
+        let merged = with_file(flags, &path).unwrap();
+        assert_eq!((merged.common.seed, merged.nodes, merged.policy.as_deref()), (Some(7), Some(4), Some("floating")));
+    }
+
+    #[test]
+    fn either_compute_flag_replaces_the_files_choice_of_compute_time() {
+        let (_d, path) = file("u = 0.5\n");
+        let merged = with_file(MicroOptions { compute_cycles: Some(100.0), ..Default::default() }, &path).unwrap();
+        assert_eq!((merged.u, merged.compute_cycles), (None, Some(100.0)));
+        let (_d, path) = file("compute_cycles = 100.0\nrequests_per_node = 5\n");
+        let merged = with_file(MicroOptions { u: Some(0.25), ..Default::default() }, &path).unwrap();
+        assert_eq!((merged.u, merged.compute_cycles, merged.requests_per_node), (Some(0.25), None, Some(5)));
+    }
+
+    #[test]
+    fn a_flag_that_is_not_a_number_stays_what_it_was() {
+        // A NaN must reach the field's own check, not vanish into a default.
+        let (_d, path) = file("u = 0.5\n");
+        let merged = with_file(MicroOptions { u: Some(f64::NAN), ..Default::default() }, &path).unwrap();
+        assert!(merged.u.is_some_and(f64::is_nan));
+    }
+
+    #[test]
+    fn what_a_file_cannot_hold_is_refused_in_words() {
+        let (_d, path) = file("seed = 7\n");
+        let huge = MicroOptions { common: Common { seed: Some(u64::MAX), ..Default::default() }, ..Default::default() };
+        let e = with_file(huge, &path).unwrap_err().to_string();
+        assert!(e.contains("allowed without --config only"), "{e}");
+        let (_d, path) = file("keys = 4\n");
+        let e = with_file(MicroOptions::default(), &path).unwrap_err().to_string();
+        assert!(e.contains("unknown field `keys`") && e.contains("allowed compute_cycles"), "{e}");
+        let (_d, path) = file("workload = \"dsm\"\n");
+        let e = with_file(MicroOptions::default(), &path).unwrap_err().to_string();
+        assert!(e.contains("invalid workload = dsm") && e.contains("finegrain run dsm --config"), "{e}");
+        let (_d, path) = file("workload = \"micro\"\nnodes = 3\n");
+        assert_eq!(with_file(MicroOptions::default(), &path).unwrap().nodes, Some(3));
+    }
+}
