@@ -20,6 +20,7 @@ pub struct Cli {
 pub enum Command {
     /// Run one workload once, simulated or on real threads (flags, or a
     /// TOML file with the same field names): `finegrain run micro ...`.
+    #[command(subcommand_value_name = "WORKLOAD", subcommand_help_heading = "Workloads")]
     Run {
         #[command(subcommand)]
         workload: Workload,
@@ -29,8 +30,13 @@ pub enum Command {
     #[command(allow_negative_numbers = true)]
     FetchAdd(RunArgs<FetchAddOptions>),
     /// Run one workload over a grid of configuration fields (no claims):
-    /// records, results.csv and a summary table.
-    #[command(allow_negative_numbers = true)]
+    /// records, results.csv and a summary table: `finegrain sweep --set
+    /// PATH=VALUES micro --u 0.5`.
+    #[command(
+        allow_negative_numbers = true,
+        subcommand_value_name = "WORKLOAD",
+        subcommand_help_heading = "Workloads"
+    )]
     Sweep(SweepArgs),
     /// Run a study from experiments/ and write results, figures and a report.
     Reproduce {
@@ -64,7 +70,7 @@ pub enum Command {
         list: bool,
     },
     /// Regenerate one simulated run from its JSON record (a study's or a
-    /// sweep's runs/<id>.json, or `run --json` output) and check its
+    /// sweep's runs/<id>.json, or `run <workload> --json` output) and check its
     /// statistics come out as recorded.
     Rerun {
         /// The run record.

@@ -56,7 +56,8 @@ fn takes_a_value(command: &clap::Command, flag: &str) -> bool {
 /// clap's error as one line: the problem and what it names (the lines
 /// before the usage), or for a missing subcommand the ones there are.
 pub fn one_line_usage_error(e: &clap::Error) -> String {
-    if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand) {
         return missing_subcommand(&lossy_args());
     }
     if let Some(msg) = bad_value(e) {

@@ -84,6 +84,13 @@ fn a_reuse_directory_without_records_is_refused_before_any_run() {
 fn missing_subcommands_and_arguments_are_named() {
     assert_one_line_error(&[], &["`finegrain` needs a subcommand", "run, fetch-add, sweep, reproduce"]);
     assert_one_line_error(&["bench"], &["`finegrain bench` needs a subcommand", "pingpong", "sim"]);
+    for command in [&["run"][..], &["sweep", "--set", "seed=1,2"]] {
+        assert_one_line_error(command, &["needs a subcommand: one of micro, fetch-add, splitc, dsm"]);
+    }
+    assert_one_line_error(
+        &["run", "--policy", "floating"],
+        &["unexpected argument '--policy' for `finegrain run`: name one of micro, fetch-add, splitc, dsm first"],
+    );
     assert_one_line_error(&["rerun"], &["required arguments were not provided", "<RECORD>"]);
     assert_one_line_error(&["reproduce", "scheduling-micro", "--list"], &["--list takes no experiment name"]);
     assert_one_line_error(&["bench", "sim", "--rounds", "0"], &["invalid rounds = 0"]);
