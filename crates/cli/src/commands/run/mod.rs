@@ -11,6 +11,7 @@ use finegrain_apps::RtPlatform;
 use finegrain_study::output::{check_writable, run_inputs, write_json};
 use finegrain_study::run::{with_file, NativeReport, RunOptions, SimRun};
 use std::fmt::Display;
+use std::path::Path;
 
 /// `finegrain run <workload>` (and `finegrain fetch-add`).
 pub fn run(workload: Workload) -> Result<()> {
@@ -51,6 +52,7 @@ fn options<O: RunOptions + clap::Args>(a: &RunArgs<O>) -> Result<O> {
     }
 }
 
+/// One run of workload `O` where its options say.
 fn run_one<O: RunOptions + clap::Args>(a: RunArgs<O>) -> Result<()> {
     let o = options(&a)?;
     let platform = o.common().platform.as_deref().unwrap_or("sim");
@@ -62,19 +64,22 @@ fn run_one<O: RunOptions + clap::Args>(a: RunArgs<O>) -> Result<()> {
     }
     let inputs = run_inputs(a.config.as_deref(), o.common().preset.as_deref());
     platform::on_platform(&o, |on| match on {
-        None => {
-            o.common().refuse_runtime_fields()?;
-            let run = o.simulated()?;
-            check_writable(a.json.as_deref(), &inputs)?;
-            let done = run.simulate()?;
-            // The record first: output closed early must not lose it.
-            if let Some(path) = &a.json {
-                write_json(path, &done.record())?;
-            }
-            show(&done)
-        }
+        None => simulate(&o, &a, &inputs),
         Some(on) => native(&o, on, &a, &inputs),
     })
+}
+
+/// The run simulated, its record written and what it measured printed.
+fn simulate<O: RunOptions + clap::Args>(o: &O, a: &RunArgs<O>, inputs: &[(Option<&Path>, &str)]) -> Result<()> {
+    o.common().refuse_runtime_fields()?;
+    let run = o.simulated()?;
+    check_writable(a.json.as_deref(), inputs)?;
+    let done = run.simulate()?;
+    // The record first: output closed early must not lose it.
+    if let Some(path) = &a.json {
+        write_json(path, &done.record())?;
+    }
+    show(&done)
 }
 
 /// The run on real threads; in the process holding the results, its
@@ -83,8 +88,10 @@ fn native<O: RunOptions + clap::Args>(
     o: &O,
     on: RtPlatform<'_>,
     a: &RunArgs<O>,
-    inputs: &[(Option<&std::path::Path>, &str)],
+    inputs: &[(Option<&Path>, &str)],
 ) -> Result<()> {
+    // A bad configuration is named before a bad record path, as on the
+    // simulator.
     o.native_nodes(on.name())?;
     check_writable(a.json.as_deref(), inputs)?;
     let Some(report) = o.native(on)? else { return Ok(()) };
