@@ -26,9 +26,9 @@ pub fn rerun(path: &Path) -> Result<Rerun> {
     let value: Value = from_json(&text).with_context(invalid)?;
     if let Some(platform) = value.get("platform").and_then(Value::as_str) {
         bail!(
-            "invalid run record {}: it is a run's on platform {platform}, measured on real threads, which no rerun \
-             can regenerate; allowed records of simulated runs (a study's runs/*.json, `finegrain run --json` of \
-             platform sim)",
+            "invalid run record {}: it is the record of a {platform} run (platform {platform}), measured on real \
+             threads, which no rerun can regenerate; allowed records of simulated runs (a study's runs/*.json, \
+             `finegrain run --json` of platform sim)",
             path.display()
         );
     }
