@@ -132,3 +132,25 @@ fn a_platform_a_study_cannot_run_on_is_refused() {
     assert_one_line_error(&[&native[..], &["--plan", out]].concat(), &["invalid --plan with --platform native"]);
     assert!(!Path::new(out).exists(), "nothing written");
 }
+
+/// Under mpirun every rank would run the whole native study beside the
+/// others: each rank refuses with the one line, before writing anything.
+#[test]
+fn a_native_study_under_mpirun_is_refused() {
+    let d = temp_dir("native-mpirun");
+    let out = d.join("out");
+    let o = std::process::Command::new("mpirun")
+        .args(["-np", "2", "--oversubscribe", env!("CARGO_BIN_EXE_finegrain"), "reproduce", "scheduling-micro"])
+        .args(["--quick", "--platform", "native", "--out"])
+        .arg(&out)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .expect("mpirun runs (Open MPI is installed)");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    let refusal =
+        "error: invalid --platform native under mpirun: every rank would run the whole study beside the others";
+    assert!(err.lines().any(|l| l.starts_with(refusal)), "{err}");
+    assert!(!out.exists(), "nothing written");
+}

@@ -64,8 +64,9 @@ pub fn reproduce(name: Option<String>, what: &What, list_them: bool) -> Result<(
 
 /// What does not go with `--platform native`: native runs are neither
 /// deterministic nor regenerable, so no earlier record is the same run
-/// (`--reuse`), and shares run on other hosts or at other times
-/// (`--shard`, `--plan` for a batch job) could not be put together.
+/// (`--reuse`), and shares run on other hosts, at other times or beside
+/// each other (`--shard`, `--plan` for a batch job, MPI ranks) could not
+/// be put together.
 fn refuse_with_native(what: &What) -> Result<()> {
     if !what.reuse.is_empty() {
         bail!(
@@ -78,6 +79,12 @@ fn refuse_with_native(what: &What) -> Result<()> {
         bail!(
             "invalid {flag} with --platform native: a native study runs on one host, one run at a time, since times \
              measured on other hosts or beside other runs do not compare; allowed {flag} with --platform sim"
+        );
+    }
+    if !matches!(Spread::detect()?, Spread::Cores) {
+        bail!(
+            "invalid --platform native under mpirun: every rank would run the whole study beside the others; allowed \
+             --platform native in one process (or --platform sim, whose runs spread over the ranks)"
         );
     }
     Ok(())
