@@ -120,3 +120,89 @@ fn tables(p: Protocol, mean: &BTreeMap<Key, f64>) -> String {
         markdown_table(&header, &ratios)
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::native_target;
+    use crate::record::Labels as _;
+    use crate::study::{load, Study};
+    use finegrain_core::{Clock, RunSummary};
+
+    fn quick() -> super::super::SchedulingMicro {
+        load(&crate::studies::source("scheduling-micro").unwrap(), true).unwrap()
+    }
+
+    #[test]
+    fn natively_only_the_studys_own_runs_at_oint_200_go() {
+        let study = quick();
+        let all = study.plan().unwrap();
+        let native = study.native_plan().unwrap();
+        assert!(!native.runs.is_empty() && native.runs.len() < all.len());
+        for p in &native.runs {
+            assert_eq!(
+                (p.labels.variant(), p.labels.oint_cycles),
+                (Variant::BASELINE, PAPER_OINT),
+                "{}",
+                p.labels.id()
+            );
+            native_target(&p.config).unwrap();
+        }
+        let baseline_200 =
+            all.iter().filter(|p| p.labels.variant() == Variant::BASELINE && p.labels.oint_cycles == PAPER_OINT);
+        assert_eq!(baseline_200.count(), native.runs.len());
+        let note = native.left_out.unwrap();
+        assert!(note.starts_with(&format!("{} of the {} planned runs ran", native.runs.len(), all.len())), "{note}");
+        assert_eq!(study.not_judged_natively().len(), CLAIMS.len());
+    }
+
+    /// Made-up times (2 us for every Fixed run, 1 us for the rest): the
+    /// tables average them over seeds and divide by Fixed's.
+    #[test]
+    fn the_tables_give_each_policys_time_and_its_ratio_to_fixeds() {
+        let runs: Vec<NativeRecord<RunLabels>> = quick()
+            .native_plan()
+            .unwrap()
+            .runs
+            .into_iter()
+            .map(|p| {
+                let target = native_target(&p.config).unwrap();
+                let time = if p.labels.policy == "fixed" { 2_000 } else { 1_000 };
+                NativeRecord {
+                    study: "scheduling-micro".into(),
+                    experiment: "scheduling-micro".into(),
+                    id: p.labels.id(),
+                    labels: p.labels,
+                    runtime: target.config,
+                    machine: target.machine.name,
+                    workload: p.workload,
+                    summary: RunSummary {
+                        platform: "native",
+                        clock: Clock::Nanoseconds,
+                        time,
+                        requests: 1,
+                        messages: 2,
+                        handlers: 2,
+                        interrupts: 0,
+                        measured_u: Some(0.5),
+                        pp_occupancy: None,
+                        mean_round_trip: None,
+                        events: None,
+                        spilled: Some(0),
+                    },
+                    measures: None,
+                    host_cores: 2,
+                    wall_seconds: 0.0,
+                }
+            })
+            .collect();
+        let s = sections(&runs);
+        assert_eq!(s.len(), 2, "one section per protocol");
+        assert_eq!(s[0].heading, "Measured times: null (platform native)");
+        let body = &s[0].body;
+        assert!(body.contains("| single-1 | 1 | 1 | 1 | 1 | 1 | 1 | 1 |"), "{body}");
+        assert!(body.contains("| fixed-8 | 2 | 2 | 2 | 2 | 2 | 2 | 2 |"), "{body}");
+        assert!(body.contains("| floating-8 | 0.50 | 0.50 | 0.50 | 0.50 | 0.50 | 0.50 | 0.50 |"), "{body}");
+        assert!(body.contains("| single-1 | 0.50 |"), "Single against Fixed on two: {body}");
+    }
+}
