@@ -65,8 +65,14 @@ pub enum Command {
         /// their planned cost) and run nothing.
         #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "reuse", "shard"])]
         plan: Option<PathBuf>,
+        /// Where the planned runs go: sim (the simulated machine) or
+        /// native (threads of this process, one run at a time: wall-clock
+        /// times of this host, fewer measures, no verdicts where a claim
+        /// needs what real threads do not have).
+        #[arg(long, value_name = "PLATFORM", default_value = "sim")]
+        platform: String,
         /// List the available experiments.
-        #[arg(long, conflicts_with_all = ["quick", "out", "reuse", "shard", "plan"])]
+        #[arg(long, conflicts_with_all = ["quick", "out", "reuse", "shard", "plan", "platform"])]
         list: bool,
     },
     /// Regenerate one simulated run from its JSON record (a study's or a

@@ -27,8 +27,8 @@ fn main_inner() -> Result<()> {
         Command::Run { workload } => commands::run::run(workload),
         Command::FetchAdd(args) => commands::run::run(Workload::FetchAdd(args)),
         Command::Sweep(args) => commands::sweep::sweep(args),
-        Command::Reproduce { experiment, quick, out, reuse, shard, plan, list } => {
-            let what = commands::reproduce::What { quick, out, reuse, shard, plan };
+        Command::Reproduce { experiment, quick, out, reuse, shard, plan, platform, list } => {
+            let what = commands::reproduce::What { quick, out, reuse, shard, plan, platform };
             commands::reproduce::reproduce(experiment, &what, list)
         }
         Command::Rerun { record, json } => commands::rerun::rerun(&record, json),

@@ -28,7 +28,9 @@ pub mod calibrate;
 pub mod claim;
 pub mod experiment;
 pub mod figures;
+pub mod native;
 pub mod output;
+pub mod platform;
 pub mod progress;
 #[cfg(feature = "mpi")]
 pub mod ranks;
@@ -63,6 +65,26 @@ pub fn reproduce(
         Some(s) => s.reproduce(&src, exp, quick, out, &earlier, spread),
         None => anyhow::bail!("invalid study = {} in {}: allowed {}", exp.header.study, src.origin, studies::names()),
     }
+}
+
+/// Runs the experiment `name` on threads of this process into `out`
+/// (`finegrain reproduce --platform native`): a study that cannot run
+/// there is refused, naming those that can.
+pub fn reproduce_native(name: &str, quick: bool, out: &std::path::Path) -> anyhow::Result<study::Reproduced> {
+    let src = studies::source(name)?;
+    let exp = src.parsed()?;
+    let Some(s) = studies::find(&exp.header.study) else {
+        anyhow::bail!("invalid study = {} in {}: allowed {}", exp.header.study, src.origin, studies::names())
+    };
+    if !s.runs_natively() {
+        anyhow::bail!(
+            "invalid --platform native for study {}: it runs on the simulator only; allowed --platform native \
+             with {} (or --platform sim)",
+            s.name(),
+            studies::native_names()
+        );
+    }
+    s.reproduce_native(&src, exp, quick, out)
 }
 
 /// Writes the planned runs of experiment `name` to `dir/plan.json`

@@ -24,11 +24,11 @@ pub fn rerun(path: &Path) -> Result<Rerun> {
     let text = crate::experiment::read_input(path)?;
     let invalid = || format!("invalid run record {}", path.display());
     let value: Value = from_json(&text).with_context(invalid)?;
-    if value.get("platform").and_then(Value::as_str) == Some("native") {
+    if let Some(platform) = value.get("platform").and_then(Value::as_str) {
         bail!(
-            "invalid run record {}: it is a native run's (platform native), measured on real threads, which no rerun \
-             can regenerate; allowed records of simulated runs (a study's runs/*.json, `finegrain run <workload> \
-             --json` of platform sim)",
+            "invalid run record {}: it is the record of a {platform} run (platform {platform}), measured on real \
+             threads, which no rerun can regenerate; allowed records of simulated runs (a study's runs/*.json, \
+             `finegrain run <workload> --json` of platform sim)",
             path.display()
         );
     }
