@@ -48,7 +48,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// The seed of every benchmarked run and of its Lmin measurement, so a
-/// row regenerates with `finegrain run --u 0.5 --seed 42`.
+/// row regenerates with `finegrain run micro --u 0.5 --seed 42`.
 const SEED: u64 = 42;
 
 /// Most repetitions `bench sim` takes (each runs four configurations).

@@ -18,10 +18,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-/// One run of the set: its name and its `finegrain run` arguments; DSM
-/// runs get the paper-input preset (`--preset`) first.
+/// One run of the set: its name, its workload and its `finegrain run`
+/// arguments; DSM runs get the paper-input preset (`--preset`) first.
 struct PaperRun {
     name: &'static str,
+    workload: &'static str,
     args: &'static [&'static str],
     dsm: bool,
 }
@@ -30,9 +31,8 @@ macro_rules! dsm {
     ($name:literal, $program:literal, $system:literal) => {
         PaperRun {
             name: $name,
+            workload: "dsm",
             args: &[
-                "--workload",
-                "dsm",
                 "--program",
                 $program,
                 "--system",
@@ -74,6 +74,7 @@ const RUNS: &[PaperRun] = &[
     // grid's 16000 requests per node).
     PaperRun {
         name: "sched-micro",
+        workload: "micro",
         args: &[
             "--preset",
             "hpca97",
@@ -164,10 +165,11 @@ pub fn paper(against: Option<&Path>, rounds: u32, which: &[String]) -> Result<Ve
             run: run.name.to_string(),
             args: match run.dsm {
                 true => format!(
-                    "run --preset hpca99 (+ [memory] global_segment_bytes = {PAPER_SEGMENT_BYTES}) {}",
+                    "run {} --preset hpca99 (+ [memory] global_segment_bytes = {PAPER_SEGMENT_BYTES}) {}",
+                    run.workload,
                     run.args.join(" ")
                 ),
-                false => format!("run {}", run.args.join(" ")),
+                false => format!("run {} {}", run.workload, run.args.join(" ")),
             },
             rounds,
             events: count("events"),
@@ -209,6 +211,13 @@ fn write_preset(dir: &Path) -> Result<PathBuf> {
 fn time_run(exe: &Path, preset: &Path, run: &PaperRun, json: &Path) -> Result<(f64, serde_json::Value)> {
     let mut cmd = Command::new(exe);
     cmd.arg("run");
+    // A build from before workloads were subcommands of run (`--against`)
+    // names the workload with a flag.
+    if workload_subcommands(exe) {
+        cmd.arg(run.workload);
+    } else {
+        cmd.args(["--workload", run.workload]);
+    }
     if run.dsm {
         cmd.arg("--preset").arg(preset);
     }
@@ -229,6 +238,14 @@ fn time_run(exe: &Path, preset: &Path, run: &PaperRun, json: &Path) -> Result<(f
     }
     let text = std::fs::read_to_string(json).with_context(|| format!("reading {}", json.display()))?;
     Ok((seconds, serde_json::from_str(&text).with_context(|| format!("reading {}", json.display()))?))
+}
+
+/// Whether the finegrain executable `exe` names a run's workload as a
+/// subcommand (`run micro`) rather than with `--workload`.
+fn workload_subcommands(exe: &Path) -> bool {
+    let mut help = Command::new(exe);
+    help.args(["run", "micro", "--help"]).stdout(Stdio::null()).stderr(Stdio::null());
+    help.status().is_ok_and(|s| s.success())
 }
 
 /// A record without its wall-clock figures, the only part two runs of one

@@ -23,6 +23,14 @@ pub fn stdout_line(args: std::fmt::Arguments) -> anyhow::Result<()> {
         .map_err(|e| anyhow::Error::new(e).context("writing standard output"))
 }
 
+/// Writes text that ends its own lines (a report) to standard output, with
+/// the errors of [`stdout_line`].
+pub fn stdout_text(args: std::fmt::Arguments) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_fmt(args).and_then(|()| out.flush()).map_err(|e| anyhow::Error::new(e).context("writing standard output"))
+}
+
 /// `println!` for the command line: a failed write becomes the command's
 /// error (`?` in the enclosing function), not a panic.
 #[macro_export]

@@ -6,8 +6,8 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use finegrain::args::{Cli, Command};
-use finegrain::commands::{self, run::Workload};
+use finegrain::args::{Cli, Command, Workload};
+use finegrain::commands;
 use finegrain::usage;
 use std::io::Write;
 use std::process::ExitCode;
@@ -24,11 +24,11 @@ fn main_inner() -> Result<()> {
         Err(e) => bail!("{} (see finegrain --help)", usage::one_line_usage_error(&e)),
     };
     match cli.command {
-        Command::Run(args) => commands::run::run(args, None),
-        Command::FetchAdd(args) => commands::run::run(args, Some(Workload::FetchAdd)),
+        Command::Run { workload } => commands::run::run(workload),
+        Command::FetchAdd(args) => commands::run::run(Workload::FetchAdd(args)),
         Command::Sweep(args) => commands::sweep::sweep(args),
-        Command::Reproduce { experiment, quick, out, reuse, shard, plan, list } => {
-            let what = commands::reproduce::What { quick, out, reuse, shard, plan };
+        Command::Reproduce { experiment, quick, out, reuse, shard, plan, platform, list } => {
+            let what = commands::reproduce::What { quick, out, reuse, shard, plan, platform };
             commands::reproduce::reproduce(experiment, &what, list)
         }
         Command::Rerun { record, json } => commands::rerun::rerun(&record, json),

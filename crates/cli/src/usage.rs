@@ -56,10 +56,14 @@ fn takes_a_value(command: &clap::Command, flag: &str) -> bool {
 /// clap's error as one line: the problem and what it names (the lines
 /// before the usage), or for a missing subcommand the ones there are.
 pub fn one_line_usage_error(e: &clap::Error) -> String {
-    if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand) {
         return missing_subcommand(&lossy_args());
     }
     if let Some(msg) = bad_value(e) {
+        return msg;
+    }
+    if let Some(msg) = unknown_flag(e) {
         return msg;
     }
     let rendered = e.render().to_string();
@@ -108,6 +112,52 @@ fn bad_value(e: &clap::Error) -> Option<String> {
     Some(format!("invalid value '{value}' for '{flag}': {expected}{help}"))
 }
 
+/// A flag the subcommand does not take, with the flags it does (or the
+/// subcommands it needs first); the old `--workload X` of `run` and
+/// `sweep` with what to write now.
+fn unknown_flag(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    if e.kind() != clap::error::ErrorKind::UnknownArgument {
+        return None;
+    }
+    let Some(ContextValue::String(flag)) = e.get(ContextKind::InvalidArg) else { return None };
+    let args = lossy_args();
+    let (cmd, path) = named_subcommand(&args);
+    let command = path.join(" ");
+    if flag == "--workload" || flag.starts_with("--workload=") {
+        // The command up to the workload (which the value may have named).
+        let command = path.iter().take_while(|w| !WORKLOADS.contains(&w.as_str())).cloned().collect::<Vec<_>>();
+        let command = command.join(" ");
+        let named = args.iter().position(|a| a.starts_with("--workload")).and_then(|i| match args[i].split_once('=') {
+            Some((_, w)) => Some(w.to_string()),
+            None => args.get(i + 1).cloned(),
+        });
+        let workload = named.unwrap_or_else(|| "WORKLOAD".into());
+        return Some(format!(
+            "unexpected argument '--workload': the workload is a subcommand now; write `{command} {workload} ...` \
+             (allowed {})",
+            WORKLOADS.join(", ")
+        ));
+    }
+    let subcommands: Vec<&str> = cmd.get_subcommands().map(|c| c.get_name()).filter(|n| *n != "help").collect();
+    if !subcommands.is_empty() {
+        return Some(format!(
+            "unexpected argument '{flag}' for `{command}`: name one of {} first, then its flags",
+            subcommands.join(", ")
+        ));
+    }
+    let flags: Vec<String> = cmd
+        .get_arguments()
+        .filter_map(|a| a.get_long())
+        .filter(|l| !matches!(*l, "help" | "version"))
+        .map(|l| format!("--{l}"))
+        .collect();
+    Some(format!("unexpected argument '{flag}' for `{command}`: allowed {}", flags.join(", ")))
+}
+
+/// The subcommands of `run` and `sweep`.
+const WORKLOADS: [&str; 4] = ["micro", "fetch-add", "splitc", "dsm"];
+
 /// The help line of flag `--long` of the subcommand the command line names.
 fn flag_help(long: &str) -> Option<String> {
     let (cmd, _) = named_subcommand(&lossy_args());
@@ -116,7 +166,8 @@ fn flag_help(long: &str) -> Option<String> {
 }
 
 /// The deepest subcommand the command line `args` (without the program
-/// name) names, and the words naming it.
+/// name) names, and the words naming it. Flags and values may stand
+/// between the words (`sweep --set P=1,2 micro`).
 fn named_subcommand(args: &[String]) -> (clap::Command, Vec<String>) {
     let mut cmd = Cli::command();
     let mut path = vec!["finegrain".to_string()];
@@ -126,7 +177,7 @@ fn named_subcommand(args: &[String]) -> (clap::Command, Vec<String>) {
                 path.push(a.clone());
                 cmd = sub.clone();
             }
-            None => break,
+            None => continue,
         }
     }
     (cmd, path)

@@ -64,7 +64,6 @@ fn every_program_checks_its_answer_on(platform: &str, system: &str) {
         .filter_map(|&program| {
             let args = [
                 "run",
-                "--workload",
                 "dsm",
                 "--program",
                 program,
@@ -118,7 +117,6 @@ fn a_simulated_run_names_its_machine_and_time_and_writes_a_record() {
     let json = dir.join("run.json");
     let text = ok_within_limit(&[
         "run",
-        "--workload",
         "dsm",
         "--program",
         "fft",
@@ -143,7 +141,7 @@ fn a_simulated_run_names_its_machine_and_time_and_writes_a_record() {
 
 #[test]
 fn bad_dsm_runs_are_one_line() {
-    let dsm = ["run", "--workload", "dsm"];
+    let dsm = ["run", "dsm"];
     let with = |more: &[&'static str]| [&dsm[..], more].concat();
     assert_one_line_error(&dsm, &["missing program for workload dsm", "allowed barnes, cholesky"]);
     assert_one_line_error(&with(&["--program", "lu"]), &["invalid program = lu", "water-sp"]);
@@ -172,18 +170,32 @@ fn bad_dsm_runs_are_one_line() {
         &["invalid compute_procs = 0", "1..=63"],
     );
     assert_one_line_error(&with(&["--program", "fft", "--preset", "hpca97"]), &["invalid preset = hpca97", "[dsm]"]);
+    // Another workload's flag is not one of this subcommand's: the error
+    // names the flags it takes.
     assert_one_line_error(
         &with(&["--program", "fft", "--policy", "fixed"]),
-        &["invalid policy with workload dsm", "workloads micro, splitc"],
+        &["unexpected argument '--policy' for `finegrain run dsm`: allowed", "--system", "--block-bytes"],
     );
     assert_one_line_error(
         &with(&["--program", "fft", "--keys", "8"]),
-        &["invalid keys with workload dsm", "fetch-add"],
+        &["unexpected argument '--keys' for `finegrain run dsm`", "--compute-procs"],
     );
-    assert_one_line_error(&["run", "--system", "mult"], &["invalid system with workload micro", "workload dsm"]);
     assert_one_line_error(
-        &["run", "--workload", "splitc", "--program", "fft", "--block-bytes", "64"],
-        &["invalid block_bytes with workload splitc"],
+        &["run", "micro", "--system", "mult"],
+        &["unexpected argument '--system' for `finegrain run micro`", "--relinquish"],
+    );
+    assert_one_line_error(
+        &["run", "splitc", "--program", "fft", "--block-bytes", "64"],
+        &["unexpected argument '--block-bytes' for `finegrain run splitc`", "--program"],
+    );
+    // The form before workloads were subcommands says what to write now.
+    assert_one_line_error(
+        &["run", "--workload", "dsm", "--program", "fft"],
+        &["unexpected argument '--workload'", "write `finegrain run dsm ...`"],
+    );
+    assert_one_line_error(
+        &["sweep", "--set", "seed=1,2", "--workload=fetch-add"],
+        &["unexpected argument '--workload'", "write `finegrain sweep fetch-add ...`"],
     );
     assert_one_line_error(
         &with(&["--program", "fft", "--platform", "shm", "--json", "x.json"]),
@@ -196,7 +208,7 @@ fn bad_dsm_runs_are_one_line() {
 fn a_sweep_over_a_dsm_run_writes_records_that_rerun() {
     let dir = temp_dir("dsm-sweep");
     let out = dir.to_str().unwrap();
-    let base = ["sweep", "--workload", "dsm", "--program", "fft", "--set", "workload.dsm.block_bytes=32,128"];
+    let base = ["sweep", "--set", "workload.dsm.block_bytes=32,128", "dsm", "--program", "fft"];
     let text = ok_within_limit(&[&base[..], &["--out", out]].concat());
     assert!(text.contains("| 32 |") && text.contains("| 128 |"), "{text}");
     let record = dir.join("runs/block_bytes32-r0.json");

@@ -15,6 +15,7 @@ fn long_run(nodes: &str) -> Child {
     Command::new(env!("CARGO_BIN_EXE_finegrain"))
         .args([
             "run",
+            "micro",
             "--platform",
             "shm",
             "--nodes",
@@ -133,20 +134,21 @@ fn an_interrupted_launcher_stops_every_node() {
 #[test]
 fn limits_and_the_interrupt_signal_are_checked_and_documented() {
     assert_one_line_error(
-        &["run", "--platform", "native", "--interrupt-signal", "99"],
+        &["run", "micro", "--platform", "native", "--interrupt-signal", "99"],
         &["invalid interrupt_signal = 99", "SIGRTMIN"],
     );
     assert_one_line_error(
-        &["run", "--platform", "native", "--handler-limit-ms", "0"],
+        &["run", "micro", "--platform", "native", "--handler-limit-ms", "0"],
         &["invalid handler_limit_ms = 0", "allowed 1..=3600000"],
     );
     assert_one_line_error(
-        &["run", "--progress-timeout-ms", "100"],
+        &["run", "micro", "--progress-timeout-ms", "100"],
         &["invalid progress_timeout_ms with platform sim", "native or shm"],
     );
     // Another real-time signal does the interrupting when asked.
     let out = finegrain(&[
         "run",
+        "micro",
         "--platform",
         "shm",
         "--policy",

@@ -9,13 +9,13 @@ use std::process::Command;
 
 #[test]
 fn unknown_preset() {
-    assert_one_line_error(&["run", "--preset", "cray"], &["unknown preset 'cray'", "allowed hpca97"]);
+    assert_one_line_error(&["run", "micro", "--preset", "cray"], &["unknown preset 'cray'", "allowed hpca97"]);
 }
 
 #[test]
 fn zero_processors() {
     assert_one_line_error(
-        &["run", "--policy", "floating", "--procs-per-node", "0"],
+        &["run", "micro", "--policy", "floating", "--procs-per-node", "0"],
         &["procs_per_node = 0", "allowed 1..=64"],
     );
 }
@@ -23,7 +23,7 @@ fn zero_processors() {
 #[test]
 fn fixed_without_a_compute_processor() {
     assert_one_line_error(
-        &["run", "--policy", "fixed", "--procs-per-node", "1"],
+        &["run", "micro", "--policy", "fixed", "--procs-per-node", "1"],
         &["protocol_procs = 1", "leaves no compute processor", "needs procs_per_node >= 2"],
     );
 }
@@ -31,14 +31,17 @@ fn fixed_without_a_compute_processor() {
 #[test]
 fn utilization_outside_the_open_interval() {
     for u in ["0", "1", "1.5", "-0.2"] {
-        assert_one_line_error(&["run", "--u", u], &["invalid u = ", "strictly between 0 and 1"]);
+        assert_one_line_error(&["run", "micro", "--u", u], &["invalid u = ", "strictly between 0 and 1"]);
     }
 }
 
 #[test]
 fn unknown_policy_and_protocol() {
-    assert_one_line_error(&["run", "--policy", "lottery"], &["invalid policy = lottery", "single, fixed, fixed:K"]);
-    assert_one_line_error(&["run", "--protocol", "bulk"], &["invalid protocol = bulk", "allowed null, fetch"]);
+    assert_one_line_error(
+        &["run", "micro", "--policy", "lottery"],
+        &["invalid policy = lottery", "single, fixed, fixed:K"],
+    );
+    assert_one_line_error(&["run", "micro", "--protocol", "bulk"], &["invalid protocol = bulk", "allowed null, fetch"]);
 }
 
 #[test]
@@ -46,9 +49,9 @@ fn malformed_toml() {
     let d = temp_dir("toml");
     let f = d.join("run.toml");
     std::fs::write(&f, "policy = \"fixed\"\nprocs_per_node = [\n").unwrap();
-    assert_one_line_error(&["run", "--config", f.to_str().unwrap()], &["malformed TOML", "run.toml", "line"]);
+    assert_one_line_error(&["run", "micro", "--config", f.to_str().unwrap()], &["malformed TOML", "run.toml", "line"]);
     std::fs::write(&f, "policy = \"fixed\"\nprocessors = 4\n").unwrap();
-    assert_one_line_error(&["run", "--config", f.to_str().unwrap()], &["unknown field `processors`"]);
+    assert_one_line_error(&["run", "micro", "--config", f.to_str().unwrap()], &["unknown field `processors`"]);
     let p = d.join("preset.toml");
     std::fs::write(&p, "name = \"x\"\n[cache\n").unwrap();
     assert_one_line_error(&["calibrate", p.to_str().unwrap()], &["malformed TOML", "preset.toml", "line 2"]);
@@ -81,6 +84,13 @@ fn a_reuse_directory_without_records_is_refused_before_any_run() {
 fn missing_subcommands_and_arguments_are_named() {
     assert_one_line_error(&[], &["`finegrain` needs a subcommand", "run, fetch-add, sweep, reproduce"]);
     assert_one_line_error(&["bench"], &["`finegrain bench` needs a subcommand", "pingpong", "sim"]);
+    for command in [&["run"][..], &["sweep", "--set", "seed=1,2"]] {
+        assert_one_line_error(command, &["needs a subcommand: one of micro, fetch-add, splitc, dsm"]);
+    }
+    assert_one_line_error(
+        &["run", "--policy", "floating"],
+        &["unexpected argument '--policy' for `finegrain run`: name one of micro, fetch-add, splitc, dsm first"],
+    );
     assert_one_line_error(&["rerun"], &["required arguments were not provided", "<RECORD>"]);
     assert_one_line_error(&["reproduce", "scheduling-micro", "--list"], &["--list takes no experiment name"]);
     assert_one_line_error(&["bench", "sim", "--rounds", "0"], &["invalid rounds = 0"]);
@@ -88,34 +98,51 @@ fn missing_subcommands_and_arguments_are_named() {
         &["bench", "sim", "--rounds", "4294967295"],
         &["invalid rounds = 4294967295", "allowed 1..=1000"],
     );
-    assert_one_line_error(&["run", "--policy", "FIXED"], &["invalid policy = FIXED"]);
-    assert_one_line_error(&["run", "--nodes", "-1"], &["invalid value '-1' for '--nodes <NODES>'"]);
+    assert_one_line_error(&["run", "micro", "--policy", "FIXED"], &["invalid policy = FIXED"]);
+    assert_one_line_error(&["run", "micro", "--nodes", "-1"], &["invalid value '-1' for '--nodes <NODES>'"]);
 }
 
 #[test]
 fn sizes_beyond_what_a_run_can_finish_are_refused() {
     for (args, needle) in [
-        (vec!["run", "--requests-per-node", "18446744073709551615"], "requests_per_node = 18446744073709551615"),
-        (vec!["run", "--compute-cycles", "1e300"], "mean_compute_cycles = 1e300: allowed 0..=1000000000"),
-        (vec!["run", "--oint", "18446744073709551615"], "invalid oint = 18446744073709551615"),
+        (
+            vec!["run", "micro", "--requests-per-node", "18446744073709551615"],
+            "requests_per_node = 18446744073709551615",
+        ),
+        (vec!["run", "micro", "--compute-cycles", "1e300"], "mean_compute_cycles = 1e300: allowed 0..=1000000000"),
+        (vec!["run", "micro", "--oint", "18446744073709551615"], "invalid oint = 18446744073709551615"),
         (vec!["fetch-add", "--think-cycles", "1e300"], "think_cycles = 1e300"),
         (vec!["fetch-add", "--handler-cycles", "1000000001"], "handler_cycles = 1000000001"),
         (vec!["fetch-add", "--home-burst-cycles", "1e300"], "home_burst_cycles = 1e300"),
         (vec!["fetch-add", "--protocol-procs", "64"], "protocol_procs = 64: allowed 1..=63"),
         (vec!["bench", "sim", "--requests-per-node", "0"], "invalid requests_per_node = 0"),
         (
-            vec!["run", "--nodes", "4096", "--procs-per-node", "64", "--policy", "floating"],
+            vec!["run", "micro", "--nodes", "4096", "--procs-per-node", "64", "--policy", "floating"],
             "invalid topology = 4096 nodes x 64 processors: at most",
         ),
         (
-            vec!["run", "--platform", "native", "--nodes", "4096", "--procs-per-node", "64"],
+            vec!["run", "micro", "--platform", "native", "--nodes", "4096", "--procs-per-node", "64"],
             "invalid topology = 4096 nodes x 64 threads: a native run starts one thread per processor",
         ),
         (
-            vec!["run", "--platform", "native", "--nodes", "1024", "--procs-per-node", "1", "--policy", "single"],
+            vec![
+                "run",
+                "micro",
+                "--platform",
+                "native",
+                "--nodes",
+                "1024",
+                "--procs-per-node",
+                "1",
+                "--policy",
+                "single",
+            ],
             "rings and segments would need",
         ),
-        (vec!["run", "--json", "/nonexistent-dir/run.json"], "cannot write the record to /nonexistent-dir/run.json"),
+        (
+            vec!["run", "micro", "--json", "/nonexistent-dir/run.json"],
+            "cannot write the record to /nonexistent-dir/run.json",
+        ),
         (vec!["fetch-add", "--json", "/nonexistent-dir/f.json"], "cannot write the record to /nonexistent-dir/f.json"),
     ] {
         assert_one_line_error(&args, &[needle]);
@@ -170,7 +197,7 @@ fn preset_costs_and_sizes_are_bounded() {
         .replace("block_bytes = 128", "block_bytes = 8192");
     let p = d.join("big-block.toml");
     std::fs::write(&p, big).unwrap();
-    let run = ["run", "--preset", p.to_str().unwrap(), "--requests-per-node", "10", "--protocol"];
+    let run = ["run", "micro", "--preset", p.to_str().unwrap(), "--requests-per-node", "10", "--protocol"];
     assert_one_line_error(
         &[&run[..], &["fetch"]].concat(),
         &["invalid protocol.block_bytes = 8192: the fetch-block benchmark moves a block in one message"],
@@ -193,7 +220,7 @@ fn a_preset_named_in_a_config_file_is_found_beside_it() {
     std::fs::write(d.join("run.toml"), "preset = \"mine.toml\"\nrequests_per_node = 20\n").unwrap();
     // Run from elsewhere: the relative path is the config file's.
     let out = Command::new(env!("CARGO_BIN_EXE_finegrain"))
-        .args(["run", "--config", d.join("run.toml").to_str().unwrap()])
+        .args(["run", "micro", "--config", d.join("run.toml").to_str().unwrap()])
         .current_dir(std::env::temp_dir())
         .output()
         .unwrap();
@@ -204,31 +231,37 @@ fn a_preset_named_in_a_config_file_is_found_beside_it() {
 fn any_input_is_refused_in_one_line() {
     // A signed value clap would take for a short flag (`-i` of `-inf`)
     // reaches the flag's own check.
-    assert_one_line_error(&["run", "--u", "-inf"], &["invalid u = -inf: allowed a value strictly between 0 and 1"]);
+    assert_one_line_error(
+        &["run", "micro", "--u", "-inf"],
+        &["invalid u = -inf: allowed a value strictly between 0 and 1"],
+    );
     assert_one_line_error(&["fetch-add", "--home-u", "-.5"], &["invalid home_u = -0.5: allowed 0..=1"]);
     // After `--` everything is positional, flags and numbers alike.
     assert_one_line_error(&["calibrate", "--", "--seed", "-5"], &["unexpected argument '-5'"]);
     // A newline typed into a value is echoed back escaped.
-    assert_one_line_error(&["run", "--platform", "native\nx"], &["invalid platform = native\\nx"]);
+    assert_one_line_error(&["run", "micro", "--platform", "native\nx"], &["invalid platform = native\\nx"]);
     // So is a Unicode line separator, which some terminals break lines on.
-    assert_one_line_error(&["run", "--policy", "a\u{2028}b"], &["invalid policy = a\\u{2028}b"]);
+    assert_one_line_error(&["run", "micro", "--policy", "a\u{2028}b"], &["invalid policy = a\\u{2028}b"]);
     // A huge value loses its middle, keeping what is wrong and what is allowed.
     let huge = format!("fixed:{}", "9".repeat(100_000));
-    let out = finegrain(&["run", "--policy", &huge]);
+    let out = finegrain(&["run", "micro", "--policy", &huge]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.len() < 1200, "{} bytes of error", err.len());
     assert!(err.starts_with("error: invalid") && err.contains("characters left out"), "{err}");
     assert!(err.trim_end().ends_with("coprocessor:coproc-am, coprocessor:optimized"), "{err}");
     // A device that never ends is not read until memory runs out.
-    assert_one_line_error(&["run", "--config", "/dev/zero"], &["cannot read /dev/zero", "larger than 16 MiB"]);
+    assert_one_line_error(&["run", "micro", "--config", "/dev/zero"], &["cannot read /dev/zero", "larger than 16 MiB"]);
     // A number that does not parse says what the flag takes and allows.
     assert_one_line_error(
-        &["run", "--nodes=-1"],
+        &["run", "micro", "--nodes=-1"],
         &["invalid value '-1' for '--nodes <NODES>': out of range", "Nodes, 2..=4096"],
     );
-    assert_one_line_error(&["run", "--nodes", "x"], &["invalid value 'x'", "expected a whole number", "2..=4096"]);
+    assert_one_line_error(
+        &["run", "micro", "--nodes", "x"],
+        &["invalid value 'x'", "expected a whole number", "2..=4096"],
+    );
     assert_one_line_error(&["bench", "sim", "--rounds", "-1"], &["out of range", "1..=1000"]);
-    assert_one_line_error(&["run", "--nodes", "4294967296"], &["'4294967296'", "out of range", "2..=4096"]);
+    assert_one_line_error(&["run", "micro", "--nodes", "4294967296"], &["'4294967296'", "out of range", "2..=4096"]);
     // A missing preset key is placed in its table.
     let d = temp_dir("missing-key");
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
@@ -300,8 +333,16 @@ fn every_point_of_a_study_is_checked_before_it_runs() {
 fn the_relinquish_flag_or_file_field_sets_the_rule_a_run_uses() {
     let d = temp_dir("relinquish-flag");
     let rule_of = |args: &[&str], record: &Path| -> String {
-        let mut all =
-            vec!["run", "--policy", "floating", "--requests-per-node", "200", "--json", record.to_str().unwrap()];
+        let mut all = vec![
+            "run",
+            "micro",
+            "--policy",
+            "floating",
+            "--requests-per-node",
+            "200",
+            "--json",
+            record.to_str().unwrap(),
+        ];
         all.extend_from_slice(args);
         let out = finegrain(&all);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -314,11 +355,11 @@ fn the_relinquish_flag_or_file_field_sets_the_rule_a_run_uses() {
     std::fs::write(&file, "relinquish = \"handoff\"\n").unwrap();
     assert_eq!(rule_of(&["--config", file.to_str().unwrap()], &d.join("file.json")), "handoff");
     assert_one_line_error(
-        &["run", "--relinquish", "bogus"],
+        &["run", "micro", "--relinquish", "bogus"],
         &["invalid relinquish = bogus: allowed eager, handoff, adaptive"],
     );
     assert_one_line_error(
-        &["run", "--platform", "native", "--policy", "floating", "--relinquish", "adaptive"],
+        &["run", "micro", "--platform", "native", "--policy", "floating", "--relinquish", "adaptive"],
         &["invalid relinquish = adaptive", "eager and handoff"],
     );
     // The rule only means something where computing processors act as PP,
@@ -327,14 +368,25 @@ fn the_relinquish_flag_or_file_field_sets_the_rule_a_run_uses() {
         for policy in ["fixed", "single"] {
             for rule in ["eager", "handoff"] {
                 assert_one_line_error(
-                    &["run", "--platform", platform, "--policy", policy, "--procs-per-node", "2", "--relinquish", rule],
+                    &[
+                        "run",
+                        "micro",
+                        "--platform",
+                        platform,
+                        "--policy",
+                        policy,
+                        "--procs-per-node",
+                        "2",
+                        "--relinquish",
+                        rule,
+                    ],
                     &[&format!("invalid relinquish = {rule} with policy {policy}"), "allowed with floating"],
                 );
             }
         }
     }
     // Lmin is measured under Fixed, where the run's hand-off rule is moot.
-    let native = ["run", "--platform", "native", "--policy", "floating", "--relinquish", "handoff"];
+    let native = ["run", "micro", "--platform", "native", "--policy", "floating", "--relinquish", "handoff"];
     let out = finegrain(&[&native[..], &["--u", "0.5", "--requests-per-node", "200"]].concat());
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
@@ -345,7 +397,16 @@ fn a_flag_for_compute_time_replaces_the_files_choice() {
     let file = d.join("run.toml");
     std::fs::write(&file, "compute_cycles = 1000\nrequests_per_node = 20\n").unwrap();
     let json = d.join("run.json");
-    let out = finegrain(&["run", "--config", file.to_str().unwrap(), "--u", "0.5", "--json", json.to_str().unwrap()]);
+    let out = finegrain(&[
+        "run",
+        "micro",
+        "--config",
+        file.to_str().unwrap(),
+        "--u",
+        "0.5",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // The flag's U decided the compute time (U = 0.5: as long as Lmin),
     // not the file's 1000 cycles; the output and the record say so.
@@ -358,14 +419,14 @@ fn a_flag_for_compute_time_replaces_the_files_choice() {
     assert!(stdout.contains("U = 0.5 gives the mean compute above"), "{stdout}");
     // And the other way round: a compute-time flag over a file's U.
     std::fs::write(&file, "u = 0.5\nrequests_per_node = 20\n").unwrap();
-    let out = finegrain(&["run", "--config", file.to_str().unwrap(), "--compute-cycles", "1000"]);
+    let out = finegrain(&["run", "micro", "--config", file.to_str().unwrap(), "--compute-cycles", "1000"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && stdout.contains("mean compute 1000 cycles") && !stdout.contains("Lmin"),
         "{stdout}"
     );
-    assert_one_line_error(&["run", "--u", "0.9999999999"], &["invalid u = 0.9999999999", "allowed at most"]);
-    assert_one_line_error(&["run", "--nodes", "5000"], &["invalid nodes = 5000: allowed 2..=4096"]);
+    assert_one_line_error(&["run", "micro", "--u", "0.9999999999"], &["invalid u = 0.9999999999", "allowed at most"]);
+    assert_one_line_error(&["run", "micro", "--nodes", "5000"], &["invalid nodes = 5000: allowed 2..=4096"]);
 }
 
 #[test]
@@ -386,4 +447,27 @@ fn calibrate_measures_the_bare_dma_flag_back_for_ipps96() {
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
     let line = text.lines().find(|l| l.starts_with("dma-flag")).expect("the bare DMA row");
     assert!(line.contains("9.500") && line.ends_with("yes"), "{line}");
+}
+
+/// A config file holds one workload's fields: another's is unknown, named
+/// with the ones allowed; the `workload` key of a file written for `run
+/// --workload X` is taken when it names the subcommand's workload.
+#[test]
+fn a_config_file_is_for_one_workload() {
+    let d = temp_dir("config-workload");
+    let f = d.join("run.toml");
+    let c = f.to_str().unwrap();
+    std::fs::write(&f, "workload = \"fetch-add\"\nkeys = 16\nrequests_per_thread = 5\n").unwrap();
+    let out = finegrain(&["run", "fetch-add", "--config", c, "--requester-nodes", "1", "--compute-procs", "1"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(" 16 keys "), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_one_line_error(
+        &["run", "micro", "--config", c],
+        &["invalid workload = fetch-add in", "`finegrain run fetch-add --config"],
+    );
+    std::fs::write(&f, "keys = 16\n").unwrap();
+    assert_one_line_error(
+        &["run", "micro", "--config", c],
+        &["unknown field `keys`", "for workload micro: allowed", "compute_cycles"],
+    );
 }

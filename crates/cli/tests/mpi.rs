@@ -30,6 +30,7 @@ fn mpirun_runs_one_rank_per_node() {
         "--oversubscribe",
         env!("CARGO_BIN_EXE_finegrain"),
         "run",
+        "micro",
         "--platform",
         "mpi",
         "--nodes",
@@ -59,6 +60,7 @@ fn a_wrong_rank_count_or_no_mpirun_is_one_line() {
         "--oversubscribe",
         env!("CARGO_BIN_EXE_finegrain"),
         "run",
+        "micro",
         "--platform",
         "mpi",
         "--nodes",
@@ -72,7 +74,7 @@ fn a_wrong_rank_count_or_no_mpirun_is_one_line() {
     assert!(err.lines().any(|l| l.ends_with(&want[7..])), "{err}");
     // Without mpirun on the PATH.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_finegrain"))
-        .args(["run", "--platform", "mpi", "--nodes", "2"])
+        .args(["run", "micro", "--platform", "mpi", "--nodes", "2"])
         .env("PATH", "/nonexistent")
         .output()
         .unwrap();
@@ -81,7 +83,7 @@ fn a_wrong_rank_count_or_no_mpirun_is_one_line() {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.starts_with("error: mpirun not found on PATH"), "{err}");
     assert_one_line_error(
-        &["run", "--platform", "mpi", "--nodes", "2", "--u", "0.5"],
+        &["run", "micro", "--platform", "mpi", "--nodes", "2", "--u", "0.5"],
         &["invalid u with platform mpi"],
     );
 }

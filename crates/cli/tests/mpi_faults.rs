@@ -1,4 +1,4 @@
-//! Faults of a self-launched MPI run (`finegrain run --platform mpi` outside
+//! Faults of a self-launched MPI run (`finegrain run micro --platform mpi` outside
 //! mpirun): a stopped rank ends the job within the progress timeout plus
 //! 2 s with one error line naming it, SIGINT or SIGTERM to the command
 //! stops mpirun and every rank, the ranks open no TCP port, and nothing is
@@ -20,7 +20,7 @@ fn one_job() -> std::sync::MutexGuard<'static, ()> {
 /// A long self-launched MPI run of two ranks.
 fn long_run(extra: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_finegrain"))
-        .args(["run", "--platform", "mpi", "--nodes", "2", "--requests-per-node", "100000000"])
+        .args(["run", "micro", "--platform", "mpi", "--nodes", "2", "--requests-per-node", "100000000"])
         .args(extra)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")

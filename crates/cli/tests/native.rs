@@ -11,6 +11,7 @@ fn native_microbenchmark_runs_under_every_policy() {
         let f = d.join("run.json");
         let out = finegrain(&[
             "run",
+            "micro",
             "--platform",
             "native",
             "--policy",
@@ -39,8 +40,14 @@ fn native_microbenchmark_runs_under_every_policy() {
         assert_eq!(v["preset"], "hpca97");
         assert_eq!(v["machine"]["cache"]["size_bytes"], 1 << 20);
     }
-    assert_one_line_error(&["run", "--platform", "cloud"], &["invalid platform = cloud", "allowed sim, native"]);
-    assert_one_line_error(&["run", "--platform", "native", "--oint", "300"], &["invalid oint for platform native"]);
+    assert_one_line_error(
+        &["run", "micro", "--platform", "cloud"],
+        &["invalid platform = cloud", "allowed sim, native"],
+    );
+    assert_one_line_error(
+        &["run", "micro", "--platform", "native", "--oint", "300"],
+        &["invalid oint for platform native"],
+    );
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::process::Command;
 #[test]
 #[cfg(target_os = "linux")] // /proc/sys and /dev/full
 fn output_that_cannot_be_written_is_a_one_line_error() {
-    for args in [&["run", "--requests-per-node", "5"][..], &["reproduce", "--list"], &["--help"]] {
+    for args in [&["run", "micro", "--requests-per-node", "5"][..], &["reproduce", "--list"], &["--help"]] {
         let out = Command::new(env!("CARGO_BIN_EXE_finegrain"))
             .args(args)
             .stdout(std::fs::File::create("/dev/full").unwrap())

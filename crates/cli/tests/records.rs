@@ -12,7 +12,7 @@ use std::process::Command;
 fn a_record_is_never_written_over_the_file_it_comes_from() {
     let d = temp_dir("same-file");
     let record = d.join("r.json");
-    let out = finegrain(&["run", "--requests-per-node", "50", "--json", record.to_str().unwrap()]);
+    let out = finegrain(&["run", "micro", "--requests-per-node", "50", "--json", record.to_str().unwrap()]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let r = record.to_str().unwrap();
     assert_one_line_error(&["rerun", r, "--json", r], &["invalid json", "the record being read"]);
@@ -21,15 +21,18 @@ fn a_record_is_never_written_over_the_file_it_comes_from() {
     let config = d.join("c.toml");
     std::fs::write(&config, "seed = 3\n").unwrap();
     let c = config.to_str().unwrap();
-    for command in ["run", "fetch-add"] {
-        assert_one_line_error(&[command, "--config", c, "--json", c], &["invalid json", "the config file being read"]);
+    for command in [&["run", "micro"][..], &["fetch-add"]] {
+        assert_one_line_error(
+            &[command, &["--config", c, "--json", c]].concat(),
+            &["invalid json", "the config file being read"],
+        );
     }
     assert_eq!(std::fs::read_to_string(&config).unwrap(), "seed = 3\n");
     // A hard link is the same file under another name.
     let link = d.join("link.json");
     std::fs::hard_link(&config, &link).unwrap();
     assert_one_line_error(
-        &["run", "--config", c, "--json", link.to_str().unwrap()],
+        &["run", "micro", "--config", c, "--json", link.to_str().unwrap()],
         &["invalid json", "the config file being read"],
     );
     assert_eq!(std::fs::read_to_string(&config).unwrap(), "seed = 3\n");
@@ -38,8 +41,11 @@ fn a_record_is_never_written_over_the_file_it_comes_from() {
     let preset = d.join("machine.toml");
     std::fs::copy(format!("{root}/presets/hpca99.toml"), &preset).unwrap();
     let m = preset.to_str().unwrap();
-    for command in ["run", "fetch-add"] {
-        assert_one_line_error(&[command, "--preset", m, "--json", m], &["invalid json", "the preset file being read"]);
+    for command in [&["run", "micro"][..], &["fetch-add"]] {
+        assert_one_line_error(
+            &[command, &["--preset", m, "--json", m]].concat(),
+            &["invalid json", "the preset file being read"],
+        );
     }
     assert!(std::fs::read_to_string(&preset).unwrap().contains("[effects]"), "the preset survived");
 }
@@ -48,6 +54,7 @@ fn run_json(dir: &Path, name: &str, seed: &str) -> serde_json::Value {
     let f = dir.join(name);
     let out = finegrain(&[
         "run",
+        "micro",
         "--policy",
         "floating",
         "--procs-per-node",
@@ -303,14 +310,17 @@ fn a_refused_run_leaves_an_existing_record_as_it_was() {
     run_json(&d, "good.json", "3");
     let good = d.join("good.json");
     let before = std::fs::read(&good).unwrap();
-    assert_one_line_error(&["run", "--json", good.to_str().unwrap(), "--policy", "bogus"], &["invalid policy = bogus"]);
+    assert_one_line_error(
+        &["run", "micro", "--json", good.to_str().unwrap(), "--policy", "bogus"],
+        &["invalid policy = bogus"],
+    );
     assert_one_line_error(
         &["fetch-add", "--json", good.to_str().unwrap(), "--platform", "bogus"],
         &["invalid platform = bogus"],
     );
     assert_eq!(std::fs::read(&good).unwrap(), before, "the record was changed by a refused run");
     let fresh = d.join("fresh.json");
-    assert_one_line_error(&["run", "--json", fresh.to_str().unwrap(), "--protocol", "x"], &["protocol"]);
+    assert_one_line_error(&["run", "micro", "--json", fresh.to_str().unwrap(), "--protocol", "x"], &["protocol"]);
     assert!(!fresh.exists(), "a refused run left an empty record behind");
 }
 
@@ -347,7 +357,7 @@ fn a_native_record_is_refused_by_rerun_with_the_reason() {
 fn a_run_record_survives_output_closed_early() {
     let d = temp_dir("closed-output");
     for (args, json) in [
-        (&["run", "--requests-per-node", "500"][..], d.join("run.json")),
+        (&["run", "micro", "--requests-per-node", "500"][..], d.join("run.json")),
         (&["fetch-add", "--requests-per-thread", "50"][..], d.join("fetch-add.json")),
     ] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_finegrain"))
@@ -372,6 +382,7 @@ fn a_runs_output_names_its_whole_configuration() {
     let preset = concat!(env!("CARGO_MANIFEST_DIR"), "/../../presets/hpca97.toml");
     let out = finegrain(&[
         "run",
+        "micro",
         "--preset",
         preset,
         "--oint",

@@ -21,19 +21,32 @@ fn fetch_add_answers_match_native_with_2_and_4_processes() {
     fetch_add_answers_match_native("shm");
 }
 
-/// `finegrain launch -n N -- finegrain run --platform shm` is the same run.
+/// `finegrain launch -n N -- finegrain run micro --platform shm` is the same run.
 #[test]
 fn launch_starts_one_process_per_node() {
     let bin = env!("CARGO_BIN_EXE_finegrain");
-    let text =
-        ok(&["launch", "-n", "4", "--", bin, "run", "--platform", "shm", "--nodes", "4", "--requests-per-node", "500"]);
+    let text = ok(&[
+        "launch",
+        "-n",
+        "4",
+        "--",
+        bin,
+        "run",
+        "micro",
+        "--platform",
+        "shm",
+        "--nodes",
+        "4",
+        "--requests-per-node",
+        "500",
+    ]);
     assert!(line(&text, "requests").starts_with("requests         2000  messages 4000"), "{text}");
 }
 
 #[test]
 fn a_launch_of_the_wrong_size_is_one_line() {
     let bin = env!("CARGO_BIN_EXE_finegrain");
-    let out = finegrain(&["launch", "-n", "3", "--", bin, "run", "--platform", "shm", "--nodes", "2"]);
+    let out = finegrain(&["launch", "-n", "3", "--", bin, "run", "micro", "--platform", "shm", "--nodes", "2"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
@@ -48,10 +61,10 @@ fn a_launch_of_the_wrong_size_is_one_line() {
 #[test]
 fn shm_refuses_what_cannot_cross_processes() {
     assert_one_line_error(
-        &["run", "--platform", "shm", "--nodes", "2", "--u", "0.5"],
+        &["run", "micro", "--platform", "shm", "--nodes", "2", "--u", "0.5"],
         &["invalid u with platform shm", "--compute-cycles"],
     );
-    assert_one_line_error(&["run", "--platform", "mars"], &["invalid platform = mars", "sim, native, shm"]);
+    assert_one_line_error(&["run", "micro", "--platform", "mars"], &["invalid platform = mars", "sim, native, shm"]);
 }
 
 /// The benchmark prints the comparison (whatever the figures: speed is

@@ -16,7 +16,6 @@ fn every_program_checks_its_answer_on(platform: &str, policy: &str) {
     for &program in PROGRAMS {
         let args = [
             "run",
-            "--workload",
             "splitc",
             "--program",
             program,

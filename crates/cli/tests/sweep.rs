@@ -12,6 +12,7 @@ fn a_sweep_runs_every_point_and_seed_and_its_records_rerun() {
     let out = d.join("out");
     let o = finegrain(&[
         "sweep",
+        "micro",
         "--protocol",
         "fetch",
         "--compute-cycles",
@@ -72,8 +73,7 @@ fn a_sweep_of_fetch_add_sets_workload_fields() {
     let d = temp_dir("sweep-fa");
     let out = d.join("out");
     let small = ["--requester-nodes", "1", "--compute-procs", "2", "--requests-per-thread", "50"];
-    let args =
-        ["sweep", "--workload", "fetch-add", "--set", "workload.keys=1,16", "--set", "workload.skew=uniform,zipf:1"];
+    let args = ["sweep", "--set", "workload.keys=1,16", "--set", "workload.skew=uniform,zipf:1", "fetch-add"];
     let o = finegrain(&[&args[..], &small[..], &["--out", out.to_str().unwrap()]].concat());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let record = out.join("runs").join("keys16-skewzipf1-r0.json");
@@ -98,16 +98,23 @@ fn a_sweep_it_cannot_run_is_refused_in_one_line_before_any_run() {
         ("topology", "allowed PATH=VALUES"),
         ("x=5..1", "invalid range 5..1"),
     ] {
-        assert_one_line_error(&["sweep", "--set", set, "--out", o], &[says]);
+        assert_one_line_error(&["sweep", "--set", set, "--out", o, "micro"], &[says]);
         assert!(!out.exists(), "{set}: output written for a refused sweep");
     }
     assert_one_line_error(
-        &["sweep", "--set", "seed=1,2", "--seeds", "2", "--out", o],
+        &["sweep", "--set", "seed=1,2", "--seeds", "2", "--out", o, "micro"],
         &["invalid seeds = 2: the sweep sets seed itself"],
     );
     assert_one_line_error(
-        &["sweep", "--set", "seed=1", "--platform", "native", "--out", o],
+        &["sweep", "--set", "seed=1", "micro", "--platform", "native", "--out", o],
         &["invalid platform = native"],
     );
-    assert_one_line_error(&["sweep", "--out", o], &["--set"]);
+    assert_one_line_error(&["sweep", "--out", o, "micro"], &["--set"]);
+    assert_one_line_error(
+        &["sweep", "--set", "seed=1", "--name", " ", "micro"],
+        &["invalid name = \" \"", "non-blank"],
+    );
+    // The sweep's flags may follow the workload's.
+    assert_one_line_error(&["sweep", "micro", "--u", "0.5", "--set", "seed=1", "--seeds", "0"], &["invalid seeds = 0"]);
+    assert!(!out.exists(), "output written for a refused sweep");
 }

@@ -14,7 +14,8 @@
 //! - [`claim`]: claims as values (statement, source, test, verdict);
 //! - [`sweep`]: `finegrain sweep`, any workload over any grid of
 //!   configuration fields, no claims;
-//! - [`single`]: the record of one `finegrain run`;
+//! - [`single`]: the record of one `finegrain run`; [`run`]: each
+//!   workload's options, the run they build, and what it reports;
 //! - [`experiment`], [`output`], [`runner`], [`progress`], [`figures`],
 //!   [`report`]: experiment files and inputs, output directories, runs on
 //!   all cores longest first (or one share of a batch job), progress, SVG
@@ -27,7 +28,9 @@ pub mod calibrate;
 pub mod claim;
 pub mod experiment;
 pub mod figures;
+pub mod native;
 pub mod output;
+pub mod platform;
 pub mod progress;
 pub mod ranks;
 pub mod record;
@@ -35,6 +38,7 @@ pub mod regenerate;
 pub mod report;
 pub mod rerun;
 pub mod reuse;
+pub mod run;
 pub mod runner;
 pub mod single;
 pub mod studies;
@@ -60,6 +64,26 @@ pub fn reproduce(
         Some(s) => s.reproduce(&src, exp, quick, out, &earlier, spread),
         None => anyhow::bail!("invalid study = {} in {}: allowed {}", exp.header.study, src.origin, studies::names()),
     }
+}
+
+/// Runs the experiment `name` on threads of this process into `out`
+/// (`finegrain reproduce --platform native`): a study that cannot run
+/// there is refused, naming those that can.
+pub fn reproduce_native(name: &str, quick: bool, out: &std::path::Path) -> anyhow::Result<study::Reproduced> {
+    let src = studies::source(name)?;
+    let exp = src.parsed()?;
+    let Some(s) = studies::find(&exp.header.study) else {
+        anyhow::bail!("invalid study = {} in {}: allowed {}", exp.header.study, src.origin, studies::names())
+    };
+    if !s.runs_natively() {
+        anyhow::bail!(
+            "invalid --platform native for study {}: it runs on the simulator only; allowed --platform native \
+             with {} (or --platform sim)",
+            s.name(),
+            studies::native_names()
+        );
+    }
+    s.reproduce_native(&src, exp, quick, out)
 }
 
 /// Writes the planned runs of experiment `name` to `dir/plan.json`

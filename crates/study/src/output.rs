@@ -151,12 +151,24 @@ pub fn write_records<L: serde::Serialize>(
     on_disk: &HashSet<String>,
     csv: &str,
 ) -> Result<()> {
+    let records: Vec<(&str, &RunRecord<L>)> = records.iter().map(|r| (r.id.as_str(), *r)).collect();
+    write_outputs(out, experiment, &records, on_disk, csv)
+}
+
+/// [`write_records`] for records of any kind, each with its id.
+pub fn write_outputs<R: serde::Serialize>(
+    out: &Path,
+    experiment: Option<&Source>,
+    records: &[(&str, &R)],
+    on_disk: &HashSet<String>,
+    csv: &str,
+) -> Result<()> {
     prepare_out(out)?;
     let runs = out.join("runs");
     remove_old_outputs(&runs, "json", on_disk)?;
     remove_old_outputs(&out.join("figures"), "svg", &HashSet::new())?;
-    for r in records {
-        let name = record_file(&r.id);
+    for (id, r) in records {
+        let name = record_file(id);
         if !on_disk.contains(&name) {
             write_json(&runs.join(name), r)?;
         }

@@ -61,10 +61,17 @@ struct Content<'a, L> {
 
 /// A record as it is written: its content, then the digest of it.
 #[derive(Serialize)]
-struct Signed<'a, L> {
+struct Signed<C> {
     #[serde(flatten)]
-    content: Content<'a, L>,
+    content: C,
     digest: String,
+}
+
+/// Writes a record's `content` (a struct of its fields in order) with the
+/// digest of it last: how every kind of record is written.
+pub(crate) fn signed<C: Serialize, S: serde::Serializer>(content: C, s: S) -> Result<S::Ok, S::Error> {
+    let value = serde_json::to_value(&content).map_err(serde::ser::Error::custom)?;
+    Signed { content, digest: digest(&value) }.serialize(s)
 }
 
 impl<L: Serialize> Serialize for RunRecord<L> {
@@ -80,8 +87,7 @@ impl<L: Serialize> Serialize for RunRecord<L> {
             measures: self.measures.as_ref(),
             wall: &self.wall,
         };
-        let value = serde_json::to_value(&content).map_err(serde::ser::Error::custom)?;
-        Signed { content, digest: digest(&value) }.serialize(s)
+        signed(content, s)
     }
 }
 

@@ -93,6 +93,83 @@ pub fn render<L>(p: &Parts<L>) -> String {
     s
 }
 
+/// Everything a report of native runs is made of.
+pub struct NativeParts<'a> {
+    pub header: &'a Header,
+    pub src: &'a Source,
+    pub mode: &'a str,
+    pub not_judged: &'a [crate::native::NotJudged],
+    pub sections: Vec<Section>,
+    /// The platform, what it does not measure, runs left out, and the
+    /// warning when threads outnumber cores.
+    pub notes: &'a [String],
+    pub runs: usize,
+    pub wall_seconds: f64,
+    pub started: Instant,
+}
+
+/// The report of a study run on the native runtime: what the platform is
+/// and is not first, then each claim with why it is not judged there, the
+/// study's tables of measured times, and no figure drawn from them.
+pub fn render_native(p: &NativeParts) -> String {
+    let mut s = String::new();
+    let h = p.header;
+    let quick_flag = if p.mode == "quick" { " --quick" } else { "" };
+    let _ = writeln!(s, "# {} ({}, platform native)\n", h.title, p.mode);
+    for note in p.notes {
+        let _ = writeln!(s, "**{}**\n", sentence(note));
+    }
+    let _ = writeln!(
+        s,
+        "Experiment `{}` ({}), claims from {}, planned on preset `{}`, base seed {}, {} runs. Run again: \
+         `finegrain reproduce {}{quick_flag} --platform native --out DIR` (other times, same answers); the \
+         simulated study, whose verdicts are the study's: `finegrain reproduce {}{quick_flag}`.\n",
+        h.name, p.src.origin, h.paper, h.preset, h.seed, p.runs, p.src.arg, p.src.arg
+    );
+    let _ = writeln!(s, "## Claims\n");
+    if p.not_judged.is_empty() {
+        let _ = writeln!(s, "The study judges no claim on native runs.\n");
+    }
+    for c in p.not_judged {
+        let _ = writeln!(
+            s,
+            "### {}: {}\n\n{}\n\n- Source: {}\n- Not judged natively: {}\n",
+            c.spec.heading(),
+            c.spec.title,
+            c.spec.statement,
+            c.spec.source,
+            c.why
+        );
+    }
+    for section in &p.sections {
+        let _ = writeln!(s, "## {}\n\n{}", section.heading, section.body.trim_end());
+        s.push('\n');
+    }
+    let _ = writeln!(
+        s,
+        "## Figures\n\nNone: the study's figures plot simulated measures against the simulated machine's \
+         settings; the tables above give the native runs' measured times, and `results.csv` every run's.\n"
+    );
+    let _ = writeln!(
+        s,
+        "## Native runtime\n\n{} runs, one at a time, in {:.1} s of run time; whole study {:.1} s wall.",
+        p.runs,
+        p.wall_seconds,
+        p.started.elapsed().as_secs_f64()
+    );
+    s
+}
+
+/// A note as a sentence: capital first, a full stop last.
+fn sentence(note: &str) -> String {
+    let mut chars = note.chars();
+    let mut s: String = chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default();
+    if !s.ends_with('.') {
+        s.push('.');
+    }
+    s
+}
+
 /// The verdicts at a glance: one row per claim, the paper's apart from
 /// finegrain's own hypotheses.
 fn summary(claims: &[Claim]) -> String {

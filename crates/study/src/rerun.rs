@@ -24,19 +24,19 @@ pub fn rerun(path: &Path) -> Result<Rerun> {
     let text = crate::experiment::read_input(path)?;
     let invalid = || format!("invalid run record {}", path.display());
     let value: Value = from_json(&text).with_context(invalid)?;
-    if value.get("platform").and_then(Value::as_str) == Some("native") {
+    if let Some(platform) = value.get("platform").and_then(Value::as_str) {
         bail!(
-            "invalid run record {}: it is a native run's (platform native), measured on real threads, which no rerun \
-             can regenerate; allowed records of simulated runs (a study's runs/*.json, `finegrain run --json` of \
-             platform sim)",
+            "invalid run record {}: it is the record of a {platform} run (platform {platform}), measured on real \
+             threads, which no rerun can regenerate; allowed records of simulated runs (a study's runs/*.json, \
+             `finegrain run <workload> --json` of platform sim)",
             path.display()
         );
     }
     let Some(kind) = value.get("study").and_then(Value::as_str) else {
         bail!(
             "invalid run record {}: it names no study (the study, run or sweep that made it); expected the JSON a \
-             study, `finegrain run --json` or `finegrain sweep` writes for a simulated run (records made by \
-             earlier versions of finegrain have another layout)",
+             study, `finegrain run <workload> --json` or `finegrain sweep` writes for a simulated run (records made \
+             by earlier versions of finegrain have another layout)",
             path.display()
         );
     };

@@ -126,6 +126,12 @@ pub(crate) fn record_of<L: Labels>(text: &str, study: &str, experiment: &str, p:
     // A text that is not a record at all is another run as far as this
     // plan is concerned: simulate, do not fail.
     let Ok(value) = crate::regenerate::from_json::<serde_json::Value>(text) else { return Ok(Read::Other) };
+    if let Some(platform) = value.get("platform").and_then(serde_json::Value::as_str) {
+        bail!(
+            "it is a record of a run on platform {platform}, whose times are the wall clock of the host that ran it \
+             and differ from run to run; allowed --reuse of the output directories of simulated reproductions"
+        );
+    }
     match seal(&value) {
         Seal::Intact => {}
         broken => return Ok(Read::Seal(broken)),

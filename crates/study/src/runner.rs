@@ -82,9 +82,30 @@ where
     R: Send,
     F: Fn(&S) -> Result<R> + Sync,
 {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    on_workers(work, which, label, cores, bytes, budget, f)
+}
+
+/// [`on_cores`] with `workers` runs under way at once at most: 1 for runs
+/// that use every core themselves (a native run's threads), whose times
+/// another run beside them would distort.
+pub fn on_workers<S, R, F>(
+    work: &Work<S>,
+    which: &[usize],
+    label: &str,
+    workers: usize,
+    bytes: impl Fn(&S) -> u64 + Sync,
+    budget: u64,
+    f: F,
+) -> Result<Vec<Option<R>>>
+where
+    S: Sync,
+    R: Send,
+    F: Fn(&S) -> Result<R> + Sync,
+{
     check_budget(which.iter().map(|&i| bytes(&work.specs[i])), budget)?;
     let order = longest_first(&work.costs, which.iter().copied());
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()).min(order.len().max(1));
+    let cores = workers.max(1).min(order.len().max(1));
     let board = Board::new(&work.names, &work.costs, &order, cores);
     let memory = Budget::new(budget);
     let next = AtomicUsize::new(0);

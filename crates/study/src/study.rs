@@ -10,6 +10,7 @@
 use crate::claim::Claim;
 use crate::experiment::{Experiment, Parsed, Source};
 use crate::figures::Figure;
+use crate::native::{NativePlan, NativeRecord, NotJudged};
 use crate::output;
 use crate::record::{Labels, RunRecord, Wall};
 use crate::report::{self, Section};
@@ -69,6 +70,23 @@ pub trait Study: Sized + Sync + 'static {
     fn sections(&self, _runs: &[Self::Run], _claims: &[Claim]) -> Vec<Section> {
         Vec::new()
     }
+
+    /// Whether `reproduce --platform native` runs it on threads of this
+    /// process (see [`crate::native`]).
+    const NATIVE: bool = false;
+    /// The planned runs that mean something on real threads, and why the
+    /// others are left out: every planned run unless the study says.
+    fn native_plan(&self) -> Result<NativePlan<Self::Labels>> {
+        Ok(NativePlan { runs: self.plan()?, left_out: None })
+    }
+    /// The claims native runs cannot judge, each with why.
+    fn not_judged_natively(&self) -> Vec<NotJudged> {
+        Vec::new()
+    }
+    /// The report's sections on native runs (their measured times).
+    fn native_sections(&self, _runs: &[NativeRecord<Self::Labels>]) -> Vec<Section> {
+        Vec::new()
+    }
 }
 
 /// Loads study `S` from the experiment `src`: parsed once, typed as the
@@ -77,7 +95,7 @@ pub fn load<S: Study>(src: &Source, quick: bool) -> Result<S> {
     load_parsed(src, src.parsed()?, quick)
 }
 
-fn load_parsed<S: Study>(src: &Source, exp: Parsed, quick: bool) -> Result<S> {
+pub(crate) fn load_parsed<S: Study>(src: &Source, exp: Parsed, quick: bool) -> Result<S> {
     S::load(exp.typed(src, S::NAME, quick)?, src)
 }
 
@@ -432,6 +450,10 @@ pub trait AnyStudy: Sync {
         earlier: &Earlier,
         spread: &Spread,
     ) -> Result<Option<Reproduced>>;
+    /// Whether it runs on the native runtime (`--platform native`).
+    fn runs_natively(&self) -> bool;
+    /// Runs the experiment `src` on threads of this process.
+    fn reproduce_native(&self, src: &Source, exp: Parsed, quick: bool, out: &Path) -> Result<Reproduced>;
     /// Writes its planned runs (`finegrain reproduce --plan`).
     fn write_plan(&self, src: &Source, exp: Parsed, quick: bool, dir: &Path) -> Result<String>;
     /// Regenerates one of its records (`finegrain rerun`), checking the
@@ -465,6 +487,14 @@ impl<S: Study> AnyStudy for Registered<S> {
         spread: &Spread,
     ) -> Result<Option<Reproduced>> {
         reproduce::<S>(src, exp, quick, out, earlier, spread)
+    }
+
+    fn runs_natively(&self) -> bool {
+        S::NATIVE
+    }
+
+    fn reproduce_native(&self, src: &Source, exp: Parsed, quick: bool, out: &Path) -> Result<Reproduced> {
+        crate::native::reproduce::<S>(src, exp, quick, out)
     }
 
     fn write_plan(&self, src: &Source, exp: Parsed, quick: bool, dir: &Path) -> Result<String> {

@@ -231,6 +231,10 @@ pub struct Sweep {
 impl Sweep {
     /// Every run of the grid, each checked before any runs.
     pub fn plan(&self) -> Result<Vec<Planned<SweepLabels>>> {
+        // The name goes into every record and the summary's title.
+        if self.name.trim().is_empty() || self.name.chars().any(char::is_control) {
+            bail!("invalid name = {:?}: allowed non-blank text without control characters", self.name);
+        }
         if self.seeds == 0 || self.seeds > 1000 {
             bail!("invalid seeds = {}: allowed 1..=1000", self.seeds);
         }

@@ -6,20 +6,11 @@ use anyhow::{bail, Result};
 use finegrain_study::sweep::{Axis, Sweep};
 
 pub fn sweep(args: SweepArgs) -> Result<()> {
-    if args.run.json.is_some() {
-        bail!("invalid json for sweep: every run's record goes to --out DIR/runs; allowed with run only");
-    }
-    if args.run.platform.as_deref().is_some_and(|p| p != "sim") {
-        bail!(
-            "invalid platform = {} for sweep: allowed sim (native runs are measured one at a time with run)",
-            args.run.platform.as_deref().unwrap_or_default()
-        );
-    }
-    if args.name.trim().is_empty() || args.name.chars().any(char::is_control) {
-        bail!("invalid name = {:?}: allowed non-blank text without control characters", args.name);
+    if args.set.is_empty() {
+        bail!("missing --set: a sweep needs an axis, --set PATH=VALUES (repeat for more)");
     }
     let axes = args.set.iter().map(|s| Axis::parse(s)).collect::<Result<Vec<_>>>()?;
-    let base = super::run::build_sim(args.run)?;
+    let base = super::run::sweep_base(args.run)?;
     let sweep = Sweep { name: args.name, config: base.config, workload: base.workload, axes, seeds: args.seeds };
     let summary = sweep.run(&args.out)?;
     say!("{}", summary.trim_end());

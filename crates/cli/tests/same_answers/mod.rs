@@ -26,6 +26,7 @@ pub fn microbenchmark_counts_match_native(platform: &'static str) {
             let args = |platform: &'static str| {
                 vec![
                     "run",
+                    "micro",
                     "--platform",
                     platform,
                     "--policy",

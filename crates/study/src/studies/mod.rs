@@ -45,6 +45,11 @@ pub fn names() -> String {
     STUDIES.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
 }
 
+/// The studies that run on the native runtime, for messages: "a, b".
+pub fn native_names() -> String {
+    STUDIES.iter().filter(|s| s.runs_natively()).map(|s| s.name()).collect::<Vec<_>>().join(", ")
+}
+
 /// The experiment `name` names: a shipped study's file, or the file at
 /// that path (a name ending in `.toml`, or with a directory).
 pub fn source(name: &str) -> Result<Source> {

@@ -7,11 +7,13 @@
 //! - `labels`: what a run is (its record's labels and id);
 //! - `runs`: the finished runs with the ratios across them, and CSV rows;
 //! - `claims`: the five claims and their checks;
-//! - `report`: figures and the report's own sections.
+//! - `report`: figures and the report's own sections;
+//! - `native`: the runs, claims and tables of `--platform native`.
 
 mod claims;
 mod grid;
 mod labels;
+mod native;
 mod operating_points;
 mod plan;
 mod report;
@@ -24,6 +26,7 @@ pub use runs::{costup, Derived, Run};
 use crate::claim::Claim;
 use crate::experiment::Source;
 use crate::figures::Figure;
+use crate::native::{NativePlan, NativeRecord, NotJudged};
 use crate::report::Section;
 use crate::study::{Measured, Planned, Study, StudyRun};
 use anyhow::Result;
@@ -85,5 +88,19 @@ impl Study for SchedulingMicro {
         let grid = self.exp.grid();
         let sensitivity = claims::sensitivity(grid, runs, OWN_RELINQUISH, &self.machine.protocol);
         report::sections(grid, &self.machine, &self.lmin, runs, &sensitivity, claims)
+    }
+
+    const NATIVE: bool = true;
+
+    fn native_plan(&self) -> Result<NativePlan<RunLabels>> {
+        native::plan(&self.planned)
+    }
+
+    fn not_judged_natively(&self) -> Vec<NotJudged> {
+        native::not_judged()
+    }
+
+    fn native_sections(&self, runs: &[NativeRecord<RunLabels>]) -> Vec<Section> {
+        native::sections(runs)
     }
 }
