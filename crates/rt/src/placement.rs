@@ -78,14 +78,14 @@ impl<'a> Placement<'a> {
     /// Where this process's part of a run on `platform` is, from its
     /// environment: on `shm`, the node its launcher gave it; on `mpi`, its
     /// rank, with MPI initialised (in `mpi`, which must outlive the run)
-    /// at the thread level nodes of `threads_per_node` threads need
-    /// (ignored on the other platforms). Without a launcher around it,
+    /// at the thread level nodes of `threads_per_node()` threads need
+    /// (asked only there). Without a launcher around it,
     /// [`Start::Launch`]. None for a platform that is not the runtime's
     /// ([`Placement::named`]); the caller says what it allows, with
     /// [`Placement::NAMES`].
     pub fn detect(
         platform: &str,
-        threads_per_node: u32,
+        threads_per_node: impl FnOnce() -> Result<u32, String>,
         mpi: &'a mut Option<MpiEnv>,
     ) -> Result<Option<Start<'a>>, String> {
         let start = match Placement::named(platform) {
@@ -96,7 +96,7 @@ impl<'a> Placement<'a> {
                 None => Start::Launch(Launch::Shm),
             },
             Some(_) => match MpiEnv::launched_ranks() {
-                Some(_) => Start::Here(Placement::Mpi(mpi.insert(MpiEnv::init(threads_per_node)?))),
+                Some(_) => Start::Here(Placement::Mpi(mpi.insert(MpiEnv::init(threads_per_node()?)?))),
                 None => Start::Launch(Launch::Mpi),
             },
         };

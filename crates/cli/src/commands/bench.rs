@@ -91,7 +91,7 @@ fn across(platform: &str) -> Result<Option<&'static str>> {
 /// This process's node of a benchmark across processes (MPI, if it is a
 /// rank, initialised in `mpi`).
 fn node_placement<'a>(platform: &str, mpi: &'a mut Option<MpiEnv>) -> Result<Placement<'a>> {
-    let threads = platforms::config().threads_per_node();
+    let threads = || Ok(platforms::config().threads_per_node());
     match Placement::detect(platform, threads, mpi).map_err(anyhow::Error::msg)? {
         Some(Start::Here(on)) if on.across_processes() => Ok(on),
         Some(Start::Launch(_)) => {
