@@ -17,9 +17,6 @@ pub mod platform;
 pub mod serving;
 pub mod splitc;
 
-/// The runtime's [`finegrain_rt::Placement`] under the name `finegrain
-/// run`'s workload modules still use.
-pub use finegrain_rt::Placement as RtPlatform;
 pub use platform::{Sim, Target, Threads};
 
 use finegrain_core::RunSummary;

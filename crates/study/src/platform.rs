@@ -4,7 +4,8 @@
 //! study's machine and workload, then mapped to the platform's target here.
 
 use anyhow::{bail, Context, Result};
-use finegrain_apps::{RtPlatform, Threads};
+use finegrain_apps::Threads;
+use finegrain_rt::Placement;
 use finegrain_rt::RtConfig;
 use finegrain_sim::SimConfig;
 
@@ -51,7 +52,7 @@ pub fn native_target(config: &SimConfig) -> Result<Threads<'static>> {
     rt.segment_bytes = usize::try_from(config.machine.segment_bytes())
         .context("the planned machine's segment does not fit this host's address space")?;
     rt.validate()?;
-    Ok(Threads { on: RtPlatform::Native, config: rt, machine: config.machine.clone() })
+    Ok(Threads { on: Placement::Native, config: rt, machine: config.machine.clone() })
 }
 
 /// This host's cores (what the standard library says it may use).

@@ -9,10 +9,11 @@ use crate::experiment::preset_shown;
 use anyhow::{bail, Result};
 use finegrain_apps::dsm::spec::{DsmMeasures, DsmRun, DsmSpec, ProgramSpec, PROGRAMS};
 use finegrain_apps::splitc::spec::Size;
-use finegrain_apps::{Measures, RtPlatform, Threads, WorkloadSpec};
+use finegrain_apps::{Measures, Threads, WorkloadSpec};
 use finegrain_core::config::ServingSystem;
 use finegrain_core::{MachineConfig, RunConfig};
 use finegrain_dsm::DsmConfig;
+use finegrain_rt::Placement;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::Path;
@@ -164,13 +165,13 @@ impl RunOptions for DsmOptions {
         Ok(self.native_config("mpi")?.run.topology.procs_per_node)
     }
 
-    fn native(&self, on: RtPlatform<'_>) -> Result<Option<NativeRun>> {
+    fn native(&self, on: Placement<'_>) -> Result<Option<NativeRun>> {
         let rt = self.native_config(on.name())?;
         // Only threads of one process can keep the shadow copy; no native
         // transport promises the order of messages from different threads.
         let dsm = DsmConfig {
             block_bytes: self.block_bytes()?,
-            check_coherence: matches!(on, RtPlatform::Native),
+            check_coherence: matches!(on, Placement::Native),
             ..DsmConfig::default()
         };
         let spec = DsmSpec { program: self.program()?, dsm };

@@ -8,8 +8,9 @@ use crate::output::write_json;
 use anyhow::{bail, Result};
 use finegrain_apps::fetch_add::{self, FetchAddConfig, KeySkew};
 use finegrain_apps::serving::Point;
-use finegrain_apps::{RtPlatform, Threads, WorkloadSpec};
+use finegrain_apps::{Threads, WorkloadSpec};
 use finegrain_core::{Discipline, MachineConfig, ServingKind};
+use finegrain_rt::Placement;
 use finegrain_sim::SimConfig;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -177,7 +178,7 @@ impl RunOptions for FetchAddOptions {
     }
 
     /// Every word is checked afterwards.
-    fn native(&self, on: RtPlatform<'_>) -> Result<Option<NativeRun>> {
+    fn native(&self, on: Placement<'_>) -> Result<Option<NativeRun>> {
         let (Built { point, config, workload }, rt) = self.native_point()?;
         let out = fetch_add::run(&Threads { on, config: rt.clone(), machine: config.machine.clone() }, &workload)?;
         if !on.has_results() {

@@ -6,9 +6,10 @@ use crate::experiment::preset_shown;
 use crate::output::write_json;
 use anyhow::{bail, Result};
 use finegrain_apps::micro::{self, MicroConfig, Protocol};
-use finegrain_apps::{RtPlatform, Sim, Threads, WorkloadSpec};
+use finegrain_apps::{Sim, Threads, WorkloadSpec};
 use finegrain_core::config::MAX_CYCLES;
 use finegrain_core::{CoprocLibrary, MachineConfig, Policy, Relinquish, Topology};
+use finegrain_rt::Placement;
 use finegrain_sim::SimConfig;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -225,7 +226,7 @@ impl RunOptions for MicroOptions {
         Ok(self.topology().procs_per_node + u32::from(progress))
     }
 
-    fn native(&self, on: RtPlatform<'_>) -> Result<Option<NativeRun>> {
+    fn native(&self, on: Placement<'_>) -> Result<Option<NativeRun>> {
         let NativeSetup { rt, machine, protocol } = self.native_setup(on.name())?;
         let threads = Threads { on, config: rt.clone(), machine: machine.clone() };
         let (workload, lmin) = self.workload(protocol, "ns", || Ok(micro::measure_lmin(&threads, protocol)?))?;

@@ -17,8 +17,9 @@ use crate::experiment::{preset_beside, read_input};
 use crate::record::{RunRecord, Wall};
 use crate::single::{self, RunLabels};
 use anyhow::{bail, Result};
-use finegrain_apps::{Measures, RtPlatform, Sim, WorkloadSpec};
+use finegrain_apps::{Measures, Sim, WorkloadSpec};
 use finegrain_core::config::parse_toml;
+use finegrain_rt::Placement;
 use finegrain_sim::{RunStats, SimConfig};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -122,7 +123,7 @@ pub trait RunOptions: Clone + Default + Serialize + DeserializeOwned {
 
     /// Runs on real threads; None in a node process that leaves the
     /// results to node 0's.
-    fn native(&self, on: RtPlatform<'_>) -> Result<Option<Self::Native>>;
+    fn native(&self, on: Placement<'_>) -> Result<Option<Self::Native>>;
 }
 
 /// What a run on real threads reports: it prints itself, and may leave a

@@ -6,8 +6,9 @@ use super::{Common, NativeReport, RunOptions, SimRun, Simulated};
 use crate::experiment::preset_shown;
 use anyhow::{bail, Result};
 use finegrain_apps::splitc::spec::{program_names, ProgramMeasures, ProgramSpec, Size};
-use finegrain_apps::{Measures, RtPlatform, Threads, WorkloadSpec};
+use finegrain_apps::{Measures, Threads, WorkloadSpec};
 use finegrain_core::{CoprocLibrary, MachineConfig, Policy, Topology};
+use finegrain_rt::Placement;
 use finegrain_sim::SimConfig;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -105,7 +106,7 @@ impl RunOptions for SplitcOptions {
         Ok(1 + u32::from(progress))
     }
 
-    fn native(&self, on: RtPlatform<'_>) -> Result<Option<NativeRun>> {
+    fn native(&self, on: Placement<'_>) -> Result<Option<NativeRun>> {
         let spec = self.program()?;
         let rt = self.native_config()?;
         let threads = Threads { on, config: rt.clone(), machine: self.machine()? };

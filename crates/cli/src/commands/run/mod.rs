@@ -7,7 +7,7 @@ mod platform;
 
 use crate::args::{RunArgs, Workload};
 use anyhow::{bail, Result};
-use finegrain_apps::RtPlatform;
+use finegrain_rt::Placement;
 use finegrain_study::output::{check_writable, run_inputs, write_json};
 use finegrain_study::run::{with_file, NativeReport, RunOptions, SimRun};
 use std::fmt::Display;
@@ -86,7 +86,7 @@ fn simulate<O: RunOptions + clap::Args>(o: &O, a: &RunArgs<O>, inputs: &[(Option
 /// record and what it measured.
 fn native<O: RunOptions + clap::Args>(
     o: &O,
-    on: RtPlatform<'_>,
+    on: Placement<'_>,
     a: &RunArgs<O>,
     inputs: &[(Option<&Path>, &str)],
 ) -> Result<()> {
