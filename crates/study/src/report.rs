@@ -98,7 +98,7 @@ pub struct NativeParts<'a> {
     pub header: &'a Header,
     pub src: &'a Source,
     pub mode: &'a str,
-    pub not_judged: &'a [crate::native::NotJudged],
+    pub not_judged: &'a [crate::native_record::NotJudged],
     pub sections: Vec<Section>,
     /// The platform, what it does not measure, runs left out, and the
     /// warning when threads outnumber cores.

@@ -9,7 +9,7 @@ pub mod pdq_micro;
 pub mod scheduling_micro;
 
 use crate::experiment::Source;
-use crate::study::{AnyStudy, Registered};
+use crate::registry::{AnyStudy, Registered};
 use anyhow::{bail, Result};
 
 /// Every study `finegrain reproduce` and `finegrain rerun` know.

@@ -26,7 +26,7 @@ pub use runs::{costup, Derived, Run};
 use crate::claim::Claim;
 use crate::experiment::Source;
 use crate::figures::Figure;
-use crate::native::{NativePlan, NativeRecord, NotJudged};
+use crate::native_record::{NativePlan, NativeRecord, NotJudged};
 use crate::report::Section;
 use crate::study::{Measured, Planned, Study, StudyRun};
 use anyhow::Result;

@@ -7,7 +7,7 @@ use super::claims::CLAIMS;
 use super::grid::Variant;
 use super::labels::RunLabels;
 use super::operating_points::PAPER_OINT;
-use crate::native::{NativePlan, NativeRecord, NotJudged};
+use crate::native_record::{NativePlan, NativeRecord, NotJudged};
 use crate::record::Planned;
 use crate::report::{markdown_table, Section};
 use anyhow::{bail, Result};
