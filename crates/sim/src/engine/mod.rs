@@ -40,8 +40,8 @@ use crate::notify::{Notifier, Notify};
 use crate::stats::{
     DelayStats, HandlerSpan, KeyCheck, LatencyStats, NodeStats, ProcRole, ProcStats, RunStats, TraceEvent,
 };
-use crate::timeline::{Doing, SharedSink};
 use crate::thread::{mix_seed, Counted, Op, OpFault, OpResult, SimProc, ThreadShared};
+use crate::timeline::{Doing, SharedSink};
 use crate::SimError;
 use finegrain_core::config::{ComputeParams, MAX_CYCLES};
 use finegrain_core::{
@@ -652,6 +652,11 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     }
 
     fn run_events(&mut self) -> Result<(Vec<T>, RunStats), SimError> {
+        if let Some(sink) = &self.sink {
+            for pr in &self.procs {
+                sink.borrow_mut().processor(pr.node as u32, pr.local as u32, pr.dedicated);
+            }
+        }
         for p in 0..self.procs.len() {
             self.wake(p);
         }

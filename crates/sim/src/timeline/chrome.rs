@@ -6,7 +6,7 @@
 //! Bounded: only what overlaps a window of cycles is kept, and at most a
 //! number of events; the file says where it was cut.
 
-use super::{Doing, TraceSink};
+use super::{Doing, TraceSink, COPROCESSOR};
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
@@ -47,6 +47,8 @@ pub struct ChromeTrace {
     names: Vec<String>,
     name_ids: HashMap<String, u32>,
     tracks: BTreeSet<(u32, u32)>,
+    /// Processors that are dedicated protocol processors.
+    protocol: BTreeSet<(u32, u32)>,
     /// Messages whose send was kept (a receive is kept only with it).
     sent: std::collections::HashSet<u64>,
     /// The cycle of the first event refused for want of room.
@@ -61,6 +63,7 @@ impl ChromeTrace {
             names: Vec::new(),
             name_ids: HashMap::new(),
             tracks: BTreeSet::new(),
+            protocol: BTreeSet::new(),
             sent: Default::default(),
             cut_at: None,
         }
@@ -130,7 +133,12 @@ impl ChromeTrace {
             events.push(Event::meta("process_sort_index", node, 0, node));
         }
         for &(node, proc) in &self.tracks {
-            events.push(Event::meta("thread_name", node, proc, format!("processor {proc}")));
+            let role = if self.protocol.contains(&(node, proc)) { "protocol" } else { "compute" };
+            let name = match proc {
+                COPROCESSOR => "co-processor".to_string(),
+                _ => format!("processor {proc} ({role})"),
+            };
+            events.push(Event::meta("thread_name", node, proc, name));
             events.push(Event::meta("thread_sort_index", node, proc, proc));
         }
         let received: std::collections::HashSet<u64> = self
@@ -188,6 +196,12 @@ impl ChromeTrace {
 }
 
 impl TraceSink for ChromeTrace {
+    fn processor(&mut self, node: u32, proc: u32, protocol: bool) {
+        if protocol {
+            self.protocol.insert((node, proc));
+        }
+    }
+
     fn activity(&mut self, node: u32, proc: u32, doing: Doing, start: u64, end: u64) {
         self.span(node, proc, doing.label(), false, start, end);
     }

@@ -61,6 +61,9 @@ impl Doing {
 /// Where a timeline goes. Times are cycles; processors are numbered
 /// within their node.
 pub trait TraceSink {
+    /// Processor `proc` of `node` is a dedicated protocol processor
+    /// (`protocol`) or runs a compute thread; told once, before the run.
+    fn processor(&mut self, _node: u32, _proc: u32, _protocol: bool) {}
     /// Processor `proc` of `node` did `doing` from `start` to `end`.
     fn activity(&mut self, node: u32, proc: u32, doing: Doing, start: u64, end: u64);
     /// Message `id` leaves processor `proc` of `node` at `at` for node `dst`.
@@ -69,6 +72,11 @@ pub trait TraceSink {
     /// `end`, for message `id` (the id [`TraceSink::sent`] gave it).
     fn handler(&mut self, id: u64, node: u32, proc: u32, name: &str, start: u64, end: u64);
 }
+
+/// The processor number of a node's co-processor (policy coprocessor),
+/// whose handlers [`TraceSink::handler`] reports from their dispatch to
+/// their end, with no message id (0).
+pub const COPROCESSOR: u32 = u32::MAX;
 
 /// A sink shared between its owner and the engine running on this thread.
 pub type SharedSink = Rc<RefCell<dyn TraceSink>>;
