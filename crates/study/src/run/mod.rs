@@ -12,6 +12,7 @@ pub mod dsm;
 pub mod fetch_add;
 pub mod micro;
 pub mod splitc;
+pub mod trace;
 
 use crate::experiment::{preset_beside, read_input};
 use crate::record::{RunRecord, Wall};

@@ -2,15 +2,36 @@
 //! trace-event JSON). The flags are checked before the run starts; the
 //! run itself is the one `run` makes without them, only observed.
 
-use crate::args::TraceArgs;
+use super::{SimRun, Simulated};
 use anyhow::{bail, Context, Result};
 use finegrain_sim::timeline::chrome::{Bounds, ChromeTrace, DEFAULT_MAX_EVENTS};
 use finegrain_sim::timeline::recorded;
-use finegrain_study::run::{SimRun, Simulated};
 use std::cell::RefCell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+
+/// A simulated run's timeline (kept out of the run's configuration and
+/// record: it changes nothing the run measures).
+#[derive(Clone, Debug, Default)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct TraceArgs {
+    /// Simulated runs: write the run's timeline here as Chrome trace-event
+    /// JSON (open it in the Perfetto UI, ui.perfetto.dev, with "Open trace
+    /// file", or in chrome://tracing).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
+    pub trace: Option<PathBuf>,
+    /// With --trace: keep only this part of the run, in cycles, or in
+    /// microseconds with a `us` suffix; either end may be left out
+    /// (`0..50000`, `10us..20us`, `100000..`) [default: the whole run].
+    #[cfg_attr(feature = "clap", arg(long, value_name = "START..END"))]
+    pub trace_window: Option<String>,
+    /// With --trace: keep at most N events (activities, handlers and
+    /// message ends), 1 or more; the file says where it was cut
+    /// [default: 1,000,000, about 100 MB].
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N"))]
+    pub trace_events: Option<usize>,
+}
 
 /// What `--trace` asks for, checked: where to write and what to keep.
 pub struct TraceRequest {
@@ -60,8 +81,9 @@ impl TraceRequest {
         Ok(Some(TraceRequest { path: path.clone(), bounds: Bounds { window, max_events } }))
     }
 
-    /// Simulates `run` recording its timeline, and writes it.
-    pub fn simulate(&self, run: SimRun) -> Result<Simulated> {
+    /// Simulates `run` recording its timeline, and writes it; with a note
+    /// for the user when the timeline was cut.
+    pub fn simulate(&self, run: SimRun) -> Result<(Simulated, Option<String>)> {
         let mhz = run.config.machine.processor.mhz as f64;
         let about = serde_json::json!({
             "workload": run.workload,
@@ -78,13 +100,13 @@ impl TraceRequest {
         let mut out = std::io::BufWriter::new(file);
         trace.borrow().write(&mut out, mhz, about).map_err(|e| fail(&e))?;
         out.flush().map_err(|e| fail(&e))?;
-        if let Some(cut) = trace.borrow().cut_at() {
-            crate::note(format_args!(
+        let cut = trace.borrow().cut_at().map(|cut| {
+            format!(
                 "timeline cut at {} events (cycle {cut} on is missing); raise --trace-events or narrow --trace-window",
                 self.bounds.max_events
-            ));
-        }
-        Ok(done)
+            )
+        });
+        Ok((done, cut))
     }
 }
 
