@@ -35,6 +35,9 @@ pub struct PaperBand {
     pub name: String,
     pub x: (f64, f64),
     pub y: (f64, f64),
+    /// The measured series (its index) the band bounds: the box's outline
+    /// takes its colour, so bands side by side tell which is whose.
+    pub series: Option<usize>,
 }
 
 /// What a paper states on a line chart: values as black crosses, bands
@@ -82,7 +85,7 @@ enum Swatch {
     Line(RGBColor),
     Bar(RGBColor),
     PaperValue,
-    PaperBand,
+    PaperBand(RGBColor),
 }
 
 /// The plot's size; the legend panel is added to the right of it.
@@ -117,7 +120,7 @@ fn line_legend(chart: &Chart) -> Vec<(String, Swatch)> {
         .map(|(i, s)| (s.name.clone(), Swatch::Line(COLORS[i % COLORS.len()])))
         .collect();
     entries.extend(chart.paper.points.iter().map(|s| (paper_label(&s.name), Swatch::PaperValue)));
-    entries.extend(chart.paper.bands.iter().map(|b| (paper_label(&b.name), Swatch::PaperBand)));
+    entries.extend(chart.paper.bands.iter().map(|b| (paper_label(&b.name), Swatch::PaperBand(outline(b)))));
     entries
 }
 
@@ -139,9 +142,9 @@ fn draw_legend<DB: DrawingBackend>(
             }
             Swatch::Bar(c) => area.draw(&Rectangle::new([(14, y - 5), (30, y + 5)], c.filled()))?,
             Swatch::PaperValue => area.draw(&paper_marker((22, y)))?,
-            Swatch::PaperBand => {
+            Swatch::PaperBand(c) => {
                 area.draw(&Rectangle::new([(12, y - 6), (32, y + 6)], band_fill().filled()))?;
-                area.draw(&Rectangle::new([(12, y - 6), (32, y + 6)], PAPER_INK.stroke_width(1)))?;
+                area.draw(&Rectangle::new([(12, y - 6), (32, y + 6)], c.stroke_width(2)))?;
             }
         }
         area.draw(&Text::new(label.clone(), (40, y - 7), ("sans-serif", LEGEND_FONT)))?;
@@ -153,6 +156,11 @@ fn draw_legend<DB: DrawingBackend>(
 /// of the measures.
 fn paper_marker<C>(at: C) -> Cross<C, i32> {
     Cross::new(at, 6, PAPER_INK.stroke_width(3))
+}
+
+/// A band's outline: its series' colour, or the paper's ink.
+fn outline(b: &PaperBand) -> RGBColor {
+    b.series.map_or(PAPER_INK, |i| COLORS[i % COLORS.len()])
 }
 
 /// The y values a line chart must show: measures, the paper's values and
@@ -220,7 +228,7 @@ where
     for b in &chart.paper.bands {
         let corners = [(b.x.0, b.y.0), (b.x.1, b.y.1)];
         ctx.draw_series([Rectangle::new(corners, band_fill().filled())])?;
-        ctx.draw_series([Rectangle::new(corners, PAPER_INK.stroke_width(1))])?;
+        ctx.draw_series([Rectangle::new(corners, outline(b).stroke_width(2))])?;
     }
     if let Some(r) = chart.reference_y {
         let dashed = DashedLineSeries::new(vec![(x_range.start, r), (x_range.end, r)], 6, 4, BLACK.mix(0.5).into());
@@ -282,7 +290,7 @@ fn bar_legend(chart: &BarChart) -> Vec<(String, Swatch)> {
         entries.push((paper_label("stated value"), Swatch::PaperValue));
     }
     if chart.paper.iter().any(|m| m.band.is_some()) {
-        entries.push((paper_label("band the claim allows"), Swatch::PaperBand));
+        entries.push((paper_label("band the claim allows"), Swatch::PaperBand(PAPER_INK)));
     }
     entries
 }
@@ -394,7 +402,7 @@ mod tests {
     fn the_legend_names_the_papers_marks_after_the_measures() {
         let paper = Paper {
             points: vec![Series { name: "Figure 3".into(), points: vec![(1.0, 2.0)] }],
-            bands: vec![PaperBand { name: "claim 4".into(), x: (0.5, 1.5), y: (1.0, 3.0) }],
+            bands: vec![PaperBand { name: "claim 4".into(), x: (0.5, 1.5), y: (1.0, 3.0), series: None }],
         };
         let names: Vec<String> = line_legend(&chart(vec![(0.0, 1.0)], paper)).into_iter().map(|(n, _)| n).collect();
         assert_eq!(names, ["a series", "paper: Figure 3", "paper: claim 4"]);
@@ -418,7 +426,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let paper = Paper {
             points: vec![Series { name: "stated".into(), points: vec![(1.0, 9.0)] }],
-            bands: vec![PaperBand { name: "band".into(), x: (0.5, 1.5), y: (7.0, 11.0) }],
+            bands: vec![PaperBand { name: "band".into(), x: (0.5, 1.5), y: (7.0, 11.0), series: Some(0) }],
         };
         let path = dir.join("line.svg");
         line_chart(&path, &chart(vec![(0.0, 1.0), (1.0, 2.0)], paper)).unwrap();

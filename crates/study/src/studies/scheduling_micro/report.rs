@@ -137,15 +137,18 @@ fn saturation_bands(protocols: &[Protocol], procs: &[u32]) -> Vec<PaperBand> {
     let x = (most as f64 - 0.25, most as f64 + 0.25);
     protocols
         .iter()
-        .map(|&p| {
+        .enumerate()
+        .map(|(i, &p)| {
             let (lead, words) = match p {
                 Protocol::Null => (&SATURATED_NULL_LEAD, "nearly doubles"),
                 Protocol::Fetch => (&SATURATED_FETCH_LEAD, "only 20%"),
             };
             PaperBand {
-                name: format!("{p}, U=0.3, {} processors: \"{words}\" (claim 4's band)", most),
+                name: format!("{p}, U=0.3: \"{words}\" (claim 4)"),
                 x,
                 y: (*lead.start(), *lead.end()),
+                // The figure's series run protocol by protocol, U = 0.3 first.
+                series: Some(i * CLAIM4_US.len()),
             }
         })
         .collect()
@@ -462,6 +465,8 @@ mod tests {
         for b in &bands {
             assert!(b.x.0 < 8.0 && 8.0 < b.x.1 && b.x.0 > 4.0, "{:?} around 8 processors only", b.x);
         }
+        // Each box outlined in its U = 0.3 series' colour (null, fetch).
+        assert_eq!(bands.iter().map(|b| b.series).collect::<Vec<_>>(), [Some(0), Some(2)]);
         assert!(saturation_bands(&[Protocol::Null], &[]).is_empty());
     }
 }
