@@ -179,7 +179,8 @@ pub fn line_chart(path: &Path, chart: &Chart) -> Result<()> {
     if x0 > x1 || chart.series.iter().all(|s| s.points.is_empty()) {
         return Err(anyhow!("figure {}: no data", path.display()));
     }
-    let xpad = ((x1 - x0) * 0.03).max(0.01);
+    // One x (a single seed, say): half a unit each side, not a sliver.
+    let xpad = if x1 > x0 { (x1 - x0) * 0.03 } else { 0.5 };
     let x_range = (x0 - xpad)..(x1 + xpad);
     let legend = line_legend(chart);
     let labels: Vec<String> = legend.iter().map(|(l, _)| l.clone()).collect();
@@ -216,9 +217,10 @@ fn draw<'a, Y>(
 where
     Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
 {
-    // Counts (processors per node, say) read as counts: "4", not "4.0".
     let counts = chart.series.iter().flat_map(|s| &s.points).all(|&(x, _)| x.fract() == 0.0);
-    let count_label = |x: &f64| if x.fract() == 0.0 { format!("{x:.0}") } else { format!("{x}") };
+    // Counts (processors per node, say) read as counts: "4", not "4.0",
+    // and no tick between two counts.
+    let count_label = |x: &f64| if x.fract() == 0.0 { format!("{x:.0}") } else { String::new() };
     let mut mesh = ctx.configure_mesh();
     mesh.x_desc(chart.x_label).y_desc(chart.y_label).light_line_style(WHITE.mix(0.0));
     if counts {
