@@ -87,7 +87,7 @@ pub fn render<L>(p: &Parts<L>) -> String {
     s += &estimates(&p.src.preset(&h.preset));
     let _ = writeln!(s, "## Figures\n");
     for f in p.figures {
-        let _ = writeln!(s, "- [{}]({})", f.caption, f.file);
+        let _ = writeln!(s, "- [{}]({}): {}", f.file, f.file, f.caption);
     }
     s += &simulator(p.records, p.started);
     s

@@ -1,15 +1,19 @@
 //! The report's setup paragraph and its own sections: Table 1, Figure 3
 //! with the bulk bandwidth, and Table 2 as measured, with their figures.
 
-use super::claims::{judge, own, with_variant, Figure3, Row, Table1, Table2, WATOR};
+use super::claims::{
+    judge, own, with_variant, Figure3, Row, Table1, Table2, EQUAL_BAND, MM_GLOBAL, RADIX, SAMPLE, WATOR, WATOR_BAND,
+    WATOR_FACTOR,
+};
 use super::grid::{Experiment, Grid};
 use super::labels::Variant;
 use super::plan::{AM_LIBRARIES, PAIR, SPLITC_LIBRARIES};
 use super::runs::{Measured, Run};
 use crate::claim::Claim;
-use crate::figures::{BarChart, Chart, Figure, Series};
+use crate::figures::{BarChart, BarMark, Chart, Figure, Paper, Series};
 use crate::report::{markdown_table, Section};
 use anyhow::Result;
+use finegrain_apps::coproc_primitives::{figure3, TABLE1_ROUND_TRIP_US};
 use finegrain_apps::splitc::primitives::Primitive;
 use finegrain_core::CoprocLibrary;
 use std::path::Path;
@@ -204,22 +208,13 @@ fn rerun_section(runs: &[Run], claims: &[Claim]) -> Option<Section> {
 pub(super) fn draw_figures(out: &Path, runs: &[Run]) -> Result<Vec<Figure>> {
     let runs = &own(runs)[..];
     let mut figures = vec![round_trips(out, runs)?];
-    let f = Figure3::of(runs);
-    if !f.rows.is_empty() {
-        let latencies: Vec<Primitive> = Primitive::ALL.into_iter().filter(|&p| p != Primitive::BulkPut).collect();
-        let chart = BarChart {
-            title: "Split-C primitives: latency per library",
-            value_label: "latency (us)",
-            categories: latencies.iter().map(|p| p.label().to_string()).collect(),
-            groups: SPLITC_LIBRARIES
-                .iter()
-                .map(|&lib| {
-                    (lib.label().to_string(), latencies.iter().map(|&p| f.get(p, lib).map(|r| r.mean)).collect())
-                })
-                .collect(),
-            reference: None,
-        };
-        figures.push(Figure::draw_bars(out, "primitives.svg", &chart, "Split-C primitives' latency (Figure 3)")?);
+    if let Some(chart) = primitives_chart(&Figure3::of(runs)) {
+        let caption = "Split-C primitives' latency per library, as the paper's Figure 3 (Section 5.2). Black \
+                       crosses: the paper's values where its text states them (it leaves out coproc-am's put and \
+                       bulk store). Look for the optimized library's put and bulk store shorter than main-am's and \
+                       its get and store longer than main-am's but shorter than coproc-am's (claim 2). The bulk \
+                       bandwidth is in the report's Figure 3 table, not drawn.";
+        figures.push(Figure::draw_bars(out, "primitives.svg", &chart, caption)?);
     }
     let t = Table2::of(runs);
     let programs = t.programs();
@@ -230,15 +225,78 @@ pub(super) fn draw_figures(out: &Path, runs: &[Run]) -> Result<Vec<Figure>> {
             categories: programs.clone(),
             groups: vec![("optimized / main-am".into(), programs.iter().map(|p| t.ratio(p)).collect())],
             reference: Some(1.0),
+            paper: program_marks(&programs),
         };
-        figures.push(Figure::draw_bars(out, "programs.svg", &chart, "Program run time ratio (Table 2)")?);
+        let caption = format!(
+            "Each program's run time with the optimized co-processor library over main-am's on the paper's 16 \
+             nodes (Table 2, Section 5.3); below the dashed line the co-processor is faster. The paper withholds \
+             Table 2's times, so the grey bands are claim 3's readings of its words: {}-{} for the programs it \
+             finds about equal, above {} for radix and sample (slower), below {} for mm-global (faster), and \
+             wator {:.2}-{:.2} around the paper's \"factor of three\" (Section 7; the cross at 1/{WATOR_FACTOR}). \
+             mm-bands is not judged and has no band. Look for bars inside their bands.",
+            EQUAL_BAND.0,
+            EQUAL_BAND.1,
+            EQUAL_BAND.1,
+            EQUAL_BAND.0,
+            1.0 / WATOR_BAND.1,
+            1.0 / WATOR_BAND.0
+        );
+        figures.push(Figure::draw_bars(out, "programs.svg", &chart, caption)?);
     }
     Ok(figures)
 }
 
+/// Figure 3's latencies as bars, the paper's stated values marked; None
+/// without a measured primitive.
+fn primitives_chart(f: &Figure3) -> Option<BarChart<'static>> {
+    if f.rows.is_empty() {
+        return None;
+    }
+    let latencies: Vec<Primitive> = Primitive::ALL.into_iter().filter(|&p| p != Primitive::BulkPut).collect();
+    let paper = latencies
+        .iter()
+        .enumerate()
+        .flat_map(|(category, &p)| {
+            SPLITC_LIBRARIES.iter().enumerate().filter_map(move |(group, &lib)| {
+                Some(BarMark { category, group, value: Some(figure3(p, lib)?), band: None })
+            })
+        })
+        .collect();
+    Some(BarChart {
+        title: "Split-C primitives: latency per library",
+        value_label: "latency (us)",
+        categories: latencies.iter().map(|p| p.label().to_string()).collect(),
+        groups: SPLITC_LIBRARIES
+            .iter()
+            .map(|&lib| (lib.label().to_string(), latencies.iter().map(|&p| f.get(p, lib).map(|r| r.mean)).collect()))
+            .collect(),
+        reference: None,
+        paper,
+    })
+}
+
+/// Claim 3's band for each program (optimized / main-am), and the
+/// paper's factor for wator; mm-bands, not judged, gets none.
+fn program_marks(programs: &[String]) -> Vec<BarMark> {
+    programs
+        .iter()
+        .enumerate()
+        .filter_map(|(category, p)| {
+            let (value, band) = match p.as_str() {
+                RADIX | SAMPLE => (None, (EQUAL_BAND.1, f64::INFINITY)),
+                MM_GLOBAL => (None, (0.0, EQUAL_BAND.0)),
+                WATOR => (Some(1.0 / WATOR_FACTOR), (1.0 / WATOR_BAND.1, 1.0 / WATOR_BAND.0)),
+                "mm-bands" => return None,
+                _ => (None, EQUAL_BAND),
+            };
+            Some(BarMark { category, group: 0, value, band: Some(band) })
+        })
+        .collect()
+}
+
 fn round_trips(out: &Path, runs: &[&Run]) -> Result<Figure> {
     let t = Table1::of(runs);
-    let series = AM_LIBRARIES
+    let series: Vec<Series> = AM_LIBRARIES
         .iter()
         .map(|&lib| Series {
             name: lib.label().into(),
@@ -253,6 +311,7 @@ fn round_trips(out: &Path, runs: &[&Run]) -> Result<Figure> {
         })
         .filter(|s| !s.points.is_empty())
         .collect();
+    let paper = table1_points(&series, runs.first().and_then(|r| dma_flag_us(r)));
     let title = "Null Active Message round trip per seed (dashed: two bare DMA one-ways)";
     let chart = Chart {
         title,
@@ -261,6 +320,82 @@ fn round_trips(out: &Path, runs: &[&Run]) -> Result<Figure> {
         series,
         reference_y: t.dma_one_way_us.map(|d| 2.0 * d),
         log_y: false,
+        paper: Paper { points: paper, bands: Vec::new() },
     };
-    Figure::draw(out, "round-trips.svg", &chart, title)
+    let caption = "The null Active Message's round trip per seed under each library (Table 1, Section 5.1); the \
+                   dashed line is twice the measured bare-DMA one-way time, the floor no library can beat. Black \
+                   crosses: Table 1's round trips and bare-DMA round trip (the preset's calibration target). Look \
+                   for coproc-am more than twice main-am (claim 1) and both above the dashed line.";
+    Figure::draw(out, "round-trips.svg", &chart, caption)
+}
+
+/// The bare DMA flag's one-way time the paper states (Table 1), as the
+/// preset records it for its calibration.
+fn dma_flag_us(r: &Run) -> Option<f64> {
+    r.record.config.machine.dma_calibration.as_ref().map(|c| c.flag_one_way_us)
+}
+
+/// Table 1's round trips at each measured seed's x: one series per
+/// library measured, and the bare DMA flag's round trip when known.
+fn table1_points(series: &[Series], dma_one_way: Option<f64>) -> Vec<Series> {
+    let xs: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).collect();
+    let at = |y: f64| xs.iter().map(|&x| (x, y)).collect::<Vec<_>>();
+    let mut paper: Vec<Series> = TABLE1_ROUND_TRIP_US
+        .iter()
+        .filter(|(lib, _)| series.iter().any(|s| s.name == lib.label()))
+        .map(|&(lib, us)| Series { name: format!("Table 1, {} round trip ({us} us)", lib.label()), points: at(us) })
+        .collect();
+    if let Some(d) = dma_one_way {
+        paper.push(Series { name: format!("Table 1, bare DMA round trip ({} us)", 2.0 * d), points: at(2.0 * d) });
+    }
+    paper
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use finegrain_apps::coproc_primitives::FIGURE3;
+
+    #[test]
+    fn the_primitives_figure_marks_every_latency_figure_3_states_on_its_bar() {
+        let mut f = Figure3::default();
+        let row = Row { mean: 1.0, min: 1.0, max: 1.0, seeds: 1 };
+        f.rows.insert((Primitive::Get.label(), CoprocLibrary::MainAm.label()), row);
+        let chart = primitives_chart(&f).unwrap();
+        let latencies = FIGURE3.iter().filter(|(p, ..)| *p != Primitive::BulkPut).count();
+        assert_eq!(chart.paper.len(), latencies);
+        for m in &chart.paper {
+            let p: Primitive = Primitive::ALL.into_iter().find(|p| p.label() == chart.categories[m.category]).unwrap();
+            let lib = SPLITC_LIBRARIES[m.group];
+            assert_eq!(chart.groups[m.group].0, lib.label());
+            assert_eq!(m.value, figure3(p, lib), "{} under {}", p.label(), lib.label());
+        }
+        assert!(primitives_chart(&Figure3::default()).is_none());
+    }
+
+    #[test]
+    fn the_programs_figure_carries_claim_3s_bands() {
+        let programs: Vec<String> =
+            ["fft", RADIX, MM_GLOBAL, "mm-bands", WATOR].iter().map(|s| s.to_string()).collect();
+        let marks = program_marks(&programs);
+        let at = |i: usize| marks.iter().find(|m| m.category == i);
+        assert_eq!(at(0).unwrap().band, Some(EQUAL_BAND));
+        assert_eq!(at(1).unwrap().band, Some((EQUAL_BAND.1, f64::INFINITY)));
+        assert_eq!(at(2).unwrap().band, Some((0.0, EQUAL_BAND.0)));
+        assert!(at(3).is_none(), "mm-bands is not judged");
+        let wator = at(4).unwrap();
+        assert_eq!(wator.value, Some(1.0 / WATOR_FACTOR));
+        assert_eq!(wator.band, Some((1.0 / WATOR_BAND.1, 1.0 / WATOR_BAND.0)));
+    }
+
+    #[test]
+    fn the_round_trip_figure_shows_table_1_at_every_seed() {
+        let series =
+            vec![Series { name: CoprocLibrary::MainAm.label().into(), points: vec![(0.0, 25.0), (1.0, 26.0)] }];
+        let paper = table1_points(&series, Some(9.5));
+        let main = TABLE1_ROUND_TRIP_US.iter().find(|(l, _)| *l == CoprocLibrary::MainAm).unwrap().1;
+        assert_eq!(paper.len(), 2, "main-am's row and the DMA flag; coproc-am not measured");
+        assert_eq!(paper[0].points, vec![(0.0, main), (1.0, main)]);
+        assert_eq!(paper[1].points, vec![(0.0, 19.0), (1.0, 19.0)]);
+    }
 }

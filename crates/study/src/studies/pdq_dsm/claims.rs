@@ -16,6 +16,12 @@
 //! slower system by X%" reads as X points of normalized performance
 //! (Claim 1 says why).
 
+use super::paper::{
+    ABOVE_SCOMA, CHOLESKY_H2PP, CHOLESKY_H4PP, FAT_H4PP_MEAN, FAT_MULT_MEAN, FAT_WATER_SP_H4PP, FFT_H4PP, H1PP_MEAN,
+    H4PP_MEAN, HURRICANE1_4PP_MEAN, LARGE_H2PP, LARGE_H4PP_MEAN, LARGE_HURRICANE1_4PP_AND_MULT_MEAN, LATENCY_H1PP,
+    LATENCY_HURRICANE1_1PP, LATENCY_HURRICANE1_MORE_PP, MULT_MEAN, RADIX_H4PP, THIN_H4PP_MEAN, THIN_MULT_MEAN,
+    WATER_SP,
+};
 use crate::claim::{Basis, Check, Claim, ClaimSpec, Origin};
 use std::collections::BTreeMap;
 
@@ -203,10 +209,16 @@ pub fn checks_1(t: &Times) -> Vec<Check> {
     let (h, h1) = (hurricane(1), hurricane1(1));
     // (a) Section 5.2: S-COMA 32 points above 1-PP Hurricane on average
     // (Figure 7, read as the paper reads its other averages).
-    let mut checks = vec![band(t.mean_perf(s, &h, &apps), 0.58, 0.78, "mean performance of hurricane-1pp")];
+    let mut checks =
+        vec![band(t.mean_perf(s, &h, &apps), H1PP_MEAN.lo, H1PP_MEAN.hi, "mean performance of hurricane-1pp")];
     // (b) Section 5.2: 1-PP Hurricane within 90% of S-COMA on barnes, fmm.
     for app in LATENCY_BOUND {
-        checks.push(band(t.perf(s, &h, app), 0.88, f64::INFINITY, &format!("{app}: hurricane-1pp performance")));
+        checks.push(band(
+            t.perf(s, &h, app),
+            LATENCY_H1PP.lo,
+            LATENCY_H1PP.hi,
+            &format!("{app}: hurricane-1pp performance"),
+        ));
     }
     // (c) Section 5.2: 1-PP Hurricane at best within 61% on em3d, fft, radix.
     checks.push(band(
@@ -267,7 +279,7 @@ pub fn checks_2(t: &Times) -> Vec<Check> {
     for app in COMPUTE_BOUND {
         let systems = software_systems();
         let worst = min_of(systems.iter().map(|sys| t.perf(s, sys, app)));
-        checks.push(band(worst, 0.90, f64::INFINITY, &format!("lowest performance on {app}")));
+        checks.push(band(worst, WATER_SP.lo, WATER_SP.hi, &format!("lowest performance on {app}")));
     }
     // (b) Section 5.2, barnes and fmm: Hurricane 2 and 4 PPs improve on 1
     // PP by at most 11% and 13%; 1-PP Hurricane-1 about 60% of S-COMA, more
@@ -278,11 +290,12 @@ pub fn checks_2(t: &Times) -> Vec<Check> {
             let gain = t.perf(s, &hurricane(pps), app).zip(base).map(|(p, b)| p / b);
             checks.push(band(gain, 0.98, hi, &format!("{app}: hurricane-{pps}pp over hurricane-1pp")));
         }
-        checks.push(band(t.perf(s, &hurricane1(1), app), 0.50, 0.70, &format!("{app}: hurricane1-1pp performance")));
+        let b = LATENCY_HURRICANE1_1PP;
+        checks.push(band(t.perf(s, &hurricane1(1), app), b.lo, b.hi, &format!("{app}: hurricane1-1pp performance")));
         for pps in [2, 4] {
             checks.push(at_most(
                 t.perf(s, &hurricane1(pps), app),
-                0.86,
+                LATENCY_HURRICANE1_MORE_PP.hi,
                 &format!("{app}: hurricane1-{pps}pp performance"),
             ));
         }
@@ -306,21 +319,21 @@ pub fn checks_2(t: &Times) -> Vec<Check> {
     // 4-PP Hurricane-1 outperforms S-COMA.
     let chol = "cholesky";
     let (h2, h4) = (t.perf(s, &hurricane(2), chol), t.perf(s, &hurricane(4), chol));
-    checks.push(band(h2, 1.05, 1.41, "cholesky: hurricane-2pp performance"));
-    checks.push(band(h4, 1.12, 1.52, "cholesky: hurricane-4pp performance"));
+    checks.push(band(h2, CHOLESKY_H2PP.lo, CHOLESKY_H2PP.hi, "cholesky: hurricane-2pp performance"));
+    checks.push(band(h4, CHOLESKY_H4PP.lo, CHOLESKY_H4PP.hi, "cholesky: hurricane-4pp performance"));
     checks.push(at_least(h4, h2, "cholesky: hurricane-4pp vs hurricane-2pp"));
     checks.push(band(
         t.perf(s, &hurricane1(4), chol),
-        1.0 + f64::EPSILON,
-        f64::INFINITY,
+        ABOVE_SCOMA.lo,
+        ABOVE_SCOMA.hi,
         "cholesky: hurricane1-4pp performance",
     ));
     // (e) Section 5.2: 4-PP Hurricane ranges from slightly worse than
     // S-COMA (radix) to 36% better (fft) over em3d, fft and radix.
     let h4 = |app: &str| t.perf(s, &hurricane(4), app);
-    checks.push(band(h4("fft"), 1.16, 1.56, "fft: hurricane-4pp performance"));
+    checks.push(band(h4("fft"), FFT_H4PP.lo, FFT_H4PP.hi, "fft: hurricane-4pp performance"));
     checks.push(at_least(h4("fft"), max_of(["em3d", "radix"].iter().map(|a| h4(a))), "hurricane-4pp highest on fft"));
-    checks.push(band(h4("radix"), 0.85, 1.00, "radix: hurricane-4pp performance"));
+    checks.push(band(h4("radix"), RADIX_H4PP.lo, RADIX_H4PP.hi, "radix: hurricane-4pp performance"));
     checks.push(at_least(min_of(["em3d", "fft"].iter().map(|a| h4(a))), h4("radix"), "hurricane-4pp lowest on radix"));
     checks
 }
@@ -346,9 +359,9 @@ pub fn checks_3(t: &Times) -> Vec<Check> {
     let (h1_4, mult) = (t.mean_perf(s, &hurricane1(4), &apps), t.mean_perf(s, MULT, &apps));
     vec![
         // Section 5.2: 4-PP Hurricane 12% faster than S-COMA on average.
-        band(t.mean_perf(s, &hurricane(4), &apps), 1.00, 1.29, "mean performance of hurricane-4pp"),
-        band(h1_4, 0.65, 0.87, "mean performance of hurricane1-4pp"),
-        band(mult, 0.63, 0.85, "mean performance of mult"),
+        band(t.mean_perf(s, &hurricane(4), &apps), H4PP_MEAN.lo, H4PP_MEAN.hi, "mean performance of hurricane-4pp"),
+        band(h1_4, HURRICANE1_4PP_MEAN.lo, HURRICANE1_4PP_MEAN.hi, "mean performance of hurricane1-4pp"),
+        band(mult, MULT_MEAN.lo, MULT_MEAN.hi, "mean performance of mult"),
         note(
             mult.zip(h1_4).map(|(m, h)| m - h),
             "mean performance of mult minus hurricane1-4pp",
@@ -423,23 +436,23 @@ pub fn checks_4(t: &Times) -> Vec<Check> {
     for app in apps.iter().filter(|a| !COMPUTE_BOUND.contains(&a.as_str())) {
         checks.push(band(
             t.perf(fat, &hurricane(4), app),
-            1.0 + f64::EPSILON,
-            f64::INFINITY,
+            ABOVE_SCOMA.lo,
+            ABOVE_SCOMA.hi,
             &format!("4x16 {app}: hurricane-4pp performance"),
         ));
     }
     for app in COMPUTE_BOUND {
         checks.push(band(
             t.perf(fat, &hurricane(4), app),
-            0.97,
-            1.00,
+            FAT_WATER_SP_H4PP.lo,
+            FAT_WATER_SP_H4PP.hi,
             &format!("4x16 {app}: hurricane-4pp performance"),
         ));
     }
     // (d) Section 5.2: Mult from 65% to 80% of S-COMA, degree 4 to 16.
     let (mult_thin, mult_fat) = (t.mean_perf(thin, MULT, &apps), t.mean_perf(fat, MULT, &apps));
-    checks.push(band(mult_thin, 0.55, 0.75, "16x4 mean performance of mult"));
-    checks.push(band(mult_fat, 0.68, 0.92, "4x16 mean performance of mult"));
+    checks.push(band(mult_thin, THIN_MULT_MEAN.lo, THIN_MULT_MEAN.hi, "16x4 mean performance of mult"));
+    checks.push(band(mult_fat, FAT_MULT_MEAN.lo, FAT_MULT_MEAN.hi, "4x16 mean performance of mult"));
     let rise = mult_fat.zip(mult_thin).map(|(f, th)| f - th);
     checks.push(band(rise, 0.075, f64::INFINITY, "mult mean performance, 4x16 minus 16x4"));
     // (e) Section 5.2: Mult outperforms 4-PP Hurricane-1 in all
@@ -454,8 +467,8 @@ pub fn checks_4(t: &Times) -> Vec<Check> {
     // (f) Section 5.2: 4-PP Hurricane from 7% to 13% over S-COMA on
     // average, degree 4 to 16.
     let (h4_thin, h4_fat) = (t.mean_perf(thin, &hurricane(4), &apps), t.mean_perf(fat, &hurricane(4), &apps));
-    checks.push(band(h4_thin, 1.00, 1.23, "16x4 mean performance of hurricane-4pp"));
-    checks.push(band(h4_fat, 1.00, 1.30, "4x16 mean performance of hurricane-4pp"));
+    checks.push(band(h4_thin, THIN_H4PP_MEAN.lo, THIN_H4PP_MEAN.hi, "16x4 mean performance of hurricane-4pp"));
+    checks.push(band(h4_fat, FAT_H4PP_MEAN.lo, FAT_H4PP_MEAN.hi, "4x16 mean performance of hurricane-4pp"));
     checks.push(above(h4_fat, h4_thin, "hurricane-4pp mean performance, 4x16 vs 16x4"));
     // (g) Section 5.2: four PPs fail to make Hurricane-1 competitive with
     // S-COMA at degree 16.
@@ -524,17 +537,19 @@ pub fn checks_5(t: &Times) -> Vec<Check> {
     for app in &apps {
         checks.push(band(
             t.perf(large, &hurricane(2), app),
-            0.90,
-            f64::INFINITY,
+            LARGE_H2PP.lo,
+            LARGE_H2PP.hi,
             &format!("128B {app}: hurricane-2pp performance"),
         ));
     }
     // (d) Section 5.2: 4-PP Hurricane 20% faster than S-COMA on average.
-    checks.push(band(t.mean_perf(large, &hurricane(4), &apps), 1.02, 1.38, "128B mean performance of hurricane-4pp"));
+    let b = LARGE_H4PP_MEAN;
+    checks.push(band(t.mean_perf(large, &hurricane(4), &apps), b.lo, b.hi, "128B mean performance of hurricane-4pp"));
     // (e) Section 5.2, Figure 11: 4-PP Hurricane-1 and Mult both within
     // about 88% of S-COMA.
-    checks.push(band(t.mean_perf(large, &hurricane1(4), &apps), 0.75, 1.01, "128B mean performance of hurricane1-4pp"));
-    checks.push(band(t.mean_perf(large, MULT, &apps), 0.75, 1.01, "128B mean performance of mult"));
+    let b = LARGE_HURRICANE1_4PP_AND_MULT_MEAN;
+    checks.push(band(t.mean_perf(large, &hurricane1(4), &apps), b.lo, b.hi, "128B mean performance of hurricane1-4pp"));
+    checks.push(band(t.mean_perf(large, MULT, &apps), b.lo, b.hi, "128B mean performance of mult"));
     checks
 }
 

@@ -12,11 +12,14 @@
 //! - `labels`: what a run is;
 //! - `runs`: the finished runs, CSV rows;
 //! - `claims`: the claims and their checks;
+//! - `paper`: the values and bands of Section 5.2 they test, which the
+//!   figures mark;
 //! - `report`: tables, figures, the setup paragraph.
 
 pub mod claims;
 mod grid;
 mod labels;
+pub mod paper;
 mod plan;
 mod report;
 mod runs;

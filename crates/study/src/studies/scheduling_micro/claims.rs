@@ -798,10 +798,10 @@ fn fixed_wins_when_oint_dominates(v: &View, p: Protocol, us: &[f64], oints: &[u6
 
 /// "Nearly doubles" read as Floating/Fixed between 1.7 and 2.1 (set before
 /// any run: within 15% of two, and 2.1 for a run's noise around two).
-const SATURATED_NULL_LEAD: std::ops::RangeInclusive<f64> = 1.7..=2.1;
+pub(super) const SATURATED_NULL_LEAD: std::ops::RangeInclusive<f64> = 1.7..=2.1;
 /// "Only by 20%" read as Floating/Fixed between 1.1 and 1.3 (20% within
 /// half its size).
-const SATURATED_FETCH_LEAD: std::ops::RangeInclusive<f64> = 1.1..=1.3;
+pub(super) const SATURATED_FETCH_LEAD: std::ops::RangeInclusive<f64> = 1.1..=1.3;
 
 /// More processors per node (Section 5, Figure 4), at the paper's Oint
 /// (200 cycles) and its low and high U of the processor sweeps (0.3 and

@@ -1,11 +1,14 @@
 //! The study's figures and its report's own sections.
 
-use super::claims::{arbitration_body, f2, high_oint, sorted_oints, sorted_u, Sensitivity, View, CLAIM4_US};
+use super::claims::{
+    arbitration_body, f2, high_oint, sorted_oints, sorted_u, Sensitivity, View, CLAIM4_US, SATURATED_FETCH_LEAD,
+    SATURATED_NULL_LEAD,
+};
 use super::grid::{ContextSwitch, Experiment, Grid, Mechanism, Variant};
 use super::operating_points::PAPER_OINT;
 use super::runs::Run;
 use crate::claim::{Claim, Verdict};
-use crate::figures::{Chart, Figure, Series};
+use crate::figures::{Chart, Figure, Paper, PaperBand, Series};
 use crate::report::{markdown_table, Section};
 use anyhow::Result;
 use finegrain_apps::micro::Protocol;
@@ -44,8 +47,12 @@ pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[Run]) -> Result<V
             reference_y: Some(1.0),
             // Oint from 1 to 100 us spreads the ratios over two decades.
             log_y: true,
+            paper: Paper::default(),
         },
-        "Single (1 processor) vs Fixed (1 compute + 1 protocol processor)",
+        "Single (1 processor) against Fixed (1 compute + 1 protocol processor), as the paper's Figure 3: above the \
+         dashed line Fixed is faster. Look for each curve rising to a peak and falling again towards high U \
+         (claims 1 and 3), the high-Oint curves far above the Oint 200 ones, and fetch below null. The paper's \
+         Figure 3 gives these curves only as a plot and its text no value, so nothing of the paper is drawn.",
     )?);
     figs.push(Figure::draw(
         out,
@@ -57,8 +64,13 @@ pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[Run]) -> Result<V
             series: by_u("floating", 2),
             reference_y: Some(1.0),
             log_y: false,
+            paper: Paper::default(),
         },
-        "Floating (2 compute) vs Fixed (1 compute + 1 PP)",
+        "Floating (2 compute processors) against Fixed (1 compute + 1 protocol processor), as the paper's Figure 3: \
+         below the dashed line \
+         Floating is faster. Look for the high-Oint curves hugging 1 (claim 2: Floating behaves like Fixed) and \
+         the Oint 200 curves well below 1 above U = 0.5, with fetch below 1 down to low U (claim 3). The paper \
+         states these only in words (Section 5) and as a plot, with no value to draw.",
     )?);
     let mut procs: Vec<u32> = grid.procs_per_node.iter().copied().filter(|&p| p >= 2).collect();
     procs.sort();
@@ -81,8 +93,13 @@ pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[Run]) -> Result<V
             series,
             reference_y: Some(1.0),
             log_y: false,
+            paper: Paper { points: Vec::new(), bands: saturation_bands(&grid.protocols, &procs) },
         },
-        "Floating/Fixed against processors per node",
+        "Floating/Fixed against processors per node (the paper's Figure 4), at U = 0.3 and 0.7: above the dashed \
+         line Fixed is faster. Look for the U = 0.3 curves crossing 1 and levelling off, ending inside the grey \
+         bands at the most processors: the paper says Fixed \"nearly doubles\" Floating there for null and is \
+         \"only 20%\" faster for fetch (Section 5, Figure 4); the bands are claim 4's readings of those words, \
+         1.7-2.1 and 1.1-1.3. The U = 0.7 curves should start below 1 and rise.",
     )?);
     for &p in &grid.protocols {
         let mut series = Vec::new();
@@ -104,11 +121,56 @@ pub(super) fn draw_figures(out: &Path, grid: &Grid, records: &[Run]) -> Result<V
                 series,
                 reference_y: Some(1.0),
                 log_y: false,
+                paper: Paper::default(),
             },
-            format!("cost-performance, {p}"),
+            cost_caption(p),
         )?);
     }
     Ok(figs)
+}
+
+/// Claim 4's bands on Floating/Fixed at U = 0.3 and the grid's most
+/// processors: the paper's "nearly doubles" (null) and "only 20%"
+/// (fetch), Section 5 and Figure 4. None without a processor count.
+fn saturation_bands(protocols: &[Protocol], procs: &[u32]) -> Vec<PaperBand> {
+    let Some(&most) = procs.last() else { return Vec::new() };
+    let x = (most as f64 - 0.25, most as f64 + 0.25);
+    protocols
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| {
+            let (lead, words) = match p {
+                Protocol::Null => (&SATURATED_NULL_LEAD, "nearly doubles"),
+                Protocol::Fetch => (&SATURATED_FETCH_LEAD, "only 20%"),
+            };
+            PaperBand {
+                name: format!("{p}, U=0.3: \"{words}\" (claim 4)"),
+                x,
+                y: (*lead.start(), *lead.end()),
+                // The figure's series run protocol by protocol, U = 0.3 first.
+                series: Some(i * CLAIM4_US.len()),
+            }
+        })
+        .collect()
+}
+
+/// What to look for in a cost-performance figure (claim 5).
+fn cost_caption(p: Protocol) -> String {
+    let expected = match p {
+        Protocol::Null => {
+            "Fixed-2 below 1 (a dedicated protocol processor pays), Floating-2 lower still, and a Fixed \
+                           system the lowest point"
+        }
+        Protocol::Fetch => {
+            "Fixed-2 above 1 (a dedicated protocol processor does not pay), Floating-2 below 1, and a \
+                            Floating system the lowest point"
+        }
+    };
+    format!(
+        "Cost-performance of the {p} handler (the paper's Figure 5): costup (1 + 0.3 per added processor, Section 4) \
+         times run time over Single's; below the dashed line a system is cost-effective. Look for {expected} \
+         (claim 5). The paper states this only as an ordering, with no value to draw."
+    )
 }
 
 /// The report's paragraph on the setup.
@@ -388,4 +450,23 @@ fn normalized_table(grid: &Grid, records: &[Run]) -> String {
         &["protocol", "Oint", "U", "Single/Fixed", "Single irq/req", "Floating-2/Fixed", "Floating-2 irq/req"],
         &rows,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_processor_figure_bands_are_claim_4s_at_the_most_processors() {
+        let bands = saturation_bands(&[Protocol::Null, Protocol::Fetch], &[2, 4, 8]);
+        assert_eq!(bands.len(), 2);
+        assert_eq!(bands[0].y, (*SATURATED_NULL_LEAD.start(), *SATURATED_NULL_LEAD.end()));
+        assert_eq!(bands[1].y, (*SATURATED_FETCH_LEAD.start(), *SATURATED_FETCH_LEAD.end()));
+        for b in &bands {
+            assert!(b.x.0 < 8.0 && 8.0 < b.x.1 && b.x.0 > 4.0, "{:?} around 8 processors only", b.x);
+        }
+        // Each box outlined in its U = 0.3 series' colour (null, fetch).
+        assert_eq!(bands.iter().map(|b| b.series).collect::<Vec<_>>(), [Some(0), Some(2)]);
+        assert!(saturation_bands(&[Protocol::Null], &[]).is_empty());
+    }
 }
