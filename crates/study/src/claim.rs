@@ -241,7 +241,12 @@ pub struct Check {
 }
 
 impl Check {
-    pub fn new(holds: bool, compared: impl Into<String>, measured: impl Into<String>, needs: impl Into<String>) -> Check {
+    pub fn new(
+        holds: bool,
+        compared: impl Into<String>,
+        measured: impl Into<String>,
+        needs: impl Into<String>,
+    ) -> Check {
         let outcome = if holds { Outcome::Holds } else { Outcome::Fails };
         Check { outcome, compared: compared.into(), measured: measured.into(), needs: needs.into() }
     }

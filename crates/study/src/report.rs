@@ -241,10 +241,8 @@ pub fn text_table(header: &[&str], rows: &[Vec<String>]) -> Vec<String> {
 /// The terminal's verdict table: one row per claim, its verdict and how
 /// many of its checks fail.
 pub fn verdict_table(claims: &[Claim]) -> Vec<String> {
-    let rows: Vec<Vec<String>> = claims
-        .iter()
-        .map(|c| vec![c.spec.name(), c.verdict.status().to_string(), c.verdict.tally()])
-        .collect();
+    let rows: Vec<Vec<String>> =
+        claims.iter().map(|c| vec![c.spec.name(), c.verdict.status().to_string(), c.verdict.tally()]).collect();
     text_table(&["claim", "verdict", "checks"], &rows)
 }
 

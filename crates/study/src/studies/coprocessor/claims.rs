@@ -426,7 +426,12 @@ pub(super) fn checks_3(t: &Table2) -> Vec<Check> {
         let list: Vec<String> = others.iter().map(|(p, r)| format!("{p} {r:.2}")).collect();
         c.push(Check::new(
             equal == others.len(),
-            format!("other programs with optimized/main-am within {}-{} ({})", EQUAL_BAND.0, EQUAL_BAND.1, list.join(", ")),
+            format!(
+                "other programs with optimized/main-am within {}-{} ({})",
+                EQUAL_BAND.0,
+                EQUAL_BAND.1,
+                list.join(", ")
+            ),
             format!("{equal} of {}", others.len()),
             "all",
         ));
@@ -436,9 +441,12 @@ pub(super) fn checks_3(t: &Table2) -> Vec<Check> {
     }
     for p in [RADIX, SAMPLE] {
         c.push(match t.ratio(p) {
-            Some(r) => {
-                Check::new(r > EQUAL_BAND.1, format!("{p} optimized/main-am"), format!("{r:.2}"), format!("> {}", EQUAL_BAND.1))
-            }
+            Some(r) => Check::new(
+                r > EQUAL_BAND.1,
+                format!("{p} optimized/main-am"),
+                format!("{r:.2}"),
+                format!("> {}", EQUAL_BAND.1),
+            ),
             None => Check::missing(p),
         });
     }
@@ -469,8 +477,18 @@ pub(super) fn checks_3(t: &Table2) -> Vec<Check> {
                 format!("{:.1} ({m:.1} / {o:.1} us)", m / o),
                 format!(">= {WAIT_RATIO:?}"),
             ));
-            c.push(Check::new(o < WAIT_SPLIT_US, "wator read wait optimized, us", format!("{o:.1}"), format!("< {WAIT_SPLIT_US:?}")));
-            c.push(Check::new(m >= WAIT_SPLIT_US, "wator read wait main-am, us", format!("{m:.1}"), format!(">= {WAIT_SPLIT_US:?}")));
+            c.push(Check::new(
+                o < WAIT_SPLIT_US,
+                "wator read wait optimized, us",
+                format!("{o:.1}"),
+                format!("< {WAIT_SPLIT_US:?}"),
+            ));
+            c.push(Check::new(
+                m >= WAIT_SPLIT_US,
+                "wator read wait main-am, us",
+                format!("{m:.1}"),
+                format!(">= {WAIT_SPLIT_US:?}"),
+            ));
             c.push(Check::note("the paper's read waits, us", "25-33 optimized, 600-800 main-am"));
         }
         _ => c.push(Check::missing("wator's read waits")),
@@ -558,7 +576,13 @@ mod tests {
             "{}",
             c.line()
         );
-        assert!(c.line().contains("one-way ratio, not measured (Table 1: 30 / 12.5 us; not half the round trips) = paper: 2.40"), "{}", c.line());
+        assert!(
+            c.line().contains(
+                "one-way ratio, not measured (Table 1: 30 / 12.5 us; not half the round trips) = paper: 2.40"
+            ),
+            "{}",
+            c.line()
+        );
         assert_eq!(c.verdict.failed_checks, 0);
     }
 
@@ -567,7 +591,11 @@ mod tests {
         let c = judged(Some(9.5), row(25.0), row(45.0));
         assert!(c.verdict.decided && !c.verdict.supported, "{}", c.line());
         assert_eq!(c.verdict.failed_checks, 1);
-        assert!(c.line().contains("FAILS: round trip coproc-am / main-am (Table 1: 2.26) = 1.80 (45.0 / 25.0 us)"), "{}", c.line());
+        assert!(
+            c.line().contains("FAILS: round trip coproc-am / main-am (Table 1: 2.26) = 1.80 (45.0 / 25.0 us)"),
+            "{}",
+            c.line()
+        );
         // Exactly 2 is not more than twice.
         assert!(!judged(Some(1.0), row(10.0), row(20.0)).verdict.supported);
     }
@@ -577,7 +605,11 @@ mod tests {
         let c = judged(Some(9.5), row(20.0), row(70.0));
         assert!(c.verdict.decided && !c.verdict.supported, "{}", c.line());
         assert_eq!(c.verdict.failed_checks, 1);
-        assert!(c.line().contains("FAILS: round trip coproc-am / main-am (Table 1: 2.26) = 3.50 (70.0 / 20.0 us)"), "{}", c.line());
+        assert!(
+            c.line().contains("FAILS: round trip coproc-am / main-am (Table 1: 2.26) = 3.50 (70.0 / 20.0 us)"),
+            "{}",
+            c.line()
+        );
         // Exactly 3 is still within the band.
         assert!(judged(Some(9.5), row(20.0), row(60.0)).verdict.supported);
     }
@@ -588,7 +620,9 @@ mod tests {
         let c = judged(Some(9.5), row(15.0), row(40.0));
         assert!(c.verdict.decided && !c.verdict.supported, "{}", c.line());
         assert_eq!(c.verdict.failed_checks, 1);
-        assert!(c.line().contains("FAILS: main-am round trip, us, over 2 x the DMA flag's one way (9.50 us) = 15.0 (needs > 19.0)"));
+        assert!(c.line().contains(
+            "FAILS: main-am round trip, us, over 2 x the DMA flag's one way (9.50 us) = 15.0 (needs > 19.0)"
+        ));
     }
 
     #[test]
@@ -651,8 +685,14 @@ mod tests {
         let c = claim_2(&paper_figure3());
         assert!(c.verdict.decided && c.verdict.supported, "{}", c.line());
         assert!(c.line().contains("get optimized / main-am = 1.42 (34.0 / 24.0 us) (needs >= 1.2)"), "{}", c.line());
-        assert!(c.line().contains("store optimized / coproc-am = 0.73 (22.0 / 30.0 us) (needs <= 0.85)"), "{}", c.line());
-        assert!(c.line().contains("bulk bandwidth optimized / main-am = 1.19 (38.0 / 32.0 MB/s) (needs > 1.0 and <= 1.4)"));
+        assert!(
+            c.line().contains("store optimized / coproc-am = 0.73 (22.0 / 30.0 us) (needs <= 0.85)"),
+            "{}",
+            c.line()
+        );
+        assert!(c
+            .line()
+            .contains("bulk bandwidth optimized / main-am = 1.19 (38.0 / 32.0 MB/s) (needs > 1.0 and <= 1.4)"));
         assert!(c.line().contains("the paper's ratios (Figure 3, Section 5.2) = put 0.92"), "{}", c.line());
     }
 
@@ -684,7 +724,11 @@ mod tests {
         rows[2].2 = 26.4; // get 1.10 x main-am's: slower, but not much
         let c = claim_2(&rows);
         assert_eq!(c.verdict.failed_checks, 1, "{}", c.line());
-        assert!(c.line().contains("FAILS: get optimized / main-am = 1.10 (26.4 / 24.0 us) (needs >= 1.2)"), "{}", c.line());
+        assert!(
+            c.line().contains("FAILS: get optimized / main-am = 1.10 (26.4 / 24.0 us) (needs >= 1.2)"),
+            "{}",
+            c.line()
+        );
         rows[2].2 = 30.0;
         rows[0].2 = 25.0; // exactly 1.2: still much slower
         assert!(claim_2(&rows).verdict.supported, "{}", claim_2(&rows).line());
@@ -715,7 +759,11 @@ mod tests {
         rows[11].2 = 48.0; // 1.5 x main-am's 32: not "only 20%"
         let c = claim_2(&rows);
         assert_eq!(c.verdict.failed_checks, 1, "{}", c.line());
-        assert!(c.line().contains("FAILS: bulk bandwidth optimized / main-am = 1.50 (48.0 / 32.0 MB/s)"), "{}", c.line());
+        assert!(
+            c.line().contains("FAILS: bulk bandwidth optimized / main-am = 1.50 (48.0 / 32.0 MB/s)"),
+            "{}",
+            c.line()
+        );
         rows[11].2 = 44.8; // 1.4 exactly: still within
         assert!(claim_2(&rows).verdict.supported, "{}", claim_2(&rows).line());
     }

@@ -713,7 +713,11 @@ mod tests {
         assert!(v[0].contains("contradicts) = 9.09 (not judged)"), "{}", v[0]);
         assert!(v[2].contains("mean performance of mult minus hurricane1-4pp (the paper: "), "{}", v[2]);
         assert!(v[2].contains(") = -0.02 (not judged)"), "{}", v[2]);
-        assert!(v[5].contains("mean performance of mult over mean performance of hurricane1-1pp at 4x16 ("), "{}", v[5]);
+        assert!(
+            v[5].contains("mean performance of mult over mean performance of hurricane1-1pp at 4x16 ("),
+            "{}",
+            v[5]
+        );
     }
 
     /// One value moved from the paper-like times: `sets` are (shape,
@@ -903,7 +907,10 @@ mod tests {
         let apps = t.apps(FT);
         assert!(t.mean_perf(FT, "hurricane-1pp", &apps) > t.mean_perf(TH, "hurricane-1pp", &apps));
         let line = Claim::judged(CLAIM_4, &checks_4(&t)).line();
-        assert!(line.contains("applications where hurricane-1pp performs lower at 4x16 than at 16x4 = 4 of 7"), "{line}");
+        assert!(
+            line.contains("applications where hurricane-1pp performs lower at 4x16 than at 16x4 = 4 of 7"),
+            "{line}"
+        );
         assert!(!line.contains("FAILS: applications where hurricane-1pp performs lower"), "{line}");
     }
 
@@ -983,7 +990,13 @@ mod tests {
         }
         let c = Claim::judged(CLAIM_6, &checks_6(&t));
         assert!(c.verdict.supported, "{}", c.line());
-        assert!(c.line().contains("mean performance of mult over mean performance of hurricane1-1pp at 4x16 = no data (not judged)"), "{}", c.line());
+        assert!(
+            c.line().contains(
+                "mean performance of mult over mean performance of hurricane1-1pp at 4x16 = no data (not judged)"
+            ),
+            "{}",
+            c.line()
+        );
         t.insert(Shape::FAT, &hurricane1(1), "fft", 100.0);
         assert!(!Claim::judged(CLAIM_6, &checks_6(&t)).verdict.supported);
     }

@@ -915,7 +915,11 @@ fn smp_at_load(v: &View, grid: &Grid) -> Vec<Check> {
             "fixed think time ({} cycles), smp/embedded mean request latency in cycles by processors",
             shown(grid.load_think_cycles)
         ),
-        pairs.iter().map(|(k, s, e)| format!("{k}: {:.0}/{:.0}", latency(s), latency(e))).collect::<Vec<_>>().join(", "),
+        pairs
+            .iter()
+            .map(|(k, s, e)| format!("{k}: {:.0}/{:.0}", latency(s), latency(e)))
+            .collect::<Vec<_>>()
+            .join(", "),
         "smp longer at each",
     )];
     let (_, s1, e1) = pairs[0];
@@ -1292,7 +1296,10 @@ mod tests {
         unsorted.protocol_procs = vec![4, 1, 2];
         let v = claim1(&View::main(&c1_runs(C1_OK).runs), &unsorted);
         supported(&v);
-        assert!(v.text().contains("1.95x (needs >= 1.80x (90% of linear 2.00x))") && v.text().contains("= 2.00x (needs >= 1.80x"));
+        assert!(
+            v.text().contains("1.95x (needs >= 1.80x (90% of linear 2.00x))")
+                && v.text().contains("= 2.00x (needs >= 1.80x")
+        );
     }
 
     #[test]
@@ -1387,9 +1394,7 @@ mod tests {
         let v = judge(c2_runs(2.02, 230, 0.0, &SEQ_OK));
         supported(&v);
         assert!(
-            v.text().contains(
-                "(includes state migration between processors, Section 5.2) = 230/230/230 vs 200;"
-            ),
+            v.text().contains("(includes state migration between processors, Section 5.2) = 230/230/230 vs 200;"),
             "{}",
             v.line()
         );

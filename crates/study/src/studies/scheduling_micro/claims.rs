@@ -533,7 +533,12 @@ pub(super) fn claim2(v: &View, us: &[f64], oints: &[u64]) -> Verdict {
                 checks.push(Check::missing(&format!("Floating null at Oint {hi} for every U up to 0.9")));
             } else {
                 let ok = like.iter().all(|(_, x)| (0.98..=1.2).contains(x));
-                checks.push(Check::new(ok, format!("Oint {hi}: Floating/Fixed (like Fixed)"), curve(&like), "0.98-1.2 at each"));
+                checks.push(Check::new(
+                    ok,
+                    format!("Oint {hi}: Floating/Fixed (like Fixed)"),
+                    curve(&like),
+                    "0.98-1.2 at each",
+                ));
                 let mean = like.iter().map(|x| x.1).sum::<f64>() / like.len() as f64;
                 checks.push(Check::new(
                     mean >= 1.0,
@@ -557,7 +562,9 @@ pub(super) fn claim2(v: &View, us: &[f64], oints: &[u64]) -> Verdict {
                     format!("Oint {hi}: interrupts/request, Floating vs Single (many eliminated)"),
                     spared
                         .iter()
-                        .map(|(u, f, s)| format!("U={u}: {} vs {}", f2(f.unwrap_or(f64::NAN)), f2(s.unwrap_or(f64::NAN))))
+                        .map(|(u, f, s)| {
+                            format!("U={u}: {} vs {}", f2(f.unwrap_or(f64::NAN)), f2(s.unwrap_or(f64::NAN)))
+                        })
                         .collect::<Vec<_>>()
                         .join(", "),
                     "Floating <= half of Single at each",
@@ -709,7 +716,9 @@ fn claim3(v: &View, us: &[f64], oints: &[u64]) -> Verdict {
         (Some(hi), Some(u_min)) => match floating(u_min, hi) {
             Some(x) => checks.push(Check::new(
                 x < 1.0,
-                format!("Oint {hi}, communication-bound U={u_min}: fetch Floating/Fixed on 2 processors (ahead even there)"),
+                format!(
+                    "Oint {hi}, communication-bound U={u_min}: fetch Floating/Fixed on 2 processors (ahead even there)"
+                ),
                 f2(x),
                 "< 1",
             )),
@@ -1367,7 +1376,8 @@ mod tests {
         }
         let v = claim1(&View::baseline(&r.runs), &[0.05, 0.3, 0.5, 0.9, 0.95], &[200, 20_000]);
         assert!(
-            failing(&v).contains("FAILS: U=0.9 (high U): Single/Fixed at Oint 20000 (even few interrupts cost a lot) = 1.20"),
+            failing(&v)
+                .contains("FAILS: U=0.9 (high U): Single/Fixed at Oint 20000 (even few interrupts cost a lot) = 1.20"),
             "{}",
             v.line()
         );
@@ -1426,7 +1436,11 @@ mod tests {
         r.without(|l| l.policy == "floating" && l.target_u == 0.05 && l.oint_cycles == 20_000);
         r.add(NULL, FLOATING, 2, 0.05, 20_000, 0, M { irq: 0.1, migration: 1.0, ..norm(1.3) });
         let v = claim2_of(&r);
-        assert!(failing(&v).starts_with("FAILS: Oint 20000: Floating/Fixed (like Fixed) = U=0.05: 1.30"), "{}", v.line());
+        assert!(
+            failing(&v).starts_with("FAILS: Oint 20000: Floating/Fixed (like Fixed) = U=0.05: 1.30"),
+            "{}",
+            v.line()
+        );
         // Within 0.98-1.2 everywhere but faster on average: not "slightly
         // slower".
         let v = claim2_of(&claim2_runs(0.1, 0.99, 0.95, 1.0));
@@ -1437,7 +1451,11 @@ mod tests {
         // Faster than Fixed by more than the 2% noise allowance: not "like
         // Fixed" (nor slower on the whole).
         let v = claim2_of(&claim2_runs(0.1, 0.97, 0.95, 1.0));
-        assert!(failing(&v).starts_with("FAILS: Oint 20000: Floating/Fixed (like Fixed) = U=0.05: 0.97"), "{}", v.line());
+        assert!(
+            failing(&v).starts_with("FAILS: Oint 20000: Floating/Fixed (like Fixed) = U=0.05: 0.97"),
+            "{}",
+            v.line()
+        );
         // No more migration than Fixed at the high U.
         let mut r = claim2_runs(0.1, 1.05, 0.95, 1.0);
         r.without(|l| l.policy == "fixed" && l.target_u == 0.9);
@@ -1464,7 +1482,8 @@ mod tests {
         r.add(NULL, FLOATING, 2, 0.7, 200, 0, norm(0.85));
         let v = claim2_of(&r);
         assert!(
-            failing(&v).starts_with("FAILS: Oint 200: Floating/Fixed, largest for U above 0.5 (clearly faster; U=0.7: 0.85")
+            failing(&v)
+                .starts_with("FAILS: Oint 200: Floating/Fixed, largest for U above 0.5 (clearly faster; U=0.7: 0.85")
                 && failing(&v).ends_with("= 0.85 (needs <= 0.8)"),
             "{}",
             v.line()
@@ -1550,7 +1569,8 @@ mod tests {
         r.add(NULL, SINGLE, 1, 0.3, 20_000, 0, norm(0.99));
         let v = claim3_of(&r, &US, &OINTS3);
         assert!(
-            failing(&v).contains("FAILS: null, Oint 20000 (33.33 x Lmin): Single/Fixed, lowest over U (Fixed wins) = 0.99"),
+            failing(&v)
+                .contains("FAILS: null, Oint 20000 (33.33 x Lmin): Single/Fixed, lowest over U (Fixed wins) = 0.99"),
             "{}",
             v.line()
         );
@@ -1675,9 +1695,8 @@ mod tests {
             }
         }
         let v = claim4_of(&r);
-        assert!(failing(&v).contains(
-            "null, U=0.3: protocol occupancy at 8 processors, Fixed and Floating (saturated) = 0.95, 0.60"
-        ));
+        assert!(failing(&v)
+            .contains("null, U=0.3: protocol occupancy at 8 processors, Fixed and Floating (saturated) = 0.95, 0.60"));
     }
 
     #[test]
@@ -1739,12 +1758,20 @@ mod tests {
     fn claim5_holds_when_each_protocols_best_system_is_as_claimed() {
         let v = claim5_of(&claim5_runs(0.9, &[0.6, 0.61, 0.59]));
         supported(&v);
-        assert!(v.text().contains("null U=0.3: cost-performance of Fixed-2 and Floating-2 over Single-1"), "{}", v.line());
+        assert!(
+            v.text().contains("null U=0.3: cost-performance of Fixed-2 and Floating-2 over Single-1"),
+            "{}",
+            v.line()
+        );
         assert!(v.text().contains("(SE, 3 seeds) = 0.90, 0.80 (needs Fixed-2 < 1"), "{}", v.line());
         assert!(v.text().contains("fixed best: fixed-4 ahead of single-1 by 0.400 +- 0.006 (SE, 3 seeds)"));
         // Gaps and best systems at the axis' end are reported.
-        assert!(v.text().contains("processor counts the axis lacks (a policy's most cost-effective count may lie there) = 3"));
-        assert!(v.text().contains("null U=0.7: best systems at the largest count (the minimum may lie beyond the grid) = fixed-4, floating-4"));
+        assert!(v
+            .text()
+            .contains("processor counts the axis lacks (a policy's most cost-effective count may lie there) = 3"));
+        assert!(v.text().contains(
+            "null U=0.7: best systems at the largest count (the minimum may lie beyond the grid) = fixed-4, floating-4"
+        ));
         let v = claim5_of(&claim5_runs(1.03, &[0.6, 0.61, 0.59]));
         assert!(failing(&v).starts_with("FAILS: null U=0.3: cost-performance of Fixed-2"), "{}", v.line());
         assert!(failing(&v).contains("= 1.03, 0.80 (needs Fixed-2 < 1"), "{}", v.line());
