@@ -232,7 +232,30 @@ pub struct RunArgs<O: clap::Args> {
     #[arg(long)]
     pub json: Option<PathBuf>,
     #[command(flatten)]
+    pub trace: TraceArgs,
+    #[command(flatten)]
     pub options: O,
+}
+
+/// A simulated run's timeline (kept out of the run's configuration and
+/// record: it changes nothing the run measures).
+#[derive(Args, Clone, Debug)]
+pub struct TraceArgs {
+    /// Simulated runs: write the run's timeline here as Chrome trace-event
+    /// JSON (open it in the Perfetto UI, ui.perfetto.dev, with "Open trace
+    /// file", or in chrome://tracing).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// With --trace: keep only this part of the run, in cycles, or in
+    /// microseconds with a `us` suffix; either end may be left out
+    /// (`0..50000`, `10us..20us`, `100000..`) [default: the whole run].
+    #[arg(long, value_name = "START..END")]
+    pub trace_window: Option<String>,
+    /// With --trace: keep at most N events (activities, handlers and
+    /// message ends), 1 or more; the file says where it was cut
+    /// [default: 1,000,000, about 100 MB].
+    #[arg(long, value_name = "N")]
+    pub trace_events: Option<usize>,
 }
 
 /// A sweep: the grid, then its base run as `run` takes it (`finegrain

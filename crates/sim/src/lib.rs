@@ -45,6 +45,7 @@ mod platform;
 pub mod progress;
 pub mod stats;
 mod thread;
+pub mod timeline;
 
 pub use config::SimConfig;
 pub use engine::cycles_consistent;

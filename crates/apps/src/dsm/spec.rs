@@ -261,3 +261,42 @@ impl DsmSpec {
         with_program!(&self.program, p => run_one(p, &self.dsm, on))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use finegrain_core::config::MemoryParams;
+
+    /// Every shared byte a program lays out at `size` on one node of one
+    /// thread (where one node's global segment holds all of it).
+    fn shared_bytes(name: &str, size: Size) -> u64 {
+        let program = ProgramSpec::named(name, size, 1).expect("a program");
+        with_program!(program, p => {
+            let w = super::super::DsmWorkload::new(p, 1, 1, DsmConfig::default()).expect("laid out");
+            w.dsm().bytes()
+        })
+    }
+
+    /// The paper inputs outgrow the default segment (radix's 4M keys did,
+    /// and its run failed mid-way on an access past the segment), so a
+    /// paper-size run's machine is given room for each program's shared
+    /// memory before it starts.
+    #[test]
+    fn every_paper_input_fits_the_segment_a_paper_run_is_given() {
+        let mut machine = MachineConfig::load("hpca99").expect("preset");
+        room_for(Size::Paper, &mut machine);
+        let default = MemoryParams::DEFAULT_GLOBAL_SEGMENT_BYTES;
+        let mut outgrow_default = Vec::new();
+        for name in PROGRAMS {
+            let bytes = shared_bytes(name, Size::Paper);
+            assert!(bytes <= machine.global_segment_bytes(), "{name}: {bytes} bytes");
+            if bytes > default {
+                outgrow_default.push(*name);
+            }
+        }
+        assert!(outgrow_default.contains(&"radix"), "{outgrow_default:?}");
+        let mut quick = MachineConfig::load("hpca99").expect("preset");
+        room_for(Size::Quick, &mut quick);
+        assert_eq!(quick.global_segment_bytes(), default, "smaller inputs keep the preset's segment");
+    }
+}

@@ -459,6 +459,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let Some((end, reply)) = self.run_coproc_handler(n, &msg, start) else {
             return;
         };
+        if let Some(sink) = &self.sink {
+            sink.borrow_mut().handler(0, n as u32, crate::timeline::COPROCESSOR, &info.name, now, end);
+        }
         let cp = self.coproc.as_mut().expect("policy coprocessor");
         cp.hw.hold_thread(n, end);
         cp.stats[n].handlers += 1;

@@ -49,7 +49,11 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let sent = self.ni.send(&mut self.nodes[n].mem, self.now, t, n, by, &msg);
         self.nodes[n].stats.messages_sent += 1;
         self.trace_message(&msg, false, t, [sent.done, sent.injected, sent.arrive]);
+        let dst = msg.dst_node.0;
         let slot = self.store_message(msg);
+        if self.sink.is_some() {
+            self.trace_sent(p, t, slot, dst);
+        }
         self.queue.push(sent.arrive, EventKind::Arrive { msg: slot });
         sent.done
     }
@@ -76,7 +80,11 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         };
         self.nodes[n].stats.local_events += 1;
         self.trace_message(&msg, true, t, [done, done, arrive]);
+        let dst = msg.dst_node.0;
         let slot = self.store_message(msg);
+        if self.sink.is_some() {
+            self.trace_sent(p, t, slot, dst);
+        }
         self.queue.push(arrive, EventKind::Arrive { msg: slot });
         done
     }
@@ -89,6 +97,22 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             let (handler, src, dst) = (msg.handler.0 as u32, msg.src_node.0, msg.dst_node.0);
             let [sent, injected, arrive] = times;
             self.trace.push(TraceEvent::Message { handler, src, dst, local, from, sent, injected, arrive });
+        }
+    }
+
+    /// Gives the message in `slot`, which processor `p` sends from `t`, its
+    /// timeline id and tells the sink.
+    #[cold]
+    fn trace_sent(&mut self, p: usize, t: u64, slot: u32, dst: u32) {
+        let id = self.next_flow;
+        self.next_flow += 1;
+        if self.flows.len() <= slot as usize {
+            self.flows.resize(slot as usize + 1, 0);
+        }
+        self.flows[slot as usize] = id;
+        let (node, proc) = (self.procs[p].node as u32, self.procs[p].local as u32);
+        if let Some(sink) = &self.sink {
+            sink.borrow_mut().sent(id, node, proc, dst, t);
         }
     }
 
@@ -247,6 +271,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         let local = self.procs[p].local;
         let msg = self.messages[slot as usize].take().expect("live message");
         self.free_messages.push(slot);
+        let flow = if self.sink.is_some() { self.flows.get(slot as usize).copied().unwrap_or(0) } else { 0 };
         self.procs[p].stint_handled += 1;
         let waited = self.now - self.arrived_at[slot as usize];
         self.nodes[n].delays.saturating_record(waited);
@@ -306,7 +331,7 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             Ok(reply) => reply,
             Err(e) => return self.fail(SimError::Handler(e)),
         };
-        let traced = Traced { handler: msg.handler.0 as u32, body, first_global, done: t };
+        let traced = Traced { handler: msg.handler.0 as u32, body, first_global, done: t, flow };
         // Protocol messages go out while the handler still holds its key:
         // writing them into the NI is part of its work (Table 1's "send").
         for out in sends {
@@ -382,12 +407,24 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
         }
         if self.cfg.trace_handlers {
             self.spans.push(span);
-            let Traced { handler, body, first_global, done } = traced;
+            let Traced { handler, body, first_global, done, .. } = traced;
             let (node, proc, start) = (n as u32, local as u32, self.now);
             self.trace.push(TraceEvent::Handler { node, proc, handler, start, body, first_global, done, end: t });
         }
+        if self.sink.is_some() {
+            self.trace_handler(p, t, traced);
+        }
         let duration = t - self.now;
         self.start_busy(p, Cat::Handler, duration, 0, After::Handled);
+    }
+
+    /// Tells the sink of the handler `p` runs from now to `end`.
+    #[cold]
+    fn trace_handler(&mut self, p: usize, end: u64, traced: Traced) {
+        let Some(sink) = &self.sink else { return };
+        let (node, proc) = (self.procs[p].node as u32, self.procs[p].local as u32);
+        let name = self.handlers.info(HandlerId(traced.handler as u16)).map_or("handler", |i| i.name.as_str());
+        sink.borrow_mut().handler(traced.flow, node, proc, name, self.now, end);
     }
 
     /// Noticing a message and dispatching it, up to the handler's first
@@ -740,6 +777,8 @@ struct Traced {
     body: u64,
     first_global: Option<u64>,
     done: u64,
+    /// Its message's timeline id (0 when the run is not recorded).
+    flow: u64,
 }
 
 /// How a processor reaches `Region::Directory` or `Region::AccessTags` (see

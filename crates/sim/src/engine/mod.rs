@@ -41,6 +41,7 @@ use crate::stats::{
     DelayStats, HandlerSpan, KeyCheck, LatencyStats, NodeStats, ProcRole, ProcStats, RunStats, TraceEvent,
 };
 use crate::thread::{mix_seed, Counted, Op, OpFault, OpResult, SimProc, ThreadShared};
+use crate::timeline::{Doing, SharedSink};
 use crate::SimError;
 use finegrain_core::config::{ComputeParams, MAX_CYCLES};
 use finegrain_core::{
@@ -123,6 +124,22 @@ enum Cat {
     /// successor (the hand-off and adaptive relinquish rules).
     Hold,
     Idle,
+}
+
+impl Cat {
+    fn doing(self) -> Doing {
+        match self {
+            Cat::Compute => Doing::Compute,
+            Cat::Send => Doing::Send,
+            Cat::Wait => Doing::Wait,
+            Cat::Handler => Doing::Handler,
+            Cat::Interrupt => Doing::Interrupt,
+            Cat::Role => Doing::Role,
+            Cat::PollIdle => Doing::PollIdle,
+            Cat::Hold => Doing::Hold,
+            Cat::Idle => Doing::Idle,
+        }
+    }
 }
 
 /// What must happen when a processor's activity ends.
@@ -430,6 +447,11 @@ pub(crate) struct Engine<'a, 'h, T> {
     running: Running,
     /// Policy coprocessor: the nodes' co-processors and their library.
     coproc: Option<coproc::CoprocNodes>,
+    /// Where the run's timeline goes, if a caller records it.
+    sink: Option<SharedSink>,
+    /// With a sink: each message slot's timeline id, and the next id.
+    flows: Vec<u64>,
+    next_flow: u64,
 }
 
 /// Events between two publications of progress (a few milliseconds).
@@ -599,6 +621,9 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             progress: crate::progress::observer(),
             running: Running::Engine,
             coproc,
+            sink: crate::timeline::take_sink(),
+            flows: Vec::new(),
+            next_flow: 1,
         })
     }
 
@@ -627,6 +652,11 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
     }
 
     fn run_events(&mut self) -> Result<(Vec<T>, RunStats), SimError> {
+        if let Some(sink) = &self.sink {
+            for pr in &self.procs {
+                sink.borrow_mut().processor(pr.node as u32, pr.local as u32, pr.dedicated);
+            }
+        }
         for p in 0..self.procs.len() {
             self.wake(p);
         }
@@ -702,7 +732,26 @@ impl<'a, 'h, T> Engine<'a, 'h, T> {
             Cat::Hold => c.hold += rest,
             Cat::Idle => c.idle += rest,
         }
+        let (since, cat) = (pr.since, pr.cat);
         pr.since = now;
+        if self.sink.is_some() {
+            self.trace_activity(p, since, stall, cat);
+        }
+    }
+
+    /// Tells the sink what processor `p` did from `since` to now, the
+    /// first `stall` cycles stalled on memory.
+    #[cold]
+    fn trace_activity(&mut self, p: usize, since: u64, stall: u64, cat: Cat) {
+        let Some(sink) = &self.sink else { return };
+        let (node, proc) = (self.procs[p].node as u32, self.procs[p].local as u32);
+        let mut sink = sink.borrow_mut();
+        if stall > 0 {
+            sink.activity(node, proc, Doing::Stall, since, since + stall);
+        }
+        if since + stall < self.now {
+            sink.activity(node, proc, cat.doing(), since + stall, self.now);
+        }
     }
 
     /// Starts a non-idle activity of `duration` cycles, the first `stall` of

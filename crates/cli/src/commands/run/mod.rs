@@ -4,6 +4,7 @@
 //! the platform and writes the record.
 
 mod platform;
+mod trace;
 
 use crate::args::{RunArgs, Workload};
 use anyhow::{bail, Result};
@@ -27,6 +28,7 @@ pub fn run(workload: Workload) -> Result<()> {
 /// a sweep, which writes every run's record itself and only simulates.
 pub fn sweep_base(workload: Workload) -> Result<SimRun> {
     fn of<O: RunOptions + clap::Args>(a: RunArgs<O>) -> Result<SimRun> {
+        trace::refuse(&a.trace, "for sweep")?;
         if a.json.is_some() {
             bail!("invalid json for sweep: every run's record goes to --out DIR/runs; allowed with run only");
         }
@@ -62,6 +64,9 @@ fn run_one<O: RunOptions + clap::Args>(a: RunArgs<O>) -> Result<()> {
             O::WORKLOAD
         );
     }
+    if platform != "sim" {
+        trace::refuse(&a.trace, &format!("with platform {platform}"))?;
+    }
     let inputs = run_inputs(a.config.as_deref(), o.common().preset.as_deref());
     platform::on_platform(&o, |on| match on {
         None => simulate(&o, &a, &inputs),
@@ -74,7 +79,11 @@ fn simulate<O: RunOptions + clap::Args>(o: &O, a: &RunArgs<O>, inputs: &[(Option
     o.common().refuse_runtime_fields()?;
     let run = o.simulated()?;
     check_writable(a.json.as_deref(), inputs)?;
-    let done = run.simulate()?;
+    let traced = trace::TraceRequest::of(&a.trace, run.config.machine.processor.mhz, inputs)?;
+    let done = match traced {
+        Some(t) => t.simulate(run)?,
+        None => run.simulate()?,
+    };
     // The record first: output closed early must not lose it.
     if let Some(path) = &a.json {
         write_json(path, &done.record())?;
