@@ -3,7 +3,12 @@
 
 mod common;
 
-use common::{finegrain, temp_dir};
+use common::{failing_rows, finegrain, shown_verdict, temp_dir};
+
+/// How many rows of a verdict's table are notes (they decide nothing).
+fn notes(rows: &[String]) -> usize {
+    rows.iter().filter(|r| r.starts_with("| note |")).count()
+}
 
 /// The record files a study wrote, sorted.
 fn records(d: &std::path::Path) -> Vec<String> {
@@ -51,12 +56,18 @@ fn quick_coprocessor_study_writes_a_row_per_run_and_pins_its_claims() {
     // store falls below optimized's, and optimized's bandwidth lead grows.
     let report = std::fs::read_to_string(d.join("report.md")).unwrap();
     for (claim, fails) in [(1, 1), (2, 4), (3, 6)] {
-        let prefix = format!("claim {claim}: ");
-        let lines: Vec<&str> = report.lines().filter(|l| l.starts_with(&prefix)).collect();
-        assert_eq!(lines.len(), 1, "{report}");
-        assert!(lines[0].starts_with(&format!("claim {claim}: not supported - ")), "{}", lines[0]);
-        assert_eq!(lines[0].matches("FAILS: ").count(), fails, "{}", lines[0]);
-        assert!(stdout.lines().any(|l| l == lines[0]), "{stdout}");
+        let (line, rows) = shown_verdict(&report, &format!("claim {claim}"));
+        assert!(line.starts_with(&format!("**claim {claim}: not supported** ({fails} of ")), "{line}");
+        assert_eq!(failing_rows(&rows), fails, "{}", rows.join("\n"));
+        // The failing rows come first.
+        assert!(rows[..fails].iter().all(|r| r.starts_with("| fails |")), "{}", rows.join("\n"));
+        // The terminal's verdict table: claim, verdict, checks failing.
+        let row = stdout.lines().find(|l| l.starts_with(&format!("claim {claim} "))).expect("a verdict row");
+        let cells: Vec<&str> = row.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+        assert_eq!(
+            cells[1..3],
+            ["not supported".to_string(), format!("{fails} of {} fail", rows.len() - notes(&rows))]
+        );
     }
     // Claims 1 and 2 compare Figure 3's primitives, the fit's targets.
     for basis in ["| 1 | ", "| 2 | "] {
@@ -73,7 +84,7 @@ fn quick_coprocessor_study_writes_a_row_per_run_and_pins_its_claims() {
     for heading in ["Table 1 as measured", "Figure 3 as measured", "Table 2 as measured", "What the reruns say"] {
         assert!(report.contains(&format!("## {heading}")), "no {heading}: {report}");
     }
-    assert!(report.contains("with free sending threads: claim 1: supported"), "{report}");
+    assert!(report.contains("**with free sending threads, claim 1: supported**"), "{report}");
 
     // Records regenerate from themselves alone: a ping-pong (the DMA time
     // measured again), a primitive and a program.

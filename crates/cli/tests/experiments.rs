@@ -310,7 +310,7 @@ fn a_reused_output_directory_holds_only_the_last_studys_records() {
             o.stdout.lines().filter(|l| l.starts_with("claim ") || l.starts_with("hypothesis H")).collect();
         assert_eq!(verdicts.len(), 5, "{study}: {}", o.stdout);
         for line in verdicts {
-            assert!(line.contains(": supported - ") || line.contains(": not supported - "), "{study}: {line}");
+            assert!(line.contains("  supported  ") || line.contains("  not supported  "), "{study}: {line}");
         }
     }
     assert!(records(&out).iter().all(|r| !r.starts_with("null-") && !r.starts_with("fetch-")), "scheduling runs left");

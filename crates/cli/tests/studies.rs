@@ -100,7 +100,10 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
         "it names mechanism_off = protocol_thread but its configuration runs with protocol_thread on",
     );
     let mechanisms = report.split("## Claims without the paper's Section 5 mechanisms").nth(1).expect("a section");
-    assert!(mechanisms.contains("- without protocol_thread: ") && mechanisms.contains("  - claim 5: "), "{mechanisms}");
+    assert!(
+        mechanisms.contains("Without protocol_thread: ") && mechanisms.contains("**without protocol_thread, claim 5: "),
+        "{mechanisms}"
+    );
     let failing = report.split("## What the reruns say about the failing claims").nth(1).expect("a section");
     assert!(failing.contains("- claim 3 (3 checks fail): without protocol_thread: supported"), "{failing}");
     // The context-switch map: every claim again at each other cost of the
@@ -154,13 +157,13 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
     let row = csv.lines().find(|l| l.contains(&format!("runs/{switched},"))).expect("a row for the rerun");
     assert!(row.ends_with(",64/128"), "{row}");
     let report = std::fs::read_to_string(d.join("report.md")).unwrap();
-    assert!(report.contains("## Sensitivity of claim 1") && report.contains("- 0% on return: "), "{report}");
+    assert!(report.contains("## Sensitivity of claim 1") && report.contains("**0% on return: "), "{report}");
     // Claim 2 again under the relinquish rules the study does not use.
     let record = "relinquish-adaptive-null-floating-p2-u0.90-oint20000-r0.json";
     check_rule_rerun(
         &d,
         "## Sensitivity of claim 2",
-        &["- relinquish adaptive: ", "- relinquish handoff: "],
+        &["**relinquish adaptive: ", "**relinquish handoff: "],
         record,
         ("relinquish_rule", "/config/relinquish", "adaptive"),
     );
@@ -191,7 +194,7 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
     check_rule_rerun(
         &d,
         "## Sensitivity of claim 4",
-        &["- arbitration lowest: "],
+        &["**arbitration lowest: "],
         record,
         ("arbitration_rule", "/config/machine/protocol/role_arbitration", "lowest"),
     );
@@ -317,8 +320,9 @@ p99_queue_delay_cycles,pp_busy_wait_fraction,seed";
     check_claims(&d, "pdq-micro", &[3, 0, 0], &[6, 0]);
     check_reuse(&d, "pdq-micro", &out.stdout);
     let report = std::fs::read_to_string(d.join("report.md")).unwrap();
-    let h1 = report.lines().find(|l| l.starts_with("hypothesis H1:")).expect("a hypothesis H1 line");
-    assert!(h1.contains("embedded uniform") && h1.contains("smp 2 processors zipf:1"), "H1 per kind: {h1}");
+    let (_, h1) = shown_verdict(&report, "hypothesis H1");
+    let h1 = h1.join("\n");
+    assert!(h1.contains("| embedded uniform") && h1.contains("| smp 2 processors zipf:1"), "H1 per kind: {h1}");
     check_rerun(&d, "smp-pdq-k4-keys64-zipf1.json", "fetch&add on preset hpca99");
     // A record's id and sweep must be the ones its configuration makes.
     let record = "embedded-pdq-k4-keys4096-uniform-seq0.010.json";
@@ -340,7 +344,7 @@ p99_queue_delay_cycles,pp_busy_wait_fraction,seed";
     // with the device's key affinity, whose runs say so in their
     // configuration and rerun.
     for name in ["claim 1", "hypothesis H1", "hypothesis H2"] {
-        assert!(report.contains(&format!("- with affinity, {name}: ")), "no affinity line for {name}");
+        shown_verdict(&report, &format!("with affinity, {name}"));
     }
     // The failing claims, against what the reruns give for them: claim 1
     // comes back without migration. H1 came back with key affinity until
@@ -441,17 +445,17 @@ fn check_reuse(d: &Path, study: &str, first_stdout: &[u8]) {
 /// (and the README's verdicts) are updated on purpose.
 fn check_claims(d: &Path, study: &str, claims: &[usize], hypotheses: &[usize]) {
     let report = std::fs::read_to_string(d.join("report.md")).unwrap();
+    let shown = shown_verdicts(&report);
     for (prefix, pins) in [("claim ", claims), ("hypothesis H", hypotheses)] {
-        let lines: Vec<&str> = report.lines().filter(|l| l.starts_with(prefix)).collect();
-        assert_eq!(lines.len(), pins.len(), "one verdict per {prefix}of {study}: {report}");
-        for (i, line) in lines.iter().enumerate() {
+        let own: Vec<&(String, Vec<String>)> =
+            shown.iter().filter(|(l, _)| l.starts_with(&format!("**{prefix}"))).collect();
+        assert_eq!(own.len(), pins.len(), "one verdict per {prefix}of {study}: {report}");
+        for (i, (line, rows)) in own.iter().enumerate() {
             let name = format!("{prefix}{}", i + 1);
             let verdict = if pins[i] == 0 { "supported" } else { "not supported" };
-            assert!(
-                line.starts_with(&format!("{name}: {verdict} - ")) && line.len() > 40,
-                "{study}, pinned {verdict}: {line}"
-            );
-            assert_eq!(line.matches("FAILS: ").count(), pins[i], "{study}, checks failing in {name}: {line}");
+            assert!(line.starts_with(&format!("**{name}: {verdict}** (")) && !rows.is_empty(), "{study}: {line}");
+            assert_eq!(failing_rows(rows), pins[i], "{study}, checks failing in {name}: {}", rows.join("\n"));
+            assert!(line.contains(&format!("({} of ", pins[i])), "{study}: {line}");
         }
     }
 }
@@ -462,7 +466,9 @@ fn check_sensitivity(d: &Path, heading: &str, effects: &[&str], (record, effect)
     let report = std::fs::read_to_string(d.join("report.md")).unwrap();
     let section = report.split(heading).nth(1).unwrap_or_else(|| panic!("no {heading} in {report}"));
     for e in effects {
-        assert!(section.lines().any(|l| l.starts_with(&format!("- without {e}: "))), "no line for {e}: {section}");
+        // A verdict with its checks (scheduling-micro) or a line of measures (pdq-micro).
+        let shown = |l: &str| l.starts_with(&format!("**without {e}: ")) || l.starts_with(&format!("- without {e}: "));
+        assert!(section.lines().any(shown), "no line for {e}: {section}");
     }
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("runs").join(record)).unwrap()).unwrap();

@@ -92,23 +92,25 @@ impl Claim {
         Claim { spec, verdict: Verdict::from_checks(spec.number, checks) }
     }
 
-    /// `claim N: supported|not supported|not decided - <numbers>` (or
-    /// `hypothesis HN: ...`), the line a report and `reproduce` print.
+    /// `claim N: supported|not supported|not decided - <checks>` (or
+    /// `hypothesis HN: ...`): the verdict and its checks on one line, in
+    /// the claim's order, for logs and test messages (reports table them).
     pub fn line(&self) -> String {
-        format!("{}: {} - {}", self.spec.name(), self.verdict.status(), self.verdict.evidence)
+        format!("{}: {} - {}", self.spec.name(), self.verdict.status(), self.verdict.text())
     }
 }
 
 /// The verdict on one claim, computed from the data.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug)]
 pub struct Verdict {
     pub claim: u32,
     /// False when data a check needs is missing: the claim is neither
     /// supported nor refuted.
     pub decided: bool,
     pub supported: bool,
-    /// The numbers that decide it (or, undecided, what is missing).
-    pub evidence: String,
+    /// The checks that decide it, in the order the claim made them (or,
+    /// undecided, the ones whose data is missing).
+    pub checks: Vec<Check>,
     /// How many of its checks fail (0 when supported or not decided).
     pub failed_checks: usize,
 }
@@ -118,26 +120,14 @@ impl Verdict {
     /// decided when one lacks its data (or there is nothing to check).
     pub fn from_checks(claim: u32, checks: &[Check]) -> Verdict {
         if checks.is_empty() {
-            return Verdict {
-                claim,
-                decided: false,
-                supported: false,
-                evidence: "nothing to check".into(),
-                failed_checks: 0,
-            };
+            return Verdict { claim, decided: false, supported: false, checks: Vec::new(), failed_checks: 0 };
         }
-        let missing: Vec<&str> = checks.iter().filter(|c| c.missing).map(|c| c.text.as_str()).collect();
+        let missing: Vec<Check> = checks.iter().filter(|c| c.outcome == Outcome::Missing).cloned().collect();
         if !missing.is_empty() {
-            return Verdict { claim, decided: false, supported: false, evidence: missing.join("; "), failed_checks: 0 };
+            return Verdict { claim, decided: false, supported: false, checks: missing, failed_checks: 0 };
         }
-        let supported = checks.iter().all(|c| c.holds);
-        let evidence = checks
-            .iter()
-            .map(|c| format!("{}{}", if c.holds { "" } else { "FAILS: " }, c.text))
-            .collect::<Vec<_>>()
-            .join("; ");
-        let failed_checks = checks.iter().filter(|c| !c.holds).count();
-        Verdict { claim, decided: true, supported, evidence, failed_checks }
+        let failed_checks = checks.iter().filter(|c| c.outcome == Outcome::Fails).count();
+        Verdict { claim, decided: true, supported: failed_checks == 0, checks: checks.to_vec(), failed_checks }
     }
 
     /// `supported`, `not supported` or `not decided`.
@@ -149,35 +139,154 @@ impl Verdict {
         }
     }
 
-    /// `claim N: supported|not supported|not decided - <numbers>`
+    /// `claim N: <status> - <checks>`: [`Claim::line`] where only the
+    /// number is at hand.
     pub fn line(&self) -> String {
-        format!("claim {}: {} - {}", self.claim, self.status(), self.evidence)
+        format!("claim {}: {} - {}", self.claim, self.status(), self.text())
+    }
+
+    /// The checks on one line in the claim's order, `; ` between them.
+    pub fn text(&self) -> String {
+        if self.checks.is_empty() {
+            return "nothing to check".into();
+        }
+        self.checks.iter().map(Check::text).collect::<Vec<_>>().join("; ")
+    }
+
+    /// The checks that decide something (notes left out).
+    pub fn judged(&self) -> usize {
+        self.checks.iter().filter(|c| c.outcome != Outcome::Note).count()
+    }
+
+    /// `2 of 7 fail`, `0 of 4 fail`, `no data` or `nothing to check`:
+    /// the verdict table's column.
+    pub fn tally(&self) -> String {
+        match (self.decided, self.checks.is_empty()) {
+            (false, true) => "nothing to check".into(),
+            (false, false) => format!("no data for {}", self.checks.len()),
+            (true, _) => format!("{} of {} fail", self.failed_checks, self.judged()),
+        }
+    }
+
+    /// The checks failing first, then holding, then notes, each group in
+    /// the claim's order: the rows of its evidence table.
+    pub fn rows(&self) -> Vec<&Check> {
+        let mut rows: Vec<&Check> = self.checks.iter().collect();
+        rows.sort_by_key(|c| c.outcome.rank());
+        rows
+    }
+
+    /// The evidence as a markdown table (or a sentence when there is
+    /// nothing to check).
+    pub fn markdown(&self) -> String {
+        if self.checks.is_empty() {
+            return "Nothing to check: no data point the test needs.\n".into();
+        }
+        let rows: Vec<Vec<String>> = self.rows().iter().map(|c| c.cells().map(|x| escape_cell(&x)).to_vec()).collect();
+        crate::report::markdown_table(&EVIDENCE_HEADER, &rows)
     }
 }
 
-/// One measurable part of a claim.
+/// The evidence table's columns.
+pub const EVIDENCE_HEADER: [&str; 4] = ["check", "compared", "measured", "requirement"];
+
+/// A pipe inside a cell would split it in two.
+fn escape_cell(text: &str) -> String {
+    text.replace('|', "\\|")
+}
+
+/// How one check came out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Fails,
+    Holds,
+    /// The data the check needs is missing: it decides nothing.
+    Missing,
+    /// A figure reported beside the checks, for context: it decides
+    /// nothing.
+    Note,
+}
+
+impl Outcome {
+    /// The evidence table's first column.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Outcome::Fails => "fails",
+            Outcome::Holds => "holds",
+            Outcome::Missing => "no data",
+            Outcome::Note => "note",
+        }
+    }
+
+    /// Failing rows first: they are what a reader looks for.
+    fn rank(&self) -> u8 {
+        match self {
+            Outcome::Fails | Outcome::Missing => 0,
+            Outcome::Holds => 1,
+            Outcome::Note => 2,
+        }
+    }
+}
+
+/// One measurable part of a claim: what is compared, the value measured
+/// (rounded to what the requirement needs), the requirement (`<= 0.8`,
+/// `>= 1.1`, `1.16-1.48`, or words where no number states it) and how
+/// it came out.
 #[derive(Clone, Debug)]
 pub struct Check {
-    pub holds: bool,
-    /// The data the check needs is missing: it decides nothing.
-    pub missing: bool,
-    pub text: String,
+    pub outcome: Outcome,
+    pub compared: String,
+    pub measured: String,
+    pub needs: String,
 }
 
 impl Check {
-    pub fn new(holds: bool, text: impl Into<String>) -> Check {
-        Check { holds, missing: false, text: text.into() }
+    pub fn new(
+        holds: bool,
+        compared: impl Into<String>,
+        measured: impl Into<String>,
+        needs: impl Into<String>,
+    ) -> Check {
+        let outcome = if holds { Outcome::Holds } else { Outcome::Fails };
+        Check { outcome, compared: compared.into(), measured: measured.into(), needs: needs.into() }
     }
 
     /// A figure reported beside the checks, for context: it decides
     /// nothing.
-    pub fn note(text: impl Into<String>) -> Check {
-        Check { holds: true, missing: false, text: text.into() }
+    pub fn note(compared: impl Into<String>, measured: impl Into<String>) -> Check {
+        Check { outcome: Outcome::Note, compared: compared.into(), measured: measured.into(), needs: String::new() }
     }
 
     /// A check that cannot be evaluated because a data point is missing.
     pub fn missing(what: &str) -> Check {
-        Check { holds: false, missing: true, text: format!("no data for {what}") }
+        Check { outcome: Outcome::Missing, compared: what.into(), measured: "no data".into(), needs: String::new() }
+    }
+
+    /// Whether it holds (a note holds: it decides nothing).
+    pub fn holds(&self) -> bool {
+        matches!(self.outcome, Outcome::Holds | Outcome::Note)
+    }
+
+    /// `FAILS: compared = measured (needs ...)`, `compared = measured
+    /// (not judged)` or `no data for compared`.
+    pub fn text(&self) -> String {
+        match self.outcome {
+            Outcome::Fails => format!("FAILS: {} = {} (needs {})", self.compared, self.measured, self.needs),
+            Outcome::Holds => format!("{} = {} (needs {})", self.compared, self.measured, self.needs),
+            Outcome::Note => format!("{} = {} (not judged)", self.compared, self.measured),
+            Outcome::Missing => format!("no data for {}", self.compared),
+        }
+    }
+
+    /// Its row: outcome, compared, measured, `needs ...` (or `not
+    /// judged` for a note).
+    pub fn cells(&self) -> [String; 4] {
+        let needs = match self.outcome {
+            Outcome::Note => "not judged".to_string(),
+            Outcome::Missing => "data".to_string(),
+            _ => format!("needs {}", self.needs),
+        };
+        [self.outcome.label().to_string(), self.compared.clone(), self.measured.clone(), needs]
     }
 }
 
@@ -187,17 +296,41 @@ mod tests {
 
     #[test]
     fn verdict_needs_every_check() {
-        let v = Verdict::from_checks(3, &[Check::new(true, "a=1"), Check::new(false, "b=2")]);
-        assert_eq!(v.line(), "claim 3: not supported - a=1; FAILS: b=2");
-        assert_eq!(v.failed_checks, 1);
-        let v = Verdict::from_checks(1, &[Check::new(true, "a=1")]);
-        assert_eq!(v.line(), "claim 1: supported - a=1");
-        assert_eq!(v.failed_checks, 0);
+        let v = Verdict::from_checks(3, &[Check::new(true, "a", "1", ">= 1"), Check::new(false, "b", "2", "<= 1")]);
+        assert_eq!((v.status(), v.failed_checks, v.tally().as_str()), ("not supported", 1, "1 of 2 fail"));
+        let v = Verdict::from_checks(1, &[Check::new(true, "a", "1", ">= 1"), Check::note("c", "3")]);
+        assert_eq!((v.status(), v.tally().as_str()), ("supported", "0 of 1 fail"));
         let v = Verdict::from_checks(2, &[]);
         assert!(!v.supported && !v.decided);
-        assert_eq!(v.line(), "claim 2: not decided - nothing to check");
-        let v = Verdict::from_checks(4, &[Check::new(false, "a=1"), Check::missing("fetch at U=0.5")]);
+        assert_eq!(v.tally(), "nothing to check");
+        let v = Verdict::from_checks(4, &[Check::new(false, "a", "1", "<= 0"), Check::missing("fetch at U=0.5")]);
         assert!(!v.decided);
-        assert_eq!(v.line(), "claim 4: not decided - no data for fetch at U=0.5");
+        assert_eq!(v.checks.len(), 1);
+        assert_eq!(v.checks[0].compared, "fetch at U=0.5");
+    }
+
+    #[test]
+    fn evidence_table_puts_failing_rows_first() {
+        let checks = [
+            Check::note("paper", "2.26"),
+            Check::new(true, "x / y", "0.82", "< 1.0"),
+            Check::new(false, "get / put", "1.14", ">= 1.2"),
+        ];
+        let table = Verdict::from_checks(1, &checks).markdown();
+        let rows: Vec<&str> = table.lines().skip(2).collect();
+        assert_eq!(
+            rows,
+            [
+                "| fails | get / put | 1.14 | needs >= 1.2 |",
+                "| holds | x / y | 0.82 | needs < 1.0 |",
+                "| note | paper | 2.26 | not judged |"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_pipe_in_a_cell_is_escaped() {
+        let table = Verdict::from_checks(1, &[Check::new(true, "a | b", "1", ">= 1")]).markdown();
+        assert!(table.contains("| a \\| b |"), "{table}");
     }
 }

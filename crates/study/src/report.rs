@@ -3,7 +3,7 @@
 //! source, its test and the numbers that decide it, the study's own
 //! sections, the figures, and what the simulator did.
 
-use crate::claim::{Claim, Origin};
+use crate::claim::{Claim, Origin, Verdict};
 use crate::experiment::{Header, Source};
 use crate::figures::Figure;
 use crate::record::RunRecord;
@@ -198,20 +198,52 @@ fn summary(claims: &[Claim]) -> String {
     s
 }
 
-/// A claim in words, where it comes from, how it is judged, and its
-/// verdict line (`claim N: ...`, which `reproduce` also prints).
+/// A claim in words, where it comes from, how it is judged, its verdict
+/// and the table of its checks.
 fn claim(c: &Claim) -> String {
     let spec = &c.spec;
     format!(
-        "### {}: {}\n\n{}\n\n- Source: {}\n- Test: {}\n- Basis: {}\n\n{}\n\n",
+        "### {}: {}\n\n{}\n\n- Source: {}\n- Test: {}\n- Basis: {}\n\n{}\n",
         spec.heading(),
         spec.title,
         spec.statement,
         spec.source,
         spec.test,
         spec.basis.words(),
-        c.line()
+        evidence(&spec.name(), &c.verdict)
     )
+}
+
+/// `**claim 1: not supported** (1 of 4 checks fail)` over its table of
+/// checks: how a report shows a verdict, the claim's own or a variant's
+/// (`name` says which).
+pub fn evidence(name: &str, v: &Verdict) -> String {
+    format!("**{name}: {}** ({})\n\n{}", v.status(), v.tally(), v.markdown())
+}
+
+/// Rows as text columns padded to their widest cell: the terminal's
+/// tables.
+pub fn text_table(header: &[&str], rows: &[Vec<String>]) -> Vec<String> {
+    let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (w, cell) in width.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let padded: Vec<String> = cells.iter().zip(&width).map(|(c, w)| format!("{c:<w$}")).collect();
+        padded.join("  ").trim_end().to_string()
+    };
+    let head: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    std::iter::once(line(&head)).chain(rows.iter().map(|r| line(r))).collect()
+}
+
+/// The terminal's verdict table: one row per claim, its verdict and how
+/// many of its checks fail.
+pub fn verdict_table(claims: &[Claim]) -> Vec<String> {
+    let rows: Vec<Vec<String>> =
+        claims.iter().map(|c| vec![c.spec.name(), c.verdict.status().to_string(), c.verdict.tally()]).collect();
+    text_table(&["claim", "verdict", "checks"], &rows)
 }
 
 fn simulator<L>(records: &[&RunRecord<L>], started: Instant) -> String {

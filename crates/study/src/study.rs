@@ -132,7 +132,8 @@ pub trait StudyRun<L: Labels>: Sized + Send + Sync {
     fn csv_row(&self) -> String;
 }
 
-/// What a reproduction leaves: its report and each claim's verdict line
+/// What a reproduction leaves: its report and its verdicts as lines for a
+/// terminal
 /// (none for one share of a batch job, which leaves only its runs'
 /// records), and notes on where the runs came from.
 pub struct Reproduced {
@@ -249,7 +250,7 @@ pub fn reproduce<S: Study>(
     });
     let path = out.join("report.md");
     std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-    Ok(Some(Reproduced { report: Some(path), verdicts: claims.iter().map(Claim::line).collect(), notes }))
+    Ok(Some(Reproduced { report: Some(path), verdicts: report::verdict_table(&claims), notes }))
 }
 
 /// A study's runs, done: their records in plan order (None for a shard,

@@ -99,7 +99,11 @@ fn show(done: &Reproduced, what: &What, t0: Instant) -> Result<()> {
         say!("{line}");
     }
     match &done.report {
-        Some(report) => say!("report: {} ({:.1} s)", report.display(), t0.elapsed().as_secs_f64()),
+        Some(report) => say!(
+            "report: {} ({:.1} s; each claim's checks are tabled there)",
+            report.display(),
+            t0.elapsed().as_secs_f64()
+        ),
         None => say!("records: {} ({:.1} s)", what.out.join("runs").display(), t0.elapsed().as_secs_f64()),
     }
     Ok(())

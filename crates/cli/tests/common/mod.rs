@@ -29,3 +29,38 @@ pub fn assert_one_line_error(args: &[&str], needles: &[&str]) {
         assert!(err.contains(n), "{args:?}: '{err}' lacks '{n}'");
     }
 }
+
+/// The verdicts a report shows (`**claim 1: not supported** (1 of 3
+/// fail)` over a table of its checks): each line with its table's rows.
+#[allow(dead_code)]
+pub fn shown_verdicts(report: &str) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    let mut open = false;
+    for line in report.lines() {
+        if line.starts_with("**") && line.contains("** (") {
+            out.push((line.to_string(), Vec::new()));
+            open = true;
+        } else if open && line.starts_with("| ") && !line.starts_with("| check |") {
+            out.last_mut().expect("a verdict line").1.push(line.to_string());
+        } else if open && !line.is_empty() && !line.starts_with('|') {
+            open = false;
+        }
+    }
+    out
+}
+
+/// The verdict named `name` (`claim 1`, `with affinity, hypothesis H1`)
+/// in `report`: its line and rows.
+#[allow(dead_code)]
+pub fn shown_verdict(report: &str, name: &str) -> (String, Vec<String>) {
+    shown_verdicts(report)
+        .into_iter()
+        .find(|(line, _)| line.starts_with(&format!("**{name}: ")))
+        .unwrap_or_else(|| panic!("no verdict of {name} in {report}"))
+}
+
+/// How many rows of a verdict's table fail.
+#[allow(dead_code)]
+pub fn failing_rows(rows: &[String]) -> usize {
+    rows.iter().filter(|r| r.starts_with("| fails |")).count()
+}

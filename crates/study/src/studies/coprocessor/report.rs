@@ -11,7 +11,7 @@ use super::plan::{AM_LIBRARIES, PAIR, SPLITC_LIBRARIES};
 use super::runs::{Measured, Run};
 use crate::claim::Claim;
 use crate::figures::{BarChart, BarMark, Chart, Figure, Paper, Series};
-use crate::report::{markdown_table, Section};
+use crate::report::{self, markdown_table, Section};
 use anyhow::Result;
 use finegrain_apps::coproc_primitives::{figure3, TABLE1_ROUND_TRIP_US};
 use finegrain_apps::splitc::primitives::Primitive;
@@ -175,12 +175,9 @@ fn rerun_section(runs: &[Run], claims: &[Claim]) -> Option<Section> {
     );
     let again = judge(&rerun);
     for (c, a) in claims.iter().zip(&again) {
-        body += &format!(
-            "- {} on the study's runs: {}; with free sending threads: {}\n",
-            c.spec.heading(),
-            c.verdict.status(),
-            a.line()
-        );
+        body += &format!("{} on the study's runs: {}.\n\n", c.spec.heading(), c.verdict.status());
+        body += &report::evidence(&format!("with free sending threads, {}", a.spec.name()), &a.verdict);
+        body.push('\n');
     }
     let t = Table1::of(&rerun);
     if let (Some(m), Some(c)) = (&t.main_am, &t.coproc_am) {

@@ -298,10 +298,11 @@ pub(super) fn claim1(v: &View, grid: &Grid) -> Verdict {
         checks.push(Check::new(
             gain >= 3.5,
             format!(
-                "embedded PDQ, {keys} uniform keys, msgs/us by protocol processors {}: 1->4 gives {}x (need >= 3.5)",
-                series.join(", "),
-                f2(gain)
+                "embedded PDQ, {keys} uniform keys, gain 1->4 protocol processors (msgs/us by processors {})",
+                series.join(", ")
             ),
+            format!("{}x", f2(gain)),
+            ">= 3.5x",
         ));
     } else {
         checks.push(requester_limited(4, r4));
@@ -320,26 +321,27 @@ pub(super) fn claim1(v: &View, grid: &Grid) -> Verdict {
         checks.push(Check::new(
             gain >= 0.9 * linear,
             format!(
-                "{a}->{b} gives {}x of {}x (need >= 90% of linear; queue delay {:.0} vs occupancy {:.0} cycles at \
-                 {b})",
-                f2(gain),
-                f2(linear),
+                "gain {a}->{b} processors (queue delay {:.0} vs occupancy {:.0} cycles at {b})",
                 rb.home.mean_queue_delay_cycles,
                 rb.pp_cycles_per_request()
             ),
+            format!("{}x", f2(gain)),
+            format!(">= {}x (90% of linear {}x)", f2(0.9 * linear), f2(linear)),
         ));
     }
     // What parallel execution costs per request (Section 5.2: protocol
     // state migrates between the processors' caches), so that a shortfall
     // can be read against it.
-    checks.push(Check::note(format!(
-        "note: embedded PDQ protocol-processor cycles per request 1: {:.0}, 4: {:.0}; state migrations per request \
-         1: {}, 4: {}",
-        r1.pp_cycles_per_request(),
-        r4.pp_cycles_per_request(),
-        f2(r1.migration_per_request()),
-        f2(r4.migration_per_request())
-    )));
+    checks.push(Check::note(
+        "embedded PDQ protocol-processor cycles per request; state migrations per request",
+        format!(
+            "1: {:.0}, 4: {:.0}; 1: {}, 4: {}",
+            r1.pp_cycles_per_request(),
+            r4.pp_cycles_per_request(),
+            f2(r1.migration_per_request()),
+            f2(r4.migration_per_request())
+        ),
+    ));
     checks.extend(claim1_by_keys(v, grid));
     checks.push(claim1_skewed(v, grid, &skewed(v.records)));
     Verdict::from_checks(1, &checks)
@@ -364,19 +366,15 @@ fn claim1_by_keys(v: &View, grid: &Grid) -> Vec<Check> {
     vec![
         Check::new(
             never_falls,
-            format!(
-                "embedded PDQ at 4 processors, msgs/us by uniform keys {shown_series} (need each >= 0.95x the next \
-                 smaller count)"
-            ),
+            "embedded PDQ at 4 processors, msgs/us by uniform keys",
+            shown_series,
+            "each >= 0.95x the next smaller count's",
         ),
         Check::new(
             most.1 >= 2.0 * one.1,
-            format!(
-                "embedded PDQ at 4 processors: {} keys give {}x the throughput of {} (need >= 2x)",
-                most.0,
-                f2(most.1 / one.1),
-                one.0
-            ),
+            format!("embedded PDQ at 4 processors: throughput with {} keys over {}", most.0, one.0),
+            format!("{}x", f2(most.1 / one.1)),
+            ">= 2x",
         ),
     ]
 }
@@ -395,10 +393,9 @@ fn claim1_skewed(v: &View, grid: &Grid, zipf: &str) -> Check {
     }
     Check::new(
         series.windows(2).all(|w| w[1].1 > w[0].1),
-        format!(
-            "embedded PDQ, {keys} {zipf} keys, msgs/us by processors {} (need higher at each step up to 4)",
-            series.iter().map(|(k, t)| format!("{k}: {}", f2(*t))).collect::<Vec<_>>().join(", ")
-        ),
+        format!("embedded PDQ, {keys} {zipf} keys, msgs/us by processors"),
+        series.iter().map(|(k, t)| format!("{k}: {}", f2(*t))).collect::<Vec<_>>().join(", "),
+        "higher at each step up to 4",
     )
 }
 
@@ -421,11 +418,9 @@ fn claim2(v: &View, grid: &Grid, zipf: &str) -> Verdict {
         let worst = ratios.iter().map(|(_, r)| (r - 1.0).abs()).fold(0.0, f64::max);
         checks.push(Check::new(
             worst <= 0.10,
-            format!(
-                "{}: PDQ/serial with 1 key by processors {} (need 0.90-1.10 at each)",
-                kind.label(),
-                ratios.iter().map(|(k, r)| format!("{k}: {}", f2(*r))).collect::<Vec<_>>().join(", ")
-            ),
+            format!("{}: PDQ/serial with 1 key by processors", kind.label()),
+            ratios.iter().map(|(k, r)| format!("{k}: {}", f2(*r))).collect::<Vec<_>>().join(", "),
+            "0.90-1.10 at each",
         ));
     }
     // Sections 1 and 3: waiting happens in the queue, so PDQ never spins.
@@ -440,15 +435,20 @@ fn claim2(v: &View, grid: &Grid, zipf: &str) -> Verdict {
         if pdq.is_empty() {
             continue;
         }
-        checks.push(Check::note(format!(
-            "note: {} with 1 key, protocol-processor cycles per request under PDQ {} vs serial {:.0}, state \
-             migrations per request {} vs {} (includes state migration between processors, Section 5.2)",
-            kind.label(),
-            slashed(pdq.iter().map(|r| format!("{:.0}", r.pp_cycles_per_request()))),
-            serial.pp_cycles_per_request(),
-            slashed(pdq.iter().map(|r| f2(r.migration_per_request()))),
-            f2(serial.migration_per_request())
-        )));
+        checks.push(Check::note(
+            format!(
+                "{} with 1 key, protocol-processor cycles per request, PDQ vs serial; state migrations per request \
+                 (includes state migration between processors, Section 5.2)",
+                kind.label()
+            ),
+            format!(
+                "{} vs {:.0}; {} vs {}",
+                slashed(pdq.iter().map(|r| format!("{:.0}", r.pp_cycles_per_request()))),
+                serial.pp_cycles_per_request(),
+                slashed(pdq.iter().map(|r| f2(r.migration_per_request()))),
+                f2(serial.migration_per_request())
+            ),
+        ));
     }
     checks.extend(sequential_key(v, grid));
     Verdict::from_checks(2, &checks)
@@ -480,11 +480,12 @@ fn pdq_never_busy_waits(v: &View, grid: &Grid, zipf: &str) -> Check {
     Check::new(
         zero == shares.len(),
         format!(
-            "PDQ busy-wait share 0 in {zero} of {} configurations (every kind, processor count, key count and \
-             skew; largest {:.4}; need 0 in all: in-queue synchronization, structural in the model)",
-            shares.len(),
+            "configurations with a PDQ busy-wait share of 0 (every kind, processor count, key count and skew; \
+             largest {:.4}; in-queue synchronization, structural in the model)",
             shares.iter().copied().fold(0.0, f64::max)
         ),
+        format!("{zero} of {}", shares.len()),
+        "all",
     )
 }
 
@@ -511,11 +512,9 @@ fn sequential_key(v: &View, grid: &Grid) -> Vec<Check> {
     let (first, last) = (series[0].1, series[series.len() - 1].1);
     vec![Check::new(
         series.windows(2).all(|w| w[1].1 <= 1.02 * w[0].1) && last < first,
-        format!(
-            "embedded PDQ at 4 processors, {keys} uniform keys, msgs/us by sequential fraction {} (need each <= \
-             1.02x the next smaller fraction's, and the largest fraction's below the smallest's)",
-            series.iter().map(|(f, t)| format!("{}: {}", shown(*f), f2(*t))).collect::<Vec<_>>().join(", ")
-        ),
+        format!("embedded PDQ at 4 processors, {keys} uniform keys, msgs/us by sequential fraction"),
+        series.iter().map(|(f, t)| format!("{}: {}", shown(*f), f2(*t))).collect::<Vec<_>>().join(", "),
+        "each <= 1.02x the next smaller fraction's, the largest fraction's below the smallest's",
     )]
 }
 
@@ -567,10 +566,12 @@ fn lock_overhead(v: &View, grid: &Grid, zipf: &str) -> Check {
         (true, Some((r, at))) => Check::new(
             above == total,
             format!(
-                "1 processor, spin-lock handler cycles per request above PDQ's in {above} of {total} configurations \
-                 (closest: {}x at {at}; need all)",
+                "configurations where, at 1 processor, spin-lock handler cycles per request are above PDQ's \
+                 (closest: {}x at {at})",
                 f2(r)
             ),
+            format!("{above} of {total}"),
+            "all",
         ),
         _ => Check::missing(&format!("spin-lock and PDQ at 1 processor at {}", missing.join(", "))),
     }
@@ -622,20 +623,24 @@ fn spin_lock_vs_pdq(v: &View, grid: &Grid, zipf: &str) -> Vec<Check> {
         checks.push(Check::new(
             holding == total,
             format!(
-                "where PDQ's processors are the limit, spin-lock throughput below PDQ's in {holding} of {total} \
-                 configurations (closest spin-lock/PDQ: {} at {at})",
+                "configurations where PDQ's processors are the limit and spin-lock throughput is below PDQ's \
+                 (closest spin-lock/PDQ: {} at {at})",
                 f2(r)
             ),
+            format!("{holding} of {total}"),
+            "all",
         ));
     }
     if let (holding, total, Some((r, at))) = drained {
         checks.push(Check::new(
             holding == total,
             format!(
-                "where PDQ's queue has drained, spin-lock protocol-processor cycles per request above PDQ's in \
-                 {holding} of {total} configurations (closest PDQ/spin-lock: {} at {at})",
+                "configurations where PDQ's queue has drained and spin-lock protocol-processor cycles per request \
+                 are above PDQ's (closest PDQ/spin-lock: {} at {at})",
                 f2(r)
             ),
+            format!("{holding} of {total}"),
+            "all",
         ));
     }
     if checks.is_empty() {
@@ -668,7 +673,9 @@ fn spin_lock_gain(v: &View, grid: &Grid, zipf: &str) -> Vec<Check> {
         if !parts.is_empty() {
             checks.push(Check::new(
                 holds,
-                format!("{} gain 1->4 processors, {} (need spin-lock <= PDQ + 0.02)", kind.label(), parts.join(", ")),
+                format!("{} gain 1->4 processors", kind.label()),
+                parts.join(", "),
+                "spin-lock <= PDQ + 0.02",
             ));
         }
     }
@@ -692,12 +699,9 @@ fn contention(v: &View, grid: &Grid, zipf: &str) -> Vec<Check> {
             let falls = bw.windows(2).all(|w| w[0] >= w[1]) && bw[0] > bw[bw.len() - 1];
             checks.push(Check::new(
                 falls,
-                format!(
-                    "{} busy-wait at {k} processors by keys {}: {}",
-                    kind.label(),
-                    slashed(&keys),
-                    slashed(bw.iter().map(|&x| f2(x)))
-                ),
+                format!("{} spin-lock busy-wait share at {k} processors by keys {}", kind.label(), slashed(&keys)),
+                slashed(bw.iter().map(|&x| f2(x))),
+                "never rises, ends below its start",
             ));
         } else {
             checks.push(Check::missing(&format!("{} spin-lock at {k} processors for every key count", kind.label())));
@@ -708,12 +712,9 @@ fn contention(v: &View, grid: &Grid, zipf: &str) -> Vec<Check> {
             let grows = by_k.windows(2).all(|w| w[1] >= w[0]) && by_k[by_k.len() - 1] > by_k[0];
             checks.push(Check::new(
                 grows,
-                format!(
-                    "{} busy-wait with 1 key by processors {}: {}",
-                    kind.label(),
-                    slashed(&counts),
-                    slashed(by_k.iter().map(|&x| f2(x)))
-                ),
+                format!("{} spin-lock busy-wait share with 1 key by processors {}", kind.label(), slashed(&counts)),
+                slashed(by_k.iter().map(|&x| f2(x))),
+                "never falls, ends above its start",
             ));
         } else {
             checks.push(Check::missing(&format!("{} spin-lock with 1 key at every processor count", kind.label())));
@@ -724,12 +725,9 @@ fn contention(v: &View, grid: &Grid, zipf: &str) -> Vec<Check> {
         ) {
             (Some(z), Some(u)) => checks.push(Check::new(
                 z >= u,
-                format!(
-                    "{} busy-wait at {k} processors, {most} keys: {zipf} {} vs uniform {} (need {zipf} >= uniform)",
-                    kind.label(),
-                    f2(z),
-                    f2(u)
-                ),
+                format!("{} spin-lock busy-wait share at {k} processors, {most} keys: {zipf} vs uniform", kind.label()),
+                format!("{} vs {}", f2(z), f2(u)),
+                format!("{zipf} >= uniform"),
             )),
             _ => checks.push(Check::missing(&format!(
                 "{} spin-lock at {k} processors, {most} uniform and {zipf} keys",
@@ -764,7 +762,9 @@ pub(super) fn static_partitioning(v: &View, grid: &Grid, zipf: &str) -> Verdict 
             // queueing argument expects at most 1.0).
             Some(u) => checks.push(Check::new(
                 (0.9..=1.1).contains(&u.mean),
-                format!("{} {} (need 0.90-1.10)", kind.label(), u.text),
+                format!("{} {}", kind.label(), u.compared),
+                u.measured,
+                "0.90-1.10",
             )),
             None => checks.push(Check::missing(&format!("{} static and PDQ under {UNIFORM} keys", kind.label()))),
         }
@@ -783,13 +783,9 @@ pub(super) fn static_partitioning(v: &View, grid: &Grid, zipf: &str) -> Verdict 
             };
             checks.push(Check::new(
                 z.mean <= 0.90 && z.mean <= u.mean - 0.10,
-                format!(
-                    "{} {k} processors {} (need <= 0.90 and <= uniform {} - 0.10 = {})",
-                    kind.label(),
-                    z.text,
-                    f2(u.mean),
-                    f2(u.mean - 0.10)
-                ),
+                format!("{} {k} processors {}", kind.label(), z.compared),
+                z.measured,
+                format!("<= 0.90 and <= uniform's {} - 0.10 = {}", f2(u.mean), f2(u.mean - 0.10)),
             ));
         }
         checks.extend(static_notes(v, grid, kind, zipf));
@@ -797,10 +793,12 @@ pub(super) fn static_partitioning(v: &View, grid: &Grid, zipf: &str) -> Verdict 
     Verdict::from_checks(1, &checks)
 }
 
-/// A mean static/PDQ throughput ratio and the text that shows it.
+/// A mean static/PDQ throughput ratio, what it compares and its value as
+/// shown.
 struct Ratio {
     mean: f64,
-    text: String,
+    compared: String,
+    measured: String,
 }
 
 /// Static partitioning's throughput over PDQ's for one kind and skew, at
@@ -822,9 +820,9 @@ fn static_over_pdq(v: &View, grid: &Grid, kind: ServingKind, skew: &str, ks: &[u
     }
     let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
     let (lo, hi) = ratios.iter().fold((f64::MAX, f64::MIN), |(a, b), r| (a.min(*r), b.max(*r)));
-    let text =
-        format!("{skew}: static/PDQ mean {} over {} points (range {}..{})", f2(mean), ratios.len(), f2(lo), f2(hi));
-    Some(Ratio { mean, text })
+    let compared = format!("{skew}: static/PDQ mean over {} points", ratios.len());
+    let measured = format!("{} (range {}..{})", f2(mean), f2(lo), f2(hi));
+    Some(Ratio { mean, compared, measured })
 }
 
 /// Hypothesis H1's notes, deciding nothing: static and PDQ processor time
@@ -846,26 +844,31 @@ fn static_notes(v: &View, grid: &Grid, kind: ServingKind, zipf: &str) -> Vec<Che
     let mut notes = Vec::new();
     if !pairs.is_empty() {
         let mean = |f: &dyn Fn(&(&Run, &Run)) -> f64| pairs.iter().map(f).sum::<f64>() / pairs.len() as f64;
-        notes.push(Check::note(format!(
-            "note: {} uniform, mean protocol-processor cycles per request static {:.0} vs PDQ {:.0}, state \
-             migrations per request {} vs {}",
-            kind.label(),
-            mean(&|(s, _)| s.pp_cycles_per_request()),
-            mean(&|(_, p)| p.pp_cycles_per_request()),
-            f2(mean(&|(s, _)| s.migration_per_request())),
-            f2(mean(&|(_, p)| p.migration_per_request()))
-        )));
+        notes.push(Check::note(
+            format!(
+                "{} uniform, static vs PDQ: mean protocol-processor cycles per request; state migrations per request",
+                kind.label()
+            ),
+            format!(
+                "{:.0} vs {:.0}; {} vs {}",
+                mean(&|(s, _)| s.pp_cycles_per_request()),
+                mean(&|(_, p)| p.pp_cycles_per_request()),
+                f2(mean(&|(s, _)| s.migration_per_request())),
+                f2(mean(&|(_, p)| p.migration_per_request()))
+            ),
+        ));
     }
     let keys = grid.most_keys();
     let share = |d| v.get(kind, d, 4, keys, zipf).and_then(Run::busiest_protocol_share);
     if let (Some(s), Some(p)) = (share(Discipline::Static), share(Discipline::Pdq)) {
-        notes.push(Check::note(format!(
-            "note: {} 4 processors, {keys} {zipf} keys, busiest protocol processor's share of handlers static {} vs \
-             PDQ {} (even: 0.25)",
-            kind.label(),
-            f2(s),
-            f2(p)
-        )));
+        notes.push(Check::note(
+            format!(
+                "{} 4 processors, {keys} {zipf} keys, busiest protocol processor's share of handlers, static vs PDQ \
+                 (even: 0.25)",
+                kind.label()
+            ),
+            format!("{} vs {}", f2(s), f2(p)),
+        ));
     }
     notes
 }
@@ -909,24 +912,22 @@ fn smp_at_load(v: &View, grid: &Grid) -> Vec<Check> {
     let mut checks = vec![Check::new(
         pairs.iter().all(|(_, s, e)| latency(s) > latency(e)),
         format!(
-            "fixed think time ({} cycles), smp/embedded mean request latency in cycles by processors: {} (need smp \
-             longer at each)",
-            shown(grid.load_think_cycles),
-            pairs
-                .iter()
-                .map(|(k, s, e)| format!("{k}: {:.0}/{:.0}", latency(s), latency(e)))
-                .collect::<Vec<_>>()
-                .join(", ")
+            "fixed think time ({} cycles), smp/embedded mean request latency in cycles by processors",
+            shown(grid.load_think_cycles)
         ),
+        pairs
+            .iter()
+            .map(|(k, s, e)| format!("{k}: {:.0}/{:.0}", latency(s), latency(e)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        "smp longer at each",
     )];
     let (_, s1, e1) = pairs[0];
     checks.push(Check::new(
         delay(s1) > delay(e1),
-        format!(
-            "fixed think time, 1 processor: mean queue delay smp {:.0} vs embedded {:.0} cycles (need smp longer)",
-            delay(s1),
-            delay(e1)
-        ),
+        "fixed think time, 1 processor: mean queue delay in cycles, smp vs embedded",
+        format!("{:.0} vs {:.0}", delay(s1), delay(e1)),
+        "smp longer",
     ));
     // (count, delay, 5% of that run's SMP handler occupancy), up to 4.
     let smp: Vec<(u32, f64, f64)> = pairs
@@ -938,17 +939,18 @@ fn smp_at_load(v: &View, grid: &Grid) -> Vec<Check> {
     let base = smp[0].1;
     checks.push(Check::new(
         smp[1..].iter().all(|(_, d, _)| *d < base),
-        format!("fixed think time, smp mean queue delay by processors {series} (need below 1's at each count up to 4)"),
+        "fixed think time, smp mean queue delay in cycles by processors",
+        series,
+        "below 1's at each count up to 4",
     ));
     let higher = &smp[1..];
     if higher.len() >= 2 {
         checks.push(Check::new(
             higher.windows(2).all(|w| w[1].1 <= w[0].1 || (w[0].1 < w[0].2 && w[1].1 < w[1].2)),
+            format!("fixed think time, smp mean queue delay in cycles from {} processors up to 4", higher[0].0),
+            slashed(higher.iter().map(|(_, d, _)| format!("{d:.0}"))),
             format!(
-                "fixed think time, smp mean queue delay from {} processors up to 4: {} cycles (need no rise, unless \
-                 both below 5% of an smp handler's occupancy: {})",
-                higher[0].0,
-                slashed(higher.iter().map(|(_, d, _)| format!("{d:.0}"))),
+                "no rise, unless both below 5% of an smp handler's occupancy ({})",
                 slashed(higher.iter().map(|(_, _, f)| format!("{f:.0}")))
             ),
         ));
@@ -972,20 +974,18 @@ fn smp_at_saturation(v: &View, grid: &Grid) -> Vec<Check> {
     }
     let mut checks = vec![Check::new(
         pairs.iter().all(|(_, s, e)| s < e),
-        format!(
-            "saturation, {keys} uniform keys, smp/embedded msgs/us by processors: {}",
-            pairs.iter().map(|(k, s, e)| format!("{k}: {}/{}", f2(*s), f2(*e))).collect::<Vec<_>>().join(", ")
-        ),
+        format!("saturation, {keys} uniform keys, smp/embedded msgs/us by processors"),
+        pairs.iter().map(|(k, s, e)| format!("{k}: {}/{}", f2(*s), f2(*e))).collect::<Vec<_>>().join(", "),
+        "smp below embedded at each",
     )];
     let up_to_4: Vec<u32> = counts.iter().copied().filter(|&k| k <= 4).collect();
     let smp: Vec<(u32, f64)> = up_to_4.iter().filter_map(|&k| Some((k, t(ServingKind::Smp, k)?))).collect();
     if smp.len() == up_to_4.len() {
         checks.push(Check::new(
             smp.windows(2).all(|w| w[1].1 >= 1.2 * w[0].1),
-            format!(
-                "saturation, smp msgs/us by processors {} (need >= 1.2x at each step up to 4)",
-                smp.iter().map(|(k, x)| format!("{k}: {}", f2(*x))).collect::<Vec<_>>().join(", ")
-            ),
+            "saturation, smp msgs/us by processors",
+            smp.iter().map(|(k, x)| format!("{k}: {}", f2(*x))).collect::<Vec<_>>().join(", "),
+            ">= 1.2x at each step up to 4",
         ));
     } else {
         checks.push(Check::missing("smp PDQ at saturation at every processor count up to 4"));
@@ -996,23 +996,20 @@ fn smp_at_saturation(v: &View, grid: &Grid) -> Vec<Check> {
             if processor_limited(e4) {
                 checks.push(Check::new(
                     smp_gain >= 0.95 * embedded_gain,
-                    format!(
-                        "saturation, gain 1->4: smp {}x vs embedded {}x (need smp >= 0.95x embedded's = {}x)",
-                        f2(smp_gain),
-                        f2(embedded_gain),
-                        f2(0.95 * embedded_gain)
-                    ),
+                    format!("saturation, smp gain 1->4 (embedded's {}x)", f2(embedded_gain)),
+                    format!("{}x", f2(smp_gain)),
+                    format!(">= {}x (0.95x embedded's)", f2(0.95 * embedded_gain)),
                 ));
             } else {
-                checks.push(Check::note(format!(
-                    "note: embedded PDQ requester-limited at 4 (mean queue delay {:.0} below its occupancy {:.0} \
-                     cycles), so the gain comparison (smp {}x vs embedded {}x from 1 to 4) is not meaningful and not \
-                     judged",
-                    e4.home.mean_queue_delay_cycles,
-                    e4.pp_cycles_per_request(),
-                    f2(smp_gain),
-                    f2(embedded_gain)
-                )));
+                checks.push(Check::note(
+                    format!(
+                        "gain 1->4, smp vs embedded: embedded PDQ requester-limited at 4 (mean queue delay {:.0} \
+                         below its occupancy {:.0} cycles), so the comparison means nothing",
+                        e4.home.mean_queue_delay_cycles,
+                        e4.pp_cycles_per_request()
+                    ),
+                    format!("{}x vs {}x", f2(smp_gain), f2(embedded_gain)),
+                ));
             }
         }
         _ => checks.push(Check::missing("smp and embedded PDQ at 1 and 4 processors")),
@@ -1037,18 +1034,21 @@ fn mult_interrupts(v: &View, grid: &Grid) -> Vec<Check> {
         Check::new(
             falls,
             format!(
-                "mult ({} servers) interrupts per request as the home's utilization falls {}: {}",
+                "mult ({} servers) interrupts per request as the home's utilization falls {}",
                 grid.mult_sweep_procs,
-                slashed(mult.iter().map(|r| format!("{:.2}", r.home.home_u))),
-                slashed(rates.iter().map(|x| format!("{x:.4}")))
+                slashed(mult.iter().map(|r| format!("{:.2}", r.home.home_u)))
             ),
+            slashed(rates.iter().map(|x| format!("{x:.4}"))),
+            "never rises, ends below its start",
         ),
         Check::new(
             last <= 0.1,
             format!(
-                "mult interrupts per request at the lowest home utilization ({}): {last:.4} (need <= 0.1)",
+                "mult interrupts per request at the lowest home utilization ({})",
                 shown(mult[mult.len() - 1].l().target_home_u)
             ),
+            format!("{last:.4}"),
+            "<= 0.1",
         ),
     ]
 }
@@ -1074,11 +1074,9 @@ fn mult_occupancy(v: &View, grid: &Grid) -> Check {
     let base = smp.pp_cycles_per_request();
     Check::new(
         mult.iter().all(|m| m.pp_cycles_per_request() > base),
-        format!(
-            "{k} processors, {keys} uniform keys: protocol-processor cycles per request mult {} ({whence}) vs \
-             dedicated smp {base:.0} (need mult above)",
-            slashed(mult.iter().map(|m| format!("{:.0}", m.pp_cycles_per_request())))
-        ),
+        format!("{k} processors, {keys} uniform keys: protocol-processor cycles per request, mult ({whence})"),
+        slashed(mult.iter().map(|m| format!("{:.0}", m.pp_cycles_per_request()))),
+        format!("> dedicated smp's {base:.0}"),
     )
 }
 
@@ -1089,6 +1087,7 @@ fn mult_occupancy(v: &View, grid: &Grid) -> Check {
 mod tests {
     use super::super::labels::RunLabels;
     use super::*;
+    use crate::claim::Outcome;
     use crate::record::RunRecord;
     use finegrain_apps::fetch_add::{FetchAddConfig, HomeMeasures, KeySkew};
     use finegrain_apps::serving::Point;
@@ -1245,7 +1244,7 @@ mod tests {
 
     fn failing(v: &Verdict) -> String {
         assert!(v.decided && !v.supported, "{}", v.line());
-        v.evidence.split("; ").filter(|c| c.starts_with("FAILS: ")).collect::<Vec<_>>().join("; ")
+        v.checks.iter().filter(|c| c.outcome == Outcome::Fails).map(Check::text).collect::<Vec<_>>().join("; ")
     }
 
     fn supported(v: &Verdict) {
@@ -1253,7 +1252,7 @@ mod tests {
     }
 
     fn undecided(v: &Verdict, why: &str) {
-        assert!(!v.decided && v.evidence.contains(why), "{}", v.line());
+        assert!(!v.decided && v.text().contains(why), "{}", v.line());
     }
 
     /// Claim 1's shape: embedded PDQ with 64 uniform keys at 1, 2 and 4
@@ -1287,17 +1286,20 @@ mod tests {
         let judge = |c: C1| claim1(&View::main(&c1_runs(c).runs), &g);
         let v = judge(C1_OK);
         supported(&v);
-        assert!(v.evidence.contains("note: embedded PDQ protocol-processor cycles per request 1: 200, 4: 200"));
+        assert!(v.text().contains("state migrations per request = 1: 200, 4: 200; 1: "), "{}", v.line());
         assert_eq!(failing(&judge(C1 { at4: 6.0, ..C1_OK })).split("; ").count(), 2);
-        assert!(failing(&judge(C1 { at4: 6.0, ..C1_OK })).contains("1->4 gives 3.00x (need >= 3.5)"));
-        assert!(failing(&judge(C1 { at4: 6.0, ..C1_OK })).contains("2->4 gives 1.54x of 2.00x"));
+        assert!(failing(&judge(C1 { at4: 6.0, ..C1_OK })).contains("gain 1->4 protocol processors (msgs/us by processors 1: 2.00 (1.00x), 2: 3.90 (1.95x), 4: 6.00 (3.00x)) = 3.00x (needs >= 3.5x)"));
+        assert!(failing(&judge(C1 { at4: 6.0, ..C1_OK })).contains("gain 2->4 processors (queue delay"));
         // The processor counts are read in ascending order whatever the
         // grid's order.
         let mut unsorted = grid(&[ServingKind::Embedded]);
         unsorted.protocol_procs = vec![4, 1, 2];
         let v = claim1(&View::main(&c1_runs(C1_OK).runs), &unsorted);
         supported(&v);
-        assert!(v.evidence.contains("1->2 gives 1.95x of 2.00x") && v.evidence.contains("2->4 gives 2.00x"));
+        assert!(
+            v.text().contains("1.95x (needs >= 1.80x (90% of linear 2.00x))")
+                && v.text().contains("= 2.00x (needs >= 1.80x")
+        );
     }
 
     #[test]
@@ -1310,7 +1312,7 @@ mod tests {
         let v = judge(C1 { delay_at_4: 100.0, ..C1_OK });
         undecided(&v, why);
         // Both the 1->4 comparison and the 2->4 step are left open.
-        assert_eq!(v.evidence.matches(why).count(), 2, "{}", v.line());
+        assert_eq!(v.text().matches(why).count(), 2, "{}", v.line());
         undecided(&judge(C1 { at4: 6.0, delay_at_4: 100.0, ..C1_OK }), why);
     }
 
@@ -1320,7 +1322,7 @@ mod tests {
         let judge = |c: C1| claim1(&View::main(&c1_runs(c).runs), &g);
         assert_eq!(
             failing(&judge(C1 { one_key_at_4: 4.5, ..C1_OK })),
-            "FAILS: embedded PDQ at 4 processors: 64 keys give 1.73x the throughput of 1 (need >= 2x)"
+            "FAILS: embedded PDQ at 4 processors: throughput with 64 keys over 1 = 1.73x (needs >= 2x)"
         );
         // A fall of more than 5% from 4 keys to 64, with 64 still 2x one.
         let mut g3 = grid(&[ServingKind::Embedded]);
@@ -1333,8 +1335,8 @@ mod tests {
         supported(&with_4_keys(8.0));
         assert_eq!(
             failing(&with_4_keys(8.3)),
-            "FAILS: embedded PDQ at 4 processors, msgs/us by uniform keys 1: 2.00, 4: 8.30, 64: 7.80 (need each >= \
-             0.95x the next smaller count)"
+            "FAILS: embedded PDQ at 4 processors, msgs/us by uniform keys = 1: 2.00, 4: 8.30, 64: 7.80 (needs each \
+             >= 0.95x the next smaller count's)"
         );
     }
 
@@ -1344,8 +1346,8 @@ mod tests {
         let v = claim1(&View::main(&c1_runs(C1 { zipf_at_4: 2.9, ..C1_OK }).runs), &g);
         assert_eq!(
             failing(&v),
-            "FAILS: embedded PDQ, 64 zipf:1 keys, msgs/us by processors 1: 1.80, 2: 3.00, 4: 2.90 (need higher at \
-             each step up to 4)"
+            "FAILS: embedded PDQ, 64 zipf:1 keys, msgs/us by processors = 1: 1.80, 2: 3.00, 4: 2.90 (needs higher \
+             at each step up to 4)"
         );
     }
 
@@ -1383,7 +1385,8 @@ mod tests {
         supported(&judge(c2_runs(2.02, 200, 0.0, &SEQ_OK)));
         assert_eq!(
             failing(&judge(c2_runs(2.4, 200, 0.0, &SEQ_OK))),
-            "FAILS: embedded: PDQ/serial with 1 key by processors 1: 1.20, 2: 1.20, 4: 1.20 (need 0.90-1.10 at each)"
+            "FAILS: embedded: PDQ/serial with 1 key by processors = 1: 1.20, 2: 1.20, 4: 1.20 (needs 0.90-1.10 at \
+             each)"
         );
         assert!(failing(&judge(c2_runs(1.7, 200, 0.0, &SEQ_OK))).contains("1: 0.85"));
         // More processor time per request than serial's (state moving
@@ -1391,9 +1394,7 @@ mod tests {
         let v = judge(c2_runs(2.02, 230, 0.0, &SEQ_OK));
         supported(&v);
         assert!(
-            v.evidence.contains(
-                "note: embedded with 1 key, protocol-processor cycles per request under PDQ 230/230/230 vs serial 200"
-            ),
+            v.text().contains("(includes state migration between processors, Section 5.2) = 230/230/230 vs 200;"),
             "{}",
             v.line()
         );
@@ -1403,7 +1404,8 @@ mod tests {
     fn claim2_needs_pdq_never_to_spin() {
         let g = c2_grid();
         let v = claim2(&View::main(&c2_runs(2.02, 200, 0.05, &SEQ_OK).runs), &g, "zipf:1");
-        assert!(failing(&v).starts_with("FAILS: PDQ busy-wait share 0 in 11 of 12 configurations"), "{}", v.line());
+        assert!(failing(&v).starts_with("FAILS: configurations with a PDQ busy-wait share of 0"), "{}", v.line());
+        assert!(failing(&v).ends_with("= 11 of 12 (needs all)"), "{}", v.line());
         // A PDQ point missing leaves it undecided.
         let mut r = c2_runs(2.02, 200, 0.0, &SEQ_OK);
         r.runs.retain(|run| !(run.l().protocol_procs == 4 && run.l().keys == 64 && run.l().skew == "zipf:1"));
@@ -1418,8 +1420,8 @@ mod tests {
         supported(&judge(&[(0.0, 4.0), (0.05, 4.07), (0.2, 3.0)]));
         assert_eq!(
             failing(&judge(&[(0.0, 4.0), (0.05, 4.2), (0.2, 3.0)])),
-            "FAILS: embedded PDQ at 4 processors, 64 uniform keys, msgs/us by sequential fraction 0: 4.00, 0.05: \
-             4.20, 0.2: 3.00 (need each <= 1.02x the next smaller fraction's, and the largest fraction's below the \
+            "FAILS: embedded PDQ at 4 processors, 64 uniform keys, msgs/us by sequential fraction = 0: 4.00, 0.05: \
+             4.20, 0.2: 3.00 (needs each <= 1.02x the next smaller fraction's, the largest fraction's below the \
              smallest's)"
         );
         assert!(failing(&judge(&[(0.0, 4.0), (0.05, 4.0), (0.2, 4.0)])).contains("0.2: 4.00"));
@@ -1427,7 +1429,7 @@ mod tests {
         // Without a sequential sweep there is nothing to judge there.
         let v = claim2(&View::main(&c2_runs(2.02, 200, 0.0, &[]).runs), &grid(&[ServingKind::Embedded]), "zipf:1");
         supported(&v);
-        assert!(!v.evidence.contains("sequential"));
+        assert!(!v.text().contains("sequential"));
     }
 
     /// Claim 3's shape, embedded: PDQ queues (processor-limited) with 64
@@ -1501,11 +1503,13 @@ mod tests {
         let v = c3(C3_OK);
         supported(&v);
         assert!(v
-            .evidence
-            .contains("where PDQ's processors are the limit, spin-lock throughput below PDQ's in 6 of 6"));
-        assert!(v.evidence.contains(
-            "where PDQ's queue has drained, spin-lock protocol-processor cycles per request above PDQ's in 6 of 6"
+            .text()
+            .contains("configurations where PDQ's processors are the limit and spin-lock throughput is below PDQ's"));
+        assert!(v.text().contains(
+            "configurations where PDQ's queue has drained and spin-lock protocol-processor cycles per request are \
+             above PDQ's"
         ));
+        assert_eq!(v.text().matches("= 6 of 6 (needs all)").count(), 2, "{}", v.line());
         // Unsorted grid lists are read in ascending order.
         let mut g = grid(&[ServingKind::Embedded]);
         g.keys = vec![64, 1];
@@ -1517,7 +1521,8 @@ mod tests {
     fn claim3_needs_the_lock_to_cost_every_handler() {
         let f = failing(&c3(C3 { spin_occupancy_at_1: 200, ..C3_OK }));
         assert!(
-            f.contains("FAILS: 1 processor, spin-lock handler cycles per request above PDQ's in 0 of 4 configurations"),
+            f.contains("FAILS: configurations where, at 1 processor, spin-lock handler cycles per request are above")
+                && f.contains("= 0 of 4 (needs all)"),
             "{f}"
         );
     }
@@ -1527,23 +1532,24 @@ mod tests {
         let f = failing(&c3(C3 { spin_ratio_at_64: 1.05, ..C3_OK }));
         assert!(
             f.starts_with(
-                "FAILS: where PDQ's processors are the limit, spin-lock throughput below PDQ's in 2 of 6 \
-                 configurations (closest spin-lock/PDQ: 1.05 at embedded k=2 keys=64 uniform)"
+                "FAILS: configurations where PDQ's processors are the limit and spin-lock throughput is below PDQ's \
+                 (closest spin-lock/PDQ: 1.05 at embedded k=2 keys=64 uniform) = 2 of 6"
             ),
             "{f}"
         );
         // One key, 2 and 4 processors: 120 cycles of handler (plus 10-30%
         // spinning: 133 and 171) against PDQ's 200.
         let f = failing(&c3(C3 { spin_occupancy_one_key: 120, ..C3_OK }));
-        let drained = "FAILS: where PDQ's queue has drained, spin-lock protocol-processor cycles per request above \
-                       PDQ's in 2 of 6";
-        assert!(f.starts_with(drained), "{f}");
+        let drained = "FAILS: configurations where PDQ's queue has drained and spin-lock protocol-processor cycles \
+                       per request are above PDQ's";
+        assert!(f.starts_with(drained) && f.contains(") = 2 of 6 (needs all)"), "{f}");
     }
 
     #[test]
     fn claim3_needs_pdq_never_to_spin() {
         let f = failing(&c3(C3 { pdq_busy: 0.02, ..C3_OK }));
-        assert!(f.starts_with("FAILS: PDQ busy-wait share 0 in 11 of 12 configurations"), "{f}");
+        assert!(f.starts_with("FAILS: configurations with a PDQ busy-wait share of 0"), "{f}");
+        assert!(f.ends_with("= 11 of 12 (needs all)"), "{f}");
     }
 
     #[test]
@@ -1552,8 +1558,8 @@ mod tests {
         let f = failing(&c3(C3 { spin_one_at_64: 1.0, ..C3_OK }));
         assert_eq!(
             f,
-            "FAILS: embedded gain 1->4 processors, 1 uniform keys: spin-lock 1.00x vs PDQ 1.00x, 64 zipf:1 keys: \
-             spin-lock 7.20x vs PDQ 4.00x (need spin-lock <= PDQ + 0.02)"
+            "FAILS: embedded gain 1->4 processors = 1 uniform keys: spin-lock 1.00x vs PDQ 1.00x, 64 zipf:1 keys: \
+             spin-lock 7.20x vs PDQ 4.00x (needs spin-lock <= PDQ + 0.02)"
         );
         // Within the 0.02 tolerance: 7.2 / 1.795 = 4.01.
         supported(&c3(C3 { spin_one_at_64: 1.795, ..C3_OK }));
@@ -1564,10 +1570,15 @@ mod tests {
         let f = failing(&c3(C3 { zipf_busy_at_64: 0.004, ..C3_OK }));
         assert_eq!(
             f,
-            "FAILS: embedded busy-wait at 4 processors, 64 keys: zipf:1 0.00 vs uniform 0.01 (need zipf:1 >= uniform)"
+            "FAILS: embedded spin-lock busy-wait share at 4 processors, 64 keys: zipf:1 vs uniform = 0.00 vs 0.01 \
+             (needs zipf:1 >= uniform)"
         );
         let f = failing(&c3(C3 { uniform_busy_at_64: 0.5, zipf_busy_at_64: 0.5, ..C3_OK }));
-        assert_eq!(f, "FAILS: embedded busy-wait at 4 processors by keys 1/64: 0.30/0.50");
+        assert_eq!(
+            f,
+            "FAILS: embedded spin-lock busy-wait share at 4 processors by keys 1/64 = 0.30/0.50 (needs never rises, \
+             ends below its start)"
+        );
     }
 
     /// H1's shape: static/PDQ 0.98 (or `uniform`) under uniform keys,
@@ -1593,20 +1604,20 @@ mod tests {
         let judge = |r: Runs| static_partitioning(&View::main(&r.runs), &g, "zipf:1");
         let v = judge(h1_runs(0.98, [0.75, 0.75]));
         supported(&v);
-        assert!(v.evidence.contains(
-            "note: smp uniform, mean protocol-processor cycles per request static 200 vs PDQ 200, state migrations per \
-             request 0.00 vs 0.00"
+        assert!(v.text().contains(
+            "smp uniform, static vs PDQ: mean protocol-processor cycles per request; state migrations per request = \
+             200 vs 200; 0.00 vs 0.00 (not judged)"
         ));
         // Pooled over 2 and 4 the Zipf mean (0.85) would pass; at 2 alone
         // it does not.
         assert_eq!(
             failing(&judge(h1_runs(0.98, [0.95, 0.75]))),
-            "FAILS: smp 2 processors zipf:1: static/PDQ mean 0.95 over 1 points (range 0.95..0.95) (need <= 0.90 and \
-             <= uniform 0.98 - 0.10 = 0.88)"
+            "FAILS: smp 2 processors zipf:1: static/PDQ mean over 1 points = 0.95 (range 0.95..0.95) (needs <= 0.90 \
+             and <= uniform's 0.98 - 0.10 = 0.88)"
         );
         assert!(failing(&judge(h1_runs(0.98, [0.75, 0.89]))).starts_with("FAILS: smp 4 processors zipf:1"));
         assert!(failing(&judge(h1_runs(1.15, [0.75, 0.75]))).starts_with(
-            "FAILS: embedded uniform: static/PDQ mean 1.15 over 2 points (range 1.15..1.15) (need 0.90-1.10)"
+            "FAILS: embedded uniform: static/PDQ mean over 2 points = 1.15 (range 1.15..1.15) (needs 0.90-1.10)"
         ));
         // Without 2 processors in the grid the case of Section 1 is missing.
         let mut g14 = grid(&[ServingKind::Embedded, ServingKind::Smp]);
@@ -1700,15 +1711,15 @@ mod tests {
     fn h2_needs_smp_queueing_to_fall_with_more_processors() {
         assert_eq!(
             failing(&h2(H2 { smp_delay: [1000.0, 600.0, 700.0], ..H2_OK })),
-            "FAILS: fixed think time, smp mean queue delay from 2 processors up to 4: 600/700 cycles (need no rise, \
-             unless both below 5% of an smp handler's occupancy: 10/10)"
+            "FAILS: fixed think time, smp mean queue delay in cycles from 2 processors up to 4 = 600/700 (needs no \
+             rise, unless both below 5% of an smp handler's occupancy (10/10))"
         );
         // Queueing gone at 2 and 4 (below 10 cycles): a rise there is noise.
         supported(&h2(H2 { smp_delay: [1000.0, 5.0, 8.0], embedded_latency: 800.0, ..H2_OK }));
         assert_eq!(
             failing(&h2(H2 { smp_delay: [1000.0, 1100.0, 400.0], ..H2_OK })),
-            "FAILS: fixed think time, smp mean queue delay by processors 1: 1000, 2: 1100, 4: 400 (need below 1's at \
-             each count up to 4)"
+            "FAILS: fixed think time, smp mean queue delay in cycles by processors = 1: 1000, 2: 1100, 4: 400 (needs \
+             below 1's at each count up to 4)"
         );
     }
 
@@ -1716,38 +1727,38 @@ mod tests {
     fn h2_needs_smp_to_gain_at_saturation() {
         assert_eq!(
             failing(&h2(H2 { smp: [1.5, 3.0, 3.7], ..H2_OK })),
-            "FAILS: saturation, gain 1->4: smp 2.47x vs embedded 3.95x (need smp >= 0.95x embedded's = 3.75x)"
+            "FAILS: saturation, smp gain 1->4 (embedded's 3.95x) = 2.47x (needs >= 3.75x (0.95x embedded's))"
         );
         // 3.8 / 4 = 0.96 of embedded's gain: about as much.
         supported(&h2(H2 { smp: [1.5, 3.0, 5.7], ..H2_OK }));
         assert_eq!(
             failing(&h2(H2 { smp: [1.5, 1.7, 6.0], ..H2_OK })),
-            "FAILS: saturation, smp msgs/us by processors 1: 1.50, 2: 1.70, 4: 6.00 (need >= 1.2x at each step up to \
-             4)"
+            "FAILS: saturation, smp msgs/us by processors = 1: 1.50, 2: 1.70, 4: 6.00 (needs >= 1.2x at each step up \
+             to 4)"
         );
         // Embedded requester-limited at 4: the gain comparison is only
         // reported.
         let v = h2(H2 { smp: [1.5, 3.0, 3.7], embedded_delay_at_4: 100.0, ..H2_OK });
         supported(&v);
-        assert!(v.evidence.contains("note: embedded PDQ requester-limited at 4"), "{}", v.line());
+        assert!(v.text().contains("gain 1->4, smp vs embedded: embedded PDQ requester-limited at 4"), "{}", v.line());
     }
 
     #[test]
     fn h2_needs_mult_to_take_few_interrupts_and_more_time_than_dedicated() {
         assert_eq!(
             failing(&h2(H2 { low_irq: 150, ..H2_OK })),
-            "FAILS: mult interrupts per request at the lowest home utilization (0.2): 0.1500 (need <= 0.1)"
+            "FAILS: mult interrupts per request at the lowest home utilization (0.2) = 0.1500 (needs <= 0.1)"
         );
         assert!(failing(&h2(H2 { low_irq: 300, ..H2_OK })).contains("mult (4 servers) interrupts per request"));
         assert_eq!(
             failing(&h2(H2 { mult_main: Some(180), ..H2_OK })),
-            "FAILS: 4 processors, 64 uniform keys: protocol-processor cycles per request mult 180 (main sweep) vs \
-             dedicated smp 200 (need mult above)"
+            "FAILS: 4 processors, 64 uniform keys: protocol-processor cycles per request, mult (main sweep) = 180 \
+             (needs > dedicated smp's 200)"
         );
         // Without Mult in the main sweep, every Mult-sweep point decides.
         supported(&h2(H2 { mult_main: None, ..H2_OK }));
         assert!(failing(&h2(H2 { mult_main: None, mult_sweep: 200, ..H2_OK }))
-            .contains("mult 200/200 (every point of the mult sweep)"));
+            .contains("mult (every point of the mult sweep) = 200/200"));
     }
 
     #[test]

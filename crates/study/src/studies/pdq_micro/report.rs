@@ -6,7 +6,7 @@ use super::runs::Run;
 use crate::claim::{Claim, Origin};
 use crate::experiment::EffectOff;
 use crate::figures::{Chart, Figure, Paper, Series};
-use crate::report::{markdown_table, Section};
+use crate::report::{self, markdown_table, Section};
 use anyhow::Result;
 use finegrain_core::{Discipline, ServingKind};
 use std::fmt::Write as _;
@@ -202,7 +202,8 @@ fn affinity_section(grid: &Grid, records: &[Run]) -> String {
     let v = View { records, pdq_sweep: Sweep::Affinity };
     let zipf = skewed(records);
     for claim in affinity_verdicts(grid, records) {
-        let _ = writeln!(s, "- with affinity, {}", claim.line());
+        s += "\n";
+        s += &report::evidence(&format!("with affinity, {}", claim.spec.name()), &claim.verdict);
     }
     let plain = View::main(records);
     // The grid always has 4 processors and both dedicated kinds (checked

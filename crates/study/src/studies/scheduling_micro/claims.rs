@@ -403,7 +403,10 @@ pub fn evaluate(grid: &Grid, records: &[Run]) -> Vec<Claim> {
             .collect();
         for (n, verdict) in verdicts.iter_mut().take(4).enumerate() {
             let agree = by_seed.iter().filter(|v| v[n].decided && v[n].supported == verdict.supported).count();
-            verdict.evidence += &format!("; seed by seed, {agree} of {} seeds give the same verdict", grid.replicates);
+            verdict.checks.push(Check::note(
+                "seed by seed, seeds giving the same verdict",
+                format!("{agree} of {}", grid.replicates),
+            ));
         }
     }
     CLAIMS.iter().zip(verdicts).map(|(&spec, verdict)| Claim { spec, verdict }).collect()
@@ -442,10 +445,10 @@ fn claim1(v: &View, us: &[f64], oints: &[u64]) -> Verdict {
     }
     let u_cb = comm_bound_u(us);
     for &oint in oints.iter().filter(|&&o| o != PAPER_OINT && Some(o) != hi) {
-        checks.push(Check::note(format!(
-            "not judged, Oint {oint} (neither the paper's 200 nor the high Oint): Single/Fixed {}",
-            curve(&curve_at(oint))
-        )));
+        checks.push(Check::note(
+            format!("Oint {oint} (neither the paper's 200 nor the high Oint): Single/Fixed"),
+            curve(&curve_at(oint)),
+        ));
     }
     for oint in std::iter::once(PAPER_OINT).chain(hi) {
         let r = curve_at(oint);
@@ -459,11 +462,9 @@ fn claim1(v: &View, us: &[f64], oints: &[u64]) -> Verdict {
             r.iter().filter(|(u, _)| *u >= u_peak).collect::<Vec<_>>().windows(2).all(|w| w[1].1 <= w[0].1 * 1.02);
         checks.push(Check::new(
             peak > 1.0 && u_peak < u_max && peak > at_max * 1.05 && decreasing,
-            format!(
-                "Oint {oint}: Single/Fixed peaks at {} (U={u_peak}) and falls with higher U to {} (U={u_max})",
-                f2(peak),
-                f2(at_max)
-            ),
+            format!("Oint {oint}: Single/Fixed at its peak and at the highest U"),
+            format!("{} (U={u_peak}), {} (U={u_max})", f2(peak), f2(at_max)),
+            "a peak > 1 below the highest U, then falling (within 2% a step) to below the peak / 1.05",
         ));
         let Some(u_min) = u_cb else {
             checks.push(no_comm_bound_u(us, &format!("Single null Oint {oint}")));
@@ -474,12 +475,9 @@ fn claim1(v: &View, us: &[f64], oints: &[u64]) -> Verdict {
         let irq_peak = v.irq_rate(p, "single", 1, u_peak, oint).unwrap_or(f64::NAN);
         checks.push(Check::new(
             at_min < peak && irq_min < irq_peak,
-            format!(
-                "Oint {oint}: communication-bound U={u_min} falls back to {} with {} interrupts/request (vs {} at the peak)",
-                f2(at_min),
-                f2(irq_min),
-                f2(irq_peak)
-            ),
+            format!("Oint {oint}: Single/Fixed and interrupts/request at communication-bound U={u_min}"),
+            format!("{}, {} interrupts/request", f2(at_min), f2(irq_min)),
+            format!("below the peak's {} and {} interrupts/request", f2(peak), f2(irq_peak)),
         ));
     }
     // "Even a small number of interrupts severely impacts the execution
@@ -497,12 +495,9 @@ fn claim1(v: &View, us: &[f64], oints: &[u64]) -> Verdict {
             match (single(u, PAPER_OINT), single(u, hi)) {
                 (Some(low), Some(high)) => checks.push(Check::new(
                     high >= 1.25 && high > low,
-                    format!(
-                        "U={u} ({why}): Oint {hi} leaves Single {} x Fixed vs {} at Oint {PAPER_OINT} \
-                         (need >= 1.25 and above it: even few interrupts cost a lot)",
-                        f2(high),
-                        f2(low)
-                    ),
+                    format!("U={u} ({why}): Single/Fixed at Oint {hi} (even few interrupts cost a lot)"),
+                    f2(high),
+                    format!(">= 1.25 and > Oint {PAPER_OINT}'s {}", f2(low)),
                 )),
                 _ => checks.push(Check::missing(&format!("Single null at U={u}, Oint {PAPER_OINT} and {hi}"))),
             }
@@ -540,15 +535,16 @@ pub(super) fn claim2(v: &View, us: &[f64], oints: &[u64]) -> Verdict {
                 let ok = like.iter().all(|(_, x)| (0.98..=1.2).contains(x));
                 checks.push(Check::new(
                     ok,
-                    format!("Oint {hi}: Floating/Fixed {} (need 0.98-1.2 at each: like Fixed)", curve(&like)),
+                    format!("Oint {hi}: Floating/Fixed (like Fixed)"),
+                    curve(&like),
+                    "0.98-1.2 at each",
                 ));
                 let mean = like.iter().map(|x| x.1).sum::<f64>() / like.len() as f64;
                 checks.push(Check::new(
                     mean >= 1.0,
-                    format!(
-                        "Oint {hi}: Floating/Fixed averages {} over U up to 0.9 (need >= 1.0: slightly slower)",
-                        f2(mean)
-                    ),
+                    format!("Oint {hi}: Floating/Fixed, mean over U up to 0.9 (slightly slower)"),
+                    f2(mean),
+                    ">= 1.0",
                 ));
             }
             // "eliminates many of the interrupts" (Section 6.2): at most half
@@ -563,31 +559,24 @@ pub(super) fn claim2(v: &View, us: &[f64], oints: &[u64]) -> Verdict {
                 let ok = spared.iter().all(|(_, f, s)| f.unwrap_or(f64::NAN) <= 0.5 * s.unwrap_or(f64::NAN));
                 checks.push(Check::new(
                     ok,
-                    format!(
-                        "Oint {hi}: interrupts/request Floating vs Single {} (need Floating at most half: many \
-                         eliminated)",
-                        spared
-                            .iter()
-                            .map(|(u, f, s)| format!(
-                                "U={u}: {} vs {}",
-                                f2(f.unwrap_or(f64::NAN)),
-                                f2(s.unwrap_or(f64::NAN))
-                            ))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
+                    format!("Oint {hi}: interrupts/request, Floating vs Single (many eliminated)"),
+                    spared
+                        .iter()
+                        .map(|(u, f, s)| {
+                            format!("U={u}: {} vs {}", f2(f.unwrap_or(f64::NAN)), f2(s.unwrap_or(f64::NAN)))
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    "Floating <= half of Single at each",
                 ));
             }
             let u_max = high_u(us);
             match (v.migration_rate(p, "floating", 2, u_max, hi), v.migration_rate(p, "fixed", 2, u_max, hi)) {
                 (Some(a), Some(b)) => checks.push(Check::new(
                     a > b,
-                    format!(
-                        "Oint {hi}, U={u_max}: migration misses/request {} under Floating vs {} under Fixed (need \
-                         more)",
-                        f2(a),
-                        f2(b)
-                    ),
+                    format!("Oint {hi}, U={u_max}: migration misses/request, Floating vs Fixed"),
+                    format!("{} vs {}", f2(a), f2(b)),
+                    "Floating more",
                 )),
                 _ => checks.push(Check::missing("migration misses")),
             }
@@ -603,16 +592,14 @@ pub(super) fn claim2(v: &View, us: &[f64], oints: &[u64]) -> Verdict {
         let worst = low.iter().map(|x| x.1).fold(f64::MIN, f64::max);
         checks.push(Check::new(
             worst <= 0.8,
-            format!(
-                "Oint {lo}: Floating/Fixed at most {} for U above 0.5 ({}) (need <= 0.8: clearly faster)",
-                f2(worst),
-                curve(&low)
-            ),
+            format!("Oint {lo}: Floating/Fixed, largest for U above 0.5 (clearly faster; {})", curve(&low)),
+            f2(worst),
+            "<= 0.8",
         ));
     }
     match has_u(us, 0.5).then(|| floating(0.5, lo)).flatten() {
         Some(x) => {
-            checks.push(Check::new(x < 1.0, format!("Oint {lo}, U=0.5: Floating/Fixed {} (need < 1.0: ahead)", f2(x))))
+            checks.push(Check::new(x < 1.0, format!("Oint {lo}, U=0.5: Floating/Fixed (ahead)"), f2(x), "< 1.0"))
         }
         None => checks.push(Check::missing(&format!("Floating null at Oint {lo}, U=0.5"))),
     }
@@ -624,10 +611,9 @@ pub(super) fn claim2(v: &View, us: &[f64], oints: &[u64]) -> Verdict {
         Some(u_min) => match floating(u_min, lo) {
             Some(x) => checks.push(Check::new(
                 x >= 0.95,
-                format!(
-                    "Oint {lo}, communication-bound U={u_min}: Floating/Fixed {} (need >= 0.95: no advantage left)",
-                    f2(x)
-                ),
+                format!("Oint {lo}, communication-bound U={u_min}: Floating/Fixed (no advantage left)"),
+                f2(x),
+                ">= 0.95",
             )),
             None => checks.push(Check::missing(&format!("Floating null at Oint {lo}, U={u_min}"))),
         },
@@ -668,15 +654,14 @@ fn claim3(v: &View, us: &[f64], oints: &[u64]) -> Verdict {
         checks.push(Check::new(
             violations.is_empty(),
             format!(
-                "Single/Fixed averages {} for fetch vs {} for null ({} of {} points where fetch exceeds null by \
-                 more than 2%{}{})",
+                "points where fetch's Single/Fixed exceeds null's by more than 2% (means: fetch {}, null {}){}{}",
                 f2(mean_f),
                 f2(mean_n),
-                violations.len(),
-                less.len(),
                 if violations.is_empty() { "" } else { ": " },
                 violations.join(", ")
             ),
+            format!("{} of {}", violations.len(), less.len()),
+            "none",
         ));
     }
     for p in [Protocol::Fetch, Protocol::Null] {
@@ -688,10 +673,9 @@ fn claim3(v: &View, us: &[f64], oints: &[u64]) -> Verdict {
             match single(Protocol::Fetch, u_min, lo) {
                 Some(x) => checks.push(Check::new(
                     x < 1.0,
-                    format!(
-                        "Oint {lo}, communication-bound U={u_min}: fetch Single/Fixed {} (need < 1: Single wins)",
-                        f2(x)
-                    ),
+                    format!("Oint {lo}, communication-bound U={u_min}: fetch Single/Fixed (Single wins)"),
+                    f2(x),
+                    "< 1",
                 )),
                 None => checks.push(Check::missing(&format!("fetch Single at Oint {lo}, U={u_min}"))),
             }
@@ -702,11 +686,11 @@ fn claim3(v: &View, us: &[f64], oints: &[u64]) -> Verdict {
                 (Some(fixed), Some(single)) => checks.push(Check::new(
                     fixed > single,
                     format!(
-                        "Oint {lo}, U={u_min}: data-placement misses/request on compute processors {} under Fixed \
-                         vs {} under Single (need more: the block moves cache to cache)",
-                        f2(fixed),
-                        f2(single)
+                        "Oint {lo}, U={u_min}: data-placement misses/request on compute processors, Fixed vs Single \
+                         (the block moves cache to cache)"
                     ),
+                    format!("{} vs {}", f2(fixed), f2(single)),
+                    "Fixed more",
                 )),
                 _ => checks.push(Check::missing(&format!("fetch data-placement misses at Oint {lo}, U={u_min}"))),
             }
@@ -721,7 +705,9 @@ fn claim3(v: &View, us: &[f64], oints: &[u64]) -> Verdict {
     } else {
         checks.push(Check::new(
             ahead.iter().all(|x| x.1 < 1.0),
-            format!("Oint {lo}: fetch Floating/Fixed on 2 processors {} (need < 1 at each: ahead)", curve(&ahead)),
+            format!("Oint {lo}: fetch Floating/Fixed on 2 processors (ahead)"),
+            curve(&ahead),
+            "< 1 at each",
         ));
     }
     match (high_oint(oints), comm_bound_u(us)) {
@@ -731,10 +717,10 @@ fn claim3(v: &View, us: &[f64], oints: &[u64]) -> Verdict {
             Some(x) => checks.push(Check::new(
                 x < 1.0,
                 format!(
-                    "Oint {hi}, communication-bound U={u_min}: fetch Floating/Fixed on 2 processors {} (need < 1: \
-                     ahead even there)",
-                    f2(x)
+                    "Oint {hi}, communication-bound U={u_min}: fetch Floating/Fixed on 2 processors (ahead even there)"
                 ),
+                f2(x),
+                "< 1",
             )),
             None => checks.push(Check::missing(&format!("fetch Floating on 2 processors at Oint {hi}, U={u_min}"))),
         },
@@ -777,18 +763,16 @@ fn fixed_wins_when_oint_dominates(v: &View, p: Protocol, us: &[f64], oints: &[u6
             judged = true;
             checks.push(Check::new(
                 least > 1.0,
-                format!(
-                    "{p}, Oint {o} ({ratio:.2} x Lmin): Single/Fixed at least {} (need > 1 at every U: Fixed wins)",
-                    f2(least)
-                ),
+                format!("{p}, Oint {o} ({ratio:.2} x Lmin): Single/Fixed, lowest over U (Fixed wins)"),
+                f2(least),
+                "> 1 at every U",
             ));
         } else {
             below.push(format!("Oint {o} ({ratio:.2} x Lmin) {}-{}", f2(least), f2(most)));
         }
     }
     if !below.is_empty() {
-        checks
-            .push(Check::note(format!("{p}, not judged, below {DOMINATES} x Lmin: Single/Fixed {}", below.join(", "))));
+        checks.push(Check::note(format!("{p}, below {DOMINATES} x Lmin: Single/Fixed range over U"), below.join(", ")));
     }
     if !judged {
         checks.push(Check::missing(&format!("{p} at an Oint of {DOMINATES} x Lmin or more")));
@@ -831,7 +815,7 @@ pub(super) fn claim4(v: &View, grid: &Grid, us: &[f64]) -> Verdict {
         for p in [Protocol::Null, Protocol::Fetch] {
             let r = across(p, u);
             let points = r.iter().map(|(n, x)| format!("{n}: {}", f2(*x))).collect::<Vec<_>>().join(", ");
-            checks.push(Check::note(format!("not judged, {p} U={u}: Floating/Fixed by processors {points}")));
+            checks.push(Check::note(format!("{p} U={u}: Floating/Fixed by processors"), points));
         }
     }
     let mut leveled = BTreeMap::new();
@@ -850,26 +834,23 @@ pub(super) fn claim4(v: &View, grid: &Grid, us: &[f64]) -> Verdict {
         let prev = r[r.len() - 2].1;
         checks.push(Check::new(
             first < 1.0 && last > 1.0,
-            format!(
-                "{p}, U={u_low}: Floating/Fixed goes from {} at {p_min} to {} at {p_max} processors (Fixed overtakes)",
-                f2(first),
-                f2(last)
-            ),
+            format!("{p}, U={u_low}: Floating/Fixed at {p_min} and at {p_max} processors (Fixed overtakes)"),
+            format!("{}, {}", f2(first), f2(last)),
+            format!("< 1 at {p_min}, > 1 at {p_max}"),
         ));
         checks.push(Check::new(
             (last - prev).abs() / prev <= 0.10,
-            format!("{p}, U={u_low}: levels off ({} -> {} over the last two counts)", f2(prev), f2(last)),
+            format!("{p}, U={u_low}: Floating/Fixed over the last two processor counts (levels off)"),
+            format!("{} -> {}", f2(prev), f2(last)),
+            "a change within 10%",
         ));
         // Levelling off is the PP saturating under both policies.
         match (v.occupancy(p, "fixed", p_max, u_low, lo), v.occupancy(p, "floating", p_max, u_low, lo)) {
             (Some(fixed), Some(floating)) => checks.push(Check::new(
                 fixed >= 0.85 && floating >= 0.85,
-                format!(
-                    "{p}, U={u_low}: protocol occupancy at {p_max} processors {} (Fixed), {} (Floating) (need >= \
-                     0.85: saturated)",
-                    f2(fixed),
-                    f2(floating)
-                ),
+                format!("{p}, U={u_low}: protocol occupancy at {p_max} processors, Fixed and Floating (saturated)"),
+                format!("{}, {}", f2(fixed), f2(floating)),
+                ">= 0.85 each",
             )),
             _ => checks.push(Check::missing(&format!("{p} protocol occupancy at {p_max} processors"))),
         }
@@ -879,12 +860,9 @@ pub(super) fn claim4(v: &View, grid: &Grid, us: &[f64]) -> Verdict {
         match (irq(p_min), irq(p_max)) {
             (Some(a), Some(b)) => checks.push(Check::new(
                 b < a,
-                format!(
-                    "{p}, U={u_low}: Floating's interrupts/request {} at {p_min} vs {} at {p_max} processors (need \
-                     fewer)",
-                    f2(a),
-                    f2(b)
-                ),
+                format!("{p}, U={u_low}: Floating's interrupts/request at {p_max} processors"),
+                f2(b),
+                format!("< {} (at {p_min})", f2(a)),
             )),
             _ => checks.push(Check::missing(&format!("{p} Floating interrupts at U={u_low}"))),
         }
@@ -900,12 +878,9 @@ pub(super) fn claim4(v: &View, grid: &Grid, us: &[f64]) -> Verdict {
         if let Some(&x) = leveled.get(&p) {
             checks.push(Check::new(
                 band.contains(&x),
-                format!(
-                    "{p}: at {p_max} processors Fixed leads by {} (need {}-{}: {words})",
-                    f2(x),
-                    band.start(),
-                    band.end()
-                ),
+                format!("{p}: Fixed's lead (Floating/Fixed) at {p_max} processors ({words})"),
+                f2(x),
+                format!("{}-{}", band.start(), band.end()),
             ));
         }
     }
@@ -915,19 +890,15 @@ pub(super) fn claim4(v: &View, grid: &Grid, us: &[f64]) -> Verdict {
             (Some(a), Some(b)) => {
                 checks.push(Check::new(
                     a < 1.0,
-                    format!(
-                        "{p}, U={u_high}: Floating/Fixed {} at {p_min} processors (need < 1: the extra processor \
-                         computes)",
-                        f2(a)
-                    ),
+                    format!("{p}, U={u_high}: Floating/Fixed at {p_min} processors (the extra processor computes)"),
+                    f2(a),
+                    "< 1",
                 ));
                 checks.push(Check::new(
                     b > a,
-                    format!(
-                        "{p}, U={u_high}: Floating/Fixed {} at {p_min} vs {} at {p_max} (advantage shrinks)",
-                        f2(a),
-                        f2(b)
-                    ),
+                    format!("{p}, U={u_high}: Floating/Fixed at {p_max} processors (advantage shrinks)"),
+                    f2(b),
+                    format!("> {} (at {p_min})", f2(a)),
                 ));
             }
             _ => checks.push(Check::missing(&format!("{p} Floating/Fixed at U={u_high}"))),
@@ -965,13 +936,9 @@ pub(super) fn arbitration_body(grid: &Grid, records: &[Run], sensitivity: &Sensi
     );
     for (a, v) in &sensitivity.claim4 {
         let shares = spread(Variant { arbitration: Some(*a), ..Variant::BASELINE });
-        let _ = writeln!(
-            s,
-            "- arbitration {}: {} - {}; the two busiest processors run {shares} of the handlers",
-            a.label(),
-            v.status(),
-            v.evidence
-        );
+        let _ = writeln!(s, "Arbitration {}: the two busiest processors run {shares} of the handlers.\n", a.label());
+        s += &crate::report::evidence(&format!("arbitration {}", a.label()), v);
+        s.push('\n');
     }
     s.push('\n');
     s
@@ -1014,10 +981,10 @@ pub(super) fn claim5(v: &View, grid: &Grid) -> Verdict {
     let p_max = *procs.last().expect("validated");
     let gaps: Vec<String> = (1..p_max).filter(|n| !procs.contains(n)).map(|n| n.to_string()).collect();
     if !gaps.is_empty() {
-        checks.push(Check::note(format!(
-            "the processor axis lacks {} (a policy's most cost-effective count may lie there)",
-            gaps.join(", ")
-        )));
+        checks.push(Check::note(
+            "processor counts the axis lacks (a policy's most cost-effective count may lie there)",
+            gaps.join(", "),
+        ));
     }
     for u in PAPER_US {
         for p in [Protocol::Null, Protocol::Fetch] {
@@ -1037,22 +1004,24 @@ pub(super) fn claim5(v: &View, grid: &Grid) -> Verdict {
             let (ok, expect) = match p {
                 Protocol::Null => (
                     fx < 1.0 && fl < fx && winner.policy == Some("fixed"),
-                    "dedicated PP pays, second compute processor pays more, Fixed best",
+                    "Fixed-2 < 1 (a dedicated PP pays), Floating-2 below it (a second compute processor pays \
+                     more), Fixed best by over 2 SE",
                 ),
                 Protocol::Fetch => (
                     fx > 1.0 && fl < 1.0 && winner.policy == Some("floating"),
-                    "dedicated PP does not pay, second compute processor does, Floating best",
+                    "Fixed-2 > 1 (a dedicated PP does not pay), Floating-2 < 1 (a second compute processor does), \
+                     Floating best by over 2 SE",
                 ),
             };
             checks.push(Check::new(
                 ok,
                 format!(
-                    "{p} U={u}: Fixed-2 {}, Floating-2 {}, best of each ({}): {} ({expect})",
-                    f2(fx),
-                    f2(fl),
+                    "{p} U={u}: cost-performance of Fixed-2 and Floating-2 over Single-1, best of each ({}): {}",
                     bests.iter().map(CostPoint::name).collect::<Vec<_>>().join(", "),
                     winner.words
                 ),
+                format!("{}, {}", f2(fx), f2(fl)),
+                expect,
             ));
             let at_end: Vec<String> = bests
                 .iter()
@@ -1060,10 +1029,10 @@ pub(super) fn claim5(v: &View, grid: &Grid) -> Verdict {
                 .map(|b| format!("{}-{}", b.pol, b.procs))
                 .collect();
             if !at_end.is_empty() {
-                checks.push(Check::note(format!(
-                    "{p} U={u}: {} at the largest count (the minimum may lie beyond the grid)",
-                    at_end.join(", ")
-                )));
+                checks.push(Check::note(
+                    format!("{p} U={u}: best systems at the largest count (the minimum may lie beyond the grid)"),
+                    at_end.join(", "),
+                ));
             }
         }
     }
@@ -1171,6 +1140,7 @@ mod tests {
     use super::super::labels::RunLabels;
     use super::super::runs::Derived;
     use super::*;
+    use crate::claim::Outcome;
     use crate::record::RunRecord;
     use finegrain_apps::micro::MicroConfig;
     use finegrain_apps::WorkloadSpec;
@@ -1315,7 +1285,7 @@ mod tests {
     fn failing(v: &Verdict) -> String {
         assert!(v.decided, "{}", v.line());
         assert!(!v.supported, "{}", v.line());
-        v.evidence.split("; ").filter(|c| c.starts_with("FAILS: ")).collect::<Vec<_>>().join("; ")
+        v.checks.iter().filter(|c| c.outcome == Outcome::Fails).map(Check::text).collect::<Vec<_>>().join("; ")
     }
 
     fn supported(v: &Verdict) {
@@ -1350,14 +1320,19 @@ mod tests {
         supported(&v);
         // Only Oint 200 and the high Oint are judged; others are reported.
         assert!(
-            v.evidence.contains("not judged, Oint 2000 (neither the paper's 200 nor the high Oint)"),
+            v.text().contains("Oint 2000 (neither the paper's 200 nor the high Oint): Single/Fixed = U=0.05: 0.90")
+                && v.text().contains("U=0.9: 1.50 (not judged)"),
             "{}",
             v.line()
         );
         // No fall back when communication-bound: refuted at each Oint.
         let r = claim1_runs(1.5);
         let v = claim1(&View::baseline(&r.runs), &US, &OINTS1);
-        assert!(failing(&v).contains("Oint 200: communication-bound U=0.05 falls back to 1.50"), "{}", v.line());
+        assert!(
+            failing(&v).contains("Oint 200: Single/Fixed and interrupts/request at communication-bound U=0.05 = 1.50"),
+            "{}",
+            v.line()
+        );
         // A missing point decides nothing.
         let mut r = claim1_runs(1.2);
         r.runs.remove(0);
@@ -1370,15 +1345,15 @@ mod tests {
         // Single well behind there): the fall-back is not judged.
         let r = claim1_runs(1.2);
         let v = claim1(&View::baseline(&r.runs), &[0.3, 0.5, 0.9], &OINTS1);
-        assert!(!v.decided && v.evidence.contains("communication-bound U (at most 0.1"), "{}", v.line());
+        assert!(!v.decided && v.text().contains("communication-bound U (at most 0.1"), "{}", v.line());
         // Without Oint 200 (the paper's) or any Oint above it: not decided.
         let mut r = claim1_runs(1.2);
         r.without(|l| l.oint_cycles == 200);
         let v = claim1(&View::baseline(&r.runs), &US, &[2000, 20_000]);
-        assert!(!v.decided && v.evidence.contains("no data for Single null Oint 200"), "{}", v.line());
+        assert!(!v.decided && v.text().contains("no data for Single null Oint 200"), "{}", v.line());
         let r = claim1_runs(1.2);
         let v = claim1(&View::baseline(&r.runs), &US, &[200]);
-        assert!(!v.decided && v.evidence.contains("a high Oint"), "{}", v.line());
+        assert!(!v.decided && v.text().contains("a high Oint"), "{}", v.line());
     }
 
     #[test]
@@ -1389,8 +1364,8 @@ mod tests {
         let v = claim1(&View::baseline(&r.runs), &US, &OINTS1);
         assert_eq!(
             failing(&v),
-            "FAILS: U=0.05 (communication-bound, few interrupts per request): Oint 20000 leaves Single 1.20 x Fixed \
-             vs 1.04 at Oint 200 (need >= 1.25 and above it: even few interrupts cost a lot)"
+            "FAILS: U=0.05 (communication-bound, few interrupts per request): Single/Fixed at Oint 20000 (even few \
+             interrupts cost a lot) = 1.20 (needs >= 1.25 and > Oint 200's 1.04)"
         );
         // At the high U (up to 0.9, not the grid's 0.95) too.
         let mut r = claim1_runs(1.2);
@@ -1400,7 +1375,12 @@ mod tests {
             r.add(NULL, SINGLE, 1, 0.95, oint, 0, M { irq: 0.1, ..norm(1.0) });
         }
         let v = claim1(&View::baseline(&r.runs), &[0.05, 0.3, 0.5, 0.9, 0.95], &[200, 20_000]);
-        assert!(failing(&v).contains("FAILS: U=0.9 (high U): Oint 20000 leaves Single 1.20 x Fixed"), "{}", v.line());
+        assert!(
+            failing(&v)
+                .contains("FAILS: U=0.9 (high U): Single/Fixed at Oint 20000 (even few interrupts cost a lot) = 1.20"),
+            "{}",
+            v.line()
+        );
     }
 
     const US2: [f64; 6] = [0.05, 0.3, 0.5, 0.7, 0.9, 0.95];
@@ -1437,13 +1417,15 @@ mod tests {
         supported(&claim2_of(&claim2_runs(0.1, 1.05, 0.95, 1.0)));
         // More than half of Single's interrupts: not "many eliminated".
         let v = claim2_of(&claim2_runs(0.25, 1.05, 0.95, 1.0));
-        assert!(failing(&v).starts_with("FAILS: Oint 20000: interrupts/request Floating vs Single U=0.5: 0.25 vs 0.40"));
+        assert!(failing(&v).starts_with(
+            "FAILS: Oint 20000: interrupts/request, Floating vs Single (many eliminated) = U=0.5: 0.25 vs 0.40"
+        ));
         // Still well ahead at the lowest U: the null handler's lead should
         // be gone there.
         let v = claim2_of(&claim2_runs(0.1, 1.05, 0.95, 0.8));
         assert_eq!(
             failing(&v),
-            "FAILS: Oint 200, communication-bound U=0.05: Floating/Fixed 0.80 (need >= 0.95: no advantage left)"
+            "FAILS: Oint 200, communication-bound U=0.05: Floating/Fixed (no advantage left) = 0.80 (needs >= 0.95)"
         );
     }
 
@@ -1454,18 +1436,26 @@ mod tests {
         r.without(|l| l.policy == "floating" && l.target_u == 0.05 && l.oint_cycles == 20_000);
         r.add(NULL, FLOATING, 2, 0.05, 20_000, 0, M { irq: 0.1, migration: 1.0, ..norm(1.3) });
         let v = claim2_of(&r);
-        assert!(failing(&v).starts_with("FAILS: Oint 20000: Floating/Fixed U=0.05: 1.30"), "{}", v.line());
+        assert!(
+            failing(&v).starts_with("FAILS: Oint 20000: Floating/Fixed (like Fixed) = U=0.05: 1.30"),
+            "{}",
+            v.line()
+        );
         // Within 0.98-1.2 everywhere but faster on average: not "slightly
         // slower".
         let v = claim2_of(&claim2_runs(0.1, 0.99, 0.95, 1.0));
         assert_eq!(
             failing(&v),
-            "FAILS: Oint 20000: Floating/Fixed averages 0.99 over U up to 0.9 (need >= 1.0: slightly slower)"
+            "FAILS: Oint 20000: Floating/Fixed, mean over U up to 0.9 (slightly slower) = 0.99 (needs >= 1.0)"
         );
         // Faster than Fixed by more than the 2% noise allowance: not "like
         // Fixed" (nor slower on the whole).
         let v = claim2_of(&claim2_runs(0.1, 0.97, 0.95, 1.0));
-        assert!(failing(&v).starts_with("FAILS: Oint 20000: Floating/Fixed U=0.05: 0.97"), "{}", v.line());
+        assert!(
+            failing(&v).starts_with("FAILS: Oint 20000: Floating/Fixed (like Fixed) = U=0.05: 0.97"),
+            "{}",
+            v.line()
+        );
         // No more migration than Fixed at the high U.
         let mut r = claim2_runs(0.1, 1.05, 0.95, 1.0);
         r.without(|l| l.policy == "fixed" && l.target_u == 0.9);
@@ -1473,7 +1463,7 @@ mod tests {
         let v = claim2_of(&r);
         assert_eq!(
             failing(&v),
-            "FAILS: Oint 20000, U=0.9: migration misses/request 1.00 under Floating vs 1.00 under Fixed (need more)"
+            "FAILS: Oint 20000, U=0.9: migration misses/request, Floating vs Fixed = 1.00 vs 1.00 (needs Floating more)"
         );
         // Without a high Oint: not decided.
         let v = claim2(&View::baseline(&claim2_runs(0.1, 1.05, 0.95, 1.0).runs), &US2, &[200]);
@@ -1485,14 +1475,16 @@ mod tests {
         // 0.95 at U = 0.5 passes (ahead), where "at most 0.8" no longer
         // applies; 1.02 there fails.
         let v = claim2_of(&claim2_runs(0.1, 1.05, 1.02, 1.0));
-        assert_eq!(failing(&v), "FAILS: Oint 200, U=0.5: Floating/Fixed 1.02 (need < 1.0: ahead)");
+        assert_eq!(failing(&v), "FAILS: Oint 200, U=0.5: Floating/Fixed (ahead) = 1.02 (needs < 1.0)");
         // 0.85 at U = 0.7 is not clearly faster.
         let mut r = claim2_runs(0.1, 1.05, 0.95, 1.0);
         r.without(|l| l.policy == "floating" && l.target_u == 0.7 && l.oint_cycles == 200);
         r.add(NULL, FLOATING, 2, 0.7, 200, 0, norm(0.85));
         let v = claim2_of(&r);
         assert!(
-            failing(&v).starts_with("FAILS: Oint 200: Floating/Fixed at most 0.85 for U above 0.5"),
+            failing(&v)
+                .starts_with("FAILS: Oint 200: Floating/Fixed, largest for U above 0.5 (clearly faster; U=0.7: 0.85")
+                && failing(&v).ends_with("= 0.85 (needs <= 0.8)"),
             "{}",
             v.line()
         );
@@ -1500,7 +1492,7 @@ mod tests {
         // ahead): not decided, never judged there.
         let r = claim2_runs(0.1, 1.05, 0.95, 1.0);
         let v = claim2(&View::baseline(&r.runs), &[0.3, 0.5, 0.7, 0.9], &[200, 20_000]);
-        assert!(!v.decided && v.evidence.contains("communication-bound U"), "{}", v.line());
+        assert!(!v.decided && v.text().contains("communication-bound U"), "{}", v.line());
     }
 
     const OINTS3: [u64; 3] = [200, 5000, 20_000];
@@ -1546,23 +1538,28 @@ mod tests {
         let v = claim3_of(&r, &US, &OINTS3);
         supported(&v);
         assert!(
-            v.evidence.contains(
-                "fetch, not judged, below 10 x Lmin: Single/Fixed Oint 200 (0.12 x Lmin) 0.95-1.20, Oint 5000 \
-                 (3.12 x Lmin) 0.98-0.98"
+            v.text().contains(
+                "fetch, below 10 x Lmin: Single/Fixed range over U = Oint 200 (0.12 x Lmin) 0.95-1.20, Oint 5000 \
+                 (3.12 x Lmin) 0.98-0.98 (not judged)"
             ),
             "{}",
             v.line()
         );
         // Null is judged too, from ten times its own Lmin (6000 cycles).
-        assert!(v.evidence.contains("null, Oint 20000 (33.33 x Lmin): Single/Fixed at least 1.60"), "{}", v.line());
+        assert!(
+            v.text().contains("null, Oint 20000 (33.33 x Lmin): Single/Fixed, lowest over U (Fixed wins) = 1.60"),
+            "{}",
+            v.line()
+        );
         let v = claim3_of(&claim3_runs(0.98, 0.5, 4.0, 0.5), &US, &OINTS3);
         assert_eq!(
             failing(&v),
-            "FAILS: fetch, Oint 20000 (12.50 x Lmin): Single/Fixed at least 0.98 (need > 1 at every U: Fixed wins)"
+            "FAILS: fetch, Oint 20000 (12.50 x Lmin): Single/Fixed, lowest over U (Fixed wins) = 0.98 (needs > 1 at \
+             every U)"
         );
         // Without an Oint of ten times fetch's Lmin the claim is not decided.
         let v = claim3_of(&r, &US, &[200, 5000]);
-        assert!(!v.decided && v.evidence.contains("fetch at an Oint of 10 x Lmin or more"), "{}", v.line());
+        assert!(!v.decided && v.text().contains("fetch at an Oint of 10 x Lmin or more"), "{}", v.line());
     }
 
     #[test]
@@ -1572,7 +1569,8 @@ mod tests {
         r.add(NULL, SINGLE, 1, 0.3, 20_000, 0, norm(0.99));
         let v = claim3_of(&r, &US, &OINTS3);
         assert!(
-            failing(&v).contains("FAILS: null, Oint 20000 (33.33 x Lmin): Single/Fixed at least 0.99"),
+            failing(&v)
+                .contains("FAILS: null, Oint 20000 (33.33 x Lmin): Single/Fixed, lowest over U (Fixed wins) = 0.99"),
             "{}",
             v.line()
         );
@@ -1585,7 +1583,8 @@ mod tests {
         // 5 points lower for null: fetch above it by more than 2% (at Oint
         // 200, U = 0.05, null's 0.90 against fetch's 0.95 counts too).
         let v = claim3_of(&claim3_runs(1.1, -0.05, 4.0, 0.5), &US, &OINTS3);
-        assert!(failing(&v).contains("12 of 12 points where fetch exceeds null by more than 2%"), "{}", v.line());
+        assert!(failing(&v).starts_with("FAILS: points where fetch's Single/Fixed exceeds null's by more than 2%"));
+        assert!(failing(&v).ends_with("= 12 of 12 (needs none)"), "{}", v.line());
     }
 
     #[test]
@@ -1593,12 +1592,12 @@ mod tests {
         let v = claim3_of(&claim3_runs(1.1, 0.5, 0.0, 0.5), &US, &OINTS3);
         assert_eq!(
             failing(&v),
-            "FAILS: Oint 200, U=0.05: data-placement misses/request on compute processors 0.00 under Fixed vs 0.00 \
-             under Single (need more: the block moves cache to cache)"
+            "FAILS: Oint 200, U=0.05: data-placement misses/request on compute processors, Fixed vs Single (the block \
+             moves cache to cache) = 0.00 vs 0.00 (needs Fixed more)"
         );
         let v = claim3_of(&claim3_runs(1.1, 0.5, 4.0, 1.05), &US, &OINTS3);
         assert!(
-            failing(&v).starts_with("FAILS: Oint 200: fetch Floating/Fixed on 2 processors U=0.05: 0.70"),
+            failing(&v).starts_with("FAILS: Oint 200: fetch Floating/Fixed on 2 processors (ahead) = U=0.05: 0.70"),
             "{}",
             v.line()
         );
@@ -1609,7 +1608,7 @@ mod tests {
         let v = claim3_of(&r, &US, &OINTS3);
         assert_eq!(
             failing(&v),
-            "FAILS: Oint 200, communication-bound U=0.05: fetch Single/Fixed 1.05 (need < 1: Single wins)"
+            "FAILS: Oint 200, communication-bound U=0.05: fetch Single/Fixed (Single wins) = 1.05 (needs < 1)"
         );
         // Floating behind Fixed at the lowest U at the high Oint.
         let mut r = claim3_runs(1.1, 0.5, 4.0, 0.5);
@@ -1618,13 +1617,13 @@ mod tests {
         let v = claim3_of(&r, &US, &OINTS3);
         assert_eq!(
             failing(&v),
-            "FAILS: Oint 20000, communication-bound U=0.05: fetch Floating/Fixed on 2 processors 1.01 (need < 1: \
-             ahead even there)"
+            "FAILS: Oint 20000, communication-bound U=0.05: fetch Floating/Fixed on 2 processors (ahead even there) = \
+             1.01 (needs < 1)"
         );
         // A lowest U of 0.3 is not communication-bound: not decided.
         let r = claim3_runs(1.1, 0.5, 4.0, 0.5);
         let v = claim3_of(&r, &[0.3, 0.5, 0.9], &OINTS3);
-        assert!(!v.decided && v.evidence.contains("communication-bound U"), "{}", v.line());
+        assert!(!v.decided && v.text().contains("communication-bound U"), "{}", v.line());
     }
 
     /// Claim 4's shape at U = 0.3: Floating/Fixed rises past 1 with
@@ -1669,14 +1668,14 @@ mod tests {
     fn claim4_holds_when_fixed_overtakes_by_the_papers_margins() {
         let v = claim4_of(&claim4_runs(1.9, 1.2, 0.9, 0.0, 0.6));
         supported(&v);
-        assert!(v.evidence.contains("not judged, null U=0.1: Floating/Fixed by processors 2: 3.00"), "{}", v.line());
+        assert!(v.text().contains("null U=0.1: Floating/Fixed by processors = 2: 3.00"), "{}", v.line());
         assert_eq!(
             failing(&claim4_of(&claim4_runs(1.9, 1.5, 0.9, 0.0, 0.6))),
-            "FAILS: fetch: at 8 processors Fixed leads by 1.50 (need 1.1-1.3: only 20% better)"
+            "FAILS: fetch: Fixed's lead (Floating/Fixed) at 8 processors (only 20% better) = 1.50 (needs 1.1-1.3)"
         );
         assert_eq!(
             failing(&claim4_of(&claim4_runs(1.4, 1.2, 0.9, 0.0, 0.6))),
-            "FAILS: null: at 8 processors Fixed leads by 1.40 (need 1.7-2.1: nearly double)"
+            "FAILS: null: Fixed's lead (Floating/Fixed) at 8 processors (nearly double) = 1.40 (needs 1.7-2.1)"
         );
         // Without U = 0.3 in the data: not decided.
         let g = grid(&[1, 2, 4, 8], &[0.1, 0.7, 0.9], &[200, 20_000], &[0.7], 1);
@@ -1696,7 +1695,8 @@ mod tests {
             }
         }
         let v = claim4_of(&r);
-        assert!(failing(&v).contains("null, U=0.3: protocol occupancy at 8 processors 0.95 (Fixed), 0.60 (Floating)"));
+        assert!(failing(&v)
+            .contains("null, U=0.3: protocol occupancy at 8 processors, Fixed and Floating (saturated) = 0.95, 0.60"));
     }
 
     #[test]
@@ -1707,13 +1707,13 @@ mod tests {
         }
         assert_eq!(
             failing(&claim4_of(&r)),
-            "FAILS: null, U=0.3: Floating's interrupts/request 0.10 at 2 vs 0.10 at 8 processors (need fewer)"
+            "FAILS: null, U=0.3: Floating's interrupts/request at 8 processors = 0.10 (needs < 0.10 (at 2))"
         );
         // Behind on two processors at U = 0.7 (and so no shrinking lead).
         let v = claim4_of(&claim4_runs(1.9, 1.2, 0.9, 0.0, 1.02));
         for p in ["null", "fetch"] {
             let says = format!(
-                "FAILS: {p}, U=0.7: Floating/Fixed 1.02 at 2 processors (need < 1: the extra processor computes)"
+                "FAILS: {p}, U=0.7: Floating/Fixed at 2 processors (the extra processor computes) = 1.02 (needs < 1)"
             );
             assert!(failing(&v).contains(&says), "{}", v.line());
         }
@@ -1721,8 +1721,8 @@ mod tests {
         let v = claim4_of(&claim4_runs(1.9, 1.2, 0.9, 0.0, 0.95));
         assert_eq!(
             failing(&v),
-            "FAILS: null, U=0.7: Floating/Fixed 0.95 at 2 vs 0.90 at 8 (advantage shrinks); FAILS: fetch, U=0.7: \
-             Floating/Fixed 0.95 at 2 vs 0.90 at 8 (advantage shrinks)"
+            "FAILS: null, U=0.7: Floating/Fixed at 8 processors (advantage shrinks) = 0.90 (needs > 0.95 (at 2)); \
+             FAILS: fetch, U=0.7: Floating/Fixed at 8 processors (advantage shrinks) = 0.90 (needs > 0.95 (at 2))"
         );
     }
 
@@ -1758,13 +1758,23 @@ mod tests {
     fn claim5_holds_when_each_protocols_best_system_is_as_claimed() {
         let v = claim5_of(&claim5_runs(0.9, &[0.6, 0.61, 0.59]));
         supported(&v);
-        assert!(v.evidence.contains("null U=0.3: Fixed-2 0.90"), "{}", v.line());
-        assert!(v.evidence.contains("fixed best: fixed-4 ahead of single-1 by 0.400 +- 0.006 (SE, 3 seeds)"));
+        assert!(
+            v.text().contains("null U=0.3: cost-performance of Fixed-2 and Floating-2 over Single-1"),
+            "{}",
+            v.line()
+        );
+        assert!(v.text().contains("(SE, 3 seeds) = 0.90, 0.80 (needs Fixed-2 < 1"), "{}", v.line());
+        assert!(v.text().contains("fixed best: fixed-4 ahead of single-1 by 0.400 +- 0.006 (SE, 3 seeds)"));
         // Gaps and best systems at the axis' end are reported.
-        assert!(v.evidence.contains("the processor axis lacks 3"), "{}", v.line());
-        assert!(v.evidence.contains("null U=0.7: fixed-4, floating-4 at the largest count"), "{}", v.line());
+        assert!(v
+            .text()
+            .contains("processor counts the axis lacks (a policy's most cost-effective count may lie there) = 3"));
+        assert!(v.text().contains(
+            "null U=0.7: best systems at the largest count (the minimum may lie beyond the grid) = fixed-4, floating-4"
+        ));
         let v = claim5_of(&claim5_runs(1.03, &[0.6, 0.61, 0.59]));
-        assert!(failing(&v).starts_with("FAILS: null U=0.3: Fixed-2 1.03"), "{}", v.line());
+        assert!(failing(&v).starts_with("FAILS: null U=0.3: cost-performance of Fixed-2"), "{}", v.line());
+        assert!(failing(&v).contains("= 1.03, 0.80 (needs Fixed-2 < 1"), "{}", v.line());
         // Judged at Oint 200 and U = 0.3 and 0.7 only: without them, not
         // decided.
         let mut r = claim5_runs(0.9, &[0.6, 0.61, 0.59]);
@@ -1778,7 +1788,7 @@ mod tests {
         // every seed but one: it still wins, the lead well over 2 SE.
         let v = claim5_of(&claim5_runs(0.9, &[0.5, 0.5, 0.5, 0.71]));
         supported(&v);
-        assert!(v.evidence.contains("ahead of floating-4 by 0.147 +- 0.052 (SE, 4 seeds)"), "{}", v.line());
+        assert!(v.text().contains("ahead of floating-4 by 0.147 +- 0.052 (SE, 4 seeds)"), "{}", v.line());
         // A small lead in noisy seeds: a tie, that part fails.
         let v = claim5_of(&claim5_runs(0.9, &[0.6, 0.75, 0.69]));
         assert!(
@@ -1791,7 +1801,7 @@ mod tests {
         );
         // One seed gives no standard error: not decided.
         let v = claim5_of(&claim5_runs(0.9, &[0.6]));
-        assert!(!v.decided && v.evidence.contains("a standard error needs two"), "{}", v.line());
+        assert!(!v.decided && v.text().contains("a standard error needs two"), "{}", v.line());
     }
 
     #[test]

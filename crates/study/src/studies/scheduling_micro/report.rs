@@ -9,7 +9,7 @@ use super::operating_points::PAPER_OINT;
 use super::runs::Run;
 use crate::claim::{Claim, Verdict};
 use crate::figures::{Chart, Figure, Paper, PaperBand, Series};
-use crate::report::{markdown_table, Section};
+use crate::report::{self, markdown_table, Section};
 use anyhow::Result;
 use finegrain_apps::micro::Protocol;
 use finegrain_core::MachineConfig;
@@ -210,7 +210,8 @@ pub(super) fn sections(
             100 - machine.interrupt.entry_percent
         );
         for (r, v) in &sensitivity.claim1 {
-            let _ = writeln!(s, "- {r}% on return: {} - {}", v.status(), v.evidence);
+            s += &report::evidence(&format!("{r}% on return"), v);
+            s.push('\n');
         }
         section("Sensitivity of claim 1", s);
     }
@@ -224,7 +225,8 @@ pub(super) fn sections(
             sensitivity.own_relinquish.label()
         );
         for (r, v) in &sensitivity.claim2 {
-            let _ = writeln!(s, "- relinquish {}: {} - {}", r.label(), v.status(), v.evidence);
+            s += &report::evidence(&format!("relinquish {}", r.label()), v);
+            s.push('\n');
         }
         section("Sensitivity of claim 2", s);
     }
@@ -239,7 +241,8 @@ pub(super) fn sections(
              `runs/no-<mechanism>-*.json` (its name with dashes) and are not used for the verdicts above.\n\n",
         );
         for (e, v) in &sensitivity.claim5 {
-            let _ = writeln!(s, "- without {e}: {} - {}", v.status(), v.evidence);
+            s += &report::evidence(&format!("without {e}"), v);
+            s.push('\n');
         }
         section("Sensitivity of claim 5", s);
     }
@@ -268,9 +271,10 @@ fn mechanisms_body(sensitivity: &Sensitivity) -> String {
     );
     for (m, verdicts) in &sensitivity.mechanisms {
         let supported = verdicts.iter().filter(|v| v.supported).count();
-        let _ = writeln!(s, "- without {m}: {supported} of {} claims supported", verdicts.len());
+        let _ = writeln!(s, "Without {m}: {supported} of {} claims supported.\n", verdicts.len());
         for v in verdicts {
-            let _ = writeln!(s, "  - claim {}: {} - {}", v.claim, v.status(), v.evidence);
+            s += &report::evidence(&format!("without {m}, claim {}", v.claim), v);
+            s.push('\n');
         }
     }
     s
