@@ -530,8 +530,11 @@ fn an_experiment_file_finds_its_preset_beside_it_and_its_report_says_how_to_reru
     assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
     let claims = |dir: &std::path::Path| -> Vec<String> {
         let r = std::fs::read_to_string(dir.join("report.md")).unwrap();
-        r.lines().filter(|l| l.starts_with("claim ")).map(str::to_string).collect()
+        // Each claim's verdict and its table of checks.
+        let evidence = |l: &&str| l.starts_with("**claim ") || l.starts_with("| fails |") || l.starts_with("| holds |");
+        r.lines().filter(evidence).map(str::to_string).collect()
     };
+    assert!(!claims(&out_dir).is_empty(), "the report tables its claims");
     assert_eq!(claims(&out_dir), claims(&out2), "the copy ran another study");
     // Run by a bare file name from its own directory, too.
     let bare = Command::new(env!("CARGO_BIN_EXE_finegrain"))
