@@ -71,7 +71,16 @@ fn quick_scheduling_study_writes_everything_and_decides_each_claim() {
     // rival exceeds twice its standard error over the seeds, and says so
     // at each of its four points.
     let report = std::fs::read_to_string(d.join("report.md")).unwrap();
-    let claim5 = report.lines().find(|l| l.starts_with("claim 5:")).expect("a claim 5 line");
+    // Claim 5's table of checks: the rows under its heading.
+    let claim5: String = report
+        .lines()
+        .skip_while(|l| !l.starts_with("**claim 5:"))
+        .skip(1)
+        .skip_while(|l| l.is_empty())
+        .take_while(|l| l.starts_with('|'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(!claim5.is_empty(), "a table of claim 5's checks");
     assert_eq!(claim5.matches("best of each (").count(), 4, "{claim5}");
     let decided = claim5.matches(" best: ").count() + claim5.matches("no clear winner, a tie: ").count();
     assert_eq!(decided, 4, "{claim5}");
