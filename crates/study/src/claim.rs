@@ -183,7 +183,7 @@ impl Verdict {
             return "Nothing to check: no data point the test needs.\n".into();
         }
         let rows: Vec<Vec<String>> = self.rows().iter().map(|c| c.cells().map(|x| escape_cell(&x)).to_vec()).collect();
-        crate::report::markdown_table(&EVIDENCE_HEADER, &rows)
+        crate::table::markdown_table(&EVIDENCE_HEADER, &rows)
     }
 }
 

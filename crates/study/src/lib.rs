@@ -46,6 +46,7 @@ pub mod single;
 pub mod studies;
 pub mod study;
 pub mod sweep;
+pub mod table;
 
 /// Runs the experiment `name` (a shipped study's name, or a path to an
 /// experiment file) into `out`, taking the runs the output directories

@@ -7,6 +7,7 @@ use crate::claim::{Claim, Origin, Verdict};
 use crate::experiment::{Header, Source};
 use crate::figures::Figure;
 use crate::record::RunRecord;
+use crate::table::markdown_table;
 use std::fmt::Write;
 use std::time::Instant;
 
@@ -288,16 +289,5 @@ fn estimates(preset: &str) -> String {
     );
     s += &markdown_table(&["parameter", "why this value", "what moves with it"], &rows);
     s.push('\n');
-    s
-}
-
-/// A markdown table from a header and rows.
-pub fn markdown_table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "| {} |", header.join(" | "));
-    let _ = writeln!(s, "|{}|", header.iter().map(|_| "---").collect::<Vec<_>>().join("|"));
-    for r in rows {
-        let _ = writeln!(s, "| {} |", r.join(" | "));
-    }
     s
 }

@@ -13,9 +13,9 @@
 
 use crate::output;
 use crate::record::{Labels, RunRecord};
-use crate::report::markdown_table;
 use crate::runner;
 use crate::study::{host_bytes, run_planned, Planned};
+use crate::table::markdown_table;
 use anyhow::{bail, Context, Result};
 use finegrain_apps::fetch_add::KeySkew;
 use finegrain_apps::WorkloadSpec;

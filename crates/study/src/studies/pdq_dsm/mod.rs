@@ -23,6 +23,7 @@ pub mod paper;
 mod plan;
 mod report;
 mod runs;
+pub mod systems;
 
 pub use grid::{Experiment, Grid, ShapeSpec};
 pub use labels::{RunLabels, Variant};

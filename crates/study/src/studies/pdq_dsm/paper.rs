@@ -3,7 +3,7 @@
 //! the claims' checks and the figures' marks. Performance is S-COMA's
 //! time over the system's.
 
-use super::claims::{hurricane, hurricane1, software_systems, Shape, LATENCY_BOUND, MULT};
+use super::systems::{hurricane, hurricane1, software_systems, Shape, LATENCY_BOUND, MULT};
 
 /// A band a claim allows, and the value the paper states in it (None
 /// where the paper gives only a bound or a word). An open end is
